@@ -1,0 +1,526 @@
+"""The append-only event log: segment files, durable appends, recovery on open.
+
+Layout: ``events/000001.jsonl``, ``000002.jsonl``, ... Each record is one line
+(see :mod:`memtray.core.events`), written by the single writer with one
+``os.write`` on an ``O_APPEND`` descriptor and fsynced before :meth:`EventLog.append`
+returns: an append is acknowledged only once it is durable.
+
+Recovery on open (writer): the last segment is scanned. A torn or
+checksum-failing *last* record is cut off, its bytes kept in ``<segment>.torn``
+and a warning logged. A bad record followed by good ones is never skipped: the
+log opens read-only, and :attr:`EventLog.problem` says where and what to run.
+
+A failed write or fsync (ENOSPC, EIO) truncates back to the last acknowledged
+offset and raises :class:`LogWriteError`; state does not advance, and a retry
+with the same event id is idempotent (the id is looked up before appending).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .clock import Clock, IdGenerator, format_ts
+from .errors import LogCorrupt, LogReadOnly, LogWriteError
+from .events import SCHEMA, BadRecord, Record, Schema, decode_raw, encode
+from .fsutil import FILE_MODE, describe_oserror, ensure_dir, fsync_dir
+
+log = logging.getLogger(__name__)
+
+SEGMENT_RE = re.compile(r"^(\d{6,})\.jsonl$")
+DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
+_RECENT_IDS = 50_000
+
+
+class FileOps:
+    """The OS calls the log makes; tests substitute a fault-injecting subclass."""
+
+    def open_append(self, path: Path) -> int:
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+
+    def write(self, fd: int, data: bytes) -> int:
+        return os.write(fd, data)
+
+    def fsync(self, fd: int) -> None:
+        os.fsync(fd)
+
+    def truncate(self, fd: int, size: int) -> None:
+        os.ftruncate(fd, size)
+
+    def close(self, fd: int) -> None:
+        os.close(fd)
+
+    def fsync_dir(self, path: Path) -> None:
+        fsync_dir(path)
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """Where a record ends: (segment number, byte offset after its newline)."""
+
+    segment: int
+    offset: int
+
+    def to_json(self) -> list[int]:
+        return [self.segment, self.offset]
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Position:
+        return cls(int(obj[0]), int(obj[1]))
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A damaged record found while reading."""
+
+    segment: Path
+    line: int
+    offset: int
+    reason: str
+    at_tail: bool
+
+    def describe(self) -> str:
+        where = "at the end of" if self.at_tail else "in the middle of"
+        return f"{self.reason} {where} {self.segment.name}, line {self.line} (byte {self.offset})"
+
+
+def segment_path(directory: Path, number: int) -> Path:
+    return directory / f"{number:06d}.jsonl"
+
+
+def list_segments(directory: Path) -> list[tuple[int, Path]]:
+    if not directory.is_dir():
+        return []
+    out = []
+    for entry in directory.iterdir():
+        m = SEGMENT_RE.match(entry.name)
+        if m and not entry.is_symlink():
+            out.append((int(m.group(1)), entry))
+    return sorted(out)
+
+
+@dataclass
+class _Scan:
+    records: list[tuple[Record, Position]]
+    good_end: int  # offset after the last good record
+    damage: Damage | None
+    tail_bytes: int  # bytes after good_end
+
+
+def scan_segment(path: Path, number: int, start: int = 0, expect_seq: int | None = None) -> _Scan:
+    """Read one segment from ``start``; classify the first damage as torn tail or middle."""
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        buf = fh.read()
+    records: list[tuple[Record, Position]] = []
+    pos = 0
+    line_no = 0
+    size = len(buf)
+    damage: Damage | None = None
+    while pos < size:
+        nl = buf.find(b"\n", pos)
+        line_no += 1
+        end = size if nl < 0 else nl
+        line = buf[pos:end]
+        reason = None
+        if nl < 0:
+            reason = "torn record (no newline)"
+        else:
+            try:
+                rec = decode_raw(line)
+            except BadRecord as exc:
+                reason = str(exc)
+            else:
+                if expect_seq is not None and rec.seq != expect_seq:
+                    reason = f"sequence gap (expected seq {expect_seq}, found {rec.seq})"
+                else:
+                    expect_seq = rec.seq + 1
+                    records.append((rec, Position(number, start + nl + 1)))
+        if reason is not None:
+            at_tail = not _any_valid_after(buf, (end + 1) if nl >= 0 else size)
+            damage = Damage(path, line_no, start + pos, reason, at_tail)
+            break
+        pos = nl + 1
+    good_end = records[-1][1].offset if records else start
+    return _Scan(records, good_end, damage, start + size - good_end)
+
+
+def _any_valid_after(buf: bytes, pos: int) -> bool:
+    for line in buf[pos:].split(b"\n"):
+        if line.strip(b"\x00 \r\t"):
+            try:
+                decode_raw(line)
+                return True
+            except BadRecord:
+                continue
+    return False
+
+
+def _last_record(path: Path, number: int) -> Record | None:
+    """The last complete, valid record of a sealed segment (reads only its tail)."""
+    size = path.stat().st_size
+    chunk = 65536
+    while True:
+        start = max(0, size - chunk)
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            buf = fh.read(size - start)
+        lines = buf.split(b"\n")
+        if start > 0:
+            lines = lines[1:]  # first piece may be partial
+        for line in reversed(lines):
+            if not line:
+                continue
+            try:
+                return decode_raw(line)
+            except BadRecord:
+                continue
+        if start == 0:
+            return None
+        chunk *= 4
+
+
+class EventLog:
+    """The log of one data home. Use :meth:`open`; one writer per home (see HomeLock)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        readonly: bool,
+        clock: Clock,
+        ids: IdGenerator,
+        segment_bytes: int,
+        files: FileOps,
+        schema: Schema,
+    ) -> None:
+        self.dir = directory
+        self.readonly = readonly
+        self.clock = clock
+        self.ids = ids
+        self.segment_bytes = segment_bytes
+        self.files = files
+        self.schema = schema
+        self.problem: Damage | None = None
+        self.cut: list[Damage] = []
+        self._lock = threading.RLock()
+        self._fd: int | None = None
+        self._segment = 1
+        self._size = 0
+        self._last_seq = 0
+        self._ids: OrderedDict[str, int] = OrderedDict()
+        self._wedged = False
+        self._listeners: list[Any] = []
+
+    # --- opening --------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        *,
+        readonly: bool = False,
+        clock: Clock | None = None,
+        ids: IdGenerator | None = None,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        files: FileOps | None = None,
+        schema: Schema = SCHEMA,
+    ) -> EventLog:
+        clock = clock or Clock()
+        self = cls(
+            Path(directory).absolute(),
+            readonly=readonly,
+            clock=clock,
+            ids=ids or IdGenerator(clock),
+            segment_bytes=segment_bytes,
+            files=files or FileOps(),
+            schema=schema,
+        )
+        if not readonly:
+            ensure_dir(self.dir)
+        self._recover()
+        return self
+
+    def _recover(self) -> None:
+        segs = list_segments(self.dir)
+        if not segs:
+            self._segment, self._size, self._last_seq = 1, 0, 0
+            return
+        number, path = segs[-1]
+        expect: int | None = None
+        if len(segs) > 1:
+            prev = _last_record(segs[-2][1], segs[-2][0])
+            if prev is not None:
+                expect = prev.seq + 1
+                self._last_seq = prev.seq
+        scan = scan_segment(path, number, 0, expect)
+        for rec, _pos in scan.records:
+            self._remember_id(rec.id, rec.seq)
+        if scan.records:
+            self._last_seq = scan.records[-1][0].seq
+        self._segment = number
+        self._size = scan.good_end
+        if scan.damage is None:
+            return
+        if scan.damage.at_tail and not self.readonly:
+            self._cut_tail(path, scan.good_end, scan.damage)
+        elif scan.damage.at_tail:
+            # Readers never repair; the torn tail is simply not visible to them.
+            pass
+        else:
+            self.problem = scan.damage
+            self.readonly = True
+            log.error("event log damaged: %s; opened read-only", scan.damage.describe())
+
+    def _cut_tail(self, path: Path, good_end: int, damage: Damage) -> None:
+        with open(path, "rb") as fh:
+            fh.seek(good_end)
+            torn = fh.read()
+        side = path.with_name(path.name + ".torn")
+        fd = os.open(side, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+        try:
+            os.write(fd, torn)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            os.ftruncate(fd, good_end)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fsync_dir(self.dir)
+        self.cut.append(damage)
+        log.warning(
+            "cut %d bytes off the end of %s (%s); they are kept in %s",
+            len(torn), path.name, damage.reason, side.name,
+        )
+
+    # --- state ----------------------------------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        return self._last_seq
+
+    @property
+    def head(self) -> Position:
+        return Position(self._segment, self._size)
+
+    def _remember_id(self, event_id: str, seq: int) -> None:
+        self._ids[event_id] = seq
+        if len(self._ids) > _RECENT_IDS:
+            self._ids.popitem(last=False)
+
+    def add_listener(self, fn: Any) -> None:
+        """``fn(records)`` is called (under the log lock) after each durable append."""
+        self._listeners.append(fn)
+
+    # --- appending ------------------------------------------------------------------
+
+    def append(
+        self,
+        type: str,
+        data: Mapping[str, Any],
+        *,
+        session: str | None = None,
+        id: str | None = None,
+        v: int | None = None,
+    ) -> Record:
+        """Append one event durably and return its record."""
+        return self.append_many([(type, data, session, id, v)])[0]
+
+    def append_many(
+        self, items: Iterable[tuple[str, Mapping[str, Any], str | None, str | None, int | None]]
+    ) -> list[Record]:
+        """Append events with one write and one fsync (group commit), in order.
+
+        Events whose id is already in the log are not written again; their existing
+        records are returned instead (idempotent retries).
+        """
+        with self._lock:
+            if self.readonly:
+                if self.problem is not None:
+                    raise LogCorrupt(f"the event log is damaged ({self.problem.describe()}); it is read-only")
+                raise LogReadOnly("the event log is open read-only")
+            if self._wedged:
+                self._rewind_after_failure()
+            out: list[Record | None] = []
+            new: list[Record] = []
+            lines: list[bytes] = []
+            seq = self._last_seq
+            ts = format_ts(self.clock.now())
+            for type_, data, session, event_id, v in items:
+                if event_id is not None and event_id in self._ids:
+                    out.append(self.get(self._ids[event_id]))
+                    continue
+                seq += 1
+                rec = Record(
+                    seq,
+                    event_id or self.ids.new(),
+                    ts,
+                    type_,
+                    v if v is not None else self.schema.versions.get(type_, 1),
+                    session,
+                    dict(data),
+                )
+                new.append(rec)
+                out.append(rec)
+                lines.append(encode(rec))
+            if new:
+                self._write(b"".join(lines))
+                for rec in new:
+                    self._remember_id(rec.id, rec.seq)
+                self._last_seq = seq
+                for fn in self._listeners:
+                    fn(new)
+            return [r for r in out if r is not None]
+
+    def _ensure_fd(self, extra: int) -> None:
+        if self._fd is not None and self._size > 0 and self._size + extra > self.segment_bytes:
+            self.files.close(self._fd)
+            self._fd = None
+            self._segment += 1
+            self._size = 0
+        if self._fd is None:
+            path = segment_path(self.dir, self._segment)
+            created = not path.exists()
+            try:
+                self._fd = self.files.open_append(path)
+                if created:
+                    self.files.fsync_dir(self.dir)
+            except OSError as exc:
+                self._fd = None
+                raise LogWriteError(f"could not open {path.name}: {describe_oserror(exc)}") from exc
+
+    def _write(self, blob: bytes) -> None:
+        self._ensure_fd(len(blob))
+        assert self._fd is not None
+        before = self._size
+        try:
+            n = self.files.write(self._fd, blob)
+            if n != len(blob):
+                raise OSError(errno.EIO, f"short write ({n} of {len(blob)} bytes)")
+            self.files.fsync(self._fd)
+        except OSError as exc:
+            self._undo(before)
+            raise LogWriteError(f"could not write to the event log: {describe_oserror(exc)}") from exc
+        self._size = before + len(blob)
+
+    def _undo(self, size: int) -> None:
+        """Take back a failed append so the file matches what was acknowledged."""
+        assert self._fd is not None
+        try:
+            self.files.truncate(self._fd, size)
+            self.files.fsync(self._fd)
+        except OSError:
+            # We cannot tell what reached the disk: rescan before the next append.
+            self._wedged = True
+        with contextlib.suppress(OSError):
+            self.files.close(self._fd)
+        self._fd = None
+
+    def _rewind_after_failure(self) -> None:
+        """After a failed undo: adopt whatever complete records reached disk, cut the rest."""
+        path = segment_path(self.dir, self._segment)
+        if path.exists():
+            scan = scan_segment(path, self._segment, self._size, self._last_seq + 1)
+            for rec, _ in scan.records:
+                self._remember_id(rec.id, rec.seq)
+                self._last_seq = rec.seq
+            if scan.tail_bytes and scan.damage is not None:
+                self._cut_tail(path, scan.good_end, scan.damage)
+            self._size = scan.good_end
+        self._wedged = False
+
+    # --- reading --------------------------------------------------------------------
+
+    def read(self, after: Position | None = None, *, upcast: bool = True) -> Iterator[tuple[Record, Position]]:
+        """Every record after ``after`` (or from the start), with where it ends.
+
+        Raises :class:`LogCorrupt` at a damaged record that has good ones after it.
+        A torn tail (possible for readers while a writer appends) ends the stream.
+        """
+        start_seg = after.segment if after else 0
+        for number, path in list_segments(self.dir):
+            if number < start_seg:
+                continue
+            start = after.offset if after and number == after.segment else 0
+            scan = scan_segment(path, number, start)
+            for rec, pos in scan.records:
+                if upcast and rec.type in self.schema.versions:
+                    rec = self.schema.upcast(rec) if rec.v <= self.schema.versions[rec.type] else rec
+                yield rec, pos
+            if scan.damage is not None:
+                if number == list_segments(self.dir)[-1][0] and scan.damage.at_tail:
+                    return
+                raise LogCorrupt(f"the event log is damaged: {scan.damage.describe()}")
+
+    def records(self, after_seq: int = 0) -> Iterator[Record]:
+        for rec, _ in self.read():
+            if rec.seq > after_seq:
+                yield rec
+
+    def get(self, seq: int) -> Record:
+        for rec, _ in self.read():
+            if rec.seq == seq:
+                return rec
+        raise KeyError(seq)
+
+    def tail(self, n: int) -> list[Record]:
+        """The last ``n`` records, reading segments from the end."""
+        out: list[Record] = []
+        for number, path in reversed(list_segments(self.dir)):
+            scan = scan_segment(path, number)
+            out = [r for r, _ in scan.records] + out
+            if len(out) >= n:
+                break
+        return out[-n:] if n else []
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    self.files.close(self._fd)
+                self._fd = None
+
+
+def verify(directory: Path) -> tuple[int, list[Damage]]:
+    """Check every record of every segment. Returns (records checked, damage found)."""
+    count = 0
+    damages: list[Damage] = []
+    segs = list_segments(directory)
+    expect: int | None = None
+    for i, (number, path) in enumerate(segs):
+        start = 0
+        while True:
+            scan = scan_segment(path, number, start, expect)
+            count += len(scan.records)
+            if scan.records:
+                expect = scan.records[-1][0].seq + 1
+            if scan.damage is None:
+                break
+            dmg = scan.damage
+            if dmg.at_tail and i != len(segs) - 1:
+                dmg = Damage(dmg.segment, dmg.line, dmg.offset, dmg.reason, False)
+            damages.append(dmg)
+            if dmg.at_tail:
+                break
+            # continue after the damaged line to report everything
+            with open(path, "rb") as fh:
+                fh.seek(dmg.offset)
+                rest = fh.read()
+            nl = rest.find(b"\n")
+            if nl < 0:
+                break
+            start = dmg.offset + nl + 1
+            expect = None
+    return count, damages

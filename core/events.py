@@ -1,0 +1,324 @@
+"""Events: the envelope, the line codec, payload types and schema upcasting.
+
+A record is one line of JSON::
+
+    {"seq":42,"id":"01J...","ts":"2026-11-30T09:15:02.123Z","type":"message","v":1,
+     "session":"quick","data":{...},"crc":"1a2b3c4d"}
+
+``crc`` is the CRC-32 (hex) of the line's own bytes with the ``,"crc":"…"`` member
+removed, so a record is verified on its bytes alone, before any JSON parsing, and
+re-encoding is never needed. ``type`` is a stable string (never a class path) and
+``v`` the payload's schema version; old versions are upcast on read by a
+:class:`Schema` registry. Types this version does not know are kept verbatim.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
+
+from .errors import UnknownEventVersion
+
+_CRC_PREFIX = b',"crc":"'
+_SUFFIX_LEN = len(_CRC_PREFIX) + 8 + 2  # ,"crc":"xxxxxxxx"}
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One event as stored: the envelope plus its (upcast) payload dict."""
+
+    seq: int
+    id: str
+    ts: str
+    type: str
+    v: int
+    session: str | None
+    data: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "id": self.id,
+            "ts": self.ts,
+            "type": self.type,
+            "v": self.v,
+            "session": self.session,
+            "data": dict(self.data),
+        }
+
+
+class BadRecord(ValueError):
+    """A line that is not a valid record (torn, corrupt checksum, bad JSON)."""
+
+
+def _dumps(obj: Any) -> bytes:
+    try:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates (e.g. undecodable bytes from argv): escape them so the line
+        # is valid UTF-8 JSON and decodes back to exactly the same string.
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def encode(rec: Record) -> bytes:
+    """The record's line, newline-terminated, with its checksum."""
+    body = _dumps(rec.to_json())
+    crc = zlib.crc32(body)
+    return body[:-1] + _CRC_PREFIX + f"{crc:08x}".encode() + b'"}\n'
+
+
+def verify_line(line: bytes) -> bool:
+    """True if ``line`` (without its newline) carries a matching checksum."""
+    if len(line) <= _SUFFIX_LEN or not line.endswith(b'"}'):
+        return False
+    cut = len(line) - _SUFFIX_LEN
+    if line[cut : cut + len(_CRC_PREFIX)] != _CRC_PREFIX:
+        return False
+    try:
+        want = int(line[cut + len(_CRC_PREFIX) : -2], 16)
+    except ValueError:
+        return False
+    return zlib.crc32(b"}", zlib.crc32(line[:cut])) == want
+
+
+def decode_raw(line: bytes) -> Record:
+    """Parse one line (without newline) into a Record, payload not upcast."""
+    if not verify_line(line):
+        raise BadRecord("checksum mismatch or torn record")
+    try:
+        obj = json.loads(line)
+        return Record(
+            obj["seq"], obj["id"], obj["ts"], obj["type"], obj["v"], obj.get("session"), obj["data"]
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BadRecord(f"malformed record: {exc}") from exc
+
+
+# --- payload types and schema versions ---------------------------------------------------
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+P = TypeVar("P", bound="Payload")
+
+
+class Payload:
+    """Base of typed event payloads (frozen dataclasses with TYPE and VERSION)."""
+
+    TYPE: ClassVar[str]
+    VERSION: ClassVar[int] = 1
+
+    def to_data(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if value is None and f.default is None:
+                continue  # optional members are omitted, keeping lines short
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_data(cls: type[P], data: Mapping[str, Any]) -> P:
+        kwargs = {f.name: data[f.name] for f in fields(cls) if f.name in data}  # type: ignore[arg-type]
+        return cls(**kwargs)
+
+
+class Schema:
+    """Registry of payload types, their current versions and upcasters."""
+
+    def __init__(self) -> None:
+        self.types: dict[str, type[Payload]] = {}
+        self.versions: dict[str, int] = {}
+        self._upcasters: dict[tuple[str, int], Upcaster] = {}
+
+    def register(self, cls: type[P]) -> type[P]:
+        self.types[cls.TYPE] = cls
+        self.versions[cls.TYPE] = cls.VERSION
+        return cls
+
+    def add_version(self, type_: str, version: int) -> None:
+        """Declare a type/version known without a payload class (tests, raw types)."""
+        self.versions[type_] = version
+
+    def upcaster(self, type_: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
+        """Register ``fn(data_at_v) -> data_at_v+1``."""
+
+        def deco(fn: Upcaster) -> Upcaster:
+            self._upcasters[(type_, from_version)] = fn
+            return fn
+
+        return deco
+
+    def is_known(self, rec: Record) -> bool:
+        return rec.type in self.versions and rec.v <= self.versions[rec.type]
+
+    def upcast(self, rec: Record) -> Record:
+        """Bring ``rec`` to the current version of its type. Unknown types pass through."""
+        current = self.versions.get(rec.type)
+        if current is None or rec.v == current:
+            return rec
+        if rec.v > current:
+            raise UnknownEventVersion(
+                f"event seq {rec.seq} ({rec.type} v{rec.v}) is newer than this memtray knows (v{current})"
+            )
+        data = dict(rec.data)
+        v = rec.v
+        while v < current:
+            fn = self._upcasters.get((rec.type, v))
+            if fn is None:
+                raise UnknownEventVersion(f"no upcaster for {rec.type} v{v} -> v{v + 1}")
+            data = fn(data)
+            v += 1
+        return Record(rec.seq, rec.id, rec.ts, rec.type, v, rec.session, data)
+
+    def payload(self, rec: Record) -> Payload | None:
+        cls = self.types.get(rec.type)
+        if cls is None:
+            return None
+        return cls.from_data(self.upcast(rec).data)
+
+
+SCHEMA = Schema()
+
+
+def _opt() -> Any:
+    return field(default=None)
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class Message(Payload):
+    """A chat message: user, assistant (with optional tool calls) or tool result."""
+
+    TYPE: ClassVar[str] = "message"
+    role: str
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = _opt()
+    tool_call_id: str | None = _opt()
+    name: str | None = _opt()
+    model: str | None = _opt()
+    usage: dict[str, Any] | None = _opt()
+    #: sha256 of the exact request an assistant message answered (prompt time travel).
+    request_hash: str | None = _opt()
+    #: the runtime context prefixed to a user message when it was sent.
+    context: str | None = _opt()
+    #: set on an assistant message that ended early ("cancelled", "error: ...").
+    stop: str | None = _opt()
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class SessionReset(Payload):
+    """`/new`: the session starts over (after everything was archived)."""
+
+    TYPE: ClassVar[str] = "session.reset"
+    reason: str = "user"
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class TurnFailed(Payload):
+    """A turn ended with a provider error; the user's message stays in the log."""
+
+    TYPE: ClassVar[str] = "turn.failed"
+    error: str
+    kind: str = "provider"
+    model: str | None = _opt()
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class ConsolidationStarted(Payload):
+    TYPE: ClassVar[str] = "consolidation.started"
+    consolidation: str
+    start: int  # index into the session's messages (absolute)
+    end: int
+    model: str
+    first_seq: int | None = _opt()
+    last_seq: int | None = _opt()
+    trigger: str = "window"
+    redo_of: str | None = _opt()
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class ConsolidationCompleted(Payload):
+    TYPE: ClassVar[str] = "consolidation.completed"
+    consolidation: str
+    end: int
+    memory_seq: int | None = _opt()
+    added: int = 0
+    removed: int = 0
+    changed: int = 0
+    kept: int = 0
+    flagged: int = 0
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class ConsolidationFailed(Payload):
+    TYPE: ClassVar[str] = "consolidation.failed"
+    consolidation: str
+    reason: str
+    attempt: int = 1
+    retry_after: float | None = _opt()
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class MemoryWritten(Payload):
+    """A new MEMORY.md (and optionally HISTORY.md entry); one git commit each."""
+
+    TYPE: ClassVar[str] = "memory.written"
+    memory: str
+    reason: str  # consolidation | agent | user-edit | restore | rollback | redo | adopt
+    source: str = "memtray"  # memtray | user | model
+    history_append: str | None = _opt()
+    consolidation: str | None = _opt()
+    model: str | None = _opt()
+    diff: dict[str, Any] | None = _opt()
+    flagged: list[dict[str, Any]] | None = _opt()
+    provenance: dict[str, Any] | None = _opt()
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class MemoryRolledBack(Payload):
+    TYPE: ClassVar[str] = "memory.rolled_back"
+    to_rev: str
+    memory_seq: int
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class ReminderScheduled(Payload):
+    TYPE: ClassVar[str] = "reminder.scheduled"
+    reminder: str
+    text: str
+    kind: str  # at | every | cron
+    spec: str
+    tz: str
+    mode: str = "notify"  # notify | agent
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class ReminderFired(Payload):
+    TYPE: ClassVar[str] = "reminder.fired"
+    reminder: str
+    occurrence: str  # ISO time of the scheduled occurrence (idempotency key)
+    late: bool = False
+    reply: str | None = _opt()
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class ReminderCancelled(Payload):
+    TYPE: ClassVar[str] = "reminder.cancelled"
+    reminder: str
+    reason: str = "user"
+
+
+def payload_of(rec: Record, schema: Schema = SCHEMA) -> Payload | None:
+    return schema.payload(rec)

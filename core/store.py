@@ -1,0 +1,238 @@
+"""The store: one data home's log, lock and live derived state, with checkpoints.
+
+:class:`Store` is what the CLI, the daemon and the desktop worker open. It
+takes the single-writer lock, opens the event log (recovering a torn tail),
+loads the newest valid checkpoint from ``state/`` and replays only the tail
+after it, then keeps :attr:`Store.state` current on every append. Deleting
+``state/`` is always safe: a full replay gives the same state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .clock import Clock, IdGenerator
+from .errors import LogCorrupt
+from .events import SCHEMA, BadRecord, Record, Schema, decode_raw
+from .eventlog import DEFAULT_SEGMENT_BYTES, EventLog, FileOps, Position, segment_path
+from .fsutil import atomic_write, ensure_dir
+from .home import Home, HomeLock
+from .projections import State, apply
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_NAME = "checkpoint.json"
+CHECKPOINT_EVERY = 2000  # events between automatic checkpoints
+
+Listener = Callable[[list[Record], State], None]
+
+
+class Store:
+    def __init__(self, home: Home, log_: EventLog, state: State, lock: HomeLock | None) -> None:
+        self.home = home
+        self.log = log_
+        self.state = state
+        self._lock = lock
+        self._since_checkpoint = 0
+        self._mutex = threading.RLock()
+        self._listeners: list[Listener] = []
+        self.replayed_on_open = 0
+        self.checkpoint_used = False
+        self.problem: str | None = None
+        if log_.problem is not None:
+            self.problem = log_.problem.describe()
+
+    # --- opening --------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        home: Home,
+        *,
+        readonly: bool = False,
+        clock: Clock | None = None,
+        ids: IdGenerator | None = None,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        files: FileOps | None = None,
+        schema: Schema = SCHEMA,
+        use_checkpoint: bool = True,
+    ) -> Store:
+        lock: HomeLock | None = None
+        if not readonly:
+            home.create()
+            lock = HomeLock(home).acquire()
+        try:
+            elog = EventLog.open(
+                home.events, readonly=readonly, clock=clock, ids=ids,
+                segment_bytes=segment_bytes, files=files, schema=schema,
+            )
+            state, after, used = (State(), None, False)
+            if use_checkpoint:
+                state, after, used = load_checkpoint(home, elog)
+            store = cls(home, elog, state, lock)
+            store.checkpoint_used = used
+            n = 0
+            try:
+                for rec, _pos in elog.read(after):
+                    apply(state, rec)
+                    n += 1
+            except LogCorrupt as exc:
+                store.problem = str(exc)
+                elog.readonly = True
+                log.error("%s; the log is read-only until repaired", exc)
+            store.replayed_on_open = n
+            store._since_checkpoint = n
+            if n >= CHECKPOINT_EVERY and not elog.readonly:
+                store.checkpoint()
+            return store
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+
+    # --- writing --------------------------------------------------------------------
+
+    def append(
+        self,
+        type: str,
+        data: Mapping[str, Any],
+        *,
+        session: str | None = None,
+        id: str | None = None,
+    ) -> Record:
+        return self.append_many([(type, data, session, id)])[0]
+
+    def append_many(
+        self, items: Iterable[tuple[str, Mapping[str, Any], str | None, str | None]]
+    ) -> list[Record]:
+        """Durably append events (one fsync) and fold them into the live state."""
+        with self._mutex:
+            before = self.log.last_seq
+            recs = self.log.append_many([(t, d, s, i, None) for t, d, s, i in items])
+            fresh = [r for r in recs if r.seq > before]
+            for rec in fresh:
+                apply(self.state, self.log.schema.upcast(rec))
+            self._since_checkpoint += len(fresh)
+            if self._since_checkpoint >= CHECKPOINT_EVERY:
+                self.checkpoint()
+        if fresh:
+            for fn in list(self._listeners):
+                fn(fresh, self.state)
+        return recs
+
+    def subscribe(self, fn: Listener) -> None:
+        """``fn(new_records, state)`` after every append (on the appending thread)."""
+        self._listeners.append(fn)
+
+    def checkpoint(self) -> None:
+        with self._mutex:
+            if self.log.readonly and self._lock is None:
+                return
+            save_checkpoint(self.home, self.log, self.state)
+            self._since_checkpoint = 0
+
+    @property
+    def readonly(self) -> bool:
+        return self.log.readonly
+
+    def close(self, *, checkpoint: bool = True) -> None:
+        with self._mutex:
+            try:
+                if checkpoint and self._lock is not None and not self.log.readonly and self._since_checkpoint:
+                    self.checkpoint()
+            finally:
+                self.log.close()
+                if self._lock is not None:
+                    self._lock.release()
+                    self._lock = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --- checkpoints ------------------------------------------------------------------------
+
+
+def checkpoint_path(home: Home) -> Path:
+    return home.state / CHECKPOINT_NAME
+
+
+def save_checkpoint(home: Home, elog: EventLog, state: State) -> None:
+    ensure_dir(home.state)
+    last_id = None
+    if state.last_seq:
+        rec = _record_ending_at(elog.dir, elog.head)
+        last_id = rec.id if rec is not None and rec.seq == state.last_seq else None
+        if last_id is None:
+            return  # state and log disagree: never write a checkpoint we cannot validate
+    body = {
+        "format": 1,
+        "position": elog.head.to_json(),
+        "last_seq": state.last_seq,
+        "last_id": last_id,
+        "state": state.to_json(),
+    }
+    atomic_write(checkpoint_path(home), json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+
+
+def load_checkpoint(home: Home, elog: EventLog) -> tuple[State, Position | None, bool]:
+    """The checkpointed state and where to resume, or a fresh state if none is valid."""
+    path = checkpoint_path(home)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return State(), None, False
+    except OSError as exc:
+        log.warning("cannot read checkpoint %s (%s); replaying the whole log", path, exc)
+        return State(), None, False
+    try:
+        body = json.loads(raw)
+        pos = Position.from_json(body["position"])
+        state = State.from_json(body["state"])
+        if body["last_seq"] == 0:
+            return (state, None, True) if elog.last_seq == 0 else (State(), None, False)
+        rec = _record_ending_at(elog.dir, pos)
+        if rec is None or rec.seq != body["last_seq"] or rec.id != body["last_id"]:
+            raise ValueError("it does not match the log")
+        return state, pos, True
+    except (ValueError, KeyError, TypeError) as exc:
+        log.warning("ignoring checkpoint %s (%s); replaying the whole log", path.name, exc)
+        return State(), None, False
+
+
+def _record_ending_at(directory: Path, pos: Position) -> Record | None:
+    path = segment_path(directory, pos.segment)
+    try:
+        with open(path, "rb") as fh:
+            if pos.offset <= 0:
+                return None
+            start = max(0, pos.offset - 1024 * 1024)
+            fh.seek(start)
+            buf = fh.read(pos.offset - start)
+    except OSError:
+        return None
+    if not buf.endswith(b"\n"):
+        return None
+    line = buf[:-1]
+    nl = line.rfind(b"\n")
+    line = line[nl + 1 :]
+    try:
+        return decode_raw(line)
+    except BadRecord:
+        return None
+
+
+def remove_checkpoints(home: Home) -> None:
+    try:
+        os.unlink(checkpoint_path(home))
+    except FileNotFoundError:
+        pass
