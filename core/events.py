@@ -275,11 +275,24 @@ class MemoryWritten(Payload):
     reason: str  # consolidation | agent | user-edit | restore | rollback | redo | adopt
     source: str = "memtray"  # memtray | user | model
     history_append: str | None = _opt()
+    #: full HISTORY.md text, only when the diary itself was edited by hand
+    history: str | None = _opt()
     consolidation: str | None = _opt()
     model: str | None = _opt()
     diff: dict[str, Any] | None = _opt()
     flagged: list[dict[str, Any]] | None = _opt()
     provenance: dict[str, Any] | None = _opt()
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class MemoryReviewed(Payload):
+    """The user resolved a flagged item: ``accept`` (the change stands) or ``restore``."""
+
+    TYPE: ClassVar[str] = "memory.reviewed"
+    item: str
+    action: str  # accept | restore
+    memory_seq: int | None = _opt()
 
 
 @SCHEMA.register

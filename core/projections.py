@@ -87,6 +87,7 @@ class ConsolidationState:
     last_seq: int | None = None
     redo_of: str | None = None
     memory_seq: int | None = None
+    ts: str | None = None  # when it last changed status
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -132,6 +133,8 @@ class State:
     memory_seq: int = 0  # seq of the last memory.written
     memory_revisions: int = 0
     memory: str = ""  # current MEMORY.md text (the last memory.written)
+    #: flagged items waiting for the user: id -> {kind, fact, section, seq, reason, consolidation}
+    review: dict[str, dict[str, Any]] = field(default_factory=dict)
     unknown: dict[str, int] = field(default_factory=dict)
 
     def session(self, key: str) -> SessionState:
@@ -150,6 +153,7 @@ class State:
             "memory_seq": self.memory_seq,
             "memory_revisions": self.memory_revisions,
             "memory": self.memory,
+            "review": dict(sorted(self.review.items())),
             "unknown": dict(sorted(self.unknown.items())),
         }
 
@@ -165,6 +169,7 @@ class State:
             memory_seq=obj["memory_seq"],
             memory_revisions=obj.get("memory_revisions", 0),
             memory=obj.get("memory", ""),
+            review=dict(obj.get("review", {})),
             unknown=dict(obj.get("unknown", {})),
         )
 
@@ -182,6 +187,8 @@ KNOWN_TYPES = frozenset(
         "consolidation.failed",
         "memory.written",
         "memory.rolled_back",
+        "memory.reviewed",
+        "log.damaged",
         "memory.purged",
         "reminder.scheduled",
         "reminder.fired",
@@ -215,13 +222,14 @@ def apply(state: State, rec: Record) -> State:
         state.consolidations[cid] = ConsolidationState(
             cid, rec.session or "default", d["start"], d["end"], d["model"],
             attempts=(prev.attempts if prev else 0) + 1, started_seq=rec.seq,
-            first_seq=d.get("first_seq"), last_seq=d.get("last_seq"), redo_of=d.get("redo_of"),
+            first_seq=d.get("first_seq"), last_seq=d.get("last_seq"), redo_of=d.get("redo_of"), ts=rec.ts,
         )
     elif t == "consolidation.completed":
         c = state.consolidations.get(d["consolidation"])
         if c is not None:
             c.status = "completed"
             c.reason = None
+            c.ts = rec.ts
             c.memory_seq = d.get("memory_seq")
             if c.redo_of is None:
                 s = state.session(c.session)
@@ -232,10 +240,15 @@ def apply(state: State, rec: Record) -> State:
         if c is not None:
             c.status = "failed"
             c.reason = d.get("reason")
+            c.ts = rec.ts
     elif t == "memory.written":
         state.memory_seq = rec.seq
         state.memory_revisions += 1
         state.memory = d["memory"]
+        for item in d.get("flagged") or ():
+            state.review[item["id"]] = {**item, "seq": rec.seq}
+    elif t == "memory.reviewed":
+        state.review.pop(d["item"], None)
     elif t == "reminder.scheduled":
         rid = d["reminder"]
         state.reminders[rid] = ReminderState(

@@ -1,0 +1,98 @@
+"""The prompt: system prompt (identity, bootstrap files, memory, skills) + history.
+
+The system prompt depends only on files and memory, never on the time, so it
+is byte-identical across turns while memory is unchanged and provider prompt
+caches keep hitting. The current time goes into a runtime-context line at the
+start of the newest user message instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from memtray import resources
+
+BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md")
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    summary: str
+
+
+def _skill_summary(text: str, fallback: str) -> Skill:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    name = fallback
+    if lines and lines[0].startswith("#"):
+        name = lines.pop(0).lstrip("# ").strip() or fallback
+    return Skill(name, lines[0] if lines else "")
+
+
+def load_skills(user_dir: Path | None) -> list[Skill]:
+    skills = [
+        _skill_summary(resources.text(f"skills/{n}"), n.removesuffix(".md"))
+        for n in resources.listdir("skills")
+        if n.endswith(".md")
+    ]
+    if user_dir is not None and user_dir.is_dir():
+        for p in sorted(user_dir.glob("*.md")):
+            if not p.is_symlink():
+                skills.append(_skill_summary(p.read_text(encoding="utf-8", errors="replace"), p.stem))
+    return skills
+
+
+def load_bootstrap(home_root: Path | None) -> list[tuple[str, str]]:
+    out = []
+    if home_root is None:
+        return out
+    for name in BOOTSTRAP_FILES:
+        p = home_root / name
+        if p.is_file() and not p.is_symlink():
+            text = p.read_text(encoding="utf-8", errors="replace").strip()
+            if text:
+                out.append((name, text))
+    return out
+
+
+def system_prompt(memory: str, bootstrap: list[tuple[str, str]], skills: list[Skill]) -> str:
+    parts = [resources.text("prompts/identity.md").strip()]
+    for name, text in bootstrap:
+        parts.append(f"## {name}\n\n{text}")
+    if memory.strip():
+        parts.append(f"# Memory\n\n{memory.strip()}")
+    if skills:
+        lines = "\n".join(f"- **{s.name}**: {s.summary}" for s in skills)
+        parts.append(f"# Skills\n\n{lines}")
+    return "\n\n---\n\n".join(parts)
+
+
+def zone_of(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def runtime_context(now: datetime, zone: str) -> str:
+    """The line prefixed to a user message: local date, time and zone."""
+    tz = zone_of(zone)
+    local = now.astimezone(tz)
+    off = local.strftime("%z")
+    offset = f"{off[:3]}:{off[3:]}" if off else "+00:00"
+    template = resources.text("prompts/runtime_context.txt").strip()
+    return template.format(
+        weekday=local.strftime("%A"),
+        date=local.strftime("%Y-%m-%d"),
+        time=local.strftime("%H:%M"),
+        zone=getattr(tz, "key", zone) or "UTC",
+        offset=offset,
+    )
+
+
+def build_messages(system: str, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": system}, *history]
