@@ -1,0 +1,268 @@
+"""The memory git repository, through dulwich: deterministic commits of whole files.
+
+Layer: objects -> refs -> work tree. A commit is built at the object level
+(blobs, one tree, a commit whose time is the event's time and whose author is
+fixed), so rebuilding the repository from the log reproduces the same SHAs.
+The work tree and the index are then updated to match, so the real ``git``
+binary sees a clean checkout. ``core.fsyncObjectFiles=true``, ``gc.auto=0``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .errors import EnvironmentProblem, MemtrayError
+from .fsutil import DIR_MODE, atomic_write, ensure_dir
+
+log = logging.getLogger(__name__)
+
+BRANCH = b"refs/heads/main"
+AUTHOR = b"memtray <memtray@localhost>"
+FILES = ("MEMORY.md", "HISTORY.md")
+_LOCKS = ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock", "refs/heads/main.lock")
+
+
+class GitError(EnvironmentProblem):
+    """The memory repository could not be read or written."""
+
+    hint = "Run `memtray doctor`; the repository can be rebuilt from the event log."
+
+
+class BadRevision(MemtrayError):
+    hint = "Use a commit sha or unique prefix, HEAD~N, or a consolidation id (see `memtray memory log`)."
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    parents: tuple[str, ...]
+    time: datetime
+    message: str
+    trailers: dict[str, str]
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+
+_TRAILER = re.compile(r"^([A-Z][A-Za-z-]+): (.*)$")
+
+
+def parse_trailers(message: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    paragraphs = message.strip().split("\n\n")
+    for line in paragraphs[-1].splitlines():
+        m = _TRAILER.match(line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+class GitRepo:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path).absolute()
+        self._repo = None  # dulwich.repo.Repo
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return (self.path / ".git" / "HEAD").is_file()
+
+    def open(self, *, create: bool = True) -> GitRepo:
+        from dulwich.repo import Repo
+
+        try:
+            if not self.exists():
+                if not create:
+                    raise GitError(f"{self.path} is not a git repository")
+                ensure_dir(self.path)
+                repo = Repo.init(str(self.path))
+                repo.refs.set_symbolic_ref(b"HEAD", BRANCH)
+                os.chmod(self.path / ".git", DIR_MODE)
+            else:
+                repo = Repo(str(self.path))
+            cfg = repo.get_config()
+            changed = False
+            for section, key, value in (
+                ((b"core",), b"fsyncObjectFiles", b"true"),
+                ((b"gc",), b"auto", b"0"),
+                ((b"core",), b"autocrlf", b"false"),
+            ):
+                try:
+                    current = cfg.get(section, key)
+                except KeyError:
+                    current = None
+                if current != value:
+                    cfg.set(section, key, value)
+                    changed = True
+            if changed:
+                cfg.write_to_path()
+                repo = Repo(str(self.path))  # re-read so the object store honours fsync
+        except MemtrayError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - dulwich raises many types
+            raise GitError(f"cannot open the memory repository {self.path}: {exc}") from exc
+        self._repo = repo
+        return self
+
+    def clean_stale_locks(self) -> list[str]:
+        """Remove git lock files left by a crash (call only under the app lock)."""
+        removed = []
+        for name in _LOCKS:
+            p = self.path / ".git" / name
+            if p.exists():
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+                    removed.append(name)
+        if removed:
+            log.warning("removed stale git lock files: %s", ", ".join(removed))
+        return removed
+
+    @property
+    def repo(self):  # type: ignore[no-untyped-def]
+        if self._repo is None:
+            self.open()
+        return self._repo
+
+    def close(self) -> None:
+        if self._repo is not None:
+            self._repo.close()
+            self._repo = None
+
+    # --- reading --------------------------------------------------------------------
+
+    def head(self) -> str | None:
+        try:
+            return self.repo.refs[BRANCH].decode()  # type: ignore[no-any-return]
+        except KeyError:
+            return None
+
+    def ref(self, name: str) -> str | None:
+        try:
+            return self.repo.refs[name.encode()].decode()  # type: ignore[no-any-return]
+        except KeyError:
+            return None
+
+    def branches(self) -> list[str]:
+        return sorted(r.decode() for r in self.repo.refs.keys() if r.startswith(b"refs/heads/"))
+
+    def info(self, sha: str) -> CommitInfo:
+        try:
+            c = self.repo[sha.encode()]
+        except KeyError as exc:
+            raise BadRevision(f"no revision {sha}") from exc
+        msg = c.message.decode("utf-8", "replace")
+        return CommitInfo(
+            sha, tuple(p.decode() for p in c.parents),
+            datetime.fromtimestamp(c.commit_time, UTC), msg, parse_trailers(msg),
+        )
+
+    def read(self, sha: str, name: str) -> str:
+        """The text of ``name`` at commit ``sha`` ("" if the file is absent)."""
+        try:
+            commit = self.repo[sha.encode()]
+            tree = self.repo[commit.tree]
+            _mode, blob_sha = tree[name.encode()]
+        except KeyError:
+            return ""
+        return self.repo[blob_sha].data.decode("utf-8", "replace")  # type: ignore[no-any-return]
+
+    def walk(self, start: str | None = None) -> Iterator[CommitInfo]:
+        """First-parent history from ``start`` (default HEAD), newest first."""
+        sha = start or self.head()
+        while sha:
+            info = self.info(sha)
+            yield info
+            sha = info.parents[0] if info.parents else None
+
+    # --- writing --------------------------------------------------------------------
+
+    def commit(
+        self,
+        files: dict[str, str],
+        message: str,
+        when: datetime,
+        *,
+        branch: bytes = BRANCH,
+        update_worktree: bool = True,
+    ) -> str:
+        """One commit containing ``files`` (whole contents) on top of ``branch``."""
+        from dulwich.objects import Blob, Commit, Tree
+
+        repo = self.repo
+        try:
+            parent = repo.refs[branch]
+        except KeyError:
+            parent = None
+        try:
+            tree = Tree()
+            blobs = []
+            for name in sorted(files):
+                blob = Blob.from_string(files[name].encode("utf-8"))
+                blobs.append(blob)
+                tree.add(name.encode(), 0o100644, blob.id)
+            commit = Commit()
+            commit.tree = tree.id
+            commit.parents = [parent] if parent else []
+            commit.author = commit.committer = AUTHOR
+            ts = int(when.timestamp())
+            commit.author_time = commit.commit_time = ts
+            commit.author_timezone = commit.commit_timezone = 0
+            commit.encoding = b"UTF-8"
+            commit.message = message.encode("utf-8")
+            store = repo.object_store
+            for obj in (*blobs, tree, commit):
+                if obj.id not in store:
+                    store.add_object(obj)
+            if not repo.refs.set_if_equals(branch, parent, commit.id):
+                raise GitError("the memory branch moved during a commit (another writer?)")
+        except MemtrayError:
+            raise
+        except OSError as exc:
+            raise GitError(f"cannot write the memory repository: {exc.strerror or exc}") from exc
+        if update_worktree and branch == BRANCH:
+            self.checkout_files(files)
+        return commit.id.decode()  # type: ignore[no-any-return]
+
+    def set_ref(self, name: str, sha: str | None) -> None:
+        ref = name.encode()
+        if sha is None:
+            with contextlib.suppress(KeyError):
+                del self.repo.refs[ref]
+        else:
+            self.repo.refs[ref] = sha.encode()
+
+    def checkout_files(self, files: dict[str, str]) -> None:
+        """Write the work tree files and make the index match them."""
+        from dulwich.index import index_entry_from_stat
+        from dulwich.objects import Blob
+
+        index = self.repo.open_index()
+        for name, text in files.items():
+            data = text.encode("utf-8")
+            atomic_write(self.path / name, data)
+            st = os.stat(self.path / name)
+            index[name.encode()] = index_entry_from_stat(st, Blob.from_string(data).id, 0o100644)
+        index.write()
+
+    def worktree_text(self, name: str) -> str | None:
+        p = self.path / name
+        if p.is_symlink():
+            return None
+        try:
+            return p.read_bytes().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return None
+
+    def gc(self) -> None:
+        """Pack loose objects (run at idle)."""
+        from dulwich import porcelain
+
+        porcelain.gc(str(self.path), auto=False, prune=False)

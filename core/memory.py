@@ -1,0 +1,509 @@
+"""Git-versioned memory: MEMORY.md and HISTORY.md as a projection of the log.
+
+Every memory change is a ``memory.written`` event (full new MEMORY.md text,
+reason, fact diff, optional HISTORY.md entry). The git repository in
+``memory/`` is derived from those events: a store subscriber turns each one
+into exactly one commit, with trailers ``Event-Seq``, ``Reason``,
+``Consolidation`` and ``Model``. At start-up the repository is reconciled
+with the log: missing commits are made (crash between append and commit), a
+deleted repository is rebuilt (commits are deterministic, so SHAs come back
+identical), and a hand edit of MEMORY.md in the work tree becomes a
+``memory.written`` event with source ``user``.
+
+Browsing, restore, rollback, review and provenance live here too; the CLI and
+the desktop call the same methods.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from . import factdiff
+from .clock import parse_ts
+from .errors import MemtrayError
+from .events import MemoryReviewed, MemoryRolledBack, MemoryWritten, Record
+from .factdiff import Fact, FactDiff
+from .gitrepo import BadRevision, CommitInfo, GitRepo
+from .projections import State
+from .redact import redact
+
+if TYPE_CHECKING:
+    from .app import App
+
+log = logging.getLogger(__name__)
+
+REASONS = ("consolidation", "agent", "user-edit", "restore", "rollback", "redo", "review", "adopt", "rebuild")
+MAX_MEMORY_CHARS = 200_000
+
+
+class MemoryError_(MemtrayError):  # noqa: N801 - avoid shadowing the builtin MemoryError
+    """A memory operation could not be done."""
+
+
+@dataclass(frozen=True)
+class Revision:
+    rev: str
+    time: datetime
+    reason: str
+    model: str
+    added: int
+    removed: int
+    changed: int
+    flagged: int
+    consolidation: str | None
+    event_seq: int
+    subject: str
+
+    @property
+    def short(self) -> str:
+        return self.rev[:8]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rev": self.rev,
+            "time": self.time.isoformat().replace("+00:00", "Z"),
+            "reason": self.reason,
+            "model": self.model,
+            "added": self.added,
+            "removed": self.removed,
+            "changed": self.changed,
+            "flagged": self.flagged,
+            "consolidation": self.consolidation,
+            "event_seq": self.event_seq,
+        }
+
+
+def _revision(info: CommitInfo) -> Revision:
+    t = info.trailers
+    facts = t.get("Facts", "+0 -0 ~0").split()
+    nums = [int(x[1:]) if len(x) > 1 and x[1:].isdigit() else 0 for x in facts] + [0, 0, 0]
+    return Revision(
+        info.sha, info.time, t.get("Reason", "?"), t.get("Model", "-"), nums[0], nums[1], nums[2],
+        int(t.get("Flagged", "0") or 0), t.get("Consolidation") or None, int(t.get("Event-Seq", "0") or 0),
+        info.subject,
+    )
+
+
+def commit_message(rec: Record) -> str:
+    d = rec.data
+    diff = d.get("diff") or {}
+    a, r, c = len(diff.get("added", [])), len(diff.get("dropped", [])), len(diff.get("changed", []))
+    flagged = len(d.get("flagged") or [])
+    reason = d.get("reason", "?")
+    subject = f"{reason}: +{a} -{r} ~{c}" + (f", {flagged} flagged" if flagged else "")
+    trailers = [f"Event-Seq: {rec.seq}", f"Reason: {reason}"]
+    if d.get("consolidation"):
+        trailers.append(f"Consolidation: {d['consolidation']}")
+    trailers.append(f"Model: {d.get('model') or '-'}")
+    trailers.append(f"Source: {d.get('source', 'memtray')}")
+    trailers.append(f"Facts: +{a} -{r} ~{c}")
+    trailers.append(f"Flagged: {flagged}")
+    return subject + "\n\n" + "\n".join(trailers) + "\n"
+
+
+def history_entry(ts: datetime, text: str) -> str:
+    text = text.strip()
+    if not text:
+        return ""
+    if not re.match(r"^\[\d{4}-\d{2}-\d{2}", text):
+        text = f"[{ts.strftime('%Y-%m-%d %H:%M')}] {text}"
+    return text + "\n\n"
+
+
+def _apply_history(prev: str, rec: Record) -> str:
+    d = rec.data
+    if d.get("history") is not None:
+        return str(d["history"])
+    entry = d.get("history_append")
+    if entry:
+        return prev + history_entry(parse_ts(rec.ts), entry)
+    return prev
+
+
+class MemoryService:
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.store = app.store
+        self.git = GitRepo(app.home.memory)
+        self.commits_made_on_start = 0
+
+    # --- the projection into git ------------------------------------------------------
+
+    def start(self) -> None:
+        """Reconcile git with the log (under the app lock), then follow new events."""
+        self.git.open()
+        self.git.clean_stale_locks()
+        self.reconcile()
+        self.store.subscribe(self._on_append)
+
+    def _on_append(self, records: list[Record], _state: State) -> None:
+        for rec in records:
+            if rec.type == MemoryWritten.TYPE:
+                self._commit(rec)
+
+    def _commit(self, rec: Record) -> str:
+        head = self.git.head()
+        prev_history = self.git.read(head, "HISTORY.md") if head else ""
+        files = {"MEMORY.md": rec.data["memory"], "HISTORY.md": _apply_history(prev_history, rec)}
+        return self.git.commit(files, commit_message(rec), parse_ts(rec.ts))
+
+    def head_seq(self) -> int:
+        head = self.git.head()
+        if head is None:
+            return 0
+        return int(self.git.info(head).trailers.get("Event-Seq", "0") or 0)
+
+    def reconcile(self) -> None:
+        """Make git match the log; turn a hand edit of the work tree into an event."""
+        state = self.store.state
+        made = 0
+        if self.head_seq() != state.memory_seq:
+            after = self.head_seq()
+            if after > state.memory_seq:
+                # git is ahead of the log (restored from a backup?): rebuild it from the log
+                log.warning("memory repository is ahead of the event log; rebuilding it from the log")
+                self.git.set_ref("refs/heads/main", None)
+                after = 0
+            for rec in self.store.log.records(after):
+                if rec.type == MemoryWritten.TYPE:
+                    self._commit(rec)
+                    made += 1
+            if made:
+                log.warning("made %d memory commit(s) missing for logged events", made)
+        self.commits_made_on_start = made
+        head = self.git.head()
+        if head is None:
+            return
+        files = {n: self.git.read(head, n) for n in ("MEMORY.md", "HISTORY.md")}
+        on_disk = {n: self.git.worktree_text(n) for n in files}
+        edited = {n for n in files if on_disk[n] is not None and on_disk[n] != files[n]}
+        if edited and not self.store.readonly:
+            new_mem = on_disk["MEMORY.md"] if "MEMORY.md" in edited else files["MEMORY.md"]
+            assert new_mem is not None
+            hist = on_disk["HISTORY.md"] if "HISTORY.md" in edited else None
+            log.warning("MEMORY/HISTORY edited by hand; recording it as a user edit")
+            self.write(new_mem, reason="user-edit", source="user", history=hist)
+        missing = {n for n in files if on_disk[n] is None}
+        if missing:
+            self.git.checkout_files({n: files[n] for n in missing})
+
+    def check_worktree(self) -> bool:
+        """Pick up a hand edit made while memtray runs. Returns True if one was recorded."""
+        before = self.store.state.memory_seq
+        self.reconcile()
+        return self.store.state.memory_seq != before
+
+    # --- writing ----------------------------------------------------------------------
+
+    def write(
+        self,
+        memory: str,
+        *,
+        reason: str,
+        source: str = "memtray",
+        model: str | None = None,
+        consolidation: str | None = None,
+        history_append: str | None = None,
+        history: str | None = None,
+        flagged: list[dict[str, Any]] | None = None,
+        provenance: dict[str, Any] | None = None,
+        dropped_reasons: dict[str, str] | None = None,
+        extra: list[tuple[str, dict[str, Any], str | None]] | None = None,
+        session: str | None = None,
+    ) -> list[Record]:
+        """Append ``memory.written`` (+ ``extra`` events) in one write; git follows."""
+        if reason not in REASONS:
+            raise MemoryError_(f"unknown memory change reason {reason!r}")
+        memory = redact(memory)
+        if len(memory) > MAX_MEMORY_CHARS:
+            raise MemoryError_(f"MEMORY.md would be {len(memory):,} characters; the limit is {MAX_MEMORY_CHARS:,}")
+        old = self.store.state.memory
+        d = factdiff.diff(old, memory)
+        diff_json = d.to_json()
+        reasons = dropped_reasons or {}
+        for item in diff_json["dropped"]:
+            item["reason"] = reasons.get(item["id"], reason)
+        ev = MemoryWritten(
+            memory=memory, reason=reason, source=source, history_append=redact(history_append) if history_append else None,
+            history=redact(history) if history is not None else None, consolidation=consolidation, model=model,
+            diff=diff_json, flagged=flagged or None, provenance=provenance,
+        )
+        items: list[tuple[str, dict[str, Any], str | None, str | None]] = [(MemoryWritten.TYPE, ev.to_data(), session, None)]
+        for t, data, sess in extra or []:
+            items.append((t, data, sess, None))
+        return self.store.append_many(items)
+
+    # --- browsing ---------------------------------------------------------------------
+
+    def revisions(self, limit: int = 50, offset: int = 0) -> list[Revision]:
+        out: list[Revision] = []
+        for i, info in enumerate(self.git.walk()):
+            if i < offset:
+                continue
+            if len(out) >= limit:
+                break
+            out.append(_revision(info))
+        return out
+
+    def revision(self, spec: str) -> Revision:
+        return _revision(self.git.info(self.resolve(spec)))
+
+    def resolve(self, spec: str) -> str:
+        """A commit sha from: sha or unique prefix, HEAD, HEAD~N, a consolidation id, seq:N, a branch."""
+        spec = spec.strip()
+        head = self.git.head()
+        if head is None:
+            raise BadRevision("memory has no revisions yet")
+        m = re.fullmatch(r"(HEAD|@)(?:~(\d+))?", spec)
+        if m:
+            n = int(m.group(2) or 0)
+            for i, info in enumerate(self.git.walk()):
+                if i == n:
+                    return info.sha
+            raise BadRevision(f"{spec}: history has fewer than {n + 1} revisions")
+        branch = self.git.ref(spec if spec.startswith("refs/") else f"refs/heads/{spec}")
+        if branch:
+            return branch
+        m = re.fullmatch(r"seq:(\d+)", spec)
+        low = spec.lower()
+        matches: list[str] = []
+        for info in self.git.walk():
+            if m and info.trailers.get("Event-Seq") == m.group(1):
+                return info.sha
+            if info.trailers.get("Consolidation") == spec:
+                return info.sha
+            if re.fullmatch(r"[0-9a-f]{4,40}", low) and info.sha.startswith(low):
+                matches.append(info.sha)
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise BadRevision(f"{spec} is ambiguous ({len(matches)} revisions start with it)")
+        raise BadRevision(f"unknown revision {spec!r}")
+
+    def show(self, rev: str = "HEAD", name: str = "MEMORY.md") -> str:
+        return self.git.read(self.resolve(rev), name)
+
+    def at(self, when: datetime) -> Revision | None:
+        """The revision in force at ``when``."""
+        for info in self.git.walk():
+            if info.time <= when:
+                return _revision(info)
+        return None
+
+    def diff(self, rev_a: str | None = None, rev_b: str | None = None) -> FactDiff:
+        b = self.resolve(rev_b or "HEAD")
+        if rev_a is None:
+            parents = self.git.info(b).parents
+            old = self.git.read(parents[0], "MEMORY.md") if parents else ""
+        else:
+            old = self.git.read(self.resolve(rev_a), "MEMORY.md")
+        return factdiff.diff(old, self.git.read(b, "MEMORY.md"))
+
+    def raw_diff(self, rev_a: str | None = None, rev_b: str | None = None) -> str:
+        import difflib
+
+        b = self.resolve(rev_b or "HEAD")
+        if rev_a is None:
+            parents = self.git.info(b).parents
+            a_sha = parents[0] if parents else None
+        else:
+            a_sha = self.resolve(rev_a)
+        old = self.git.read(a_sha, "MEMORY.md") if a_sha else ""
+        new = self.git.read(b, "MEMORY.md")
+        return "".join(difflib.unified_diff(
+            old.splitlines(keepends=True), new.splitlines(keepends=True),
+            f"a/MEMORY.md ({(a_sha or 'empty')[:8]})", f"b/MEMORY.md ({b[:8]})",
+        ))
+
+    def memory_events(self) -> list[Record]:
+        return [r for r in self.store.log.records() if r.type == MemoryWritten.TYPE]
+
+    def dropped(self) -> list[dict[str, Any]]:
+        """Every fact ever removed: by which revision, why, and whether it is back now."""
+        current = factdiff.parse(self.store.state.memory)
+        shas = {info.trailers.get("Event-Seq"): info.sha for info in self.git.walk()}
+        out = []
+        for rec in self.memory_events():
+            for item in (rec.data.get("diff") or {}).get("dropped", []):
+                present = factdiff.match_fact(current, item["text"]) is not None
+                out.append({
+                    "id": item["id"], "text": item["text"], "section": item.get("section", ""),
+                    "rev": shas.get(str(rec.seq)), "event_seq": rec.seq, "time": rec.ts,
+                    "reason": item.get("reason") or "silent", "by": rec.data.get("reason"),
+                    "present_now": present,
+                })
+            for item in rec.data.get("flagged") or []:
+                if item.get("kind") == "silent-drop":
+                    present = factdiff.match_fact(current, item["text"]) is not None
+                    out.append({
+                        "id": item["fact_id"], "text": item["text"], "section": item.get("section", ""),
+                        "rev": shas.get(str(rec.seq)), "event_seq": rec.seq, "time": rec.ts,
+                        "reason": "silent (held for review)", "by": rec.data.get("reason"),
+                        "present_now": present,
+                    })
+        return out
+
+    # --- changing ---------------------------------------------------------------------
+
+    def _find(self, rev: str, fact: str) -> Fact:
+        sha = self.resolve(rev)
+        facts = factdiff.parse(self.git.read(sha, "MEMORY.md"))
+        found = factdiff.match_fact(facts, fact)
+        if found is None:
+            raise MemoryError_(f"no fact matching {fact!r} at {sha[:8]}", hint="See `memtray memory show REV`.")
+        return found
+
+    def restore_fact(self, rev: str, fact: str) -> Revision:
+        f = self._find(rev, fact)
+        current = self.store.state.memory
+        if factdiff.match_fact(factdiff.parse(current), f.text) is not None and any(
+            x.norm == f.norm for x in factdiff.parse(current)
+        ):
+            raise MemoryError_(f"the fact is already in memory: {f.text}")
+        new = factdiff.add_fact(current, f.text, f.section or None)
+        self.write(new, reason="restore", source="user", provenance={f.id: {"restored_from": self.resolve(rev)}})
+        return self.revision("HEAD")
+
+    def rollback(self, rev: str) -> Revision:
+        sha = self.resolve(rev)
+        text = self.git.read(sha, "MEMORY.md")
+        seq = self.store.state.memory_seq
+        self.write(text, reason="rollback", source="user",
+                   extra=[(MemoryRolledBack.TYPE, MemoryRolledBack(to_rev=sha, memory_seq=seq + 1).to_data(), None)])
+        return self.revision("HEAD")
+
+    # --- agent tools ------------------------------------------------------------------
+
+    def remember(self, fact: str, section: str | None, *, model: str | None, source_seq: int | None) -> str:
+        fact = " ".join(fact.split())
+        if not fact:
+            raise MemoryError_("the fact is empty")
+        from .poison import looks_like_instruction
+
+        if looks_like_instruction(fact):
+            item = _review_item("instruction", fact, section or "General", None, "looks like an instruction")
+            self.write(self.store.state.memory, reason="agent", source="model", model=model, flagged=[item])
+            return "held for the user's review: it looks like an instruction rather than a fact"
+        current = self.store.state.memory
+        new = factdiff.add_fact(current, fact, section)
+        if new == current:
+            return "already remembered"
+        prov = {"source_seqs": [source_seq]} if source_seq else None
+        added = factdiff.diff(current, new).added
+        self.write(new, reason="agent", source="model", model=model,
+                   provenance={f.id: prov for f in added} if prov else None)
+        return f"remembered: {fact}"
+
+    def forget(self, fact: str, why: str, *, model: str | None) -> str:
+        current = self.store.state.memory
+        found = factdiff.match_fact(factdiff.parse(current), fact)
+        if found is None:
+            return f"no fact in memory matches {fact!r}"
+        new = factdiff.remove_fact(current, found)
+        self.write(new, reason="agent", source="model", model=model, dropped_reasons={found.id: why or "asked to forget"})
+        return f"forgot: {found.text} ({why})"
+
+    # --- review -----------------------------------------------------------------------
+
+    def pending_review(self) -> list[dict[str, Any]]:
+        return sorted(self.store.state.review.values(), key=lambda i: i["seq"])
+
+    def accept_review(self, item_id: str) -> None:
+        """The change stands (a silent drop stays dropped; an instruction stays out)."""
+        item = self._review(item_id)
+        self.store.append(MemoryReviewed.TYPE, MemoryReviewed(item=item["id"], action="accept").to_data())
+
+    def restore_review(self, item_id: str) -> Revision:
+        """Put the held fact (back) into memory."""
+        item = self._review(item_id)
+        new = factdiff.add_fact(self.store.state.memory, item["text"], item.get("section") or None)
+        self.write(new, reason="review", source="user",
+                   extra=[(MemoryReviewed.TYPE, MemoryReviewed(item=item["id"], action="restore",
+                                                               memory_seq=self.store.state.memory_seq + 1).to_data(), None)])
+        return self.revision("HEAD")
+
+    def _review(self, item_id: str) -> dict[str, Any]:
+        items = self.store.state.review
+        if item_id in items:
+            return items[item_id]
+        matches = [k for k in items if k.startswith(item_id)]
+        if len(matches) == 1:
+            return items[matches[0]]
+        raise MemoryError_(f"no review item {item_id!r}", hint="See `memtray memory review`.")
+
+    # --- provenance -------------------------------------------------------------------
+
+    def why(self, fact: str) -> dict[str, Any]:
+        """The revision that introduced ``fact`` and the messages it came from."""
+        current = factdiff.parse(self.store.state.memory)
+        target = factdiff.match_fact(current, fact)
+        if target is None:
+            raise MemoryError_(f"no fact in current memory matches {fact!r}")
+        introduced: CommitInfo | None = None
+        for info in self.git.walk():
+            facts = factdiff.parse(self.git.read(info.sha, "MEMORY.md"))
+            if factdiff.match_fact(facts, target.text) is None:
+                break
+            introduced = info
+        assert introduced is not None
+        rev = _revision(introduced)
+        seq = rev.event_seq
+        rec = next((r for r in self.store.log.records(seq - 1) if r.seq == seq), None)
+        messages: list[dict[str, Any]] = []
+        cons = rev.consolidation
+        if rec is not None:
+            prov = (rec.data.get("provenance") or {}).get(target.id) or {}
+            seqs = set(prov.get("source_seqs") or [])
+            c = self.store.state.consolidations.get(cons) if cons else None
+            if c is not None and c.first_seq is not None and c.last_seq is not None:
+                rng = (c.first_seq, c.last_seq, c.session)
+                cands = [
+                    r for r in self.store.log.records(rng[0] - 1)
+                    if r.seq <= rng[1] and r.type == "message" and r.session == rng[2]
+                    and r.data.get("role") in ("user", "assistant") and r.data.get("content")
+                ] if rng[0] else []
+                scored = sorted(cands, key=lambda r: -factdiff.similarity(r.data["content"], target.text))
+                top = [r for r in scored[:5] if factdiff.similarity(r.data["content"], target.text) > 0.05]
+                messages = [_msg_json(r) for r in sorted(top or scored[:3], key=lambda r: r.seq)]
+            elif seqs:
+                messages = [_msg_json(r) for r in self.store.log.records(min(seqs) - 1) if r.seq in seqs]
+        return {
+            "fact": {"id": target.id, "section": target.section, "text": target.text},
+            "revision": rev.to_json(),
+            "source": rec.data.get("source") if rec else None,
+            "consolidation": cons,
+            "messages": messages,
+        }
+
+    def close(self) -> None:
+        self.git.close()
+
+
+def _msg_json(r: Record) -> dict[str, Any]:
+    return {"seq": r.seq, "ts": r.ts, "session": r.session, "role": r.data.get("role"), "content": r.data.get("content")}
+
+
+def _review_item(kind: str, text: str, section: str, fact_id: str | None, reason: str) -> dict[str, Any]:
+    import hashlib
+
+    norm = factdiff.normalize(text)
+    item_id = hashlib.sha1(f"{kind}:{norm}".encode()).hexdigest()[:10]
+    return {"id": item_id, "kind": kind, "text": text, "section": section,
+            "fact_id": fact_id or hashlib.sha1(norm.encode()).hexdigest()[:8], "reason": reason}
+
+
+review_item = _review_item
+
+
+def install(app: App, *, start: bool = True) -> None:
+    svc = MemoryService(app)
+    app.services["memory"] = svc
+    if not app.store.readonly:
+        svc.start()
+    from .memory_tools import register
+
+    register(app, svc)
