@@ -79,7 +79,7 @@ class Agent:
         self.llm = llm
         self.config = config
         self.clock = clock or Clock()
-        self.tools = tools or ToolRegistry()
+        self.tools = tools if tools is not None else ToolRegistry()
         self._locks: dict[str, asyncio.Lock] = {}
         #: called with (session, state) after a turn appended messages (consolidation trigger)
         self.after_turn: list[Callable[[str], None]] = []

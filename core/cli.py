@@ -33,8 +33,8 @@ class Console:
         err: Callable[[str], None] | None = None,
         tty: bool | None = None,
     ) -> None:
-        self._out = out or (lambda t: (sys.stdout.write(t), sys.stdout.flush()) and None)
-        self._err = err or (lambda t: (sys.stderr.write(t), sys.stderr.flush()) and None)
+        self._out = out or _writer(sys.stdout)
+        self._err = err or _writer(sys.stderr)
         self.tty = sys.stdout.isatty() if tty is None else tty
 
     def write(self, text: str) -> None:
@@ -45,6 +45,14 @@ class Console:
 
     def error(self, text: str) -> None:
         self._err(text + "\n")
+
+
+def _writer(stream: Any) -> Callable[[str], None]:
+    def write(text: str) -> None:
+        stream.write(text)
+        stream.flush()
+
+    return write
 
 
 _local = threading.local()
@@ -269,7 +277,7 @@ def cmd_doctor(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_desktop(args: argparse.Namespace, home: Home) -> int:
     try:
-        from memtray.desktop.main import run  # noqa: PLC0415 - optional GUI
+        from memtray.desktop.main import run
     except ImportError as exc:
         raise MemtrayError(
             f"the desktop app is not available ({exc})",
@@ -425,4 +433,8 @@ def serve(app: Any, request: dict[str, Any], send: Callable[[dict[str, Any]], No
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Run the canonical module, not this __main__ copy, so feature modules that import
+    # from memtray.core.cli share one _Forward class and one console.
+    from memtray.core.cli import main as _main
+
+    sys.exit(_main())

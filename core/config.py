@@ -122,7 +122,7 @@ def load(home: Home, *, env: bool = True) -> Config:
             values[key] = coerce(key, value)
     cfg = Config(**values)
     if env:
-        over = {k: os.environ[v] for k, v in ENV_OVERRIDES.items() if os.environ.get(v)}
+        over: dict[str, Any] = {k: os.environ[v] for k, v in ENV_OVERRIDES.items() if os.environ.get(v)}
         if over:
             cfg = replace(cfg, **over)
     return cfg

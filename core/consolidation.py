@@ -245,7 +245,7 @@ class ConsolidationService:
             await self.consolidate(session, trigger=trigger)
         except ConsolidationFailedError as exc:
             log.warning("background consolidation of %s failed: %s", session, exc)
-        except Exception:  # noqa: BLE001 - a background task must never die silently
+        except Exception:
             log.exception("background consolidation of %s crashed", session)
 
     async def idle_sweep(self) -> None:
@@ -434,7 +434,7 @@ class ConsolidationService:
 
         try:
             self.app.run(wait())
-        except Exception:  # noqa: BLE001 - shutting down: never block or raise here
+        except Exception:
             log.warning("background consolidation still running at exit; it will be retried")
 
     def recover(self) -> None:
@@ -471,7 +471,7 @@ def _model_window(model: str) -> int:
 
         info = load_litellm().get_model_info(model)
         return int(info.get("max_input_tokens") or info.get("max_tokens") or 32_000)
-    except Exception:  # noqa: BLE001 - unknown models: a conservative default
+    except Exception:
         return 32_000
 
 

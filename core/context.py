@@ -47,7 +47,7 @@ def load_skills(user_dir: Path | None) -> list[Skill]:
 
 
 def load_bootstrap(home_root: Path | None) -> list[tuple[str, str]]:
-    out = []
+    out: list[tuple[str, str]] = []
     if home_root is None:
         return out
     for name in BOOTSTRAP_FILES:
@@ -84,7 +84,7 @@ def runtime_context(now: datetime, zone: str) -> str:
     local = now.astimezone(tz)
     off = local.strftime("%z")
     offset = f"{off[:3]}:{off[3:]}" if off else "+00:00"
-    template = resources.text("prompts/runtime_context.txt").strip()
+    template: str = resources.text("prompts/runtime_context.txt").strip()
     return template.format(
         weekday=local.strftime("%A"),
         date=local.strftime("%Y-%m-%d"),

@@ -13,12 +13,13 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import config as cfgmod
 from .clock import Clock, IdGenerator, format_ts
 from .errors import AlreadyRunning, MemtrayError
-from .events import BadRecord, Record, decode_raw, encode
 from .eventlog import EventLog, list_segments, verify
+from .events import BadRecord, Record, decode_raw, encode
 from .fsutil import atomic_write, check_private, fix_private
 from .home import Home, HomeLock
 from .projections import replay
@@ -46,7 +47,7 @@ def check(home: Home) -> list[Finding]:
     problems = check_private(home.root)
     if problems:
         out.append(Finding(False, "permissions", "; ".join(problems[:5]) + (" ..." if len(problems) > 5 else ""),
-                           "tighten to 0700/0600 (links are left alone)", lambda: (fix_private(home.root), "fixed")[1]))
+                           "tighten to 0700/0600 (links are left alone)", lambda: _do(fix_private, home.root, "fixed")))
     else:
         out.append(Finding(True, "permissions: data home is private (0700/0600)"))
 
@@ -65,7 +66,7 @@ def check(home: Home) -> list[Finding]:
                 False, "event log damaged", d.describe(),
                 "move the damaged bytes to a side file and put placeholder records in their place "
                 "(sequence stays gapless; nothing good is dropped)",
-                lambda d=d: repair_damage(home, d.segment.name),
+                _repairer(home, d.segment.name),
             ))
     else:
         out.append(Finding(True, f"event log: {count} records, checksums and sequence ok"))
@@ -83,7 +84,7 @@ def check(home: Home) -> list[Finding]:
             if state.to_json() != full.to_json():
                 out.append(Finding(False, "checkpoint disagrees with a full replay", "",
                                    "delete state/ (it is rebuilt from the log)",
-                                   lambda: (remove_checkpoints(home), "removed")[1]))
+                                   lambda: _do(remove_checkpoints, home, "removed")))
             else:
                 out.append(Finding(True, "checkpoint matches a full replay"))
         else:
@@ -108,7 +109,7 @@ def check(home: Home) -> list[Finding]:
         else:
             out.append(Finding(False, "no secure keyring backend", f"found {keys.backend_name()}; "
                                "API keys can only come from environment variables"))
-    except Exception as exc:  # noqa: BLE001 - keyring import/backends can fail in many ways
+    except Exception as exc:
         out.append(Finding(False, "keyring unavailable", str(exc)))
 
     # disk
@@ -121,6 +122,15 @@ def check(home: Home) -> list[Finding]:
     for extra in EXTRA_CHECKS:
         out.extend(extra(home))
     return out
+
+
+def _do(fn: Callable[[Any], None], arg: Any, said: str) -> str:
+    fn(arg)
+    return said
+
+
+def _repairer(home: Home, segment: str) -> Callable[[], str]:
+    return lambda: repair_damage(home, segment)
 
 
 EXTRA_CHECKS: list[Callable[[Home], list[Finding]]] = []
@@ -170,7 +180,7 @@ def repair_damage(home: Home, segment_name: str) -> str:
             fh.write(b"\n".join(damaged) + b"\n")
             fh.flush()
             os.fsync(fh.fileno())
-        atomic_write(path, b"".join(l + b"\n" for l in out_lines) + (trailing or b""))
+        atomic_write(path, b"".join(ln + b"\n" for ln in out_lines) + (trailing or b""))
         remove_checkpoints(home)
         return f"rewrote {path.name}; {len(damaged)} damaged line(s) kept in {side.name}"
 

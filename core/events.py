@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, TypeVar
 
 from .errors import UnknownEventVersion
@@ -182,10 +182,6 @@ class Schema:
 SCHEMA = Schema()
 
 
-def _opt() -> Any:
-    return field(default=None)
-
-
 @SCHEMA.register
 @dataclass(frozen=True)
 class Message(Payload):
@@ -194,17 +190,17 @@ class Message(Payload):
     TYPE: ClassVar[str] = "message"
     role: str
     content: str | None = None
-    tool_calls: list[dict[str, Any]] | None = _opt()
-    tool_call_id: str | None = _opt()
-    name: str | None = _opt()
-    model: str | None = _opt()
-    usage: dict[str, Any] | None = _opt()
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    model: str | None = None
+    usage: dict[str, Any] | None = None
     #: sha256 of the exact request an assistant message answered (prompt time travel).
-    request_hash: str | None = _opt()
+    request_hash: str | None = None
     #: the runtime context prefixed to a user message when it was sent.
-    context: str | None = _opt()
+    context: str | None = None
     #: set on an assistant message that ended early ("cancelled", "error: ...").
-    stop: str | None = _opt()
+    stop: str | None = None
 
 
 @SCHEMA.register
@@ -224,7 +220,7 @@ class TurnFailed(Payload):
     TYPE: ClassVar[str] = "turn.failed"
     error: str
     kind: str = "provider"
-    model: str | None = _opt()
+    model: str | None = None
 
 
 @SCHEMA.register
@@ -235,10 +231,10 @@ class ConsolidationStarted(Payload):
     start: int  # index into the session's messages (absolute)
     end: int
     model: str
-    first_seq: int | None = _opt()
-    last_seq: int | None = _opt()
+    first_seq: int | None = None
+    last_seq: int | None = None
     trigger: str = "window"
-    redo_of: str | None = _opt()
+    redo_of: str | None = None
 
 
 @SCHEMA.register
@@ -247,7 +243,7 @@ class ConsolidationCompleted(Payload):
     TYPE: ClassVar[str] = "consolidation.completed"
     consolidation: str
     end: int
-    memory_seq: int | None = _opt()
+    memory_seq: int | None = None
     added: int = 0
     removed: int = 0
     changed: int = 0
@@ -262,7 +258,7 @@ class ConsolidationFailed(Payload):
     consolidation: str
     reason: str
     attempt: int = 1
-    retry_after: float | None = _opt()
+    retry_after: float | None = None
 
 
 @SCHEMA.register
@@ -274,14 +270,14 @@ class MemoryWritten(Payload):
     memory: str
     reason: str  # consolidation | agent | user-edit | restore | rollback | redo | adopt
     source: str = "memtray"  # memtray | user | model
-    history_append: str | None = _opt()
+    history_append: str | None = None
     #: full HISTORY.md text, only when the diary itself was edited by hand
-    history: str | None = _opt()
-    consolidation: str | None = _opt()
-    model: str | None = _opt()
-    diff: dict[str, Any] | None = _opt()
-    flagged: list[dict[str, Any]] | None = _opt()
-    provenance: dict[str, Any] | None = _opt()
+    history: str | None = None
+    consolidation: str | None = None
+    model: str | None = None
+    diff: dict[str, Any] | None = None
+    flagged: list[dict[str, Any]] | None = None
+    provenance: dict[str, Any] | None = None
 
 
 @SCHEMA.register
@@ -292,7 +288,7 @@ class MemoryReviewed(Payload):
     TYPE: ClassVar[str] = "memory.reviewed"
     item: str
     action: str  # accept | restore
-    memory_seq: int | None = _opt()
+    memory_seq: int | None = None
 
 
 @SCHEMA.register
@@ -322,7 +318,7 @@ class ReminderFired(Payload):
     reminder: str
     occurrence: str  # ISO time of the scheduled occurrence (idempotency key)
     late: bool = False
-    reply: str | None = _opt()
+    reply: str | None = None
 
 
 @SCHEMA.register

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from .errors import EnvironmentProblem, MemtrayError
 from .fsutil import DIR_MODE, atomic_write, ensure_dir
@@ -68,7 +69,7 @@ def parse_trailers(message: str) -> dict[str, str]:
 class GitRepo:
     def __init__(self, path: Path) -> None:
         self.path = Path(path).absolute()
-        self._repo = None  # dulwich.repo.Repo
+        self._repo: Any = None  # dulwich.repo.Repo
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -84,7 +85,7 @@ class GitRepo:
                     raise GitError(f"{self.path} is not a git repository")
                 ensure_dir(self.path)
                 repo = Repo.init(str(self.path))
-                repo.refs.set_symbolic_ref(b"HEAD", BRANCH)
+                repo.refs.set_symbolic_ref(b"HEAD", BRANCH)  # type: ignore[arg-type]
                 os.chmod(self.path / ".git", DIR_MODE)
             else:
                 repo = Repo(str(self.path))
@@ -107,7 +108,7 @@ class GitRepo:
                 repo = Repo(str(self.path))  # re-read so the object store honours fsync
         except MemtrayError:
             raise
-        except Exception as exc:  # noqa: BLE001 - dulwich raises many types
+        except Exception as exc:
             raise GitError(f"cannot open the memory repository {self.path}: {exc}") from exc
         self._repo = repo
         return self
@@ -126,7 +127,7 @@ class GitRepo:
         return removed
 
     @property
-    def repo(self):  # type: ignore[no-untyped-def]
+    def repo(self) -> Any:
         if self._repo is None:
             self.open()
         return self._repo
@@ -151,7 +152,7 @@ class GitRepo:
             return None
 
     def branches(self) -> list[str]:
-        return sorted(r.decode() for r in self.repo.refs.keys() if r.startswith(b"refs/heads/"))
+        return sorted(r.decode() for r in self.repo.refs if r.startswith(b"refs/heads/"))
 
     def info(self, sha: str) -> CommitInfo:
         try:
@@ -229,7 +230,7 @@ class GitRepo:
             raise GitError(f"cannot write the memory repository: {exc.strerror or exc}") from exc
         if update_worktree and branch == BRANCH:
             self.checkout_files(files)
-        return commit.id.decode()  # type: ignore[no-any-return]
+        return commit.id.decode()
 
     def set_ref(self, name: str, sha: str | None) -> None:
         ref = name.encode()

@@ -139,7 +139,7 @@ def _lock_fd(fd: int) -> None:
         import msvcrt
 
         try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined,unused-ignore]
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EDEADLK):
                 raise BlockingIOError from exc

@@ -114,7 +114,7 @@ class Server:
                 try:
                     req = json.loads(line)
                     code = outer.handler(req, send)
-                except Exception as exc:  # noqa: BLE001 - report, never kill the server
+                except Exception as exc:
                     send({"err": f"memtray: error: {exc}\n"})
                     code = 1
                 send({"exit": code})

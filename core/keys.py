@@ -61,7 +61,7 @@ def backend_is_secure() -> bool:
         return False
     try:
         return float(getattr(kr, "priority", 0)) > 0
-    except Exception:  # noqa: BLE001 - some backends raise from priority when unusable
+    except Exception:
         return False
 
 
@@ -86,7 +86,7 @@ def get_key(provider: str) -> str | None:
         return keyring.get_password(SERVICE, provider)
     except _KErr as exc:
         raise KeyringError(f"the keyring refused access: {exc}") from exc
-    except Exception as exc:  # noqa: BLE001 - backends raise anything (D-Bus errors, ...)
+    except Exception as exc:
         raise KeyringError(f"the keyring failed: {type(exc).__name__}: {exc}") from exc
 
 
@@ -99,7 +99,7 @@ def set_key(provider: str, secret: str) -> None:
 
     try:
         keyring.set_password(SERVICE, provider, secret)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise KeyringError(f"the keyring refused to store the key: {type(exc).__name__}: {exc}") from exc
 
 
@@ -113,7 +113,7 @@ def delete_key(provider: str) -> bool:
         return True
     except PasswordDeleteError:
         return False
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise KeyringError(f"the keyring failed: {type(exc).__name__}: {exc}") from exc
 
 

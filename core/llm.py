@@ -28,7 +28,7 @@ from .errors import (
     LLMRateLimited,
     LLMTimeout,
 )
-from .keys import get_key, provider_of
+from .keys import ENV_VARS, KEYLESS, get_key, provider_of
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def load_litellm() -> ModuleType:
         import litellm
 
         litellm.suppress_debug_info = True
-        litellm.set_verbose = False
+        litellm.set_verbose = False  # type: ignore[attr-defined]
         litellm.telemetry = False
         litellm.drop_params = True
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
@@ -122,9 +122,16 @@ class LLMClient:
                 kw["tool_choice"] = req.tool_choice
         if self.config.api_base:
             kw["api_base"] = self.config.api_base
-        key = self._key_lookup(provider_of(model))
+        provider = provider_of(model)
+        key = self._key_lookup(provider)
         if key:
             kw["api_key"] = key
+        elif self.config.api_base:
+            kw["api_key"] = "no-key"  # local OpenAI-compatible servers accept any key
+        elif provider not in KEYLESS:
+            err = LLMAuthError(f"no API key for {provider}")
+            err.hint = f"Store one with `memtray key set {provider}` (or in Settings), or set {ENV_VARS.get(provider) or provider.upper() + '_API_KEY'}."
+            raise err
         if req.stream:
             kw["stream"] = True
             kw["stream_options"] = {"include_usage": True}
@@ -201,7 +208,7 @@ class LLMClient:
             raise
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - translated below
+        except Exception as exc:
             raise translate(exc, model) from exc
 
 
@@ -293,15 +300,41 @@ def _short(exc: BaseException) -> str:
     return text[:300]
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in out and len(out) < 10:
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out
+
+
 def translate(exc: BaseException, model: str) -> LLMError:
     """Map a litellm / httpx / openai exception to our error types."""
     litellm = load_litellm()
     name = type(exc).__name__
     status = getattr(exc, "status_code", None)
+    # litellm reports transport failures as "500 InternalServerError": look at the cause.
+    chain = _chain(exc)
+    text_all = " ".join(str(e) for e in chain).lower()
+    if any(type(e).__name__ in ("ConnectError", "ConnectTimeout") for e in chain) or (
+        "connection error" in text_all and not any(type(e).__name__ == "RemoteProtocolError" for e in chain)
+        and "peer closed" not in text_all and "incomplete" not in text_all
+    ):
+        if not any(isinstance(e, json.JSONDecodeError) for e in chain):
+            return LLMConnectionError(f"{model}: cannot connect to the provider")
+    if any(isinstance(e, json.JSONDecodeError) for e in chain) or "expecting property name" in text_all or (
+        "expecting value" in text_all
+    ):
+        return LLMBadResponse(f"{model}: the provider sent malformed data that could not be read")
+    if any(type(e).__name__ in ("RemoteProtocolError", "ReadError") for e in chain) or "peer closed" in text_all:
+        return LLMBadResponse(f"{model}: the reply broke off mid-stream (connection closed)")
     if isinstance(exc, litellm.Timeout) or "Timeout" in name:
         return LLMTimeout(f"{model} did not answer in time")
     if isinstance(exc, litellm.AuthenticationError) or status == 401:
-        return LLMAuthError(f"{model}: the provider rejected the API key (401)")
+        err0 = LLMAuthError(f"{model}: the provider rejected the API key (401)")
+        err0.hint = f"Set a valid key with `memtray key set {provider_of(model)}` (or in Settings)."
+        return err0
     if isinstance(exc, litellm.PermissionDeniedError) or status == 403:
         return LLMAuthError(f"{model}: access denied (403): {_short(exc)}")
     if isinstance(exc, litellm.RateLimitError) or status == 429:

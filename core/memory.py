@@ -40,7 +40,7 @@ REASONS = ("consolidation", "agent", "user-edit", "restore", "rollback", "redo",
 MAX_MEMORY_CHARS = 200_000
 
 
-class MemoryError_(MemtrayError):  # noqa: N801 - avoid shadowing the builtin MemoryError
+class MemoryError_(MemtrayError):
     """A memory operation could not be done."""
 
 

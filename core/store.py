@@ -19,8 +19,8 @@ from typing import Any
 
 from .clock import Clock, IdGenerator
 from .errors import LogCorrupt
-from .events import SCHEMA, BadRecord, Record, Schema, decode_raw
 from .eventlog import DEFAULT_SEGMENT_BYTES, EventLog, FileOps, Position, segment_path
+from .events import SCHEMA, BadRecord, Record, Schema, decode_raw
 from .fsutil import atomic_write, ensure_dir
 from .home import Home, HomeLock
 from .projections import State, apply

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from memtray.core.eventlog import verify
 from memtray.core.home import Home
 from memtray.core.projections import replay

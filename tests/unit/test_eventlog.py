@@ -8,11 +8,10 @@ import logging
 from pathlib import Path
 
 import pytest
-
 from memtray.core.clock import FakeClock, seeded_ids
 from memtray.core.errors import LogCorrupt, LogWriteError
-from memtray.core.events import decode_raw, encode, verify_line
 from memtray.core.eventlog import EventLog, FileOps, list_segments, verify
+from memtray.core.events import decode_raw, encode, verify_line
 
 
 def _open(d: Path, **kw: object) -> EventLog:

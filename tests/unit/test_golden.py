@@ -6,7 +6,6 @@ import hashlib
 from pathlib import Path
 
 import pytest
-
 from memtray.core.errors import UnknownEventVersion
 from memtray.core.events import SCHEMA, Record, Schema, decode_raw
 from memtray.core.projections import KNOWN_TYPES, replay
@@ -43,8 +42,11 @@ def test_every_registered_type_has_a_golden_record() -> None:
 
 
 def test_fixture_bytes_are_frozen() -> None:
-    digest = hashlib.sha256((GOLDEN / "v1.jsonl").read_bytes()).hexdigest()
-    assert digest == (GOLDEN / "v1.sha256").read_text().split()[0]
+    files = sorted(GOLDEN.glob("v*.jsonl"))
+    assert files
+    for path in files:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        assert digest == path.with_suffix(".sha256").read_text().split()[0], f"{path.name} was edited"
 
 
 def test_upcaster_chain_and_newer_version() -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-
 from memtray.core.clock import FakeClock, seeded_ids
 from memtray.core.events import Record, encode
 from memtray.core.home import Home

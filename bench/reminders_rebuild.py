@@ -1,0 +1,138 @@
+"""Benchmark the start-up rebuild of reminders from the event log.
+
+Run: .venv/bin/python bench/reminders_rebuild.py [--reminders N] [--runs N]
+
+Writes N ``reminder.scheduled`` events (a third each one-shot, interval and cron,
+in several zones, some with earlier ``reminder.fired``) into a fresh data home,
+then times, median of the runs (min-max in brackets):
+
+* replay: ``Store.open`` folding the whole log (checkpoint deleted) and from the
+  checkpoint,
+* due: ``ReminderService.due()`` over every reminder (the catch-up check),
+* start: ``ReminderService.start()``: the catch-up check plus one apscheduler job
+  per active reminder (specs parsed afresh),
+* total: ``App.open`` + ``start()`` + the catch-up finishing on the worker.
+
+The app runs on a clock just after the log was written, so no run delivers anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from memtray.core.app import App
+from memtray.core.clock import FakeClock, IdGenerator
+from memtray.core.config import Config
+from memtray.core.home import Home
+from memtray.core.notify import RecordingNotifier
+from memtray.core.reminder_spec import occurrence_key
+from memtray.core.reminders import ReminderService
+from memtray.core.store import CHECKPOINT_NAME, Store
+
+ZONES = ["Europe/Berlin", "America/New_York", "Asia/Tokyo", "UTC", "Australia/Sydney"]
+CRONS = ["0 9 * * *", "30 7 * * 1-5", "*/15 * * * *", "0 */2 * * *", "45 18 * * 0", "0 12 1 * *"]
+INTERVALS = ["30m", "1h", "2h30m", "1d", "90m", "6h"]
+
+
+def populate(home: Home, n: int, now: datetime, seed: int = 1) -> None:
+    rng = random.Random(seed)
+    clock = FakeClock(now)
+    store = Store.open(home, clock=clock, ids=IdGenerator(clock))
+    try:
+        batch: list[tuple[str, dict[str, object], str | None, str | None]] = []
+        for i in range(n):
+            rid = f"R{i:08d}"
+            tz = rng.choice(ZONES)
+            kind = ("at", "every", "cron")[i % 3]
+            if kind == "at":
+                at = (now + timedelta(minutes=rng.randint(10, 60 * 24 * 90))).replace(microsecond=0)
+                spec = at.isoformat()
+            elif kind == "every":
+                spec = rng.choice(INTERVALS)
+            else:
+                spec = rng.choice(CRONS)
+            batch.append(("reminder.scheduled", {
+                "reminder": rid, "text": f"reminder number {i}", "kind": kind, "spec": spec, "tz": tz,
+                "mode": "notify",
+            }, None, None))
+            if kind != "at" and i % 5 == 0:  # some have fired before (not due again yet)
+                batch.append(("reminder.fired", {
+                    "reminder": rid, "occurrence": occurrence_key(now - timedelta(seconds=30)), "late": False,
+                }, None, None))
+            if len(batch) >= 1000:
+                store.append_many(batch)
+                batch = []
+        if batch:
+            store.append_many(batch)
+    finally:
+        store.close()
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def fmt(xs: list[float]) -> str:
+    return f"{statistics.median(xs) * 1000:8.1f} ms  [{min(xs) * 1000:.1f}-{max(xs) * 1000:.1f}]"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reminders", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Home.resolve(Path(tmp) / "home")
+        now = datetime.now(UTC).replace(microsecond=0)
+        t = timed(lambda: populate(home, args.reminders, now))
+        print(f"wrote {args.reminders} reminders in {t:.2f} s")
+        cfg = Config(timezone="Europe/Berlin")
+        replay_full, replay_ckpt, due_t, start_t, total = [], [], [], [], []
+        jobs = 0
+        for _ in range(args.runs):
+            (home.state / CHECKPOINT_NAME).unlink(missing_ok=True)
+            t0 = time.perf_counter()
+            store = Store.open(home, use_checkpoint=False)
+            replay_full.append(time.perf_counter() - t0)
+            store.close()  # writes the checkpoint again
+            t0 = time.perf_counter()
+            store = Store.open(home)
+            replay_ckpt.append(time.perf_counter() - t0)
+            store.close()
+
+            t0 = time.perf_counter()
+            # the app's clock stands just after the log was written, so nothing is due and
+            # every run does the same work (the catch-up check finds nothing to deliver)
+            app = App.open(home, config=cfg, clock=FakeClock(now + timedelta(seconds=1)))
+            try:
+                app.services["notifier"] = RecordingNotifier()
+                svc = app.services["reminders"]
+                assert isinstance(svc, ReminderService)
+                due_t.append(timed(svc.due))
+                svc._schedules.clear()  # start() must not profit from the due() above
+                start_t.append(timed(svc.start))
+                app.run(asyncio.sleep(0))  # the worker has run the catch-up (nothing is due)
+                total.append(time.perf_counter() - t0)
+                jobs = sum(j.id.startswith("reminder:") for j in svc._scheduler.get_jobs())
+            finally:
+                app.close()
+        print(f"reminders: {args.reminders}, apscheduler jobs built: {jobs}, runs: {args.runs}")
+        print(f"replay, full log     {fmt(replay_full)}")
+        print(f"replay, checkpoint   {fmt(replay_ckpt)}")
+        print(f"due() over all       {fmt(due_t)}")
+        print(f"start() (jobs)       {fmt(start_t)}")
+        print(f"total start-up       {fmt(total)}   (App.open + start + catch-up)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,423 @@
+"""Secret redaction: finds API keys, tokens, passwords and private keys in text.
+
+Everything memtray writes down (the event log, MEMORY.md, the app's own log
+files) passes through :func:`redact` first, so a key pasted into a chat never
+reaches the disk. Each secret is replaced by ``[REDACTED:<kind>]``; for a
+password in a URL or a labelled value (``PASSWORD=...``, ``api_key: "..."``)
+only the value goes, so the text still says what was there.
+
+The rules prefer leaking nothing over keeping text intact: a vendor key is
+recognised by its prefix wherever it appears, and a labelled value is removed
+whatever it looks like. They are also written not to touch ordinary prose, git
+SHAs, UUIDs and ULIDs. Redaction is idempotent: markers are never matched again.
+
+Every pattern is anchored so that scanning stays linear on huge inputs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple, TypeVar, cast
+
+__all__ = [
+    "KINDS",
+    "RedactingFilter",
+    "Secret",
+    "find_secrets",
+    "is_secret_name",
+    "marker",
+    "redact",
+    "redact_obj",
+]
+
+_T = TypeVar("_T")
+
+
+class Secret(NamedTuple):
+    """A secret found in a text: its kind and where it is (``text[start:end]``)."""
+
+    kind: str
+    start: int
+    end: int
+
+
+def marker(kind: str) -> str:
+    """What a secret of ``kind`` is replaced with."""
+    return f"[REDACTED:{kind}]"
+
+
+_MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+
+# --- labelled values -------------------------------------------------------------------
+
+# Names whose last part says the value is a secret: PASSWORD, DB_PASS, api_key,
+# apiKey, client-secret, GITHUB_TOKEN, SOMETHING_KEY...
+_PASSWORD_WORDS = frozenset({"password", "passwd", "pwd", "pass", "passphrase"})
+_SECRET_WORDS = frozenset(
+    {"key", "apikey", "secret", "token", "secretkey", "accesskey", "privatekey", "credential"}
+    | {"credentials"}
+)
+# On their own before a colon these start prose ("Key: practise daily") as often
+# as they label a secret, so "key: ..." and "token: ..." are left alone.
+_WEAK_ALONE = frozenset({"key", "pass", "token"})
+_NAME_PART_RE = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def _name_kind(name: str, *, strict: bool) -> str | None:
+    parts = _NAME_PART_RE.findall(name)
+    if not parts:
+        return None
+    last = parts[-1].lower()
+    if strict and len(parts) == 1 and last in _WEAK_ALONE:
+        return None
+    if last in _PASSWORD_WORDS:
+        return "password"
+    if last in _SECRET_WORDS:
+        return "secret"
+    return None
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a field called ``name`` (``api_key``, ``dbPassword``...) holds a secret."""
+    return _name_kind(name, strict=True) is not None
+
+
+# --- rules -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: str
+    pattern: re.Pattern[str]
+    group: int | str = 0  # the part of the match that is secret
+    #: Decides the kind, or None to ignore the match; may also narrow the span.
+    check: Callable[[re.Match[str], _Runs], tuple[str, int, int] | None] | None = None
+
+
+class _Runs:
+    """Where a bare value starting at a position ends: at whitespace, less trailing ``,;)]}>``.
+
+    Labels are checked left to right and many can share one run of non-space
+    characters ("password=password=..."), so the last run is cached; scanning
+    stays linear instead of rescanning the run for every label in it.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.start = self.end = self.trimmed = -1
+
+    def bare_end(self, pos: int) -> int | None:
+        if not self.start <= pos < self.end:
+            space = _SPACE_RE.search(self.text, pos)
+            end = space.start() if space is not None else len(self.text)
+            trimmed = end
+            while trimmed > pos and self.text[trimmed - 1] in _TRAILING_PUNCT:
+                trimmed -= 1
+            self.start, self.end, self.trimmed = pos, end, trimmed
+        return self.trimmed if self.trimmed > pos else None
+
+
+_TOKEN = r"A-Za-z0-9_\-"  # base64url and friends
+# A value: double-quoted, single-quoted (backslash escapes allowed) or a bare word.
+# A flag's bare value cannot start with "-", or "--token --verbose" would lose a flag.
+_QUOTED = r"\"(?P<dq>(?:[^\"\\\n]|\\.)+)\"|'(?P<sq>(?:[^'\\\n]|\\.)+)'"
+_QUOTED_RE = re.compile(_QUOTED)
+_FLAG_VALUE = rf"(?:{_QUOTED}|(?P<bare>[^\s\"'\-]\S*))"
+_SPACE_RE = re.compile(r"\s")
+_TRAILING_PUNCT = ",;)]}>"
+
+
+def _value_span(m: re.Match[str]) -> tuple[int, int] | None:
+    """Where the value is: inside its quotes, or a bare word minus trailing punctuation."""
+    if m.group("dq") is not None:
+        return m.span("dq")
+    if m.group("sq") is not None:
+        return m.span("sq")
+    start = m.start("bare")
+    end = start + len(m.group("bare").rstrip(_TRAILING_PUNCT))
+    return (start, end) if end > start else None
+
+
+def _labelled(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
+    # The rule's pattern stops at the separator: were the value part of the match,
+    # rejecting "request = " in "request = smtp_pass = hunter2" would skip over
+    # the label that matters.
+    kind = _name_kind(m.group("name"), strict=m.group("sep") == ":")
+    if kind is None:
+        return None
+    pos = m.end()
+    quoted = _QUOTED_RE.match(m.string, pos)
+    if quoted is not None:
+        return kind, *quoted.span("dq" if quoted.group("dq") is not None else "sq")
+    if pos >= len(m.string) or m.string[pos] in "\"'" or m.string[pos].isspace():
+        return None
+    end = runs.bare_end(pos)
+    return None if end is None else (kind, pos, end)
+
+
+def _flag(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
+    span = _value_span(m)
+    if span is None:
+        return None
+    return ("password" if "pass" in m.group("flag").lower() else "secret", *span)
+
+
+def _bearer(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
+    token = m.group(1)
+    # "Bearer authentication" is prose; real tokens have digits or are long.
+    if any(c.isdigit() for c in token) or len(token) >= 32:
+        return "bearer-token", *m.span(1)
+    return None
+
+
+_RULES: tuple[_Rule, ...] = (
+    # Most specific first: when matches overlap, the first rule names the kind.
+    _Rule(
+        "private-key",
+        re.compile(
+            r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:.*?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|.*)",
+            re.DOTALL,
+        ),
+    ),
+    _Rule("anthropic-key", re.compile(rf"(?<![{_TOKEN}])sk-ant-[{_TOKEN}]{{20,}}")),
+    _Rule(
+        "openai-key",
+        # Keys are random, so they have a digit; "sk-learn-and-friends" does not.
+        re.compile(rf"(?<![{_TOKEN}])sk-(?!ant-)(?=[A-Za-z_\-]*[0-9])[{_TOKEN}]{{20,}}"),
+    ),
+    _Rule(
+        "github-token",
+        re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+    ),
+    _Rule(
+        "slack-webhook",
+        re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/\-]{8,})"),
+        group=1,
+    ),
+    _Rule(
+        "slack-token",
+        re.compile(
+            rf"(?<![{_TOKEN}])(?:xox[abposre]-[A-Za-z0-9\-]{{10,}}|xapp-\d-[A-Za-z0-9\-]{{10,}})"
+        ),
+    ),
+    _Rule("google-api-key", re.compile(rf"(?<![{_TOKEN}])AIza[{_TOKEN}]{{30,}}")),
+    _Rule(
+        "aws-access-key-id",
+        re.compile(
+            r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)"
+            r"[A-Z0-9]{16}(?![A-Za-z0-9])"
+        ),
+    ),
+    _Rule(
+        "aws-secret-key",
+        re.compile(
+            r"(?i)(?<![a-z0-9])(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?"
+            r"[ \t]*[:=][ \t]*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+        ),
+        group=1,
+    ),
+    _Rule(
+        "jwt",
+        re.compile(rf"(?<![{_TOKEN}])eyJ[{_TOKEN}]{{8,}}\.[{_TOKEN}]{{8,}}\.[{_TOKEN}]{{8,}}"),
+    ),
+    _Rule(
+        "url-password",
+        # scheme://user:password@host. Hand-written URLs often leave "@", "#" and
+        # "?" in the password unescaped, so it runs to the last "@" before a "/".
+        re.compile(r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/?#@]*:([^\s/]+)@"),
+        group=1,
+    ),
+    _Rule(
+        "bearer-token",
+        re.compile(rf"(?i)(?<![{_TOKEN}])bearer[ \t]+([A-Za-z0-9._~+/\-]{{8,}}=*)"),
+        check=_bearer,
+    ),
+    _Rule(
+        "authorization",
+        re.compile(
+            r"(?i)(?<![a-z0-9_\-])(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+            r"(?:(?:bearer|basic|token|digest|apikey|api-key|negotiate)[ \t]+)?([^\s\"',;]{6,})"
+        ),
+        group=1,
+    ),
+    _Rule(
+        "password",
+        re.compile(
+            r"(?i)(?<![a-z0-9_\-])--?(?P<flag>password|passwd|passphrase|pass|token|secret|api-key|apikey"
+            r"|access-token|auth-token)(?:=|[ \t]+)" + _FLAG_VALUE
+        ),
+        check=_flag,
+    ),
+    _Rule(
+        "secret",
+        re.compile(
+            r"(?<![\w.\-])(?:export[ \t]+)?([\"']?)(?P<name>[A-Za-z][\w.\-]{0,120})\1"
+            r"[ \t]*(?P<sep>=|:(?!//))[ \t]*"
+        ),
+        check=_labelled,
+    ),
+)
+
+#: Every kind :func:`find_secrets` reports, most specific first.
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(r.kind for r in _RULES))
+
+
+def _clip(start: int, end: int, markers: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of [start, end) outside existing markers, so redaction is idempotent."""
+    pieces = []
+    for m_start, m_end in markers:
+        if m_end <= start or m_start >= end:
+            continue
+        if m_start > start:
+            pieces.append((start, m_start))
+        start = max(start, m_end)
+    if start < end:
+        pieces.append((start, end))
+    return pieces
+
+
+# Each pass can only grow what is covered, so this is a safety net, not a tuning knob.
+_MAX_PASSES = 16
+
+
+def _scan(text: str) -> list[tuple[int, int, int]]:
+    """One pass of every rule: ``(start, end, rank)`` pieces outside existing markers."""
+    markers = [m.span() for m in _MARKER_RE.finditer(text)]
+    runs = _Runs(text)
+    found: list[tuple[int, int, int]] = []
+    for rule in _RULES:
+        for m in rule.pattern.finditer(text):
+            if rule.check is not None:
+                hit = rule.check(m, runs)
+                if hit is None:
+                    continue
+                kind, start, end = hit
+            else:
+                kind, (start, end) = rule.kind, m.span(rule.group)
+            rank = KINDS.index(kind)
+            found.extend((*piece, rank) for piece in _clip(start, end, markers))
+    return found
+
+
+def _merge(found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Union of overlapping pieces, each named by the best (lowest) rank among them."""
+    merged: list[tuple[int, int, int]] = []
+    for start, end, rank in sorted(found):
+        if merged and start < merged[-1][1]:
+            last_start, last_end, last_rank = merged[-1]
+            merged[-1] = (last_start, max(last_end, end), min(last_rank, rank))
+        else:
+            merged.append((start, end, rank))
+    return merged
+
+
+def _apply(text: str, spans: list[tuple[int, int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """Replace spans by markers; also return, per kept segment, (redacted start, original start)."""
+    out: list[str] = []
+    segments: list[tuple[int, int]] = []
+    pos = length = 0
+    for start, end, rank in spans:
+        segments.append((length, pos))
+        out += [text[pos:start], marker(KINDS[rank])]
+        length += start - pos + len(out[-1])
+        pos = end
+    segments.append((length, pos))
+    out.append(text[pos:])
+    return "".join(out), segments
+
+
+def find_secrets(text: str) -> list[Secret]:
+    """The secrets in ``text``, sorted and non-overlapping: exactly what :func:`redact` replaces.
+
+    Overlapping matches (``OPENAI_API_KEY=sk-...`` is both a labelled value and
+    an OpenAI key) merge into one secret named by the most specific rule. The
+    text is then scanned again with those secrets replaced, since a marker can
+    join what was apart (``Authorization: <key block>sk-...``); whatever that
+    finds is added, until nothing new turns up. So ``redact`` is idempotent.
+    """
+    spans = _merge(_scan(text))
+    for _ in range(_MAX_PASSES):
+        if not spans:
+            break
+        redacted, segments = _apply(text, spans)
+        starts = [red for red, _ in segments]
+        extra = []
+        for start, end, rank in _scan(redacted):
+            # Pieces avoid markers, so each lies inside one kept segment.
+            red, orig = segments[bisect.bisect_right(starts, start) - 1]
+            extra.append((orig + start - red, orig + end - red, rank))
+        if not extra:
+            break
+        spans = _merge(spans + extra)
+    return [Secret(KINDS[rank], start, end) for start, end, rank in spans]
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret replaced by ``[REDACTED:<kind>]``."""
+    secrets = find_secrets(text)
+    if not secrets:
+        return text
+    return _apply(text, [(s.start, s.end, KINDS.index(s.kind)) for s in secrets])[0]
+
+
+def redact_obj(obj: _T) -> _T:
+    """Redact every string inside dicts, lists and tuples (keys included).
+
+    A string value under a secret-sounding key (``{"api_key": "abc"}``) is
+    replaced whole, since nothing in the value itself may give it away. Other
+    types pass through unchanged.
+    """
+    return cast(_T, _redact_any(obj, None, frozenset()))
+
+
+def _redact_any(obj: object, key: object, seen: frozenset[int]) -> object:
+    if isinstance(obj, str):
+        kind = _name_kind(key, strict=True) if isinstance(key, str) else None
+        if kind is not None and obj.strip() and not _MARKER_RE.fullmatch(obj.strip()):
+            return marker(kind)
+        return redact(obj)
+    if not isinstance(obj, dict | list | tuple) or id(obj) in seen:
+        return obj
+    seen = seen | {id(obj)}
+    if isinstance(obj, dict):
+        return {_redact_any(k, None, seen): _redact_any(v, k, seen) for k, v in obj.items()}
+    items = [_redact_any(item, None, seen) for item in obj]
+    if isinstance(obj, list):
+        return items
+    if hasattr(obj, "_fields"):  # a NamedTuple
+        return cast(Callable[..., object], type(obj))(*items)
+    return tuple(items)
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts each record's message, arguments and traceback.
+
+    The message is formatted (``msg % args``) before redacting, so a secret split
+    between the format string and its arguments is still caught; the record
+    then carries the finished text and no arguments. Attach it to handlers:
+    a logger's own filters do not see records propagated from child loggers.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            # A bad format string: logging reports that itself when the handler
+            # formats the record; redact the pieces so the report leaks nothing.
+            record.msg = redact_obj(record.msg)
+            record.args = redact_obj(record.args)
+        else:
+            record.msg = redact(message)
+            record.args = ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
