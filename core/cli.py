@@ -359,6 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # fast path: no feature modules imported
+        _out(f"memtray {__version__}")
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     home = Home.resolve(args.home) if args.home else Home.resolve()

@@ -119,8 +119,68 @@ def check(home: Home) -> list[Finding]:
     else:
         out.append(Finding(True, f"disk: {free // 2**30} GiB free"))
 
-    for extra in EXTRA_CHECKS:
-        out.extend(extra(home))
+    out.extend(check_memory(home))
+    return out
+
+
+def check_memory(home: Home) -> list[Finding]:
+    """git fsck, and MEMORY.md == git HEAD == the last memory.written event."""
+    import subprocess
+
+    from .gitrepo import GitRepo
+
+    out: list[Finding] = []
+    repo = GitRepo(home.memory)
+    if not repo.exists():
+        if home.events.exists() and any(home.events.glob("*.jsonl")):
+            out.append(Finding(False, "memory repository missing",
+                               "it is rebuilt from the event log the next time memtray starts"))
+        return out
+    git = shutil.which("git")
+    if git:
+        res = subprocess.run([git, "-C", str(home.memory), "fsck", "--no-progress"],
+                             capture_output=True, text=True, timeout=300)
+        problems = [ln for ln in (res.stdout + res.stderr).splitlines()
+                    if ln and "fsyncObjectFiles is deprecated" not in ln and not ln.startswith("Checking")]
+        if res.returncode != 0 or any(ln.startswith(("error", "missing", "broken", "bad")) for ln in problems):
+            out.append(Finding(False, "git fsck found problems in memory/", "; ".join(problems[:3]),
+                               "rebuild the repository from the event log (start memtray after moving memory/ aside)"))
+        else:
+            out.append(Finding(True, "memory repository passes git fsck"))
+    try:
+        repo.open(create=False)
+        head = repo.head()
+        last_text = None
+        last_seq = 0
+        elog = EventLog.open(home.events, readonly=True)
+        for rec, _ in elog.read():
+            if rec.type == "memory.written":
+                last_text, last_seq = rec.data.get("memory"), rec.seq
+        if head is None:
+            if last_text is not None:
+                out.append(Finding(False, "memory repository has no commits but the log has memory events",
+                                   "start memtray to make the missing commits"))
+            return out
+        info = repo.info(head)
+        head_text = repo.read(head, "MEMORY.md")
+        work = repo.worktree_text("MEMORY.md")
+        seq_ok = info.trailers.get("Event-Seq") == str(last_seq)
+        if last_text is not None and head_text == last_text and seq_ok and work == head_text:
+            out.append(Finding(True, f"MEMORY.md == git HEAD ({head[:8]}) == last memory event (seq {last_seq})"))
+        else:
+            detail = []
+            if not seq_ok:
+                detail.append(f"HEAD records event {info.trailers.get('Event-Seq')} but the last memory event is {last_seq}")
+            if last_text is not None and head_text != last_text:
+                detail.append("HEAD's MEMORY.md differs from the last memory event")
+            if work != head_text:
+                detail.append("MEMORY.md in the work tree differs from HEAD (a hand edit?)")
+            out.append(Finding(False, "memory out of sync", "; ".join(detail),
+                               "start memtray: it makes missing commits and records hand edits as user edits"))
+    except MemtrayError as exc:
+        out.append(Finding(False, "memory repository unreadable", str(exc)))
+    finally:
+        repo.close()
     return out
 
 
@@ -131,9 +191,6 @@ def _do(fn: Callable[[Any], None], arg: Any, said: str) -> str:
 
 def _repairer(home: Home, segment: str) -> Callable[[], str]:
     return lambda: repair_damage(home, segment)
-
-
-EXTRA_CHECKS: list[Callable[[Home], list[Finding]]] = []
 
 
 def repair_damage(home: Home, segment_name: str) -> str:

@@ -9,13 +9,14 @@ after it, then keeps :attr:`Store.state` current on every append. Deleting
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from .clock import Clock, IdGenerator
 from .errors import LogCorrupt
@@ -181,7 +182,13 @@ def save_checkpoint(home: Home, elog: EventLog, state: State) -> None:
         "last_id": last_id,
         "state": state.to_json(),
     }
-    atomic_write(checkpoint_path(home), json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+    try:
+        blob = orjson.dumps(body)
+    except TypeError:  # lone surrogates (undecodable argv bytes) that orjson refuses
+        import json
+
+        blob = json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    atomic_write(checkpoint_path(home), blob)
 
 
 def load_checkpoint(home: Home, elog: EventLog) -> tuple[State, Position | None, bool]:
@@ -195,7 +202,12 @@ def load_checkpoint(home: Home, elog: EventLog) -> tuple[State, Position | None,
         log.warning("cannot read checkpoint %s (%s); replaying the whole log", path, exc)
         return State(), None, False
     try:
-        body = json.loads(raw)
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            import json
+
+            body = json.loads(raw)  # escaped lone surrogates: only the stdlib reads them
         pos = Position.from_json(body["position"])
         state = State.from_json(body["state"])
         if body["last_seq"] == 0:
@@ -204,7 +216,7 @@ def load_checkpoint(home: Home, elog: EventLog) -> tuple[State, Position | None,
         if rec is None or rec.seq != body["last_seq"] or rec.id != body["last_id"]:
             raise ValueError("it does not match the log")
         return state, pos, True
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
         log.warning("ignoring checkpoint %s (%s); replaying the whole log", path.name, exc)
         return State(), None, False
 

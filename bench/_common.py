@@ -1,0 +1,83 @@
+"""Shared helpers for benchmarks: synthetic logs, timing, printing."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def synthetic_log(events_dir: Path, n: int, *, segment_bytes: int = 16 * 1024 * 1024, sessions: int = 3,
+                  consolidate_every: int = 100) -> None:
+    """Write ``n`` valid events straight to segment files (fast path, same codec).
+
+    A conversation of user/assistant messages across a few sessions, with a
+    consolidation every ``consolidate_every`` messages per session so that, like
+    real use, the unconsolidated tail stays bounded.
+    """
+    from memtray.core.events import Record, encode
+
+    events_dir.mkdir(parents=True, exist_ok=True)
+    seg = 1
+    fh = open(events_dir / f"{seg:06d}.jsonl", "wb")  # noqa: SIM115
+    size = 0
+    counts = [0] * sessions
+    seq = 0
+    while seq < n:
+        seq += 1
+        s = seq % sessions
+        key = f"s{s}"
+        if counts[s] and counts[s] % consolidate_every == 0 and seq + 2 <= n:
+            c = f"c{seq}"
+            recs = [
+                Record(seq, f"01BENCH{seq:019d}", "2026-11-30T09:00:00.000Z", "consolidation.started", 1, key,
+                       {"consolidation": c, "start": counts[s] - consolidate_every, "end": counts[s] - consolidate_every // 2, "model": "m"}),
+                Record(seq + 1, f"01BENCH{seq + 1:019d}", "2026-11-30T09:00:00.000Z", "consolidation.completed", 1, key,
+                       {"consolidation": c, "end": counts[s] - consolidate_every // 2}),
+            ]
+            seq += 1
+            counts[s] += 0
+        else:
+            role = "user" if counts[s] % 2 == 0 else "assistant"
+            recs = [Record(seq, f"01BENCH{seq:019d}", "2026-11-30T09:00:00.000Z", "message", 1, key,
+                           {"role": role, "content": f"message {seq} about tea, trains and the weather in Lyon"})]
+        for rec in recs:
+            line = encode(rec)
+            if size + len(line) > segment_bytes:
+                fh.close()
+                seg += 1
+                fh = open(events_dir / f"{seg:06d}.jsonl", "wb")  # noqa: SIM115
+                size = 0
+            fh.write(line)
+            size += len(line)
+        if recs[0].type == "message":
+            counts[s] += 1
+    fh.close()
+
+
+def timed(fn: Callable[[], object], repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def pct(values: list[float], p: float) -> float:
+    xs = sorted(values)
+    k = min(len(xs) - 1, max(0, round(p / 100 * (len(xs) - 1))))
+    return xs[k]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def ms(x: float) -> str:
+    return f"{x * 1000:.2f} ms"
