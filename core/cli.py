@@ -33,9 +33,18 @@ class Console:
         err: Callable[[str], None] | None = None,
         tty: bool | None = None,
     ) -> None:
-        self._out = out or _writer(sys.stdout)
-        self._err = err or _writer(sys.stderr)
-        self.tty = sys.stdout.isatty() if tty is None else tty
+        self._out = out or _writer("stdout")
+        self._err = err or _writer("stderr")
+        self._tty = tty
+
+    @property
+    def tty(self) -> bool:
+        if self._tty is not None:
+            return self._tty
+        try:
+            return sys.stdout.isatty()
+        except ValueError:
+            return False
 
     def write(self, text: str) -> None:
         self._out(text)
@@ -47,8 +56,9 @@ class Console:
         self._err(text + "\n")
 
 
-def _writer(stream: Any) -> Callable[[str], None]:
+def _writer(name: str) -> Callable[[str], None]:
     def write(text: str) -> None:
+        stream = getattr(sys, name)  # looked up each time: tests and pagers swap it
         stream.write(text)
         stream.flush()
 

@@ -1,0 +1,96 @@
+"""Settings and API keys: validation, env overrides, keyring, no plaintext fallback."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from memtray.core import cli, keys
+from memtray.core import config as cfgmod
+from memtray.core.errors import ConfigError, KeyringError, NoSecureKeyring
+from memtray.core.home import Home
+from tests.support import MemoryKeyring
+
+
+def test_set_get_validate_and_env_override(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfgmod.set_value(home, "memory_window", "40")
+    cfgmod.set_value(home, "drop_policy", "review")
+    cfgmod.set_value(home, "model", "anthropic/claude-x")
+    cfg = cfgmod.load(home)
+    assert cfg.memory_window == 40 and cfg.drop_policy == "review" and cfg.model == "anthropic/claude-x"
+    assert (home.config.stat().st_mode & 0o777) == 0o600
+    for key, bad in [("memory_window", "lots"), ("memory_window", "2"), ("drop_policy", "forget"),
+                     ("timezone", "Mars/Olympus"), ("nope", "1"), ("launch_at_login", "maybe")]:
+        with pytest.raises(ConfigError):
+            cfgmod.set_value(home, key, bad)
+    assert cfgmod.load(home).memory_window == 40  # nothing changed by the failures
+    monkeypatch.setenv("MEMTRAY_MODEL", "openai/override")
+    monkeypatch.setenv("MEMTRAY_API_BASE", "http://127.0.0.1:9/v1")
+    over = cfgmod.load(home)
+    assert over.model == "openai/override" and over.api_base == "http://127.0.0.1:9/v1"
+    assert cfgmod.load(home, env=False).model == "anthropic/claude-x"
+
+
+def test_broken_toml_is_a_clear_error(home: Home) -> None:
+    home.create()
+    home.config.write_text("model = [unclosed\n")
+    with pytest.raises(ConfigError) as err:
+        cfgmod.load(home)
+    assert "not valid TOML" in str(err.value)
+
+
+def test_config_cli(home: Home, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["config", "set", "memory_window", "64"]) == 0
+    assert cli.main(["config", "get", "memory_window"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "64"
+    assert cli.main(["config", "set", "memory_window", "x"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("memtray: error: memory_window must be a int")
+
+
+def test_key_set_stores_in_keyring_not_on_disk(home: Home, keyring_backend: MemoryKeyring,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("sk-ant-secret-value-123456\n"))
+    assert cli.main(["key", "set", "anthropic"]) == 0
+    assert keyring_backend.store[("memtray", "anthropic")] == "sk-ant-secret-value-123456"
+    assert keys.get_key("anthropic") == "sk-ant-secret-value-123456"
+    assert keys.key_source("anthropic") == "keyring"
+    for p in Path(home.root).rglob("*"):
+        if p.is_file():
+            assert b"sk-ant-secret" not in p.read_bytes(), p
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "from-env")
+    assert keys.get_key("anthropic") == "from-env"
+    assert keys.key_source("anthropic").startswith("environment")
+
+
+def test_no_secure_backend_refuses_plaintext(home: Home, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import keyring
+    from keyring.backends import fail
+
+    keyring.set_keyring(fail.Keyring())
+    assert not keys.backend_is_secure()
+    with pytest.raises(NoSecureKeyring):
+        keys.set_key("openai", "sk-x")
+    monkeypatch.setattr("sys.stdin", io.StringIO("sk-test-should-not-be-stored\n"))
+    assert cli.main(["key", "set", "openai"]) == 1
+    err = capsys.readouterr().err
+    assert "no secure keyring backend" in err and "OPENAI_API_KEY" in err
+    assert keys.get_key("openai") is None
+
+
+def test_keyring_refusing_access_is_a_clear_error(keyring_backend: MemoryKeyring) -> None:
+    keyring_backend.refuse = True
+    with pytest.raises(KeyringError):
+        keys.get_key("openai")
+    with pytest.raises(KeyringError):
+        keys.set_key("openai", "sk-x")
+
+
+def test_provider_of() -> None:
+    assert keys.provider_of("openai/gpt-4o") == "openai"
+    assert keys.provider_of("gpt-4o-mini") == "openai"
+    assert keys.provider_of("claude-3-5-sonnet") == "anthropic"
+    assert keys.provider_of("ollama_chat/llama3.2") == "ollama_chat"
