@@ -135,34 +135,57 @@ def cmd_ask(args: argparse.Namespace, home: Home) -> int:
 
 
 def cmd_chat(args: argparse.Namespace, home: Home) -> int:
+    """Terminal chat. With a running instance, each line is forwarded as `ask`."""
     from .errors import LLMError
 
-    with _open_app(home) as app:
-        _out(f"memtray chat — session {args.session!r}. /new starts over, /quit leaves.")
-        while True:
+    if getattr(_local, "app", None) is not None:
+        raise MemtrayError("`memtray chat` is interactive; it cannot run inside another instance")
+    try:
+        with app_scope(home) as app:
+            def turn(line: str) -> None:
+                con().write("memtray> ")
+                try:
+                    app.run(app.agent.turn(args.session, line, on_delta=con().write))
+                    _out()
+                except LLMError as exc:
+                    _out()
+                    _err(f"memtray: error: {exc}")
+                    if exc.hint:
+                        _err(f"  {exc.hint}")
+
+            return _chat_loop(args.session, turn, lambda: _new_session(app, args.session))
+    except _Forward:
+        def remote_turn(line: str) -> None:
+            _forward(home, ["ask", "--session", args.session, line])
+
+        def remote_new() -> None:
+            if _forward(home, ["new", "--session", args.session]) != 0:
+                raise MemtrayError("the session was not cleared")
+
+        return _chat_loop(args.session, remote_turn, remote_new)
+
+
+def _chat_loop(session: str, turn: Callable[[str], None], new: Callable[[], None]) -> int:
+    _out(f"memtray chat — session {session!r}. /new starts over, /quit leaves.")
+    while True:
+        try:
+            line = input("you> ")
+        except EOFError:
+            _out()
+            return 0
+        cmd = line.strip()
+        if not cmd:
+            continue
+        if cmd in ("/quit", "/exit"):
+            return 0
+        if cmd == "/new":
             try:
-                line = input("you> ")
-            except EOFError:
-                _out()
-                return 0
-            cmd = line.strip()
-            if not cmd:
-                continue
-            if cmd in ("/quit", "/exit"):
-                return 0
-            if cmd == "/new":
-                _new_session(app, args.session)
+                new()
                 _out("(new session started)")
-                continue
-            con().write("memtray> ")
-            try:
-                app.run(app.agent.turn(args.session, line, on_delta=con().write))
-                _out()
-            except LLMError as exc:
-                _out()
+            except MemtrayError as exc:
                 _err(f"memtray: error: {exc}")
-                if exc.hint:
-                    _err(f"  {exc.hint}")
+            continue
+        turn(line)
 
 
 def _new_session(app: Any, session: str) -> None:
