@@ -24,10 +24,10 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import MemtrayError
 
@@ -54,9 +54,10 @@ DEFAULT_SECTION = "General"
 #: Minimum :func:`similarity` for two facts to count as one fact reworded.
 DEFAULT_THRESHOLD = 0.6
 
-# A token that many leftover facts share (a name, "work") says little about which
-# pairs are rewordings; past this many candidates it no longer widens the search.
-_COMMON_TOKEN_LIMIT = 64
+# A word shared by most leftover facts (a name, "work") says little about which
+# pairs are rewordings: beyond a fact's rarest shared word, words found in more
+# than this many leftovers (or half of them, if more) do not add candidates.
+_COMMON_TOKEN_MIN = 8
 
 
 class FactError(MemtrayError):
@@ -161,8 +162,7 @@ _COMMENT_OPEN_RE = re.compile(r" {0,3}<!--")
 _COMMENT_CLOSE = "-->"
 
 
-@dataclass(frozen=True)
-class _Block:
+class _Block(NamedTuple):
     """A run of lines that is one fact, or would be if its text were not empty."""
 
     start: int
@@ -172,8 +172,7 @@ class _Block:
     bullet: str  # the list marker, "" for paragraphs and fences; indented markers keep their indent
 
 
-@dataclass(frozen=True)
-class _Heading:
+class _Heading(NamedTuple):
     line: int
     title: str
 
@@ -305,16 +304,16 @@ def _scan(text: str) -> _Doc:
 
 
 def _facts(doc: _Doc) -> list[tuple[Fact, _Block]]:
-    seen: Counter[str] = Counter()
+    seen: dict[str, int] = {}
     out: list[tuple[Fact, _Block]] = []
     for block in doc.blocks:
         norm = normalize(block.text)
         if not norm:
             continue
-        seen[norm] += 1
+        count = seen[norm] = seen.get(norm, 0) + 1
         fid = _fact_id(norm)
-        if seen[norm] > 1:
-            fid = f"{fid}-{seen[norm]}"
+        if count > 1:
+            fid = f"{fid}-{count}"
         section = doc.headings[block.heading].title if block.heading >= 0 else ""
         out.append((Fact(fid, section, block.text, norm), block))
     return out
@@ -453,10 +452,11 @@ _STOPWORD_TEXT = """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
-@dataclass(frozen=True)
-class _Prepared:
+class _Prepared(NamedTuple):
     tokens: frozenset[str]  # content words, lightly stemmed
     grams: frozenset[str]  # character trigrams of the content words in order
+    n_tokens: int
+    n_grams: int
 
 
 def _prepare(norm: str) -> _Prepared:
@@ -472,7 +472,8 @@ def _prepare(norm: str) -> _Prepared:
         content.append(word)
     key = f" {' '.join(content)} " if content else f" {norm} "
     grams = frozenset(key[i : i + 3] for i in range(len(key) - 2))
-    return _Prepared(frozenset(content or words), grams)
+    tokens = frozenset(content or words)
+    return _Prepared(tokens, grams, len(tokens), len(grams))
 
 
 def _dice(a: frozenset[str], b: frozenset[str]) -> float:
@@ -483,12 +484,15 @@ def _score(a: _Prepared, b: _Prepared) -> float:
     # Character trigrams catch "Sam" -> "Samuel" and typo fixes; word overlap
     # catches reordering. difflib's ratio was the first choice but costs ~0.2 ms
     # per pair in pure Python, 20x the budget of a 500-fact diff.
-    score = max(_dice(a.grams, b.grams), _dice(a.tokens, b.tokens))
+    total = a.n_grams + b.n_grams
+    score = 2 * len(a.grams & b.grams) / total if total else 0.0
     inter = len(a.tokens & b.tokens)
-    if inter >= 2 and inter == min(len(a.tokens), len(b.tokens)):
-        # "lives in Berlin" inside "lives in Berlin, Germany": the fact only
-        # gained detail. One shared word is too weak a sign for this.
-        score = max(score, 0.9)
+    if inter:
+        score = max(score, 2 * inter / (a.n_tokens + b.n_tokens))
+        if inter >= 2 and inter == min(a.n_tokens, b.n_tokens):
+            # "lives in Berlin" inside "lives in Berlin, Germany": the fact only
+            # gained detail. One shared word is too weak a sign for this.
+            score = max(score, 0.9)
     return score
 
 
@@ -541,12 +545,13 @@ def diff_facts(
         for j in left_new:
             for token in prep_new[j].tokens:
                 index[token].append(j)
+        common = max(_COMMON_TOKEN_MIN, len(left_new) // 2)
         for i in left_old:
             prep = _prepare(old[i].norm)
             postings = sorted((index[t] for t in prep.tokens if t in index), key=len)
             candidates: set[int] = set()
             for k, posting in enumerate(postings):
-                if k and len(posting) > _COMMON_TOKEN_LIMIT:
+                if k and len(posting) > common:
                     break
                 candidates.update(posting)
             for j in candidates:

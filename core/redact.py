@@ -11,7 +11,9 @@ recognised by its prefix wherever it appears, and a labelled value is removed
 whatever it looks like. They are also written not to touch ordinary prose, git
 SHAs, UUIDs and ULIDs. Redaction is idempotent: markers are never matched again.
 
-Every pattern is anchored so that scanning stays linear on huge inputs.
+Scanning stays linear on huge or hostile input: patterns start only at token
+boundaries, names are bounded, a bare value's extent is computed once per run
+of non-space characters, and each rule runs only if its trigger words occur.
 """
 
 from __future__ import annotations
@@ -93,6 +95,12 @@ def is_secret_name(name: str) -> bool:
 class _Rule:
     kind: str
     pattern: re.Pattern[str]
+    #: The rule can only match if one of these is in the text (in the lowercased
+    #: text if ``folded``). A cheap ``in`` test spares running every pattern over
+    #: every message; the patterns' leading look-behinds defeat the regex
+    #: engine's own literal-prefix search.
+    triggers: tuple[str, ...]
+    folded: bool = False
     group: int | str = 0  # the part of the match that is secret
     #: Decides the kind, or None to ignore the match; may also narrow the span.
     check: Callable[[re.Match[str], _Runs], tuple[str, int, int] | None] | None = None
@@ -174,88 +182,128 @@ def _bearer(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
     return None
 
 
+# Access key id prefixes: AKIA long-term, ASIA temporary (STS), the rest other IAM ids.
+_AWS_PREFIXES: tuple[str, ...] = (
+    "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "APKA", "AROA", "ASCA",
+)  # fmt: skip
+
 _RULES: tuple[_Rule, ...] = (
     # Most specific first: when matches overlap, the first rule names the kind.
     _Rule(
         "private-key",
-        re.compile(
+        triggers=("PRIVATE KEY",),
+        pattern=re.compile(
             r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
             r"(?:.*?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|.*)",
             re.DOTALL,
         ),
     ),
-    _Rule("anthropic-key", re.compile(rf"(?<![{_TOKEN}])sk-ant-[{_TOKEN}]{{20,}}")),
+    _Rule(
+        "anthropic-key",
+        triggers=("sk-ant-",),
+        pattern=re.compile(rf"(?<![{_TOKEN}])sk-ant-[{_TOKEN}]{{20,}}"),
+    ),
     _Rule(
         "openai-key",
+        triggers=("sk-",),
         # Keys are random, so they have a digit; "sk-learn-and-friends" does not.
-        re.compile(rf"(?<![{_TOKEN}])sk-(?!ant-)(?=[A-Za-z_\-]*[0-9])[{_TOKEN}]{{20,}}"),
+        pattern=re.compile(rf"(?<![{_TOKEN}])sk-(?!ant-)(?=[A-Za-z_\-]*[0-9])[{_TOKEN}]{{20,}}"),
     ),
     _Rule(
         "github-token",
-        re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+        triggers=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        pattern=re.compile(
+            r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"
+        ),
     ),
     _Rule(
         "slack-webhook",
-        re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/\-]{8,})"),
+        triggers=("hooks.slack.com/",),
+        pattern=re.compile(
+            r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/\-]{8,})"
+        ),
         group=1,
     ),
     _Rule(
         "slack-token",
-        re.compile(
+        triggers=("xox", "xapp-"),
+        pattern=re.compile(
             rf"(?<![{_TOKEN}])(?:xox[abposre]-[A-Za-z0-9\-]{{10,}}|xapp-\d-[A-Za-z0-9\-]{{10,}})"
         ),
     ),
-    _Rule("google-api-key", re.compile(rf"(?<![{_TOKEN}])AIza[{_TOKEN}]{{30,}}")),
+    _Rule(
+        "google-api-key",
+        triggers=("AIza",),
+        pattern=re.compile(rf"(?<![{_TOKEN}])AIza[{_TOKEN}]{{30,}}"),
+    ),
     _Rule(
         "aws-access-key-id",
-        re.compile(
-            r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)"
+        triggers=_AWS_PREFIXES,
+        pattern=re.compile(
+            rf"(?<![A-Za-z0-9])(?:{'|'.join(_AWS_PREFIXES)})"
             r"[A-Z0-9]{16}(?![A-Za-z0-9])"
         ),
     ),
     _Rule(
         "aws-secret-key",
-        re.compile(
-            r"(?i)(?<![a-z0-9])(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?"
+        triggers=("secret",),
+        folded=True,
+        pattern=re.compile(
+            r"(?ai)(?<![a-z0-9])(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?"
             r"[ \t]*[:=][ \t]*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
         ),
         group=1,
     ),
     _Rule(
         "jwt",
-        re.compile(rf"(?<![{_TOKEN}])eyJ[{_TOKEN}]{{8,}}\.[{_TOKEN}]{{8,}}\.[{_TOKEN}]{{8,}}"),
+        triggers=("eyJ",),
+        pattern=re.compile(
+            rf"(?<![{_TOKEN}])eyJ[{_TOKEN}]{{8,}}\.[{_TOKEN}]{{8,}}\.[{_TOKEN}]{{8,}}"
+        ),
     ),
     _Rule(
         "url-password",
+        triggers=("://",),
         # scheme://user:password@host. Hand-written URLs often leave "@", "#" and
         # "?" in the password unescaped, so it runs to the last "@" before a "/".
-        re.compile(r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/?#@]*:([^\s/]+)@"),
+        pattern=re.compile(
+            r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/?#@]*:([^\s/]+)@"
+        ),
         group=1,
     ),
     _Rule(
         "bearer-token",
-        re.compile(rf"(?i)(?<![{_TOKEN}])bearer[ \t]+([A-Za-z0-9._~+/\-]{{8,}}=*)"),
+        triggers=("bearer",),
+        folded=True,
+        pattern=re.compile(rf"(?ai)(?<![{_TOKEN}])bearer[ \t]+([A-Za-z0-9._~+/\-]{{8,}}=*)"),
         check=_bearer,
     ),
     _Rule(
         "authorization",
-        re.compile(
-            r"(?i)(?<![a-z0-9_\-])(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+        triggers=("authorization",),
+        folded=True,
+        pattern=re.compile(
+            r"(?ai)(?<![a-z0-9_\-])(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
             r"(?:(?:bearer|basic|token|digest|apikey|api-key|negotiate)[ \t]+)?([^\s\"',;]{6,})"
         ),
         group=1,
     ),
     _Rule(
         "password",
-        re.compile(
-            r"(?i)(?<![a-z0-9_\-])--?(?P<flag>password|passwd|passphrase|pass|token|secret|api-key|apikey"
+        triggers=("-pass", "-token", "-secret", "-api", "-access", "-auth"),
+        folded=True,
+        pattern=re.compile(
+            r"(?ai)(?<![a-z0-9_\-])--?(?P<flag>password|passwd|passphrase|pass|token|secret|api-key|apikey"
             r"|access-token|auth-token)(?:=|[ \t]+)" + _FLAG_VALUE
         ),
         check=_flag,
     ),
     _Rule(
         "secret",
-        re.compile(
+        # _name_kind() needs one of these words at the end of the name.
+        triggers=("key", "token", "secret", "pass", "pwd", "credential"),
+        folded=True,
+        pattern=re.compile(
             r"(?<![\w.\-])(?:export[ \t]+)?([\"']?)(?P<name>[A-Za-z][\w.\-]{0,120})\1"
             r"[ \t]*(?P<sep>=|:(?!//))[ \t]*"
         ),
@@ -267,12 +315,18 @@ _RULES: tuple[_Rule, ...] = (
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(r.kind for r in _RULES))
 
 
-def _clip(start: int, end: int, markers: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The parts of [start, end) outside existing markers, so redaction is idempotent."""
+def _clip(
+    start: int, end: int, markers: list[tuple[int, int]], ends: list[int]
+) -> list[tuple[int, int]]:
+    """The parts of [start, end) outside existing markers, so redaction is idempotent.
+
+    ``markers`` are sorted and disjoint; ``ends`` are their end offsets, for bisecting.
+    """
     pieces = []
-    for m_start, m_end in markers:
-        if m_end <= start or m_start >= end:
-            continue
+    for k in range(bisect.bisect_right(ends, start), len(markers)):
+        m_start, m_end = markers[k]
+        if m_start >= end:
+            break
         if m_start > start:
             pieces.append((start, m_start))
         start = max(start, m_end)
@@ -285,12 +339,21 @@ def _clip(start: int, end: int, markers: list[tuple[int, int]]) -> list[tuple[in
 _MAX_PASSES = 16
 
 
-def _scan(text: str) -> list[tuple[int, int, int]]:
+def _scan(text: str, *, use_triggers: bool = True) -> list[tuple[int, int, int]]:
     """One pass of every rule: ``(start, end, rank)`` pieces outside existing markers."""
     markers = [m.span() for m in _MARKER_RE.finditer(text)]
+    ends = [m_end for _, m_end in markers]
     runs = _Runs(text)
+    lowered: str | None = None
     found: list[tuple[int, int, int]] = []
     for rule in _RULES:
+        if use_triggers:
+            # Folded rules match ASCII case-insensitively ((?ai)), so lower() is enough.
+            haystack = text
+            if rule.folded:
+                lowered = haystack = text.lower() if lowered is None else lowered
+            if not any(trigger in haystack for trigger in rule.triggers):
+                continue
         for m in rule.pattern.finditer(text):
             if rule.check is not None:
                 hit = rule.check(m, runs)
@@ -300,7 +363,7 @@ def _scan(text: str) -> list[tuple[int, int, int]]:
             else:
                 kind, (start, end) = rule.kind, m.span(rule.group)
             rank = KINDS.index(kind)
-            found.extend((*piece, rank) for piece in _clip(start, end, markers))
+            found.extend((*piece, rank) for piece in _clip(start, end, markers, ends))
     return found
 
 
@@ -399,8 +462,11 @@ class RedactingFilter(logging.Filter):
 
     The message is formatted (``msg % args``) before redacting, so a secret split
     between the format string and its arguments is still caught; the record
-    then carries the finished text and no arguments. Attach it to handlers:
-    a logger's own filters do not see records propagated from child loggers.
+    then carries the finished text and no arguments. A traceback is formatted
+    here (with the default :class:`logging.Formatter`) and stored redacted in
+    ``record.exc_text``, which handlers' formatters then use as is. Attach the
+    filter to handlers: a logger's own filters do not see records propagated
+    from child loggers.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from memtray.core import redact as redact_module
 from memtray.core.redact import (
     KINDS,
     RedactingFilter,
@@ -233,6 +234,18 @@ def test_prop_redaction_is_idempotent_on_secret_like_text(text: str) -> None:
     assert find_secrets(out) == []
 
 
+@given(st.one_of(st.text(), st.lists(_fragments, max_size=30).map("".join)))
+def test_prop_triggers_only_skip_rules_that_cannot_match(text: str) -> None:
+    # White-box: the substring pre-checks are an optimisation and must never
+    # change what is found.
+    assert redact_module._scan(text) == redact_module._scan(text, use_triggers=False)
+
+
+@pytest.mark.parametrize("text", [sample for _, sample, _ in CORPUS] + NEGATIVES)
+def test_triggers_do_not_change_corpus_results(text: str) -> None:
+    assert redact_module._scan(text) == redact_module._scan(text, use_triggers=False)
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -247,6 +260,10 @@ def test_prop_redaction_is_idempotent_on_secret_like_text(text: str) -> None:
         "AKIA" * 100_000,
         '"' * 300_000,
         "password=" * 100_000,
+        "a=" * 200_000,
+        "Authorization: " * 50_000,
+        '--token "' * 100_000,
+        "a://b:c@" * 50_000,
     ],
     ids=[
         "sk",
@@ -260,6 +277,10 @@ def test_prop_redaction_is_idempotent_on_secret_like_text(text: str) -> None:
         "akia",
         "quotes",
         "labels",
+        "rejected-labels",
+        "auth-headers",
+        "flags",
+        "urls",
     ],
 )
 def test_pathological_input_is_handled(text: str) -> None:
