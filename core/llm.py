@@ -14,11 +14,14 @@ import json
 import logging
 import os
 import random
+import threading
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from . import localmodel
 from .config import Config
 from .errors import (
     LLMAuthError,
@@ -37,14 +40,28 @@ _litellm: ModuleType | None = None
 DeltaCallback = Callable[[str], None]
 
 
+_import_lock = threading.Lock()
+
+
 def load_litellm() -> ModuleType:
-    """Import litellm once, configured for offline, quiet, in-process use."""
+    """Import litellm once, configured for offline, quiet, in-process use.
+
+    Thread-safe: the desktop warms litellm up on the worker while a CLI command
+    forwarded on another thread may need it too.
+    """
     global _litellm
-    if _litellm is None:
+    if _litellm is not None:
+        return _litellm
+    with _import_lock:
+        if _litellm is not None:
+            return _litellm
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
         os.environ.setdefault("LITELLM_LOG", "ERROR")
-        import litellm
+        with warnings.catch_warnings():
+            # pydantic warns about litellm's ReadOnly TypedDicts at import; not ours to fix
+            warnings.simplefilter("ignore")
+            import litellm
 
         litellm.suppress_debug_info = True
         litellm.set_verbose = False  # type: ignore[attr-defined]
@@ -52,6 +69,7 @@ def load_litellm() -> ModuleType:
         litellm.drop_params = True
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
             logging.getLogger(name).setLevel(logging.ERROR)
+        localmodel.register(litellm)  # `local/smollm2`: the offline model, served in-process
         _litellm = litellm
     return _litellm
 
@@ -105,7 +123,10 @@ class LLMClient:
 
     @property
     def model(self) -> str:
-        return self.config.model
+        """The model a request without ``model`` goes to: the configured one, else the offline one."""
+        if self.config.model:
+            return self.config.model
+        return localmodel.MODEL if localmodel.available() else ""
 
     def _kwargs(self, req: Request, model: str) -> dict[str, Any]:
         kw: dict[str, Any] = {
@@ -116,7 +137,8 @@ class LLMClient:
             "max_tokens": req.max_tokens or self.config.max_tokens,
             "temperature": req.temperature if req.temperature is not None else self.config.temperature,
         }
-        if req.tools:
+        # The small offline model calls the first tool for anything unless one is forced.
+        if req.tools and not (localmodel.is_local(model) and localmodel.forced_tool(req.tool_choice, req.tools) is None):
             kw["tools"] = req.tools
             if req.tool_choice is not None:
                 kw["tool_choice"] = req.tool_choice
@@ -139,12 +161,12 @@ class LLMClient:
 
     async def complete(self, req: Request, on_delta: DeltaCallback | None = None) -> LLMResult:
         """Run ``req`` with retries and the fallback model. Raises LLMError subclasses."""
-        model = req.model or self.config.model
+        model = req.model or self.model
         if not model:
             raise LLMError(
                 "no model is configured",
                 hint="Run `memtray config set model openai/gpt-4o-mini` (any litellm model string), "
-                "or open Settings in the app.",
+                f"or open Settings in the app. For the small offline model: {localmodel.INSTALL_HINT}.",
             )
         models = [model]
         if self.config.fallback_model and self.config.fallback_model != model and req.model is None:

@@ -1,0 +1,154 @@
+"""Desktop start-up figures: start to tray (or window) ready, `memtray toggle` to popup shown, idle RSS.
+
+    xvfb-run -a -s "-screen 0 1440x900x24" .venv/bin/python bench/desktop_startup.py [--runs 5]
+
+Each start is a separate process (``python -m memtray.core.cli``, what the
+``memtray`` script runs) on the same data home (seeded with 200 messages and a
+memory revision, after one warm-up start that creates it). The app writes its
+milestones to $MEMTRAY_STARTUP_REPORT (monotonic clock, shared by processes on
+Linux), including whether litellm was imported at that point. Toggle latency is
+measured from just before the IPC request until the popup's show event.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def events(report: Path) -> list[dict[str, Any]]:
+    if not report.exists():
+        return []
+    return [json.loads(line) for line in report.read_text().splitlines() if line.strip()]
+
+
+def wait_for(report: Path, event: str, count: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        evs = [e for e in events(report) if e["event"] == event]
+        if len(evs) >= count:
+            return evs[count - 1]
+        if proc.poll() is not None:
+            raise SystemExit(f"memtray exited with {proc.returncode} before {event}")
+        time.sleep(0.005)
+    raise SystemExit(f"timed out waiting for {event}")
+
+
+def rss_breakdown(pid: int) -> tuple[int, list[tuple[str, int]]]:
+    total = 0
+    by: dict[str, int] = defaultdict(int)
+    name = "[anon]"
+    with open(f"/proc/{pid}/smaps") as fh:
+        for line in fh:
+            parts = line.split()
+            if not parts:
+                continue
+            if "-" in parts[0] and len(parts) >= 5 and not parts[0].endswith(":"):
+                path = parts[5] if len(parts) > 5 else "[anon]"
+                name = Path(path).name if path.startswith("/") else path
+            elif parts[0] == "Rss:":
+                kb = int(parts[1])
+                total += kb
+                by[name] += kb
+    return total, sorted(by.items(), key=lambda kv: -kv[1])[:8]
+
+
+def seed(home_root: Path) -> None:
+    from memtray.core import config
+    from memtray.core.app import App
+    from memtray.core.home import Home
+
+    home = Home.resolve(home_root)
+    config.set_value(home, "model", "openai/gpt-4o-mini")
+    with App.open(home) as app:
+        for i in range(100):
+            app.store.append("message", {"role": "user", "content": f"question {i}"}, session="quick")
+            app.store.append("message", {"role": "assistant", "content": f"answer {i} " * 20}, session="quick")
+        mem = app.services.get("memory")
+        if mem is not None:
+            app.worker.call(lambda: mem.write("# About the user\n\n- Likes tea\n", reason="agent", source="model"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--toggles", type=int, default=10)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="mtbench"))
+    home = tmp / "home"
+    env = dict(os.environ, MEMTRAY_HOME=str(home), XDG_RUNTIME_DIR=str(tmp), MEMTRAY_HOTKEY_BACKEND="none",
+               XDG_CONFIG_HOME=str(tmp / "config"))
+    env.pop("MEMTRAY_NO_DESKTOP", None)
+    os.environ.update({k: env[k] for k in ("MEMTRAY_HOME", "XDG_RUNTIME_DIR")})
+    seed(home)
+    from memtray.core import ipc
+    from memtray.core.home import Home
+
+    h = Home.resolve(home)
+    platform = env.get("QT_QPA_PLATFORM") or ("xcb" if env.get("DISPLAY") else "?")
+    starts: list[float] = []
+    toggles: list[float] = []
+    litellm_at_ready: list[bool] = []
+    tray: list[bool] = []
+    rss: tuple[int, list[tuple[str, int]]] | None = None
+    rss_warm: tuple[int, list[tuple[str, int]]] | None = None
+    for run in range(args.runs + 1):  # run 0 warms the disk cache and .pyc files
+        report = tmp / f"report-{run}.jsonl"
+        t0 = time.monotonic()
+        proc = subprocess.Popen([sys.executable, "-m", "memtray.core.cli"], cwd=str(ROOT),
+                                env=dict(env, MEMTRAY_STARTUP_REPORT=str(report)),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            ready = wait_for(report, "ready", 1, proc)
+            if run:
+                starts.append(ready["t"] - t0)
+                litellm_at_ready.append(ready["litellm"])
+                tray.append(ready["tray"])
+            if run == args.runs:
+                time.sleep(5)
+                rss = rss_breakdown(proc.pid)
+                for n in range(1, args.toggles + 1):
+                    t1 = time.monotonic()
+                    ipc.request(h, {"argv": ["toggle"]}, lambda _m: None, timeout=30)
+                    shown = wait_for(report, "popup_shown", n, proc)
+                    toggles.append(shown["t"] - t1)
+                    ipc.request(h, {"argv": ["toggle"]}, lambda _m: None, timeout=30)  # hide again
+                    time.sleep(0.2)
+                time.sleep(8)  # the first show warms litellm up on the worker
+                rss_warm = rss_breakdown(proc.pid)
+            ipc.request(h, {"argv": ["quit"]}, lambda _m: None, timeout=30)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    ms = lambda xs: f"{statistics.median(xs) * 1000:.0f} ms (min {min(xs) * 1000:.0f}, max {max(xs) * 1000:.0f})"  # noqa: E731
+    print(f"platform: {platform}; tray available: {any(tray)} (else the main window is what shows)")
+    print(f"start -> {'tray' if any(tray) else 'window'} ready, median of {len(starts)} processes: {ms(starts)}")
+    print(f"litellm imported at ready: {litellm_at_ready}")
+    print(f"`memtray toggle` IPC -> popup show event, median of {len(toggles)}: {ms(toggles)}")
+    for label, figure in (("idle RSS after start (5 s idle)", rss), ("RSS after the popup warmed litellm up", rss_warm)):
+        if figure is None:
+            continue
+        total, top = figure
+        print(f"{label}: {total / 1024:.0f} MiB; largest mappings:")
+        for name, kb in top:
+            print(f"    {kb / 1024:7.1f} MiB  {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,703 @@
+"""The chat: message views, streaming, errors inline, the input box, and the pane
+that drives a session (send, stop, retry, /new, clipboard context, scroll-back).
+
+Used by the quick chat popup (session "quick") and the main window. Streaming
+deltas arrive by queued signal and are coalesced on a 50 ms timer into plain
+text; the full markdown render happens once, at the end of the reply.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from . import history, markdown
+from .bridge import Task
+from .context import Context
+from .qt import (
+    QApplication,
+    QClipboard,
+    QDesktopServices,
+    QFrame,
+    QHBoxLayout,
+    QKeyEvent,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QResizeEvent,
+    QScrollArea,
+    QSizePolicy,
+    Qt,
+    QTextBrowser,
+    QTextCursor,
+    QTimer,
+    QToolButton,
+    QUrl,
+    QVBoxLayout,
+    QWidget,
+    Signal,
+)
+
+log = logging.getLogger(__name__)
+
+FLUSH_MS = 50
+#: messages rendered when a session opens; older ones come with "Show earlier messages"
+PAGE = 20
+CLIP_LIMIT = 20_000
+
+
+def compose(text: str, clip: str) -> str:
+    """The message sent when the clipboard is attached as context."""
+    clip = clip.strip()
+    if not clip:
+        return text
+    if len(clip) > CLIP_LIMIT:
+        clip = clip[:CLIP_LIMIT] + "\n[… clipboard text cut]"
+    fence = "````" if "```" in clip else "```"
+    return f"Context (from my clipboard):\n{fence}\n{clip}\n{fence}\n\n{text}"
+
+
+class AutoBrowser(QTextBrowser):
+    """A read-only rich-text view as tall as its content (the scroll area scrolls)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setOpenLinks(False)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.viewport().setAutoFillBackground(False)
+        self.setStyleSheet("QTextBrowser { background: transparent; }")
+        self.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.LinksAccessibleByMouse
+            | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
+        self.document().documentLayout().documentSizeChanged.connect(self._fit)
+        self._fit()
+
+    def _fit(self, *_: Any) -> None:
+        h = int(self.document().size().height() + 0.999) + 2
+        if h != self.height():
+            self.setFixedHeight(max(h, 18))
+
+    def resizeEvent(self, e: QResizeEvent) -> None:
+        super().resizeEvent(e)
+        self._fit()
+
+
+class MessageView(QFrame):
+    """One message: role line, body, and small actions."""
+
+    copy_requested = Signal(str)
+
+    def __init__(self, ctx: Context, role: str, text: str = "", *, streaming: bool = False,
+                 tag: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.role = role
+        self.text = text
+        self.codes: list[str] = []
+        self.streaming = streaming
+        t = ctx.theme
+        self.setObjectName("msg")
+        bg = t.user_bg if role == "user" else "transparent"
+        self.setStyleSheet(
+            f"QFrame#msg {{ background: {bg}; border-radius: 10px; }}"
+        )
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(12, 8, 12, 6)
+        lay.setSpacing(2)
+        head = QHBoxLayout()
+        head.setSpacing(6)
+        self.who = QLabel("You" if role == "user" else "memtray")
+        self.who.setStyleSheet(f"color: {t.muted}; font-weight: 600; font-size: 9pt;")
+        head.addWidget(self.who)
+        self.tag = QLabel(tag)
+        self.tag.setStyleSheet(f"color: {t.muted}; font-size: 9pt;")
+        head.addWidget(self.tag)
+        head.addStretch(1)
+        self.copy_btn = QToolButton()
+        self.copy_btn.setText("Copy")
+        self.copy_btn.setToolTip("Copy this message (markdown)")
+        self.copy_btn.clicked.connect(self.copy)
+        head.addWidget(self.copy_btn)
+        lay.addLayout(head)
+        self.body = AutoBrowser()
+        self.body.anchorClicked.connect(self._anchor)
+        lay.addWidget(self.body)
+        if streaming:
+            self.body.setPlainText(text)
+            self.copy_btn.setEnabled(False)
+            self.tag.setText("…")
+        else:
+            self.render_body()
+
+    def render_body(self) -> None:
+        if self.role == "user":
+            self.body.setPlainText(self.text)
+            self.codes = []
+        else:
+            self.codes = markdown.render(self.body.document(), self.text, self.ctx.theme)
+
+    def append(self, delta: str) -> None:
+        self.text += delta
+        cur = QTextCursor(self.body.document())
+        cur.movePosition(QTextCursor.MoveOperation.End)
+        cur.insertText(delta)
+
+    def finish(self, text: str | None = None, tag: str = "") -> None:
+        if text is not None:
+            self.text = text
+        self.streaming = False
+        self.tag.setText(tag)
+        self.copy_btn.setEnabled(True)
+        self.render_body()
+
+    def copy(self) -> None:
+        QApplication.clipboard().setText(self.text)
+        self.copy_requested.emit(self.text)
+
+    def _anchor(self, url: QUrl) -> None:
+        href = url.toString()
+        if href.startswith(markdown.COPY_CODE):
+            try:
+                code = self.codes[int(href[len(markdown.COPY_CODE):])]
+            except (ValueError, IndexError):
+                return
+            QApplication.clipboard().setText(code)
+            self.copy_requested.emit(code)
+        elif url.scheme() in ("http", "https", "mailto"):
+            QDesktopServices.openUrl(url)
+
+
+class ErrorView(QFrame):
+    """A failure, inline: what happened, what to do, and a way to retry."""
+
+    retry = Signal()
+    settings = Signal()
+
+    def __init__(self, ctx: Context, exc: BaseException, *, can_retry: bool = True,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        t = ctx.theme
+        self.exc = exc
+        self.setObjectName("err")
+        self.setStyleSheet(
+            f"QFrame#err {{ background: {t.error_bg}; border: 1px solid {t.error_text}; border-radius: 10px; }}"
+            f"QLabel {{ color: {t.text}; }}"
+        )
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(12, 10, 12, 10)
+        lay.setSpacing(4)
+        self.message = QLabel(str(exc) or type(exc).__name__)
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message.setStyleSheet(f"color: {t.error_text}; font-weight: 600;")
+        lay.addWidget(self.message)
+        hint = getattr(exc, "hint", "") or ""
+        if not hint and not _is_memtray_error(exc):
+            hint = "This looks like a bug in memtray; the details are in the log (memtray doctor)."
+        self.hint = QLabel(hint)
+        self.hint.setWordWrap(True)
+        self.hint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.hint.setVisible(bool(hint))
+        lay.addWidget(self.hint)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        if _needs_settings(exc):
+            s = QPushButton("Open settings")
+            s.clicked.connect(self.settings)
+            row.addWidget(s)
+        if can_retry:
+            r = QPushButton("Retry")
+            r.setProperty("primary", True)
+            r.clicked.connect(self.retry)
+            row.addWidget(r)
+        lay.addLayout(row)
+
+
+def _is_memtray_error(exc: BaseException) -> bool:
+    from memtray.core.errors import MemtrayError
+
+    return isinstance(exc, MemtrayError)
+
+
+def _needs_settings(exc: BaseException) -> bool:
+    from memtray.core.errors import (
+        ConfigError,
+        KeyringError,
+        LLMAuthError,
+        LLMConnectionError,
+        LLMError,
+    )
+
+    if isinstance(exc, LLMAuthError | LLMConnectionError | ConfigError | KeyringError):
+        return True
+    return isinstance(exc, LLMError) and "no model is configured" in str(exc)
+
+
+class InputBox(QPlainTextEdit):
+    """Enter sends, Shift+Enter adds a line, Esc asks to hide; grows up to six lines."""
+
+    submitted = Signal()
+    escaped = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTabChangesFocus(True)
+        self.document().documentLayout().documentSizeChanged.connect(self._grow)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self._grow()
+
+    def _grow(self, *_: Any) -> None:
+        fm = self.fontMetrics()
+        lines = max(1, int(self.document().size().height()))
+        shown = min(6, lines)
+        m = self.contentsMargins()
+        doc_margin = int(self.document().documentMargin())
+        self.setVerticalScrollBarPolicy(
+            Qt.ScrollBarPolicy.ScrollBarAsNeeded if lines > 6 else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        )
+        self.setFixedHeight(shown * fm.lineSpacing() + 2 * doc_margin + m.top() + m.bottom() + 10)
+
+    def keyPressEvent(self, e: QKeyEvent) -> None:
+        if e.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            if e.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+                self.insertPlainText("\n")
+            else:
+                self.submitted.emit()
+            return
+        if e.key() == Qt.Key.Key_Escape:
+            self.escaped.emit()
+            return
+        super().keyPressEvent(e)
+
+
+class ChatView(QScrollArea):
+    """A column of messages; keeps to the bottom while the user is there."""
+
+    load_more = Signal()
+
+    def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        inner = QWidget()
+        inner.setObjectName("chatInner")
+        self.col = QVBoxLayout(inner)
+        self.col.setContentsMargins(10, 8, 10, 8)
+        self.col.setSpacing(8)
+        self.more = QPushButton("Show earlier messages")
+        self.more.setFlat(True)
+        self.more.clicked.connect(self.load_more)
+        self.col.addWidget(self.more, 0, Qt.AlignmentFlag.AlignHCenter)
+        self.empty = QLabel("Ask anything. memtray remembers what matters.")
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setProperty("muted", True)
+        self.empty.setWordWrap(True)
+        self.col.addWidget(self.empty)
+        self.col.addStretch(1)
+        self.setWidget(inner)
+        self._stick = True
+        self.verticalScrollBar().rangeChanged.connect(self._on_range)
+        self.verticalScrollBar().valueChanged.connect(self._on_value)
+
+    # the stretch is the last item: new items go before it
+    def add(self, w: QWidget) -> None:
+        self.empty.hide()
+        self.col.insertWidget(self.col.count() - 1, w)
+
+    def prepend(self, widgets: list[QWidget]) -> None:
+        bar = self.verticalScrollBar()
+        from_bottom = bar.maximum() - bar.value()
+        index = 1 + (1 if self.empty is not None else 0)
+        for w in reversed(widgets):
+            self.col.insertWidget(index, w)
+        if widgets:
+            self.empty.hide()
+        QTimer.singleShot(0, lambda: bar.setValue(bar.maximum() - from_bottom))
+
+    def clear(self) -> None:
+        keep = {self.more, self.empty}
+        for i in reversed(range(self.col.count())):
+            item = self.col.itemAt(i)
+            w = item.widget() if item is not None else None
+            if w is not None and w not in keep:
+                self.col.takeAt(i)
+                w.deleteLater()
+        self.empty.show()
+        self._stick = True
+
+    def messages(self) -> list[MessageView]:
+        out = []
+        for i in range(self.col.count()):
+            item = self.col.itemAt(i)
+            w = item.widget() if item is not None else None
+            if isinstance(w, MessageView):
+                out.append(w)
+        return out
+
+    def scroll_to_end(self) -> None:
+        self._stick = True
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    def _on_range(self, _lo: int, hi: int) -> None:
+        if self._stick:
+            self.verticalScrollBar().setValue(hi)
+
+    def _on_value(self, v: int) -> None:
+        self._stick = v >= self.verticalScrollBar().maximum() - 4
+
+
+def divider(ctx: Context, text: str) -> QLabel:
+    lab = QLabel(f"— {text} —")
+    lab.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    lab.setStyleSheet(f"color: {ctx.theme.muted}; font-size: 9pt; padding: 4px;")
+    return lab
+
+
+class ChatPane(QWidget):
+    """Drives one session: the view, the input box and the turn on the worker."""
+
+    escaped = Signal()
+    open_main = Signal(str)
+    #: after each reply, failure or stop: ("finished"|"failed"|"cancelled", text)
+    turn_done = Signal(str, str)
+    busy_changed = Signal(bool)
+
+    def __init__(self, ctx: Context, session: str, *, compact: bool = False,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.session = session
+        self.compact = compact
+        self.task: Task | None = None
+        self._pending = ""
+        self._streaming: MessageView | None = None
+        self._oldest_seq = 0
+        self._at_start = False
+        self._error: ErrorView | None = None
+        self._held: list[dict[str, Any]] = []
+        t = ctx.theme
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        self.view = ChatView(ctx)
+        self.view.load_more.connect(self.load_older)
+        lay.addWidget(self.view, 1)
+
+        bottom = QFrame()
+        bottom.setObjectName("composer")
+        bottom.setStyleSheet(f"QFrame#composer {{ border-top: 1px solid {t.border}; }}")
+        bl = QVBoxLayout(bottom)
+        bl.setContentsMargins(10, 8, 10, 10)
+        bl.setSpacing(6)
+        self.clip_preview = QLabel()
+        self.clip_preview.setProperty("muted", True)
+        self.clip_preview.setWordWrap(False)
+        self.clip_preview.hide()
+        bl.addWidget(self.clip_preview)
+        row = QHBoxLayout()
+        row.setSpacing(6)
+        self.input = InputBox()
+        self.input.setPlaceholderText("Message memtray — Enter to send, Shift+Enter for a new line")
+        self.input.submitted.connect(self.submit)
+        self.input.escaped.connect(self.escaped)
+        row.addWidget(self.input, 1)
+        self.send_btn = QPushButton("Send")
+        self.send_btn.setProperty("primary", True)
+        self.send_btn.clicked.connect(self._send_or_stop)
+        self.send_btn.setMinimumWidth(72)
+        row.addWidget(self.send_btn, 0, Qt.AlignmentFlag.AlignBottom)
+        bl.addLayout(row)
+        tools = QHBoxLayout()
+        tools.setSpacing(2)
+        self.clip_btn = QToolButton()
+        self.clip_btn.setText("Clipboard as context")
+        self.clip_btn.setCheckable(True)
+        self.clip_btn.setToolTip("Prefix the next message with the clipboard (or selected) text")
+        self.clip_btn.toggled.connect(self._clip_toggled)
+        tools.addWidget(self.clip_btn)
+        self.new_btn = QToolButton()
+        self.new_btn.setText("New chat")
+        self.new_btn.setToolTip("Archive this conversation into memory and start over (/new)")
+        self.new_btn.clicked.connect(self.new_session)
+        tools.addWidget(self.new_btn)
+        self.retry_btn = QToolButton()
+        self.retry_btn.setText("Retry")
+        self.retry_btn.setToolTip("Answer the last message again")
+        self.retry_btn.clicked.connect(self.retry)
+        self.retry_btn.hide()
+        tools.addWidget(self.retry_btn)
+        tools.addStretch(1)
+        self.status = QLabel()
+        self.status.setProperty("muted", True)
+        tools.addWidget(self.status)
+        if compact:
+            self.main_btn = QToolButton()
+            self.main_btn.setText("Open in window ↗")
+            self.main_btn.setToolTip("Continue this conversation in the main window")
+            self.main_btn.clicked.connect(lambda: self.open_main.emit(self.session))
+            tools.addWidget(self.main_btn)
+        bl.addLayout(tools)
+        lay.addWidget(bottom)
+
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setInterval(FLUSH_MS)
+        self._flush_timer.timeout.connect(self._flush)
+        self.reload()
+
+    # --- loading ----------------------------------------------------------------------
+
+    def set_session(self, session: str) -> None:
+        if session != self.session:
+            if self.busy:
+                self.stop()
+            self.session = session
+            self.reload()
+
+    def reload(self) -> None:
+        self.view.clear()
+        self._error = None
+        msgs = history.current(self.ctx.app.store.state, self.session)
+        # render only the last page: a long unconsolidated session must not slow start-up
+        self._held = msgs[:-PAGE] if len(msgs) > PAGE else []
+        shown = msgs[-PAGE:]
+        for m in shown:
+            w = self._widget_for(m)
+            if w is not None:
+                self.view.add(w)
+        self._oldest_seq = int(msgs[0]["seq"]) if msgs else self._session_start_seq()
+        self._at_start = False
+        self.view.more.setVisible(bool(self._held) or self._oldest_seq > 1 or not msgs)
+        self.view.scroll_to_end()
+
+    def _session_start_seq(self) -> int:
+        # no messages in the state: everything older is in the log
+        return self.ctx.app.store.state.last_seq + 1
+
+    def _widget_for(self, m: dict[str, Any]) -> QWidget | None:
+        if m.get("kind") == "reset":
+            return divider(self.ctx, "new conversation")
+        role = m.get("role", "")
+        if role == "assistant" and not m.get("content") and m.get("tool_calls"):
+            names = ", ".join(tc.get("function", {}).get("name", "?") for tc in m["tool_calls"])
+            return divider(self.ctx, f"used {names}")
+        tag = "stopped" if m.get("stop") == "cancelled" else ""
+        return MessageView(self.ctx, role, str(m.get("content") or ""), tag=tag)
+
+    def load_older(self) -> None:
+        if self._held:
+            page, self._held = self._held[-PAGE:], self._held[:-PAGE]
+            self.view.prepend([w for w in (self._widget_for(m) for m in page) if w is not None])
+            return
+        if self._at_start:
+            return
+        self.view.more.setEnabled(False)
+        self.view.more.setText("Loading…")
+        self.ctx.bridge.call(
+            history.older, self.ctx.app.store.log, self.session, self._oldest_seq, 40,
+            name="history", on_result=self._got_older, on_error=self._older_failed,
+        )
+
+    def _got_older(self, page: history.Page) -> None:
+        widgets = [w for w in (self._widget_for(m) for m in page.messages) if w is not None]
+        self.view.prepend(widgets)
+        if page.messages:
+            self._oldest_seq = int(page.messages[0]["seq"])
+        self._at_start = page.at_start
+        self.view.more.setEnabled(True)
+        self.view.more.setText("Show earlier messages")
+        self.view.more.setVisible(not page.at_start)
+
+    def _older_failed(self, exc: BaseException) -> None:
+        self.view.more.setEnabled(True)
+        self.view.more.setText("Show earlier messages")
+        self._show_error(exc, can_retry=False)
+
+    # --- sending ----------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return self.task is not None
+
+    def focus_input(self) -> None:
+        self.input.setFocus(Qt.FocusReason.ActiveWindowFocusReason)
+
+    def _send_or_stop(self) -> None:
+        if self.busy:
+            self.stop()
+        else:
+            self.submit()
+
+    def submit(self) -> None:
+        text = self.input.toPlainText()
+        if not text.strip() or self.busy:
+            return
+        if text.strip() == "/new":
+            self.input.clear()
+            self.new_session()
+            return
+        if self.clip_btn.isChecked():
+            text = compose(text, self._clip_text())
+            self.clip_btn.setChecked(False)
+        self.input.clear()
+        self.send(text)
+
+    def send(self, text: str) -> None:
+        """Send ``text`` as the user's message and stream the reply."""
+        self._clear_error()
+        self.view.add(MessageView(self.ctx, "user", text))
+        agent = self.ctx.app.agent
+        session = self.session
+        self._start(lambda task: agent.turn(session, text, on_delta=task.emit_delta, stream=True), "turn")
+
+    def retry(self) -> None:
+        if self.busy:
+            return
+        self._clear_error()
+        agent = self.ctx.app.agent
+        session = self.session
+        self._start(lambda task: agent.retry(session, on_delta=task.emit_delta, stream=True), "retry")
+
+    def _start(self, make: Any, name: str) -> None:
+        self.retry_btn.hide()
+        self._streaming = MessageView(self.ctx, "assistant", streaming=True)
+        self.view.add(self._streaming)
+        self.view.scroll_to_end()
+        self._pending = ""
+        task = self.ctx.bridge.submit(make, name=f"{name}:{self.session}")
+        task.delta.connect(self._on_delta)
+        task.finished.connect(self._on_finished)
+        task.failed.connect(self._on_failed)
+        task.cancelled.connect(self._on_cancelled)
+        self.task = task
+        self._flush_timer.start()
+        self._set_busy(True)
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+    def _on_delta(self, text: str) -> None:
+        self._pending += text
+
+    def _flush(self) -> None:
+        if self._pending and self._streaming is not None:
+            self._streaming.append(self._pending)
+            self._pending = ""
+
+    def _end(self) -> MessageView | None:
+        self._flush()
+        self._flush_timer.stop()
+        view, self._streaming = self._streaming, None
+        self.task = None
+        self._set_busy(False)
+        return view
+
+    def _on_finished(self, result: Any) -> None:
+        view = self._end()
+        reply = getattr(result, "reply", "")
+        if view is not None:
+            view.finish(reply)
+        self.turn_done.emit("finished", reply)
+
+    def _on_failed(self, exc: BaseException) -> None:
+        view = self._end()
+        partial = view.text if view is not None else ""
+        if view is not None:
+            if partial:
+                view.finish(partial, tag="interrupted")
+            else:
+                view.deleteLater()
+        self._show_error(exc)
+        self.turn_done.emit("failed", str(exc))
+
+    def _on_cancelled(self) -> None:
+        view = self._end()
+        if view is not None:
+            if view.text:
+                view.finish(view.text, tag="stopped")
+            else:
+                view.deleteLater()
+        self.retry_btn.show()
+        self.status.setText("Stopped.")
+        self.turn_done.emit("cancelled", view.text if view is not None else "")
+
+    def _set_busy(self, busy: bool) -> None:
+        self.send_btn.setText("Stop" if busy else "Send")
+        self.send_btn.setProperty("primary", not busy)
+        self.send_btn.setProperty("danger", busy)
+        self.send_btn.style().unpolish(self.send_btn)
+        self.send_btn.style().polish(self.send_btn)
+        self.new_btn.setEnabled(not busy)
+        if busy:
+            self.status.setText("Thinking…")
+        elif self.status.text() == "Thinking…":
+            self.status.setText("")
+        self.busy_changed.emit(busy)
+
+    def _show_error(self, exc: BaseException, *, can_retry: bool = True) -> None:
+        self._clear_error()
+        err = ErrorView(self.ctx, exc, can_retry=can_retry)
+        err.retry.connect(self.retry)
+        err.settings.connect(lambda: self.ctx.nav.open.emit("settings", ""))
+        self._error = err
+        self.view.add(err)
+        self.view.scroll_to_end()
+        self.status.setText("")
+
+    def _clear_error(self) -> None:
+        if self._error is not None:
+            self._error.deleteLater()
+            self._error = None
+        self.status.setText("")
+
+    # --- /new -------------------------------------------------------------------------
+
+    def new_session(self) -> None:
+        if self.busy:
+            return
+        self.new_btn.setEnabled(False)
+        self.status.setText("Saving this conversation to memory…")
+        self.ctx.bridge.submit(
+            history.new_session(self.ctx.app, self.session), name=f"new:{self.session}",
+            on_result=self._new_done, on_error=self._new_failed,
+        )
+
+    def _new_done(self, _r: Any) -> None:
+        self.new_btn.setEnabled(True)
+        self.reload()
+        self.view.add(divider(self.ctx, "new conversation"))
+        self.status.setText("New conversation.")
+
+    def _new_failed(self, exc: BaseException) -> None:
+        self.new_btn.setEnabled(True)
+        self._show_error(exc, can_retry=False)
+
+    # --- clipboard --------------------------------------------------------------------
+
+    def _clip_text(self) -> str:
+        cb = QApplication.clipboard()
+        if cb.supportsSelection():
+            sel = cb.text(QClipboard.Mode.Selection)
+            if sel.strip():
+                return sel
+        return cb.text()
+
+    def _clip_toggled(self, on: bool) -> None:
+        if not on:
+            self.clip_preview.hide()
+            return
+        text = " ".join(self._clip_text().split())
+        if not text:
+            self.clip_preview.setText("The clipboard is empty.")
+        else:
+            short = text if len(text) <= 80 else text[:79] + "…"
+            self.clip_preview.setText(f"Attaching: “{short}”")
+        self.clip_preview.show()

@@ -1,0 +1,150 @@
+"""``memtray toggle|show|quit``: talk to the running desktop app (no Qt imported here).
+
+These commands only forward over IPC. With no instance running, ``toggle`` and
+``show`` start one (``memtray`` detached) and wait for its socket, so binding
+``memtray toggle`` to a key in the desktop's own shortcut settings works as a
+hotkey everywhere. The core parser calls :func:`add_commands`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from memtray.core.errors import EnvironmentProblem, MemtrayError
+from memtray.core.home import Home
+
+#: How long ``toggle``/``show`` wait for a freshly started app to listen.
+START_TIMEOUT = 30.0
+
+DESKTOP_COMMANDS = ("toggle", "show", "quit")
+
+
+class NotStarted(EnvironmentProblem):
+    """The app was started but never began listening."""
+
+    hint = "Run `memtray` in a terminal to see why it does not start."
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``toggle``, ``show`` and ``quit`` to the ``memtray`` subcommand parser."""
+    t = subparsers.add_parser("toggle", help="show or hide the quick chat of the running app (starts it if needed)")
+    t.set_defaults(fn=cmd_toggle)
+    s = subparsers.add_parser("show", help="show the quick chat (starts the app if needed)")
+    s.add_argument("--window", action="store_true", help="open the main window instead")
+    s.set_defaults(fn=cmd_show)
+    q = subparsers.add_parser("quit", help="quit the running app")
+    q.set_defaults(fn=cmd_quit)
+
+
+def cmd_toggle(args: argparse.Namespace, home: Home) -> int:
+    return forward(home, ["toggle"], start=True)
+
+
+def cmd_show(args: argparse.Namespace, home: Home) -> int:
+    return forward(home, ["show", "--window"] if getattr(args, "window", False) else ["show"], start=True)
+
+
+def cmd_quit(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core import ipc
+
+    _refuse_inside_instance()
+    try:
+        return ipc.request(home, _message(["quit"]), _relay, timeout=30.0)
+    except ipc.NoInstance:
+        _print_err("memtray is not running")
+        return 0
+
+
+def forward(
+    home: Home,
+    argv: list[str],
+    *,
+    start: bool,
+    spawn: Callable[[Home], None] | None = None,
+    timeout: float = START_TIMEOUT,
+) -> int:
+    """Send ``argv`` to the running app; start one first when ``start`` and none runs."""
+    from memtray.core import ipc
+
+    _refuse_inside_instance()
+    try:
+        return ipc.request(home, _message(argv), _relay, timeout=30.0)
+    except ipc.NoInstance:
+        if not start:
+            raise
+    (spawn or spawn_app)(home)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ipc.is_running(home):
+            # a fresh instance shows itself when asked to show; toggle means "show" here
+            return ipc.request(home, _message(["show", *argv[1:]]), _relay, timeout=30.0)
+        time.sleep(0.1)
+    raise NotStarted(f"started memtray, but it did not answer at {ipc.socket_path(home)} within {timeout:.0f}s")
+
+
+def spawn_app(home: Home) -> None:
+    """Start ``memtray`` detached from this terminal (AppImage-aware)."""
+    env = dict(os.environ)
+    env.pop("MEMTRAY_NO_DESKTOP", None)
+    appimage = env.get("APPIMAGE")
+    if appimage:
+        # the AppImage's mount disappears with this process: start the image itself
+        cmd = [appimage, "--home", str(home.root)]
+    else:
+        cmd = [sys.executable, "-m", "memtray.core.cli", "--home", str(home.root)]
+    kwargs: dict[str, Any] = {
+        "stdin": subprocess.DEVNULL,
+        "stdout": subprocess.DEVNULL,
+        "stderr": subprocess.DEVNULL,
+        "env": env,
+        "close_fds": True,
+    }
+    if os.name == "nt":
+        kwargs["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
+            subprocess, "CREATE_NEW_PROCESS_GROUP", 0
+        )
+    else:
+        kwargs["start_new_session"] = True
+    try:
+        subprocess.Popen(cmd, **kwargs)
+    except OSError as exc:
+        raise NotStarted(f"could not start memtray ({cmd[0]}): {exc.strerror or exc}") from exc
+
+
+def _message(argv: list[str]) -> dict[str, Any]:
+    from memtray.core import ipc
+
+    return {"argv": argv, "env": ipc.forward_env(), "tty": False}
+
+
+def _relay(msg: dict[str, Any]) -> None:
+    from memtray.core.cli import con
+
+    if "out" in msg:
+        con().write(msg["out"])
+    if "err" in msg:
+        _print_err(msg["err"].rstrip("\n"))
+
+
+def _print_err(text: str) -> None:
+    from memtray.core.cli import con
+
+    con().error(text)
+
+
+def _refuse_inside_instance() -> None:
+    # Forwarded into a running instance that did not handle it itself (a headless
+    # `memtray daemon` has no window): forwarding again would talk to ourselves.
+    from memtray.core import cli
+
+    if getattr(cli._local, "app", None) is not None:
+        raise MemtrayError(
+            "this memtray instance has no window (it runs headless)",
+            hint="Quit the daemon and start the desktop app with `memtray`.",
+        )

@@ -1,0 +1,185 @@
+"""Single instance: the desktop serves the core IPC socket with QLocalServer.
+
+Same path (:func:`memtray.core.ipc.socket_path`) and same JSON-lines protocol
+as ``memtray daemon``: a request ``{"argv": [...], "env": {...}, "tty": bool}``
+is answered with ``{"out": ...}`` / ``{"err": ...}`` lines and a final
+``{"exit": N}``. CLI commands run through :func:`memtray.core.cli.serve` on a
+thread-pool thread (they call ``app.run``, which blocks on the worker); their
+output comes back to the socket (which lives on the GUI thread) by queued
+signal. The desktop's own commands (``toggle``, ``show``, ``quit``, ...) are
+handled on the GUI thread by :attr:`InstanceServer.local_commands`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from .qt import QLocalServer, QLocalSocket, QObject, Signal
+
+log = logging.getLogger(__name__)
+
+#: ``handler(argv, env) -> exit code``, run on the GUI thread.
+LocalCommand = Callable[[list[str], dict[str, str]], int]
+
+MAX_REQUEST_BYTES = 8 * 1024 * 1024
+
+
+class _Relay(QObject):
+    """Carries output from pool threads to the GUI thread (queued connection)."""
+
+    message = Signal(object, object)  # (connection id, message dict)
+
+
+class InstanceServer(QObject):
+    """Listens on the data home's socket; one connection = one request."""
+
+    #: emitted on the GUI thread after a local command ran: (argv[0], env)
+    command = Signal(str, object)
+
+    def __init__(
+        self,
+        path: Path,
+        serve: Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], int],
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.path = path
+        self._serve = serve
+        self.local_commands: dict[str, LocalCommand] = {}
+        self._server = QLocalServer(self)
+        self._server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
+        self._server.newConnection.connect(self._accept)
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memtray-ipc")
+        self._relay = _Relay(self)
+        self._relay.message.connect(self._deliver)
+        self._conns: dict[int, QLocalSocket] = {}
+        self._buffers: dict[int, bytes] = {}
+        self._next = 0
+
+    def listen(self) -> None:
+        """Clear a stale socket (we hold the data-home lock) and listen on the full path."""
+        from memtray.core import ipc
+        from memtray.core.errors import EnvironmentProblem
+
+        ipc.clear_stale(self.path)
+        old = os.umask(0o077)
+        try:
+            ok = self._server.listen(str(self.path))
+        finally:
+            os.umask(old)
+        if not ok:
+            raise EnvironmentProblem(
+                f"cannot listen on {self.path}: {self._server.errorString()}",
+                hint="Check that $XDG_RUNTIME_DIR is writable; `memtray toggle` will not work until then.",
+            )
+
+    @property
+    def listening(self) -> bool:
+        return self._server.isListening()
+
+    def close(self) -> None:
+        self._server.close()
+        for sock in list(self._conns.values()):
+            sock.abort()
+        self._conns.clear()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        with contextlib.suppress(FileNotFoundError):
+            if self.path.is_socket():
+                self.path.unlink()
+
+    # --- connections ------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        while self._server.hasPendingConnections():
+            sock = self._server.nextPendingConnection()
+            cid = self._next
+            self._next += 1
+            self._conns[cid] = sock
+            self._buffers[cid] = b""
+            sock.readyRead.connect(lambda cid=cid: self._read(cid))
+            sock.disconnected.connect(lambda cid=cid: self._drop(cid))
+            if sock.bytesAvailable():
+                self._read(cid)
+
+    def _drop(self, cid: int) -> None:
+        sock = self._conns.pop(cid, None)
+        self._buffers.pop(cid, None)
+        if sock is not None:
+            sock.deleteLater()
+
+    def _read(self, cid: int) -> None:
+        sock = self._conns.get(cid)
+        if sock is None or cid not in self._buffers:
+            return
+        buf = self._buffers[cid] + bytes(sock.readAll().data())
+        if b"\n" not in buf:
+            if len(buf) > MAX_REQUEST_BYTES:
+                self._send(cid, {"err": "memtray: error: request too large\n"})
+                self._send(cid, {"exit": 2})
+                self._finish(cid)
+                return
+            self._buffers[cid] = buf
+            return
+        line = buf.split(b"\n", 1)[0]
+        del self._buffers[cid]  # one request per connection
+        try:
+            req = json.loads(line)
+            if not isinstance(req, dict):
+                raise ValueError("not an object")
+        except ValueError as exc:
+            self._send(cid, {"err": f"memtray: error: bad request ({exc})\n"})
+            self._send(cid, {"exit": 2})
+            self._finish(cid)
+            return
+        argv = [str(a) for a in req.get("argv") or []]
+        env = {str(k): str(v) for k, v in (req.get("env") or {}).items()}
+        handler = self.local_commands.get(argv[0]) if argv else None
+        if handler is not None:
+            try:
+                code = handler(argv, env)
+            except Exception as exc:
+                log.exception("local command %s failed", argv[0])
+                self._send(cid, {"err": f"memtray: error: {exc}\n"})
+                code = 1
+            self._send(cid, {"exit": int(code)})
+            self._finish(cid)
+            self.command.emit(argv[0], env)
+            return
+        self._pool.submit(self._run, cid, req)
+
+    def _run(self, cid: int, req: dict[str, Any]) -> None:
+        # on a pool thread: core CLI code blocks on the worker here, never on the GUI thread
+        def send(msg: dict[str, Any]) -> None:
+            self._relay.message.emit(cid, msg)
+
+        try:
+            code = self._serve(req, send)
+        except Exception as exc:
+            log.exception("forwarded command failed")
+            send({"err": f"memtray: error: {exc}\n"})
+            code = 1
+        send({"exit": int(code)})
+
+    def _deliver(self, cid: int, msg: dict[str, Any]) -> None:
+        self._send(cid, msg)
+        if "exit" in msg:
+            self._finish(cid)
+
+    def _send(self, cid: int, msg: dict[str, Any]) -> None:
+        sock = self._conns.get(cid)
+        if sock is None:
+            return
+        sock.write(json.dumps(msg).encode() + b"\n")
+        sock.flush()
+
+    def _finish(self, cid: int) -> None:
+        sock = self._conns.get(cid)
+        if sock is not None:
+            sock.disconnectFromServer()

@@ -1,0 +1,335 @@
+"""The desktop app: start-up, single instance, tray/window, popup, hotkey, notifications.
+
+``memtray`` (no arguments) lands in :func:`run`. The order matters for speed
+and for the contract that the tray (or window) shows before litellm is ever
+imported: open the App (lock, store, worker), listen on the IPC socket, show
+the tray, then set up the rest. litellm is warmed up on the worker the first
+time the quick chat opens, while the user types.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from memtray.core.home import Home
+
+from . import icons, theme
+from .bridge import Bridge
+from .context import Context, Navigator
+from .hotkey_dialog import HotkeyHelpDialog
+from .hotkeys import HotkeyService, HotkeyStatus
+from .instance import InstanceServer
+from .notify import Notifier
+from .qt import QApplication, QGuiApplication, QObject, QSettings, QSystemTrayIcon, QTimer
+from .quickchat import QuickChat
+from .tray import Tray
+
+log = logging.getLogger(__name__)
+
+REPORT_ENV = "MEMTRAY_STARTUP_REPORT"  # bench/desktop_startup.py reads start-up milestones from here
+
+
+def report(event: str, **extra: Any) -> None:
+    path = os.environ.get(REPORT_ENV)
+    if not path:
+        return
+    line = {"event": event, "t": time.monotonic(), "litellm": "litellm" in sys.modules, **extra}
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
+class Desktop(QObject):
+    """Owns every desktop object; one per process."""
+
+    def __init__(self, app: Any, qapp: QApplication, *, tray_available: bool | None = None,
+                 show_dialogs: bool = True, warm_up: bool = True) -> None:
+        super().__init__()
+        self.app = app
+        self.qapp = qapp
+        self.tray_available = (QSystemTrayIcon.isSystemTrayAvailable() if tray_available is None
+                               else tray_available)
+        self.show_dialogs = show_dialogs
+        self.theme = theme.current()
+        self.nav = Navigator(self)
+        self.bridge = Bridge(app.worker, self)
+        self.ctx = Context(app, self.bridge, self.theme, self.nav)
+        self.tray: Tray | None = None
+        self.window: Any = None
+        self.popup: QuickChat | None = None
+        self.server: InstanceServer | None = None
+        self.hotkeys: HotkeyService | None = None
+        self.notifier: Notifier | None = None
+        self.hotkey_dialog: HotkeyHelpDialog | None = None
+        self.onboarding: Any = None
+        self.problems: list[str] = []
+        # import litellm on the worker when the quick chat first opens (tests turn it off:
+        # an import still running when a test's app closes would race the next test's)
+        self._warmed = not warm_up
+        self.prefs = QSettings(str(app.home.root / "desktop.ini"), QSettings.Format.IniFormat)
+
+    # --- start-up ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        theme.apply_palette(self.theme)
+        self.qapp.setWindowIcon(icons.app_icon())
+        self._listen()
+        if self.tray_available:
+            self.tray = Tray(self.nav, dark_panel=self.theme.dark, hotkey_text=self.app.config.hotkey)
+            self.tray.toggle.connect(self.toggle_popup)
+            self.tray.quit.connect(self.quit)
+            self.tray.show()
+        else:
+            self.main_window().present()
+        report("ready", tray=self.tray is not None)
+        self.nav.open.connect(self.open)
+        self.notifier = Notifier(tray=self.tray.icon if self.tray else None, banner=self._banner,
+                                 icon_path=str(icons.path("memtray.svg")))
+        self.notifier.clicked.connect(lambda target: self.open("target", target))
+        self.app.services["notifier"] = self.notifier
+        self.popup = QuickChat(self.ctx, self.app.config.hotkey)
+        self.popup.shown.connect(self._popup_shown)
+        self.popup.pane.turn_done.connect(self._turn_done)
+        self.hotkeys = HotkeyService(QGuiApplication.platformName(), parent=self)
+        self.hotkeys.activated.connect(self.toggle_popup)
+        self.hotkeys.status_changed.connect(self._hotkey_status)
+        self.hotkeys.apply(self.app.config.hotkey)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._scheme_changed)
+        for problem in self.problems:
+            self.notifier.notify("memtray", problem, kind="failure")
+        if not self.app.config.model:
+            QTimer.singleShot(0, self.show_onboarding)
+
+    def _listen(self) -> None:
+        from memtray.core import cli, ipc
+
+        self.server = InstanceServer(ipc.socket_path(self.app.home), lambda req, send: cli.serve(self.app, req, send),
+                                     self)
+        self.server.local_commands.update({
+            "toggle": self._cmd_toggle, "show": self._cmd_show, "quit": self._cmd_quit,
+            "__ping__": lambda _a, _e: 0,
+        })
+        try:
+            self.server.listen()
+        except Exception as exc:
+            log.error("single-instance socket: %s", exc)
+            self.problems.append(f"`memtray toggle` will not reach this instance: {exc}")
+
+    # --- IPC commands (GUI thread) ------------------------------------------------------
+
+    def _activation(self, env: dict[str, str]) -> None:
+        # Wayland: Qt's xdg-activation support reads the token from the environment
+        # when a window asks to be activated; X11 startup notification likewise.
+        for var in ("XDG_ACTIVATION_TOKEN", "DESKTOP_STARTUP_ID"):
+            if env.get(var):
+                os.environ[var] = env[var]
+
+    def _cmd_toggle(self, argv: list[str], env: dict[str, str]) -> int:
+        self._activation(env)
+        self.toggle_popup()
+        return 0
+
+    def _cmd_show(self, argv: list[str], env: dict[str, str]) -> int:
+        self._activation(env)
+        if "--window" in argv[1:]:
+            self.main_window().present()
+        else:
+            self.show_popup()
+        return 0
+
+    def _cmd_quit(self, argv: list[str], env: dict[str, str]) -> int:
+        QTimer.singleShot(0, self.quit)
+        return 0
+
+    # --- views ------------------------------------------------------------------------
+
+    def toggle_popup(self) -> None:
+        if self.popup is not None:
+            self.popup.toggle()
+
+    def show_popup(self) -> None:
+        if self.popup is not None:
+            self.popup.present()
+
+    def _popup_shown(self) -> None:
+        report("popup_shown")
+        if not self._warmed:
+            self._warmed = True
+            # import litellm on the worker while the user types the first message
+            from memtray.core.llm import load_litellm
+
+            self.bridge.call(load_litellm, name="warm-up")
+
+    def main_window(self) -> Any:
+        if self.window is None:
+            from .mainwindow import MainWindow
+
+            self.window = MainWindow(self.ctx, quit_on_close=self.tray is None)
+            self.window.closing.connect(self._window_closing)
+            self.window.page_created.connect(self._page_created)
+        return self.window
+
+    def _page_created(self, name: str, page: Any) -> None:
+        if name == "settings":
+            page.saved.connect(self._settings_saved)
+            page.hotkey_help.connect(lambda: self.show_hotkey_help(force=True))
+            if self.hotkeys is not None:
+                page.show_hotkey_status(self.hotkeys.status)
+
+    def open(self, page: str, arg: str = "") -> None:
+        if page == "target":
+            kind = arg.partition(":")[0]
+            if kind in ("memory", "consolidation"):
+                page = "memory"
+            elif kind == "session":
+                page, arg = "chat", arg.partition(":")[2]
+            else:
+                page, arg = "chat", ""
+        if self.popup is not None and page == "chat" and arg == "quick" and self.popup.isVisible():
+            self.popup.hide()
+        self.main_window().open(page, arg)
+
+    def _banner(self, title: str, body: str, kind: str, target: str) -> None:
+        self.main_window().show_banner(title, body, kind, target)
+        self.main_window().present()
+
+    def _turn_done(self, outcome: str, _text: str) -> None:
+        if self.window is not None:
+            self.window.chats.refresh()
+
+    def _window_closing(self) -> None:
+        if self.tray is None:
+            # no tray: the window is the app; closing it quits (a hotkey or
+            # `memtray toggle` starts it again)
+            QTimer.singleShot(0, self.quit)
+
+    def _scheme_changed(self, *_: Any) -> None:
+        self.theme = theme.current()
+        self.ctx.theme = self.theme
+        theme.apply_palette(self.theme)
+        if self.tray is not None:
+            self.tray.set_dark(self.theme.dark)
+
+    # --- hotkey -----------------------------------------------------------------------
+
+    def _hotkey_status(self, status: HotkeyStatus) -> None:
+        log.info("hotkey: %s", status.describe())
+        text = status.hotkey if status.ok else ""
+        if self.popup is not None:
+            self.popup.set_hotkey_text(text)
+        if self.tray is not None:
+            self.tray.set_hotkey_text(text)
+        if self.window is not None and self.window.settings_built:
+            self.window.settings.show_hotkey_status(status)
+        if status.state in ("failed", "none"):
+            self.show_hotkey_help()
+
+    def show_hotkey_help(self, *, force: bool = False) -> None:
+        if self.hotkeys is None:
+            return
+        if not force and (not self.show_dialogs or self.prefs.value("hide_hotkey_help", False, type=bool)):
+            return
+        if self.hotkey_dialog is not None:
+            self.hotkey_dialog.close()
+        dlg = HotkeyHelpDialog(self.hotkeys.status, self.theme)
+        dlg.finished.connect(lambda _r: self.prefs.setValue("hide_hotkey_help", dlg.dont_show.isChecked()))
+        self.hotkey_dialog = dlg
+        dlg.show()
+
+    def _settings_saved(self, cfg: Any) -> None:
+        if self.hotkeys is not None and cfg.hotkey != self.hotkeys.status.hotkey:
+            self.hotkeys.apply(cfg.hotkey)
+
+    def show_onboarding(self) -> None:
+        from .settings import Onboarding
+
+        if self.onboarding is not None:
+            return
+        self.onboarding = Onboarding(self.ctx)
+        self.onboarding.completed.connect(self._onboarded)
+        self.onboarding.show()
+
+    def _onboarded(self, cfg: Any) -> None:
+        if self.window is not None and self.window.settings_built:
+            self.window.settings.load()
+        self.show_popup()
+
+    # --- shutdown ---------------------------------------------------------------------
+
+    def quit(self) -> None:
+        self.qapp.quit()
+
+    def shutdown(self) -> None:
+        """Release everything (after the event loop ended)."""
+        if self.hotkeys is not None:
+            self.hotkeys.close()
+        if self.server is not None:
+            self.server.close()
+        if self.tray is not None:
+            self.tray.hide()
+        if self.notifier is not None:
+            self.notifier.close()
+            if self.app.services.get("notifier") is self.notifier:
+                del self.app.services["notifier"]
+        self.bridge.close()
+        for w in (self.popup, self.window, self.hotkey_dialog, self.onboarding):
+            if w is not None:
+                w.close()
+
+
+def _forward_show(home: Home, argv: list[str]) -> int:
+    """Another instance holds the data home: ask it to show itself."""
+    from memtray.core import ipc
+
+    deadline = time.monotonic() + 10.0
+    while True:
+        try:
+            return ipc.request(home, {"argv": ["show"], "env": ipc.forward_env(), "tty": False},
+                               lambda _m: None, timeout=10.0)
+        except ipc.NoInstance:
+            # the other process may hold the lock but not listen yet (starting), or be
+            # a CLI command that holds the home briefly
+            if time.monotonic() > deadline:
+                sys.stderr.write(
+                    "memtray: error: another memtray process is using this data home and does not answer\n"
+                    "  Close it (or wait for the running command to finish), then start memtray again.\n"
+                )
+                return 1
+            time.sleep(0.2)
+
+
+def run(home: Home, argv: list[str]) -> int:
+    """Start the desktop app (or hand over to the running one). Returns the exit status."""
+    from memtray.core import logsetup
+    from memtray.core.app import App
+    from memtray.core.errors import AlreadyRunning
+
+    logsetup.setup(home)
+    try:
+        app = App.open(home)
+    except AlreadyRunning:
+        return _forward_show(home, argv)
+    try:
+        QGuiApplication.setDesktopFileName("memtray")
+        QApplication.setApplicationName("memtray")
+        qapp = QApplication.instance() or QApplication(["memtray", *argv])
+        assert isinstance(qapp, QApplication)
+        qapp.setQuitOnLastWindowClosed(False)
+        desktop = Desktop(app, qapp)
+        desktop.start()
+        # let Ctrl+C in a terminal quit cleanly (Python only sees signals between Qt events)
+        signal.signal(signal.SIGINT, lambda *_: qapp.quit())
+        signal.signal(signal.SIGTERM, lambda *_: qapp.quit())
+        tick = QTimer()
+        tick.start(500)
+        tick.timeout.connect(lambda: None)
+        code = int(qapp.exec())
+        desktop.shutdown()
+        return code
+    finally:
+        app.close()

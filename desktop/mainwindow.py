@@ -1,0 +1,262 @@
+"""The main window: chats (sessions + chat), the memory browser, settings.
+
+It is also the app's face where no system tray exists (stock GNOME): then it is
+shown at start and closing it quits. In-window banners carry notifications
+when there is neither a notification server nor a tray.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .chatview import ChatPane
+from .context import Context
+from .memory_browser import MemoryBrowser
+from .qt import (
+    QCloseEvent,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    Qt,
+    QTimer,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+    Signal,
+)
+from .settings import SettingsPage
+
+PAGES = ("chat", "memory", "settings")
+SESSION_NAMES = {"quick": "Quick chat", "cli": "Terminal", "default": "Default"}
+
+
+def session_label(key: str) -> str:
+    return SESSION_NAMES.get(key, key)
+
+
+class Banner(QFrame):
+    action = Signal(str)
+
+    def __init__(self, title: str, body: str, kind: str, target: str) -> None:
+        super().__init__()
+        self.setProperty("banner", "failure" if kind == "failure" else "info")
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(12, 8, 8, 8)
+        text = QLabel(f"<b>{_esc(title)}</b>&nbsp;&nbsp;{_esc(body)}")
+        text.setWordWrap(True)
+        lay.addWidget(text, 1)
+        if target:
+            b = QPushButton("Open")
+            b.clicked.connect(self._act)
+            lay.addWidget(b)
+        close = QToolButton()
+        close.setText("✕")
+        close.clicked.connect(self.deleteLater)
+        lay.addWidget(close)
+        self.title = title
+        self.target = target
+
+    def _act(self) -> None:
+        self.action.emit(self.target)
+        self.deleteLater()
+
+
+def _esc(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class ChatsPage(QWidget):
+    def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(12, 12, 6, 12)
+        ll.setSpacing(8)
+        head = QHBoxLayout()
+        cap = QLabel("Conversations")
+        cap.setProperty("subheading", True)
+        head.addWidget(cap)
+        head.addStretch(1)
+        new = QToolButton()
+        new.setText("＋ New")
+        new.setToolTip("Start a separate conversation")
+        new.clicked.connect(self.new_conversation)
+        head.addWidget(new)
+        ll.addLayout(head)
+        self.sessions = QListWidget()
+        self.sessions.currentItemChanged.connect(self._picked)
+        ll.addWidget(self.sessions, 1)
+        split.addWidget(left)
+        self.pane = ChatPane(ctx, "quick")
+        split.addWidget(self.pane)
+        split.setStretchFactor(0, 0)
+        split.setStretchFactor(1, 1)
+        split.setSizes([220, 700])
+        lay.addWidget(split)
+        self.refresh()
+
+    def refresh(self, select: str | None = None) -> None:
+        state = self.ctx.app.store.state
+        keys = sorted(state.sessions.items(), key=lambda kv: kv[1].last_ts or "", reverse=True)
+        names = [k for k, _s in keys]
+        if "quick" not in names:
+            names.insert(0, "quick")
+        if select and select not in names:
+            names.insert(0, select)
+        current = select or self.pane.session
+        self.sessions.blockSignals(True)
+        self.sessions.clear()
+        for key in names:
+            item = QListWidgetItem(session_label(key))
+            item.setData(Qt.ItemDataRole.UserRole, key)
+            s = state.sessions.get(key)
+            if s is not None and s.last_ts:
+                item.setToolTip(f"{key} · last message {s.last_ts[:16].replace('T', ' ')}")
+            self.sessions.addItem(item)
+            if key == current:
+                self.sessions.setCurrentItem(item)
+        self.sessions.blockSignals(False)
+        self.pane.set_session(current)
+
+    def _picked(self, item: QListWidgetItem | None, _prev: Any = None) -> None:
+        if item is not None:
+            self.pane.set_session(str(item.data(Qt.ItemDataRole.UserRole)))
+
+    def new_conversation(self) -> None:
+        self.refresh(select=time.strftime("chat-%Y%m%d-%H%M%S"))
+        self.pane.focus_input()
+
+
+class MainWindow(QMainWindow):
+    closing = Signal()
+    #: a page was built on first use: ("memory" | "settings", the page)
+    page_created = Signal(str, object)
+
+    def __init__(self, ctx: Context, *, quit_on_close: bool) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.quit_on_close = quit_on_close
+        self.setWindowTitle("memtray")
+        self.resize(1100, 720)
+        self.setMinimumSize(760, 520)
+        central = QWidget()
+        outer = QHBoxLayout(central)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(0)
+        self.nav = QListWidget()
+        self.nav.setFixedWidth(168)
+        self.nav.setObjectName("nav")
+        self.nav.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        t = ctx.theme
+        self.nav.setStyleSheet(
+            f"QListWidget#nav {{ background: {t.surface}; border: none; border-right: 1px solid {t.border};"
+            f" border-radius: 0; padding: 10px 8px; font-size: 11pt; }}"
+            f"QListWidget#nav::item {{ padding: 9px 10px; margin: 1px 0; }}"
+        )
+        for label in ("Chats", "Memory", "Settings"):
+            self.nav.addItem(QListWidgetItem(label))
+        outer.addWidget(self.nav)
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.setSpacing(0)
+        self.banners = QVBoxLayout()
+        self.banners.setContentsMargins(12, 8, 12, 0)
+        self.banners.setSpacing(6)
+        rl.addLayout(self.banners)
+        self.stack = QStackedWidget()
+        self.chats = ChatsPage(ctx)
+        self.stack.addWidget(self.chats)
+        # memory and settings are built on first use: start-up shows the window sooner
+        self._memory: MemoryBrowser | None = None
+        self._settings: SettingsPage | None = None
+        self.stack.addWidget(QWidget())
+        self.stack.addWidget(QWidget())
+        rl.addWidget(self.stack, 1)
+        outer.addWidget(right, 1)
+        self.setCentralWidget(central)
+        self.nav.currentRowChanged.connect(self._page)
+        self.nav.setCurrentRow(0)
+        self._memory_loaded = False
+
+    def _replace(self, index: int, page: QWidget) -> None:
+        old = self.stack.widget(index)
+        self.stack.insertWidget(index, page)
+        if old is not None:
+            self.stack.removeWidget(old)
+            old.deleteLater()
+
+    @property
+    def memory(self) -> MemoryBrowser:
+        if self._memory is None:
+            self._memory = MemoryBrowser(self.ctx)
+            self._replace(1, self._memory)
+            self.page_created.emit("memory", self._memory)
+        return self._memory
+
+    @property
+    def settings(self) -> SettingsPage:
+        if self._settings is None:
+            self._settings = SettingsPage(self.ctx)
+            self._replace(2, self._settings)
+            self.page_created.emit("settings", self._settings)
+        return self._settings
+
+    @property
+    def settings_built(self) -> bool:
+        return self._settings is not None
+
+    def _page(self, row: int) -> None:
+        if row == 1:
+            page: QWidget = self.memory
+        elif row == 2:
+            page = self.settings
+        else:
+            page = self.chats
+        self.stack.setCurrentWidget(page)
+        if row == 1 and not self._memory_loaded:
+            self._memory_loaded = True
+            self.memory.refresh()
+
+    def open(self, page: str, arg: str = "") -> None:
+        row = PAGES.index(page) if page in PAGES else 0
+        if page == "chat":
+            self.chats.refresh(select=arg or None)
+        if page == "memory" and arg:
+            self._memory_loaded = True
+            self.memory.open_target(arg)
+        self.nav.setCurrentRow(row)
+        self.present()
+
+    def present(self) -> None:
+        if self.isMinimized():
+            self.showNormal()
+        self.show()
+        self.raise_()
+        self.activateWindow()
+
+    def show_banner(self, title: str, body: str, kind: str, target: str) -> Banner:
+        b = Banner(title, body, kind, target)
+        b.action.connect(self._banner_action)
+        self.banners.addWidget(b)
+        if kind != "failure":
+            QTimer.singleShot(30_000, b.deleteLater)
+        return b
+
+    def _banner_action(self, target: str) -> None:
+        self.ctx.nav.open.emit("target", target)
+
+    def closeEvent(self, e: QCloseEvent) -> None:
+        self.closing.emit()
+        super().closeEvent(e)

@@ -1,0 +1,537 @@
+"""The memory browser: revisions, fact-level diffs, full text, "as of", restore,
+roll back, redo a consolidation, review held facts, and "why?" for a fact.
+
+Every action calls the same core function as the CLI (``app.services["memory"]``
+and ``["consolidation"]``), on the worker: git and the log are never touched on
+the GUI thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from .context import Context
+from .qt import (
+    QAbstractItemView,
+    QComboBox,
+    QDateTime,
+    QDateTimeEdit,
+    QDialog,
+    QDialogButtonBox,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    Qt,
+    QTabWidget,
+    QTextBrowser,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+    Signal,
+)
+
+log = logging.getLogger(__name__)
+
+REASON_LABELS = {
+    "consolidation": "Consolidation", "agent": "From a chat", "user-edit": "Edited by hand",
+    "restore": "Fact restored", "rollback": "Rolled back", "redo": "Consolidation redone",
+    "review": "Review", "adopt": "Adopted", "rebuild": "Rebuilt",
+}
+
+Confirm = Callable[[QWidget, str, str], bool]
+
+
+def ask(parent: QWidget, title: str, text: str) -> bool:
+    box = QMessageBox(QMessageBox.Icon.Question, title, text,
+                      QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, parent)
+    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    return box.exec() == QMessageBox.StandardButton.Yes
+
+
+def _local(dt: datetime) -> str:
+    local = dt.astimezone()
+    if local.year == datetime.now().year:
+        return local.strftime("%d %b, %H:%M")
+    return local.strftime("%d %b %Y, %H:%M")
+
+
+class FactRow(QFrame):
+    """One fact in the diff: removed (red), added (green) or changed (old | new)."""
+
+    def __init__(self, ctx: Context, kind: str, old: Any, new: Any,
+                 actions: list[tuple[str, Callable[[], None]]]) -> None:
+        super().__init__()
+        t = ctx.theme
+        bg = {"removed": t.removed_bg, "added": t.added_bg, "changed": t.changed_bg}.get(kind, t.surface)
+        mark = {"removed": "−", "added": "+", "changed": "~", "flagged": "⚑"}.get(kind, "")
+        colour = {"removed": t.error_text, "added": t.ok_text}.get(kind, t.muted)
+        self.setObjectName("fact")
+        self.setStyleSheet(f"QFrame#fact {{ background: {bg}; border-radius: 8px; }}")
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(10, 6, 8, 6)
+        lay.setSpacing(10)
+        sign = QLabel(mark)
+        sign.setFixedWidth(14)
+        sign.setStyleSheet(f"color: {colour}; font-weight: 700; font-size: 13pt;")
+        lay.addWidget(sign, 0, Qt.AlignmentFlag.AlignTop)
+        if kind == "changed":
+            for fact, label in ((old, "before"), (new, "after")):
+                box = QVBoxLayout()
+                cap = QLabel(label)
+                cap.setProperty("muted", True)
+                box.addWidget(cap)
+                text = QLabel(fact.text)
+                text.setWordWrap(True)
+                text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+                if label == "before":
+                    text.setStyleSheet(f"color: {t.muted};")
+                box.addWidget(text)
+                box.addStretch(1)
+                lay.addLayout(box, 1)
+        else:
+            fact = new if new is not None else old
+            col = QVBoxLayout()
+            col.setSpacing(1)
+            text = QLabel(fact.text)
+            text.setWordWrap(True)
+            text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            if kind == "removed":
+                text.setStyleSheet("text-decoration: line-through;")
+            col.addWidget(text)
+            if fact.section:
+                sec = QLabel(fact.section)
+                sec.setProperty("muted", True)
+                col.addWidget(sec)
+            lay.addLayout(col, 1)
+        self.buttons: dict[str, QPushButton] = {}
+        for label, fn in actions:
+            b = QPushButton(label)
+            b.clicked.connect(lambda _checked=False, fn=fn: fn())
+            self.buttons[label] = b
+            lay.addWidget(b, 0, Qt.AlignmentFlag.AlignTop)
+        self.kind = kind
+        self.fact = new if new is not None else old
+
+
+class WhyDialog(QDialog):
+    def __init__(self, ctx: Context, info: dict[str, Any], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Where this fact came from")
+        self.setMinimumSize(560, 420)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(18, 16, 18, 14)
+        fact = info.get("fact", {})
+        title = QLabel(fact.get("text", ""))
+        title.setWordWrap(True)
+        title.setProperty("subheading", True)
+        lay.addWidget(title)
+        rev = info.get("revision", {})
+        src = "written by you" if info.get("source") == "user" else REASON_LABELS.get(rev.get("reason", ""), "")
+        meta = QLabel(f"Added in revision {str(rev.get('rev', ''))[:8]} · {rev.get('time', '')[:16].replace('T', ' ')}"
+                      f" · {src} · model {rev.get('model', '-')}")
+        meta.setProperty("muted", True)
+        meta.setWordWrap(True)
+        lay.addWidget(meta)
+        body = QTextBrowser()
+        msgs = info.get("messages") or []
+        if not msgs:
+            body.setPlainText("No source messages are recorded for this fact "
+                              "(it was written by hand, restored, or predates provenance).")
+        else:
+            parts = []
+            for m in msgs:
+                who = "You" if m.get("role") == "user" else "memtray"
+                parts.append(f"**{who}** · #{m.get('seq')} · {str(m.get('ts', ''))[:16].replace('T', ' ')}\n\n"
+                             f"{m.get('content') or ''}\n")
+            body.setMarkdown("\n\n---\n\n".join(parts))
+        lay.addWidget(body, 1)
+        box = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        box.rejected.connect(self.reject)
+        box.accepted.connect(self.accept)
+        lay.addWidget(box)
+        self.info = info
+
+
+class MemoryBrowser(QWidget):
+    #: after an action changed memory (for tests and the window title): the new Revision
+    changed = Signal(object)
+    loaded = Signal()
+    #: after a revision's diff and text are shown
+    shown = Signal(str)
+
+    def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.confirm: Confirm = ask
+        self.revisions: list[Any] = []
+        self.current: Any = None
+        self.parent_rev: str | None = None
+        self.rows: list[FactRow] = []
+        self._pending_select: str | None = None
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(20, 16, 20, 16)
+        lay.setSpacing(12)
+        top = QHBoxLayout()
+        title = QLabel("Memory")
+        title.setProperty("heading", True)
+        top.addWidget(title)
+        top.addStretch(1)
+        top.addWidget(QLabel("As of"))
+        self.as_of = QDateTimeEdit(QDateTime.currentDateTime())
+        self.as_of.setCalendarPopup(True)
+        self.as_of.setDisplayFormat("yyyy-MM-dd HH:mm")
+        top.addWidget(self.as_of)
+        go = QPushButton("Show")
+        go.clicked.connect(self.show_as_of)
+        top.addWidget(go)
+        self.review_btn = QPushButton("Review")
+        self.review_btn.clicked.connect(lambda: self.tabs.setCurrentWidget(self.review_tab))
+        top.addWidget(self.review_btn)
+        refresh = QPushButton("Refresh")
+        refresh.clicked.connect(self.refresh)
+        top.addWidget(refresh)
+        lay.addLayout(top)
+        self.status = QLabel()
+        self.status.setProperty("muted", True)
+        self.status.setWordWrap(True)
+        lay.addWidget(self.status)
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        self.list = QTreeWidget()
+        self.list.setHeaderLabels(["Time", "What", "Model", "Facts", "⚑"])
+        self.list.setRootIsDecorated(False)
+        self.list.setUniformRowHeights(True)
+        self.list.setAlternatingRowColors(False)
+        self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        hdr = self.list.header()
+        hdr.setStretchLastSection(False)
+        hdr.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        hdr.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        hdr.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
+        hdr.setSectionResizeMode(3, QHeaderView.ResizeMode.ResizeToContents)
+        hdr.setSectionResizeMode(4, QHeaderView.ResizeMode.ResizeToContents)
+        hdr.resizeSection(2, 100)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.currentItemChanged.connect(self._selected)
+        split.addWidget(self.list)
+
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.setSpacing(8)
+        self.head = QLabel("Select a revision")
+        self.head.setProperty("subheading", True)
+        self.head.setWordWrap(True)
+        rl.addWidget(self.head)
+        actions = QHBoxLayout()
+        self.rollback_btn = QPushButton("Roll back to this revision")
+        self.rollback_btn.clicked.connect(self.rollback_current)
+        actions.addWidget(self.rollback_btn)
+        actions.addStretch(1)
+        self.redo_model = QComboBox()
+        self.redo_model.setEditable(True)
+        self.redo_model.setMinimumWidth(180)
+        self.redo_model.lineEdit().setPlaceholderText("model (default: current)")
+        actions.addWidget(self.redo_model)
+        self.redo_btn = QPushButton("Redo consolidation")
+        self.redo_btn.setToolTip("Run this consolidation again on the memory as it was before it")
+        self.redo_btn.clicked.connect(self.redo_current)
+        actions.addWidget(self.redo_btn)
+        rl.addLayout(actions)
+        self.tabs = QTabWidget()
+        self.diff_area = QScrollArea()
+        self.diff_area.setWidgetResizable(True)
+        self.diff_inner = QWidget()
+        self.diff_col = QVBoxLayout(self.diff_inner)
+        self.diff_col.setContentsMargins(4, 4, 4, 4)
+        self.diff_col.setSpacing(6)
+        self.diff_col.addStretch(1)
+        self.diff_area.setWidget(self.diff_inner)
+        self.tabs.addTab(self.diff_area, "Changes")
+        self.text = QTextBrowser()
+        self.tabs.addTab(self.text, "Full text")
+        self.review_tab = QScrollArea()
+        self.review_tab.setWidgetResizable(True)
+        self.review_inner = QWidget()
+        self.review_col = QVBoxLayout(self.review_inner)
+        self.review_col.setSpacing(6)
+        self.review_col.addStretch(1)
+        self.review_tab.setWidget(self.review_inner)
+        self.tabs.addTab(self.review_tab, "Review")
+        rl.addWidget(self.tabs, 1)
+        split.addWidget(right)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
+        split.setSizes([500, 620])
+        lay.addWidget(split, 1)
+        self._set_actions_enabled(False)
+
+    # --- services ---------------------------------------------------------------------
+
+    @property
+    def memory(self) -> Any:
+        return self.ctx.app.services.get("memory")
+
+    def _call(self, fn: Callable[[], Any], done: Callable[[Any], None], name: str) -> None:
+        self.ctx.bridge.call(fn, name=name, on_result=done, on_error=self._failed)
+
+    def _failed(self, exc: BaseException) -> None:
+        hint = getattr(exc, "hint", "")
+        self._status(f"{exc}" + (f" — {hint}" if hint else ""), error=True)
+        self._set_actions_enabled(self.current is not None)
+
+    def _status(self, text: str, *, error: bool = False) -> None:
+        self.status.setText(text)
+        self.status.setProperty("error", error)
+        self.status.setProperty("muted", not error)
+        self.status.style().unpolish(self.status)
+        self.status.style().polish(self.status)
+
+    # --- loading ----------------------------------------------------------------------
+
+    def refresh(self, select: str | None = None) -> None:
+        mem = self.memory
+        if mem is None:
+            self._status("The memory service is not available in this build.", error=True)
+            return
+        self._pending_select = select or (self.current.rev if self.current is not None else None)
+        self._call(lambda: (mem.revisions(limit=200), mem.pending_review()), self._loaded, "memory-revisions")
+
+    def _loaded(self, result: tuple[list[Any], list[dict[str, Any]]]) -> None:
+        revisions, review = result
+        self.revisions = revisions
+        self.list.blockSignals(True)
+        self.list.clear()
+        for r in revisions:
+            facts = f"+{r.added} −{r.removed} ~{r.changed}"
+            model = (r.model or "-").split("/", 1)[-1] if r.model and r.model != "-" else "-"
+            item = QTreeWidgetItem([_local(r.time), REASON_LABELS.get(r.reason, r.reason), model,
+                                    facts, str(r.flagged) if r.flagged else ""])
+            item.setData(0, Qt.ItemDataRole.UserRole, r.rev)
+            item.setToolTip(0, r.time.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z"))
+            item.setToolTip(1, f"{r.subject}\n{r.rev}")
+            item.setToolTip(2, r.model or "-")
+            if r.removed:
+                item.setForeground(3, self.palette().brush(self.foregroundRole()))
+            self.list.addTopLevelItem(item)
+        self.list.blockSignals(False)
+        self._fill_review(review)
+        self.review_btn.setText(f"Review ({len(review)})" if review else "Review")
+        if not revisions:
+            self._status("No memory yet. Facts appear here as memtray learns them from your chats.")
+            self.loaded.emit()
+            return
+        self._status(f"{len(revisions)} revisions. Removed facts are red, added green, reworded amber.")
+        target = self._pending_select
+        self._pending_select = None
+        self.select(target or revisions[0].rev)
+        self.list.setFocus()
+        self.loaded.emit()
+
+    def select(self, rev: str) -> None:
+        for i in range(self.list.topLevelItemCount()):
+            item = self.list.topLevelItem(i)
+            if item is not None and str(item.data(0, Qt.ItemDataRole.UserRole)).startswith(rev):
+                self.list.setCurrentItem(item)
+                return
+
+    def open_target(self, target: str) -> None:
+        """``memory:<rev>`` or ``consolidation:<id>`` (from a notification)."""
+        _kind, _, ident = target.partition(":")
+        mem = self.memory
+        if mem is None or not ident:
+            self.refresh()
+            return
+        self._call(lambda: mem.resolve(ident), lambda sha: self.refresh(select=sha), "memory-resolve")
+
+    def _selected(self, item: QTreeWidgetItem | None, _prev: Any = None) -> None:
+        if item is None:
+            return
+        rev = str(item.data(0, Qt.ItemDataRole.UserRole))
+        self.current = next((r for r in self.revisions if r.rev == rev), None)
+        mem = self.memory
+
+        def load() -> tuple[Any, str, str | None]:
+            parents = mem.git.info(rev).parents
+            return mem.diff(None, rev), mem.show(rev), (parents[0] if parents else None)
+
+        self._set_actions_enabled(False)
+        self._call(load, self._show_revision, "memory-diff")
+
+    def _show_revision(self, result: tuple[Any, str, str | None]) -> None:
+        diff, text, parent = result
+        r = self.current
+        if r is None:
+            return
+        self.parent_rev = parent
+        label = REASON_LABELS.get(r.reason, r.reason)
+        cons = f" · consolidation {r.consolidation[:8]}" if r.consolidation else ""
+        self.head.setText(f"{label} · {_local(r.time)} · {r.short}{cons}")
+        self.text.setMarkdown(text or "*(empty)*")
+        self._fill_diff(diff)
+        self._set_actions_enabled(True)
+        self.shown.emit(r.rev)
+
+    def _fill_diff(self, diff: Any) -> None:
+        for row in self.rows:
+            row.deleteLater()
+        self.rows = []
+        items: list[FactRow] = []
+        for fact in diff.dropped:
+            items.append(FactRow(self.ctx, "removed", fact, None,
+                                 [("Restore", lambda f=fact: self.restore_fact(f))]))
+        for old, new in diff.changed:
+            items.append(FactRow(self.ctx, "changed", old, new,
+                                 [("Restore old", lambda f=old: self.restore_fact(f)),
+                                  ("Why?", lambda f=new: self.why(f))]))
+        for fact in diff.added:
+            items.append(FactRow(self.ctx, "added", None, fact, [("Why?", lambda f=fact: self.why(f))]))
+        if not items:
+            empty = QLabel("No fact changed in this revision (only wording outside facts, or HISTORY.md).")
+            empty.setProperty("muted", True)
+            empty.setWordWrap(True)
+            row = FactRow(self.ctx, "none", None, _Blank(), [])
+            row.layout().addWidget(empty)
+            items.append(row)
+        for w in items:
+            self.diff_col.insertWidget(self.diff_col.count() - 1, w)
+        self.rows = items
+
+    def _fill_review(self, review: list[dict[str, Any]]) -> None:
+        while self.review_col.count() > 1:
+            item = self.review_col.takeAt(0)
+            w = item.widget() if item is not None else None
+            if w is not None:
+                w.deleteLater()
+        if not review:
+            lab = QLabel("Nothing is waiting for review.")
+            lab.setProperty("muted", True)
+            self.review_col.insertWidget(0, lab)
+            return
+        for n, it in enumerate(review):
+            fact = _Blank(text=it.get("text", ""), section=f"{it.get('kind', '')} · {it.get('reason', '')}")
+            row = FactRow(self.ctx, "flagged", None, fact, [
+                ("Accept", lambda i=it["id"]: self.review_action(i, "accept")),
+                ("Restore", lambda i=it["id"]: self.review_action(i, "restore")),
+            ])
+            self.review_col.insertWidget(n, row)
+
+    def _set_actions_enabled(self, on: bool) -> None:
+        r = self.current
+        head = bool(self.revisions) and r is not None and r.rev == self.revisions[0].rev
+        self.rollback_btn.setEnabled(on and r is not None and not head)
+        self.rollback_btn.setToolTip("This is the current memory" if head else "")
+        has_cons = on and r is not None and bool(r.consolidation)
+        self.redo_btn.setEnabled(has_cons)
+        self.redo_model.setEnabled(has_cons)
+        for row in self.rows:
+            for b in row.buttons.values():
+                b.setEnabled(on)
+
+    # --- actions (the same core calls as `memtray memory ...`) ------------------------
+
+    def _changed(self, rev: Any) -> None:
+        self._status(f"Done: new revision {rev.short}.")
+        self.changed.emit(rev)
+        self.refresh(select=rev.rev)
+
+    def restore_fact(self, fact: Any) -> None:
+        mem = self.memory
+        src = self.parent_rev
+        if src is None and self.current is not None:
+            src = self.current.rev
+        if mem is None or src is None:
+            return
+        self._set_actions_enabled(False)
+        self._call(lambda: mem.restore_fact(src, fact.text), self._changed, "memory-restore-fact")
+
+    def rollback_current(self) -> None:
+        r = self.current
+        mem = self.memory
+        if r is None or mem is None:
+            return
+        if not self.confirm(self, "Roll back memory",
+                            f"Make memory what it was at {r.short} ({_local(r.time)})?\n\n"
+                            "This adds a new revision; nothing is lost, and you can undo it the same way."):
+            return
+        self._set_actions_enabled(False)
+        self._call(lambda: mem.rollback(r.rev), self._changed, "memory-rollback")
+
+    def redo_current(self) -> None:
+        r = self.current
+        cons = self.ctx.app.services.get("consolidation")
+        if r is None or not r.consolidation or cons is None:
+            return
+        model = self.redo_model.currentText().strip() or None
+        self._set_actions_enabled(False)
+        self._status(f"Redoing consolidation {r.consolidation[:8]} with {model or 'the current model'}…")
+        mem = self.memory
+
+        async def run() -> Any:
+            await cons.redo(r.consolidation, model=model)
+            return mem.revision("HEAD")
+
+        self.ctx.bridge.submit(run(), name="memory-redo", on_result=self._changed, on_error=self._failed)
+
+    def review_action(self, item_id: str, action: str) -> None:
+        mem = self.memory
+        if mem is None:
+            return
+
+        def run() -> Any:
+            if action == "accept":
+                mem.accept_review(item_id)
+                return mem.revision("HEAD")
+            return mem.restore_review(item_id)
+
+        self._call(run, self._changed, f"memory-review-{action}")
+
+    def why(self, fact: Any) -> None:
+        mem = self.memory
+        if mem is None:
+            return
+        self._call(lambda: mem.why(fact.text), self._show_why, "memory-why")
+
+    def _show_why(self, info: dict[str, Any]) -> None:
+        dlg = WhyDialog(self.ctx, info, self)
+        dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.why_dialog = dlg
+        dlg.open()
+
+    def show_as_of(self) -> None:
+        mem = self.memory
+        if mem is None:
+            return
+        when: datetime = self.as_of.dateTime().toPython()  # type: ignore[assignment]
+        if when.tzinfo is None:
+            when = when.astimezone()
+        when = when.astimezone(UTC)
+
+        def done(rev: Any) -> None:
+            if rev is None:
+                self._status("There was no memory yet at that time.")
+                return
+            self.select(rev.rev)
+            self.tabs.setCurrentWidget(self.text)
+            self._status(f"Memory as of {self.as_of.dateTime().toString('yyyy-MM-dd HH:mm')}: revision {rev.short}.")
+
+        self._call(lambda: mem.at(when), done, "memory-at")
+
+
+class _Blank:
+    def __init__(self, text: str = "", section: str = "") -> None:
+        self.text = text
+        self.section = section
+
+

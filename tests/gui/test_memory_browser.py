@@ -1,0 +1,171 @@
+"""The memory browser: roll back and restore a fact through the UI; MEMORY.md and git HEAD follow."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memtray.desktop.qt import Qt
+
+from tests.fixtures.llm_server import tool_call
+
+pytestmark = pytest.mark.gui
+
+REV1 = "# About the user\n\n- Likes green tea\n- Lives in Lyon\n"
+REV2 = "# About the user\n\n- Likes green tea\n- Works as a nurse\n"
+
+
+def _git_head(memory_dir: Path) -> str:
+    git = shutil.which("git")
+    assert git, "the real git binary is needed for this test"
+    out = subprocess.run([git, "-C", str(memory_dir), "log", "--format=%H %s"], capture_output=True, text=True,
+                         check=True, timeout=30)
+    return out.stdout.splitlines()[0].split()[0]
+
+
+def _memory_md(desktop: Any) -> str:
+    return (desktop.app.home.memory / "MEMORY.md").read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def seeded(desktop: Any) -> Any:
+    mem = desktop.app.services["memory"]
+    desktop.app.worker.call(lambda: mem.write(REV1, reason="agent", source="model", model="openai/test-model"))
+    desktop.app.worker.call(lambda: mem.write(REV2, reason="user-edit", source="user"))
+    return desktop
+
+
+def _browser(qtbot: Any, desktop: Any) -> Any:
+    desktop.open("memory")
+    browser = desktop.window.memory
+    qtbot.waitUntil(lambda: browser.list.topLevelItemCount() >= 2 and bool(browser.rows), timeout=10000)
+    return browser
+
+
+def _row(browser: Any, kind: str, text: str) -> Any:
+    return next(r for r in browser.rows if r.kind == kind and text in r.fact.text)
+
+
+def test_revision_list_and_fact_diff(qtbot: Any, seeded: Any) -> None:
+    browser = _browser(qtbot, seeded)
+    top = browser.list.topLevelItem(0)
+    assert top.text(1) == "Edited by hand" and top.text(3) == "+1 −1 ~0"
+    assert _row(browser, "removed", "Lives in Lyon")
+    assert _row(browser, "added", "Works as a nurse")
+    assert "Works as a nurse" in browser.text.toPlainText()
+    assert not browser.rollback_btn.isEnabled()  # HEAD: nothing to roll back to
+
+
+def test_rollback_through_the_browser(qtbot: Any, seeded: Any) -> None:
+    browser = _browser(qtbot, seeded)
+    memdir = seeded.app.home.memory
+    head_before = _git_head(memdir)
+    assert "Works as a nurse" in _memory_md(seeded)
+    older = browser.list.topLevelItem(1)
+    with qtbot.waitSignal(browser.shown, timeout=10000):
+        browser.list.setCurrentItem(older)
+    assert browser.rollback_btn.isEnabled()
+    browser.confirm = lambda *_a: True
+    with qtbot.waitSignal(browser.changed, timeout=10000) as sig:
+        qtbot.mouseClick(browser.rollback_btn, Qt.MouseButton.LeftButton)
+    assert sig.args[0].reason == "rollback"
+    text = _memory_md(seeded)
+    assert "Lives in Lyon" in text and "Works as a nurse" not in text
+    head_after = _git_head(memdir)
+    assert head_after != head_before and head_after == sig.args[0].rev
+    qtbot.waitUntil(lambda: browser.list.topLevelItem(0).text(1) == "Rolled back", timeout=10000)
+
+
+def test_rollback_can_be_cancelled(qtbot: Any, seeded: Any) -> None:
+    browser = _browser(qtbot, seeded)
+    head = _git_head(seeded.app.home.memory)
+    with qtbot.waitSignal(browser.shown, timeout=10000):
+        browser.list.setCurrentItem(browser.list.topLevelItem(1))
+    browser.confirm = lambda *_a: False
+    browser.rollback_current()
+    qtbot.wait(200)
+    assert _git_head(seeded.app.home.memory) == head
+
+
+def test_restore_a_dropped_fact_through_the_browser(qtbot: Any, seeded: Any) -> None:
+    browser = _browser(qtbot, seeded)
+    memdir = seeded.app.home.memory
+    head_before = _git_head(memdir)
+    row = _row(browser, "removed", "Lives in Lyon")
+    with qtbot.waitSignal(browser.changed, timeout=10000) as sig:
+        qtbot.mouseClick(row.buttons["Restore"], Qt.MouseButton.LeftButton)
+    assert sig.args[0].reason == "restore"
+    text = _memory_md(seeded)
+    assert "Lives in Lyon" in text and "Works as a nurse" in text
+    assert _git_head(memdir) != head_before
+
+
+def test_why_shows_where_a_fact_came_from(qtbot: Any, seeded: Any) -> None:
+    browser = _browser(qtbot, seeded)
+    row = _row(browser, "added", "Works as a nurse")
+    row.buttons["Why?"].click()
+    qtbot.waitUntil(lambda: getattr(browser, "why_dialog", None) is not None and browser.why_dialog.isVisible(),
+                    timeout=10000)
+    assert browser.why_dialog.info["fact"]["text"] == "Works as a nurse"
+    browser.why_dialog.close()
+
+
+def test_as_of_selects_the_revision_in_force(qtbot: Any, seeded: Any) -> None:
+    from memtray.desktop.qt import QDateTime
+
+    browser = _browser(qtbot, seeded)
+    browser.as_of.setDateTime(QDateTime.currentDateTime().addSecs(60))
+    browser.show_as_of()
+    qtbot.waitUntil(lambda: "as of" in browser.status.text(), timeout=10000)
+    assert browser.list.currentItem() is browser.list.topLevelItem(0)
+    browser.as_of.setDateTime(QDateTime.currentDateTime().addYears(-5))
+    browser.show_as_of()
+    qtbot.waitUntil(lambda: "no memory yet" in browser.status.text(), timeout=10000)
+
+
+def test_review_and_redo_after_a_consolidation(qtbot: Any, desktop: Any, llm_server: Any) -> None:
+    from memtray.core import config
+
+    app = desktop.app
+    app.worker.call(lambda: app.services["memory"].write(REV1, reason="agent", source="model"))
+    config.set_value(app.home, "drop_policy", "review")
+    app.reconfigure(config.load(app.home))
+    pane = desktop.popup.pane
+    llm_server.script(tool_call("noop", {}), )
+    llm_server.reset()
+    from tests.fixtures.llm_server import reply
+
+    llm_server.script(reply("sure"))
+    with qtbot.waitSignal(pane.turn_done, timeout=20000):
+        pane.send("I moved to Paris")
+    # the model drops "Lives in Lyon" without saying so: held for review
+    llm_server.script(tool_call("save_memory", {
+        "history_entry": "Moved.", "memory_update": "# About the user\n\n- Likes green tea\n- Lives in Paris\n",
+        "removed_facts": [],
+    }))
+    app.run(app.services["consolidation"].archive("quick"))
+    browser = _browser(qtbot, desktop)
+    assert browser.review_btn.text() == "Review (1)"
+    assert browser.redo_btn.isEnabled()  # the head revision came from a consolidation
+    restore = next(r for r in browser.review_inner.findChildren(type(browser.rows[0])) if r.kind == "flagged")
+    with qtbot.waitSignal(browser.changed, timeout=10000):
+        restore.buttons["Restore"].click()
+    assert "Lives in Lyon" in _memory_md(desktop)
+    # redo that consolidation with another model string, through core's redo
+    qtbot.waitUntil(lambda: browser.review_btn.text() == "Review", timeout=10000)
+    cons_item = next(i for i in range(browser.list.topLevelItemCount())
+                     if browser.list.topLevelItem(i).text(1) == "Consolidation")
+    with qtbot.waitSignal(browser.shown, timeout=10000):
+        browser.list.setCurrentItem(browser.list.topLevelItem(cons_item))
+    llm_server.script(tool_call("save_memory", {
+        "history_entry": "Moved (redo).",
+        "memory_update": "# About the user\n\n- Likes green tea\n- Lives in Paris since 2025\n",
+        "removed_facts": [{"fact": "Lives in Lyon", "reason": "moved"}],
+    }))
+    browser.redo_model.setCurrentText("openai/test-model")
+    with qtbot.waitSignal(browser.changed, timeout=20000) as sig:
+        browser.redo_btn.click()
+    assert sig.args[0].reason == "redo"

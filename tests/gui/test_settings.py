@@ -1,0 +1,133 @@
+"""Settings: key through the keyring (on the worker), refusals, test connection, save, presets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from memtray.core import config
+from memtray.desktop import providers
+from memtray.desktop.qt import Qt
+
+from tests.fixtures.llm_server import error, reply
+
+pytestmark = pytest.mark.gui
+
+
+def _settings(desktop: Any) -> Any:
+    desktop.open("settings")
+    return desktop.window.settings
+
+
+def test_store_key_goes_to_the_keyring(qtbot: Any, desktop: Any, keyring_backend: Any) -> None:
+    page = _settings(desktop)
+    form = page.model_form
+    form.key.setText("sk-live-123")
+    qtbot.mouseClick(form.store_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "Stored" in form.key_status.text(), timeout=10000)
+    assert keyring_backend.store[("memtray", "openai")] == "sk-live-123"
+    assert form.key.text() == ""  # not left in the widget
+
+
+def test_refusing_keyring_is_reported(qtbot: Any, desktop: Any, keyring_backend: Any) -> None:
+    keyring_backend.refuse = True
+    form = _settings(desktop).model_form
+    form.key.setText("sk-nope")
+    with qtbot.waitSignal(form.key_stored, timeout=10000) as sig:
+        form.store_key()
+    assert sig.args[0] is False
+    assert "refused" in form.key_status.text()
+    assert keyring_backend.store == {}
+
+
+def test_no_secure_keyring_is_said_plainly(qtbot: Any, desktop: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memtray.core import keys
+
+    monkeypatch.setattr(keys, "backend_is_secure", lambda: False)
+    form = _settings(desktop).model_form
+    form.check_keyring()
+    qtbot.waitUntil(lambda: form.keyring_warning.isVisibleTo(form), timeout=10000)
+    assert "No secure keyring" in form.keyring_warning.text()
+    assert "OPENAI_API_KEY" in form.keyring_warning.text()
+    assert not form.store_btn.isEnabled()
+
+
+def test_test_connection_uses_the_form_values(qtbot: Any, desktop: Any, llm_server: Any) -> None:
+    form = _settings(desktop).model_form
+    llm_server.script(reply("OK"))
+    with qtbot.waitSignal(form.tested, timeout=20000) as sig:
+        qtbot.mouseClick(form.test_btn, Qt.MouseButton.LeftButton)
+    assert sig.args == [True, "OK"]
+    assert "Connected" in form.test_result.text()
+    req = llm_server.chat_requests[-1]
+    assert req["model"] == "test-model" and req["max_tokens"] == 16
+    llm_server.script(error(401))
+    with qtbot.waitSignal(form.tested, timeout=20000) as sig:
+        form.test()
+    assert sig.args[0] is False and "key" in form.test_result.text().lower()
+
+
+def test_save_writes_config_and_reconfigures(qtbot: Any, desktop: Any) -> None:
+    page = _settings(desktop)
+    page.memory_window.setValue(42)
+    page.drop_policy.setCurrentIndex(page.drop_policy.findData("review"))
+    with qtbot.waitSignal(page.saved, timeout=10000):
+        qtbot.mouseClick(page.save_btn, Qt.MouseButton.LeftButton)
+    on_disk = config.load(desktop.app.home)
+    assert on_disk.memory_window == 42 and on_disk.drop_policy == "review"
+    assert desktop.app.config.memory_window == 42 and desktop.app.agent.config.drop_policy == "review"
+
+
+def test_launch_at_login_writes_the_autostart_file(qtbot: Any, desktop: Any, tmp_path: Any) -> None:
+    page = _settings(desktop)
+    page.launch.setChecked(True)
+    with qtbot.waitSignal(page.saved, timeout=10000):
+        page.save()
+    entry = tmp_path / "xdg-config" / "autostart" / "memtray.desktop"
+    assert entry.exists() and "Exec=" in entry.read_text()
+    page.launch.setChecked(False)
+    with qtbot.waitSignal(page.saved, timeout=10000):
+        page.save()
+    assert not entry.exists()
+
+
+def test_hotkey_change_is_validated_and_reapplied(qtbot: Any, desktop: Any) -> None:
+    from memtray.desktop.qt import QKeySequence
+
+    page = _settings(desktop)
+    page.hotkey.setKeySequence(QKeySequence("Ctrl+Shift+M"))
+    with qtbot.waitSignal(desktop.hotkeys.status_changed, timeout=10000) as sig:
+        page.save()
+    assert sig.args[0].hotkey == "Ctrl+Shift+M"
+    assert config.load(desktop.app.home).hotkey == "Ctrl+Shift+M"
+    page.hotkey.setKeySequence(QKeySequence("M"))
+    page.save()
+    assert "modifier" in page.result.text()
+
+
+def test_provider_presets_round_trip() -> None:
+    for model, base, pid, name in [
+        ("openai/gpt-4o-mini", "", "openai", "gpt-4o-mini"),
+        ("anthropic/claude-sonnet-4-5", "", "anthropic", "claude-sonnet-4-5"),
+        ("openrouter/openai/gpt-4o-mini", "", "openrouter", "openai/gpt-4o-mini"),
+        ("ollama_chat/llama3.2", "http://localhost:11434", "ollama", "llama3.2"),
+        ("openai/qwen", "http://localhost:8000/v1", "compatible", "qwen"),
+        ("gemini/gemini-2.0-flash", "", "custom", "gemini/gemini-2.0-flash"),
+    ]:
+        p, n = providers.detect(model, base)
+        assert (p.id, n) == (pid, name)
+        assert providers.model_string(p, n) == model
+
+
+def test_onboarding_saves_model_and_key(qtbot: Any, desktop: Any, keyring_backend: Any, llm_server: Any) -> None:
+    from memtray.desktop.settings import Onboarding
+
+    dlg = Onboarding(desktop.ctx)
+    qtbot.addWidget(dlg)
+    dlg.form.provider.setCurrentIndex(dlg.form.provider.findData("anthropic"))
+    dlg.form.model.setCurrentText("claude-haiku-4-5")
+    dlg.form.key.setText("sk-ant-1")
+    with qtbot.waitSignal(dlg.completed, timeout=10000) as sig:
+        dlg.finish()
+    assert sig.args[0].model == "anthropic/claude-haiku-4-5" and sig.args[0].onboarded
+    assert keyring_backend.store[("memtray", "anthropic")] == "sk-ant-1"

@@ -1,0 +1,68 @@
+"""Start-up: the window (no tray here) shows before litellm is imported; no-tray start shows the window."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memtray.core import ipc
+
+pytestmark = pytest.mark.gui
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_no_tray_start_shows_the_main_window(qtbot: Any, desktop: Any) -> None:
+    assert desktop.tray is None
+    assert desktop.window is not None and desktop.window.isVisible()
+    assert desktop.window.quit_on_close
+
+
+def test_window_is_shown_before_litellm_is_imported(configured_home: Any, runtime_dir: Path, tmp_path: Path) -> None:
+    report = tmp_path / "report.jsonl"
+    env = dict(os.environ, MEMTRAY_HOME=str(configured_home.root), MEMTRAY_STARTUP_REPORT=str(report),
+               QT_QPA_PLATFORM="offscreen")
+    env.pop("MEMTRAY_NO_DESKTOP", None)
+    proc = subprocess.Popen([sys.executable, "-m", "memtray.core.cli"], env=env, cwd=str(ROOT),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not report.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert report.exists(), proc.stderr.read() if proc.poll() is not None else "no report"
+        ready = json.loads(report.read_text().splitlines()[0])
+        assert ready["event"] == "ready"
+        assert ready["litellm"] is False
+        assert ready["tray"] is False  # offscreen: no tray, so the window was shown
+        # the running app answers, then quits on request
+        code = ipc.request(configured_home, {"argv": ["quit"]}, lambda _m: None, timeout=30)
+        assert code == 0
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        if proc.stderr is not None:
+            proc.stderr.close()
+    assert not ipc.socket_path(configured_home).exists()
+
+
+def test_first_run_without_a_model_opens_onboarding(
+    qtbot: Any, home: Any, runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.gui.conftest import close_desktop, make_desktop
+
+    monkeypatch.setenv("MEMTRAY_HOTKEY_BACKEND", "none")
+    d = make_desktop(qtbot, home)
+    try:
+        qtbot.waitUntil(lambda: d.onboarding is not None and d.onboarding.isVisible(), timeout=5000)
+    finally:
+        close_desktop(d)
