@@ -15,10 +15,17 @@ the log. One document per event, its rowid being the event's seq:
   ``history`` document.
 * ``memory.purged`` means content left the log: the index is rebuilt from scratch.
 
+Tables: ``documents`` (seq, kind, session, role, ts, text), the FTS5 index
+``docs`` over its text (external content, ``unicode61 remove_diacritics 2``) and
+``meta`` (format, last indexed seq/id and its log position, so a sync reads only
+the log's tail).
+
 Queries never reach FTS5 as syntax: each word becomes a quoted string, the words
-are AND-ed, and a trailing ``*`` asks for a prefix match. When that finds nothing
-the words are matched as case-insensitive substrings instead; ``regex=True``
-matches Python regular expressions (case-insensitive) over the stored texts.
+are AND-ed, and a trailing ``*`` asks for a prefix match. Hits are ranked by BM25
+among the newest 2000 matches (a word found everywhere would otherwise cost a
+score for every document). When that finds nothing the words are matched as
+case-insensitive substrings instead, newest first; ``regex=True`` matches a
+Python regular expression (case-insensitive) over the stored texts, newest first.
 """
 
 from __future__ import annotations
@@ -559,31 +566,53 @@ class SearchService:
             self.sync(should_stop=self._stop.is_set)
         except MemtrayError as exc:
             log.warning("could not bring the search index up to date: %s", exc)
+        except Exception:  # a bug: log it; the next search retries and raises it there
+            log.exception("indexing the history for search failed")
 
     def sync(self, *, should_stop: Callable[[], bool] | None = None) -> int:
+        """Index what was appended since the last sync; returns documents added."""
         with self._sync_lock:
-            if not self._dirty:
-                return 0
-            self._dirty = False  # appends during the sync mark it again
-            try:
-                added = self.index.sync(self.store, should_stop=should_stop)
-            except BaseException:
-                self._dirty = True
-                raise
-            if should_stop is not None and should_stop():
-                self._dirty = True  # stopped early: finish next time
-            return added
+            return self._sync_locked(should_stop)
+
+    def _sync_locked(self, should_stop: Callable[[], bool] | None = None) -> int:
+        if not self._dirty:
+            return 0
+        self._dirty = False  # appends during the sync mark it again
+        try:
+            added = self.index.sync(self.store, should_stop=should_stop)
+        except BaseException:
+            self._dirty = True
+            raise
+        if should_stop is not None and should_stop():
+            self._dirty = True  # stopped early: finish next time
+        return added
 
     def search(
         self, query: str, *, limit: int = 20, kind: str | None = None,
         session: str | None = None, regex: bool = False,
     ) -> list[Hit]:
-        try:
-            self.sync()
-        except (SearchError, LogError) as exc:
-            # A damaged log or index still lets us search what was indexed.
-            log.warning("searching a search index that is not up to date: %s", exc)
-        return self.index.search(query, limit=limit, kind=kind, session=session, regex=regex)
+        with self._sync_lock:
+            try:
+                self._sync_locked()
+            except (SearchError, LogError) as exc:
+                # A damaged log or index still lets us search what was indexed.
+                log.warning("searching a search index that is not up to date: %s", exc)
+            return self.index.search(query, limit=limit, kind=kind, session=session, regex=regex)
+
+    @contextlib.contextmanager
+    def detached(self) -> Iterator[None]:
+        """Close the index file for the duration (e.g. while ``state/`` is emptied).
+
+        Searches wait meanwhile; afterwards the index is reopened (and rebuilt
+        from the log if the file is gone) and brought up to date on next use.
+        """
+        with self._sync_lock:
+            self.index.close()
+            try:
+                yield
+            finally:
+                self.index = SearchIndex.open(self.index.path)
+                self._dirty = True
 
     def tool(self) -> Tool:
         return Tool(TOOL_NAME, TOOL_DESCRIPTION, TOOL_PARAMETERS, self._tool_handler)

@@ -503,3 +503,20 @@ def test_search_history_tool(store: Store) -> None:
         assert "(desk/history)" in history
     finally:
         svc.close()
+
+
+def test_detached_lets_state_be_emptied(store: Store) -> None:
+    s = seed(store)
+    app = fake_app(store)
+    searchmod.install(app, start=False)
+    svc: SearchService = app.services["search"]
+    try:
+        before = svc.search("zurich")
+        with svc.detached():
+            for p in store.home.state.iterdir():
+                p.unlink()
+        assert svc.index.count() == 0  # a fresh file: rebuilt on the next search
+        assert svc.search("zurich") == before
+        assert seqs(before) == {s["hello"], s["reply"], s["diary1"]}
+    finally:
+        svc.close()

@@ -1,0 +1,116 @@
+"""`memtray history search` end to end: a real interpreter, a real data home."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memtray.core.home import Home
+from memtray.core.search import index_path
+from memtray.core.store import Store
+
+from tests.support import run_cli
+
+HIT_KEYS = {"kind", "seq", "session", "role", "ts", "snippet", "score"}
+
+
+def seed(home: Home) -> dict[str, int]:
+    with Store.open(home) as store:
+        return {
+            "user": store.append(
+                "message", {"role": "user", "content": "Book a table at the Café in Zürich"}, session="cli"
+            ).seq,
+            "assistant": store.append(
+                "message", {"role": "assistant", "content": "Done: Zürich, Friday 8pm."}, session="desk"
+            ).seq,
+            "diary": store.append(
+                "memory.written",
+                {"memory": "# Memory\n", "reason": "consolidation",
+                 "history_append": "[2026-03-01 10:00] User booked dinner in Zürich."},
+                session="cli",
+            ).seq,
+        }
+
+
+def search_json(home: Home, *args: str) -> list[dict[str, Any]]:
+    proc = run_cli(home.root, "history", "search", "--json", *args)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert isinstance(out, list)
+    return out
+
+
+def test_json_output(home: Home) -> None:
+    s = seed(home)
+    hits = search_json(home, "zurich")
+    assert {h["seq"] for h in hits} == set(s.values())
+    for h in hits:
+        assert set(h) == HIT_KEYS
+        assert isinstance(h["seq"], int) and isinstance(h["score"], float) and h["score"] > 0
+        assert "«Zürich»" in h["snippet"]
+    kinds = {h["seq"]: (h["kind"], h["role"], h["session"]) for h in hits}
+    assert kinds[s["diary"]] == ("history", None, "cli")
+    assert kinds[s["user"]] == ("message", "user", "cli")
+    assert kinds[s["assistant"]] == ("message", "assistant", "desk")
+
+
+def test_filters_limit_and_regex(home: Home) -> None:
+    s = seed(home)
+    assert [h["seq"] for h in search_json(home, "zurich", "--session", "desk")] == [s["assistant"]]
+    assert len(search_json(home, "zurich", "--limit", "1")) == 1
+    assert [h["seq"] for h in search_json(home, "zurich", "--kind", "history")] == [s["diary"]]
+    hits = search_json(home, r"friday \d+pm", "--regex")
+    assert [h["seq"] for h in hits] == [s["assistant"]]
+    assert hits[0]["score"] == 0.0
+    assert search_json(home, "no such words") == []
+
+
+def test_text_output(home: Home) -> None:
+    seed(home)
+    proc = run_cli(home.root, "history", "search", "dinner")
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stdout.splitlines()
+    assert line.startswith("[") and "(cli/history)" in line and "«dinner»" in line
+    proc = run_cli(home.root, "history", "search", "xyzzy")
+    assert proc.returncode == 0 and proc.stdout.strip() == "no matches"
+
+
+def test_hostile_query_and_bad_regex(home: Home) -> None:
+    seed(home)
+    assert isinstance(search_json(home, "--", '"zürich AND (NOT*'), list)
+    proc = run_cli(home.root, "history", "search", "--regex", "(unclosed")
+    assert proc.returncode == 1
+    assert "memtray: error: invalid regular expression" in proc.stderr
+    assert "--regex" in proc.stderr  # the hint
+    proc = run_cli(home.root, "history", "search", "x", "--limit", "0")
+    assert proc.returncode == 2  # argparse usage error
+
+
+def test_index_is_incremental_and_rebuildable(home: Home) -> None:
+    seed(home)
+    first = search_json(home, "zurich")
+    assert index_path(home).exists()
+    with Store.open(home) as store:
+        late = store.append("message", {"role": "user", "content": "Zürich again?"}, session="cli").seq
+    second = search_json(home, "zurich")
+    assert late in {h["seq"] for h in second}
+    index_path(home).unlink()
+    assert search_json(home, "zurich") == second
+    assert len(second) == len(first) + 1
+
+
+def test_forwards_to_the_running_instance(home: Home) -> None:
+    from memtray.core import cli, ipc
+    from memtray.core.app import App
+
+    s = seed(home)
+    app = App.open(home)
+    server = ipc.Server(home, lambda req, send: cli.serve(app, req, send))
+    try:
+        server.start()
+        live = app.store.append("message", {"role": "user", "content": "Zürich by train"}, session="cli").seq
+        hits = search_json(home, "zurich")  # the home is locked: served by `app`
+        assert {h["seq"] for h in hits} == {*s.values(), live}
+    finally:
+        server.close()
+        app.close()
