@@ -27,21 +27,24 @@ def synthetic_log(events_dir: Path, n: int, *, segment_bytes: int = 16 * 1024 * 
     fh = open(events_dir / f"{seg:06d}.jsonl", "wb")  # noqa: SIM115
     size = 0
     counts = [0] * sessions
+    pointer = [0] * sessions  # each session's last_consolidated
     seq = 0
     while seq < n:
         seq += 1
         s = seq % sessions
         key = f"s{s}"
-        if counts[s] and counts[s] % consolidate_every == 0 and seq + 2 <= n:
+        if counts[s] - pointer[s] >= consolidate_every and seq + 2 <= n:
+            # fold all but the newest half, as the consolidation service does
             c = f"c{seq}"
+            start, end = pointer[s], counts[s] - consolidate_every // 2
             recs = [
                 Record(seq, f"01BENCH{seq:019d}", "2026-11-30T09:00:00.000Z", "consolidation.started", 1, key,
-                       {"consolidation": c, "start": counts[s] - consolidate_every, "end": counts[s] - consolidate_every // 2, "model": "m"}),
+                       {"consolidation": c, "start": start, "end": end, "model": "m"}),
                 Record(seq + 1, f"01BENCH{seq + 1:019d}", "2026-11-30T09:00:00.000Z", "consolidation.completed", 1, key,
-                       {"consolidation": c, "end": counts[s] - consolidate_every // 2}),
+                       {"consolidation": c, "end": end}),
             ]
             seq += 1
-            counts[s] += 0
+            pointer[s] = end
         else:
             role = "user" if counts[s] % 2 == 0 else "assistant"
             recs = [Record(seq, f"01BENCH{seq:019d}", "2026-11-30T09:00:00.000Z", "message", 1, key,

@@ -96,18 +96,34 @@ class App:
 
 
 def install_services(app: App, *, start: bool = True) -> None:
-    """Wire the optional services (memory, consolidation, search, reminders)."""
+    """Wire the services (memory, consolidation, search, reminders) and idle maintenance."""
     import importlib
 
     for name in SERVICE_MODULES:
-        try:
-            mod = importlib.import_module(f"memtray.core.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"memtray.core.{name}":
-                continue
-            raise
-        mod.install(app, start=start)
+        importlib.import_module(f"memtray.core.{name}").install(app, start=start)
+    reminders = app.services.get("reminders")
+    if reminders is not None:
+        add_maintenance(app, reminders)
 
 
 #: Modules with an ``install(app, start=...)`` function, in dependency order.
 SERVICE_MODULES: tuple[str, ...] = ("memory", "consolidation", "search", "reminders")
+
+IDLE_SWEEP_SECONDS = 300.0
+GC_SECONDS = 6 * 3600.0
+
+
+def add_maintenance(app: App, reminders: Any) -> None:
+    """Idle-session consolidation and git gc, on the reminders' scheduler (daemon/desktop only)."""
+    cons = app.services.get("consolidation")
+    memory = app.services.get("memory")
+    if cons is not None:
+        reminders.add_maintenance("idle-consolidation", IDLE_SWEEP_SECONDS, cons.idle_sweep)
+    if memory is not None and cons is not None:
+
+        async def gc_when_idle() -> None:
+            # git writes belong to the worker; skip while a consolidation is running
+            if not cons.in_flight:
+                memory.git.gc()
+
+        reminders.add_maintenance("git-gc", GC_SECONDS, gc_when_idle)

@@ -15,6 +15,7 @@ re-encoding is never needed. ``type`` is a stable string (never a class path) an
 from __future__ import annotations
 
 import json
+import operator
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
@@ -107,6 +108,73 @@ def decode_raw(line: bytes) -> Record:
         )
     except (KeyError, TypeError) as exc:
         raise BadRecord(f"malformed record: {exc}") from exc
+
+
+def count_verified(lines: list[bytes]) -> int:
+    """How many leading ``lines`` carry a matching checksum (:func:`verify_line`, inlined).
+
+    The bulk path of replay: one tight loop instead of a call per line.
+    """
+    crc32 = zlib.crc32
+    prefix, plen, suffix = _CRC_PREFIX, len(_CRC_PREFIX), _SUFFIX_LEN
+    for i, line in enumerate(lines):
+        cut = len(line) - suffix
+        if cut <= 0 or line[cut : cut + plen] != prefix or not line.endswith(b'"}'):
+            return i
+        try:
+            want = int(line[cut + plen : -2], 16)
+        except ValueError:
+            return i
+        if crc32(b"}", crc32(line[:cut])) != want:
+            return i
+    return len(lines)
+
+
+_SEQ_PREFIX = b'{"seq":'
+_ID_MARK = b',"id":"'
+
+
+def envelopes(lines: list[bytes]) -> tuple[list[int], list[str]] | None:
+    """Seqs and ids of checksum-verified ``lines``, read without parsing JSON.
+
+    :func:`encode` always writes ``seq`` then ``id`` first, so both sit at fixed
+    places; a line that does not look exactly like that (an escape in the id, an
+    odd number) makes this return None and the caller decodes properly. Used by
+    recovery, which needs only the seqs and ids of the last segment.
+    """
+    seqs: list[int] = []
+    ids: list[str] = []
+    for line in lines:
+        if not line.startswith(_SEQ_PREFIX):
+            return None
+        j = line.find(_ID_MARK, 7)
+        k = line.find(b'"', j + 7)
+        if j < 0 or k < 0:
+            return None
+        seq, ident = line[7:j], line[j + 7 : k]
+        if not seq.isdigit() or b"\\" in ident:
+            return None
+        seqs.append(int(seq))
+        try:
+            ids.append(ident.decode("ascii"))
+        except UnicodeDecodeError:
+            return None
+    return seqs, ids
+
+
+_ENVELOPE = operator.itemgetter("seq", "id", "ts", "type", "v", "session", "data")
+_new_record = tuple.__new__
+
+
+def decode_many(lines: list[bytes]) -> list[Record] | None:
+    """Records of checksum-verified ``lines`` parsed in bulk, or None if any needs
+    :func:`decode_raw` (lone surrogates, a missing member, ...): the caller then
+    decodes line by line, which also says exactly which line is bad.
+    """
+    try:  # one comprehension, no call per line of ours (faster than one big JSON array)
+        return [_new_record(Record, _ENVELOPE(o)) for o in map(orjson.loads, lines)]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
 
 
 # --- payload types and schema versions ---------------------------------------------------
@@ -213,6 +281,8 @@ class Message(Payload):
     context: str | None = None
     #: set on an assistant message that ended early ("cancelled", "error: ...").
     stop: str | None = None
+    #: the log seq an assistant message's request was built from (prompt time travel).
+    basis_seq: int | None = None
 
 
 @SCHEMA.register
@@ -343,3 +413,104 @@ class ReminderCancelled(Payload):
 
 def payload_of(rec: Record, schema: Schema = SCHEMA) -> Payload | None:
     return schema.payload(rec)
+
+
+# --- audit: prompt time travel and rebuilds (see docs/AUDIT.md) ---------------------------
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class ContextChanged(Payload):
+    """What a prompt depends on besides the log: model, tools, identity, bootstrap files, skills.
+
+    The agent appends one before a request whenever this differs from the last one
+    (``digest`` is the sha256 of the other members), so any past request can be rebuilt.
+    """
+
+    TYPE: ClassVar[str] = "context.changed"
+    digest: str
+    model: str
+    tools: list[dict[str, Any]]
+    identity: str
+    bootstrap: list[list[str]]  # [name, text] pairs, in prompt order
+    skills: list[list[str]]  # [name, summary] pairs, in prompt order
+    format: int = 1  # layout of the system prompt (context.system_prompt)
+    #: a bootstrap file held a secret: it was redacted here, so reconstruction is not byte-exact
+    redacted: bool = False
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class RebuildStarted(Payload):
+    """A re-consolidation of the log onto the branch ``rebuild/<name>`` began (or resumed)."""
+
+    TYPE: ClassVar[str] = "rebuild.started"
+    rebuild: str
+    name: str
+    model: str
+    base_seq: int  # the log seq the plan was made at
+    steps: int
+    start_memory_seq: int = 0  # the memory.written the branch forks from (0: empty memory)
+    since: str | None = None
+    exclude: list[str] | None = None
+    prompt: str | None = None  # a custom consolidation prompt template
+    resumed: bool = False
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class RebuildProgress(Payload):
+    """One step of a rebuild: the branch's MEMORY.md after it (one commit on the branch)."""
+
+    TYPE: ClassVar[str] = "rebuild.progress"
+    rebuild: str
+    step: int
+    source_seq: int  # the memory.written on main this step re-does
+    kind: str  # consolidation | patch
+    memory: str
+    history_append: str | None = None
+    diff: dict[str, Any] | None = None
+    #: facts the model removed, listed with a reason: fact id -> reason
+    reasons: dict[str, str] | None = None
+    #: facts the model dropped without a reason (before the guard kept them)
+    silent: list[dict[str, Any]] | None = None
+    flagged: list[dict[str, Any]] | None = None
+    message_seqs: list[int] | None = None
+    model: str | None = None
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class RebuildCompleted(Payload):
+    TYPE: ClassVar[str] = "rebuild.completed"
+    rebuild: str
+    steps: int
+    base_seq: int
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class RebuildFailed(Payload):
+    """A rebuild stopped (model error, Ctrl-C); its progress stays and it can be resumed."""
+
+    TYPE: ClassVar[str] = "rebuild.failed"
+    rebuild: str
+    reason: str
+    step: int = 0
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class RebuildDiscarded(Payload):
+    TYPE: ClassVar[str] = "rebuild.discarded"
+    rebuild: str
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class RebuildAdopted(Payload):
+    """A rebuild became the current memory (the ``memory.written`` with reason ``adopt``)."""
+
+    TYPE: ClassVar[str] = "rebuild.adopted"
+    rebuild: str
+    memory_seq: int

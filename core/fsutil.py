@@ -18,10 +18,32 @@ from .errors import EnvironmentProblem, LogWriteError, UnsafePath
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+LINK_HINT = "Run `memtray doctor --repair`: it removes links planted in the data home (never what they point to)."
 
 
 class DiskError(EnvironmentProblem):
     """Saving a file failed (disk full, I/O error, read-only file system)."""
+
+
+class FsOps:
+    """The OS calls behind :func:`atomic_write` and :func:`fsync_dir`.
+
+    :mod:`memtray.core.faults` swaps in a subclass that fails (ENOSPC, EIO) on
+    write, fsync or rename, so the fault tests reach every save through one door.
+    """
+
+    def write(self, fd: int, data: memoryview) -> int:
+        return os.write(fd, data)
+
+    def fsync(self, fd: int) -> None:
+        os.fsync(fd)
+
+    def replace(self, src: Path, dst: Path) -> None:
+        os.replace(src, dst)
+
+
+#: The layer in use (module global so tests can substitute it for the whole process).
+OPS = FsOps()
 
 
 def describe_oserror(exc: OSError) -> str:
@@ -33,6 +55,8 @@ def describe_oserror(exc: OSError) -> str:
         return "the file system is read-only"
     if exc.errno in (errno.EACCES, errno.EPERM):
         return "permission denied"
+    if exc.errno == errno.ELOOP:
+        return "it is a symbolic link, and memtray never follows links inside its data home"
     return exc.strerror or str(exc)
 
 
@@ -42,7 +66,7 @@ def fsync_dir(path: Path) -> None:
         return
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
-        os.fsync(fd)
+        OPS.fsync(fd)
     finally:
         os.close(fd)
 
@@ -72,14 +96,14 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int = FILE_MODE) -> Non
         try:
             view = memoryview(data)
             while view:
-                n = os.write(fd, view)
+                n = OPS.write(fd, view)
                 view = view[n:]
-            os.fsync(fd)
+            OPS.fsync(fd)
         finally:
             os.close(fd)
         if os.name != "nt":
             os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        OPS.replace(tmp, path)
         fsync_dir(path.parent)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -136,3 +160,18 @@ def fix_private(path: Path) -> None:
             want = DIR_MODE if stat.S_ISDIR(st.st_mode) else FILE_MODE
             if stat.S_IMODE(st.st_mode) != want and stat.S_IMODE(st.st_mode) & 0o077:
                 os.chmod(p, want)
+
+
+def tighten_top(path: Path) -> None:
+    """Make ``path`` and its direct entries private (no recursion; links untouched)."""
+    if os.name == "nt" or not path.exists():
+        return
+    os.chmod(path, DIR_MODE)
+    with os.scandir(path) as it:
+        for entry in it:
+            if entry.is_symlink():
+                continue
+            st = entry.stat(follow_symlinks=False)
+            want = DIR_MODE if stat.S_ISDIR(st.st_mode) else FILE_MODE
+            if stat.S_IMODE(st.st_mode) & 0o077:
+                os.chmod(entry.path, want)

@@ -5,6 +5,15 @@ Layer: objects -> refs -> work tree. A commit is built at the object level
 fixed), so rebuilding the repository from the log reproduces the same SHAs.
 The work tree and the index are then updated to match, so the real ``git``
 binary sees a clean checkout. ``core.fsyncObjectFiles=true``, ``gc.auto=0``.
+
+The index doubles as the record of what memtray last wrote to the work tree:
+:meth:`GitRepo.worktree_status` tells a work tree that a crash left one commit
+behind (it still matches the index) from one edited by hand (it matches nothing
+memtray wrote).
+
+:func:`_crash_point` is a test hook: with ``MEMTRAY_TEST_CRASH_AT=<name>`` in the
+environment the process SIGKILLs itself at that named step, so crash tests can
+stop a real process between two writes. Without the variable it does nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import contextlib
 import logging
 import os
 import re
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +38,18 @@ BRANCH = b"refs/heads/main"
 AUTHOR = b"memtray <memtray@localhost>"
 FILES = ("MEMORY.md", "HISTORY.md")
 _LOCKS = ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock", "refs/heads/main.lock")
+CRASH_ENV = "MEMTRAY_TEST_CRASH_AT"
+
+
+def _crash_point(name: str) -> None:
+    """Test hook: SIGKILL this process here if ``MEMTRAY_TEST_CRASH_AT == name``.
+
+    Used by the crash tests to stop a real process between two durable steps
+    (event append, git objects and ref, work tree). A no-op unless the variable
+    is set; never set it outside tests.
+    """
+    if os.environ.get(CRASH_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class GitError(EnvironmentProblem):
@@ -165,6 +187,12 @@ class GitRepo:
             datetime.fromtimestamp(c.commit_time, UTC), msg, parse_trailers(msg),
         )
 
+    def has_commit(self, sha: str) -> bool:
+        try:
+            return self.repo[sha.encode()].type_name == b"commit"  # type: ignore[no-any-return]
+        except (KeyError, ValueError):
+            return False
+
     def read(self, sha: str, name: str) -> str:
         """The text of ``name`` at commit ``sha`` ("" if the file is absent)."""
         try:
@@ -228,6 +256,7 @@ class GitRepo:
             raise
         except OSError as exc:
             raise GitError(f"cannot write the memory repository: {exc.strerror or exc}") from exc
+        _crash_point("git.ref-updated")
         if update_worktree and branch == BRANCH:
             self.checkout_files(files)
         return commit.id.decode()
@@ -246,12 +275,71 @@ class GitRepo:
         from dulwich.objects import Blob
 
         index = self.repo.open_index()
+        changed = False
         for name, text in files.items():
             data = text.encode("utf-8")
+            blob_id = Blob.from_string(data).id
+            if self._unchanged(index, name, blob_id):
+                continue  # e.g. HISTORY.md when only MEMORY.md changed: spare two fsyncs
             atomic_write(self.path / name, data)
             st = os.stat(self.path / name)
-            index[name.encode()] = index_entry_from_stat(st, Blob.from_string(data).id, 0o100644)
-        index.write()
+            index[name.encode()] = index_entry_from_stat(st, blob_id, 0o100644)
+            changed = True
+        if changed:
+            index.write()
+
+    def _unchanged(self, index: Any, name: str, blob_id: bytes) -> bool:
+        """The work tree file already holds ``blob_id``, as memtray wrote it (same inode,
+        size and mtime as its index entry, as git itself decides)."""
+        try:
+            entry = index[name.encode()]
+            st = os.stat(self.path / name)
+        except (KeyError, OSError):
+            return False
+        mtime = (st.st_mtime_ns // 1_000_000_000, st.st_mtime_ns % 1_000_000_000)
+        return bool(entry.sha == blob_id and entry.size == st.st_size and entry.ino == st.st_ino
+                    and entry.mtime == mtime and not os.path.islink(self.path / name))
+
+    def worktree_status(self, name: str, head: str | None) -> str:
+        """How the work tree file ``name`` relates to commit ``head``.
+
+        ``clean``: same bytes as in ``head``. ``missing``: no such file.
+        ``stale``: what memtray last checked out (the index entry) but not ``head``
+        -- a crash came between moving the branch and writing the work tree.
+        ``edited``: anything else, i.e. changed by someone other than memtray.
+        """
+        from dulwich.objects import Blob
+
+        p = self.path / name
+        if p.is_symlink():
+            return "missing"
+        try:
+            data = p.read_bytes()
+        except FileNotFoundError:
+            return "missing"
+        except OSError as exc:
+            raise GitError(f"cannot read {p}: {exc.strerror or exc}") from exc
+        disk = Blob.from_string(data).id
+        want = self._blob_id(head, name) if head else None
+        if want is not None and disk == want:
+            return "clean"
+        if want is None and not data:
+            return "clean"
+        try:
+            entry = self.repo.open_index()[name.encode()]
+        except (KeyError, OSError):
+            return "edited"
+        except Exception:  # an unreadable index says nothing about who wrote the file
+            return "edited"
+        return "stale" if entry.sha == disk else "edited"
+
+    def _blob_id(self, sha: str, name: str) -> bytes | None:
+        try:
+            commit = self.repo[sha.encode()]
+            _mode, blob_sha = self.repo[commit.tree][name.encode()]
+        except KeyError:
+            return None
+        return blob_sha  # type: ignore[no-any-return]
 
     def worktree_text(self, name: str) -> str | None:
         p = self.path / name
@@ -266,4 +354,5 @@ class GitRepo:
         """Pack loose objects (run at idle)."""
         from dulwich import porcelain
 
-        porcelain.gc(str(self.path), auto=False, prune=False)
+        porcelain.gc(self.repo, auto=False, prune=False)
+        self.close()  # re-open on next use so the new pack is seen

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from .errors import AlreadyRunning, EnvironmentProblem
-from .fsutil import FILE_MODE, ensure_dir, fix_private
+from .errors import AlreadyRunning, EnvironmentProblem, UnsafePath
+from .fsutil import FILE_MODE, ensure_dir, tighten_top
 
 
 def default_home() -> Path:
@@ -71,11 +71,24 @@ class Home:
         return f"memtray-{os.getuid() if hasattr(os, 'getuid') else 'u'}-{digest}"
 
     def create(self) -> Home:
-        """Create the layout with private permissions and tighten anything too open."""
+        """Create the layout with private permissions and tighten anything too open.
+
+        The process umask becomes 077, so everything written below the home later
+        (git objects by dulwich, the SQLite index, logs) is private whatever the
+        user's umask. Only the top level is re-checked here, which keeps start-up
+        independent of the number of git objects; `memtray doctor` walks it all.
+        """
+        if os.name != "nt":
+            os.umask(0o077)
         ensure_dir(self.root)
         for sub in (self.events, self.state, self.logs):
             ensure_dir(sub)
-        fix_private(self.root)
+        if self.memory.is_symlink():  # git (dulwich) would follow it
+            raise UnsafePath(f"{self.memory} is a symbolic link; memtray does not follow links in its data home")
+        for sub in (self.root, self.events, self.state, self.logs):
+            tighten_top(sub)
+        if self.memory.is_dir():
+            tighten_top(self.memory)
         return self
 
 
@@ -94,7 +107,12 @@ class HomeLock:
     def acquire(self) -> HomeLock:
         ensure_dir(self.home.root)
         path = self.home.lockfile
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise UnsafePath(f"{path} is a symbolic link; memtray does not follow links in its data home") from None
+            raise EnvironmentProblem(f"could not open {path}: {exc.strerror}") from exc
         try:
             _lock_fd(fd)
         except BlockingIOError:

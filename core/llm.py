@@ -63,6 +63,8 @@ def load_litellm() -> ModuleType:
             warnings.simplefilter("ignore")
             import litellm
 
+        # ... and again lazily inside its first call; users must not see pydantic's notes.
+        warnings.filterwarnings("ignore", message=r".*ReadOnly.*qualifier", category=UserWarning)
         litellm.suppress_debug_info = True
         litellm.set_verbose = False  # type: ignore[attr-defined]
         litellm.telemetry = False
@@ -339,7 +341,15 @@ def translate(exc: BaseException, model: str) -> LLMError:
     # litellm reports transport failures as "500 InternalServerError": look at the cause.
     chain = _chain(exc)
     text_all = " ".join(str(e) for e in chain).lower()
-    if any(type(e).__name__ in ("ConnectError", "ConnectTimeout") for e in chain) or (
+    connect_failed = any(type(e).__name__ in ("ConnectError", "ConnectTimeout") for e in chain)
+    # A reply cut off after it started (a reset mid-body) surfaces as openai's generic
+    # "Connection error." around a read error: it connected, so it is not a connect failure.
+    if not connect_failed and (
+        any(type(e).__name__ in ("ReadError", "ClientPayloadError", "TransferEncodingError") for e in chain)
+        or "payload is not completed" in text_all
+    ):
+        return LLMBadResponse(f"{model}: the reply broke off mid-stream (connection closed)")
+    if connect_failed or (
         "connection error" in text_all and not any(type(e).__name__ == "RemoteProtocolError" for e in chain)
         and "peer closed" not in text_all and "incomplete" not in text_all
     ):

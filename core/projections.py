@@ -21,6 +21,7 @@ STATE_VERSION = 1
 
 # The message fields that are replayed into sessions (and sent to the model).
 _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "context", "stop")
+_MESSAGE_KEYSET = frozenset(_MESSAGE_KEYS)
 
 
 @dataclass
@@ -136,6 +137,8 @@ class State:
     #: flagged items waiting for the user: id -> {kind, fact, section, seq, reason, consolidation}
     review: dict[str, dict[str, Any]] = field(default_factory=dict)
     unknown: dict[str, int] = field(default_factory=dict)
+    #: digest of the last ``context.changed`` (the agent appends one only when it differs)
+    context_digest: str | None = None
 
     def session(self, key: str) -> SessionState:
         s = self.sessions.get(key)
@@ -155,6 +158,7 @@ class State:
             "memory": self.memory,
             "review": dict(sorted(self.review.items())),
             "unknown": dict(sorted(self.unknown.items())),
+            "context_digest": self.context_digest,
         }
 
     @classmethod
@@ -171,6 +175,7 @@ class State:
             memory=obj.get("memory", ""),
             review=dict(obj.get("review", {})),
             unknown=dict(obj.get("unknown", {})),
+            context_digest=obj.get("context_digest"),
         )
 
     def copy(self) -> State:
@@ -194,6 +199,13 @@ KNOWN_TYPES = frozenset(
         "reminder.fired",
         "reminder.cancelled",
         "index.rebuilt",
+        "context.changed",
+        "rebuild.started",
+        "rebuild.progress",
+        "rebuild.completed",
+        "rebuild.failed",
+        "rebuild.discarded",
+        "rebuild.adopted",
     }
 )
 
@@ -202,13 +214,17 @@ def apply(state: State, rec: Record) -> State:
     """Fold one record into ``state`` (in place) and return it."""
     t = rec.type
     d = rec.data
-    if t == "message":
-        s = state.session(rec.session or "default")
-        msg = {k: d[k] for k in _MESSAGE_KEYS if d.get(k) is not None}
-        msg["seq"] = rec.seq
-        msg["ts"] = rec.ts
+    if t == "message":  # the hot path of replay: most records are messages
+        seq, _id, ts, _t, _v, key, _d = rec
+        key = key or "default"
+        s = state.sessions.get(key) or state.session(key)
+        msg = {k: v for k, v in d.items() if k in _MESSAGE_KEYSET and v is not None}
+        msg["seq"] = seq
+        msg["ts"] = ts
         s.messages.append(msg)
-        s.last_ts = rec.ts
+        s.last_ts = ts
+        state.last_seq = seq
+        return state
     elif t == "session.reset":
         s = state.session(rec.session or "default")
         s.base = s.count
@@ -247,6 +263,8 @@ def apply(state: State, rec: Record) -> State:
         state.memory = d["memory"]
         for item in d.get("flagged") or ():
             state.review[item["id"]] = {**item, "seq": rec.seq}
+    elif t == "context.changed":
+        state.context_digest = d["digest"]
     elif t == "memory.reviewed":
         state.review.pop(d["item"], None)
     elif t == "reminder.scheduled":

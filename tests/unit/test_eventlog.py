@@ -6,6 +6,7 @@ import errno
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from memtray.core.clock import FakeClock, seeded_ids
@@ -257,3 +258,48 @@ def test_encode_decode_roundtrip_and_crc_detects_flip() -> None:
         flipped = bytearray(line)
         flipped[i] ^= 0x04
         assert not verify_line(bytes(flipped)), i
+
+
+def _careful(path: Path, expect_seq: int | None = None) -> tuple[list[Any], list[int], object]:
+    from memtray.core.eventlog import _scan_careful
+
+    records: list[Any] = []
+    ends: list[int] = []
+    damage = _scan_careful(path, path.read_bytes(), 0, 0, 0, expect_seq, records, ends)
+    return records, ends, damage
+
+
+def test_bulk_scan_finds_exactly_what_the_line_by_line_scan_finds(tmp_path: Path) -> None:
+    """The fast path of scan_segment must judge every damage like the careful scan."""
+    from memtray.core.eventlog import _scan_envelopes, scan_segment
+
+    raws = []
+    for name, odd in (("plain", None), ("surrogate", "lone \udcff surrogate")):  # stdlib-only JSON
+        elog = _open(tmp_path / name)
+        _fill(elog, 5)
+        if odd is not None:
+            elog.append("message", {"role": "user", "content": odd})
+        _fill(elog, 2)
+        elog.close()
+        raws.append((tmp_path / name / "000001.jsonl").read_bytes())
+    seg = tmp_path / "000001.jsonl"
+    variants = []
+    for raw in raws:
+        lines = raw.split(b"\n")
+        variants += [raw, raw[:-1], raw + b'{"seq":9', b"\n".join(lines[:2] + lines[3:])]  # torn, gap
+        variants += [raw[:i] for i in range(0, len(raw), 13)]
+        variants += [raw[:i] + bytes([raw[i] ^ 0x04]) + raw[i + 1 :] for i in range(0, len(raw), 11)]
+    for variant in variants:
+        seg.write_bytes(variant)
+        for expect in (None, 1, 2):
+            fast = scan_segment(seg, 1, 0, expect)
+            records, ends, damage = _careful(seg, expect)
+            assert (fast.records, fast.ends, fast.damage) == (records, ends, damage)
+            assert fast.good_end == (ends[-1] if ends else 0)
+            assert fast.tail_bytes == len(variant) - fast.good_end
+            quick = _scan_envelopes(seg, expect)  # recovery's fast path: all or nothing
+            if quick is not None:
+                assert damage is None
+                assert quick == ([r.seq for r in records], [r.id for r in records], len(variant))
+    clean = tmp_path / "plain" / "000001.jsonl"
+    assert _scan_envelopes(clean, None) is not None and _scan_envelopes(clean, 1) is not None

@@ -600,11 +600,12 @@ def test_timer_rebuilds_jobs_from_the_log_and_follows_changes(home: Home) -> Non
         assert svc.start() is True
         assert svc.start() is True  # idempotent
         jobs = {j.id for j in svc._scheduler.get_jobs()}
-        assert jobs == {f"reminder:{a.id}", f"reminder:{b.id}", "memtray:wake"}
+        maintenance = {"maintenance:idle-consolidation", "maintenance:git-gc"}
+        assert jobs == {f"reminder:{a.id}", f"reminder:{b.id}", "memtray:wake", *maintenance}
         d = svc.schedule("d", cron="*/5 * * * *")
         svc.cancel(a.id)
         jobs = {j.id for j in svc._scheduler.get_jobs()}
-        assert jobs == {f"reminder:{b.id}", f"reminder:{d.id}", "memtray:wake"}
+        assert jobs == {f"reminder:{b.id}", f"reminder:{d.id}", "memtray:wake", *maintenance}
     finally:
         app.close()
     assert not svc.running
