@@ -20,9 +20,18 @@ from typing import Any
 
 from .clock import Clock
 from .config import Config
-from .context import build_messages, load_bootstrap, load_skills, runtime_context, system_prompt
+from .context import (
+    PROMPT_FORMAT,
+    PromptContext,
+    build_messages,
+    identity_text,
+    load_bootstrap,
+    load_skills,
+    runtime_context,
+    system_prompt,
+)
 from .errors import LLMError, MemtrayError
-from .events import Message, Record, TurnFailed
+from .events import ContextChanged, Message, Record, TurnFailed
 from .llm import DeltaCallback, LLMClient, Request
 from .redact import redact, redact_obj
 from .sessions import get_history
@@ -57,6 +66,17 @@ def request_hash(model: str, messages: list[dict[str, Any]], tools: list[dict[st
     return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def context_event(pctx: PromptContext, digest: str) -> ContextChanged:
+    """The ``context.changed`` payload; secrets in bootstrap files or skills are redacted."""
+    bootstrap = [[name, redact(text)] for name, text in pctx.bootstrap]
+    skills = [[s.name, redact(s.summary)] for s in pctx.skills]
+    redacted = bootstrap != [list(b) for b in pctx.bootstrap] or skills != [[s.name, s.summary] for s in pctx.skills]
+    return ContextChanged(
+        digest=digest, model=pctx.model, tools=pctx.tools, identity=pctx.identity,
+        bootstrap=bootstrap, skills=skills, format=PROMPT_FORMAT, redacted=redacted,
+    )
+
+
 @dataclass
 class TurnResult:
     reply: str
@@ -89,6 +109,10 @@ class Agent:
     def system_prompt(self) -> str:
         root: Path = self.store.home.root
         return system_prompt(self.store.state.memory, load_bootstrap(root), load_skills(root / "skills"))
+
+    def prompt_context(self, model: str, tools: list[dict[str, Any]] | None) -> PromptContext:
+        root: Path = self.store.home.root
+        return PromptContext(model, tools or [], identity_text(), load_bootstrap(root), load_skills(root / "skills"))
 
     def zone(self) -> str:
         return self.config.timezone or self.clock.local_zone_name()
@@ -142,7 +166,7 @@ class Agent:
     ) -> TurnResult:
         ctx = tool_ctx or ToolContext(session=session)
         tools = self.tools.specs() if self.tools else None
-        model = self.config.model
+        model = self.llm.model  # the configured model, else the offline one (what the request goes to)
         rounds = 0
         partial: list[str] = []
 
@@ -153,7 +177,11 @@ class Agent:
 
         try:
             while True:
-                messages = self.messages_for(session)
+                pctx = self.prompt_context(model, tools)
+                messages = build_messages(
+                    pctx.system_prompt(self.store.state.memory), get_history(self.store.state.session(session))
+                )
+                basis = self.store.state.last_seq
                 rhash = request_hash(model, messages, tools)
                 partial.clear()
                 try:
@@ -174,10 +202,10 @@ class Agent:
                     rounds += 1
                     calls = [redact_obj(tc.to_message()) for tc in result.tool_calls]
                     records.append(
-                        self._append_msg(session, Message(
+                        self._append_assistant(session, Message(
                             role="assistant", content=content or None, tool_calls=calls,
-                            model=result.model, usage=result.usage, request_hash=rhash,
-                        ))
+                            model=result.model, usage=result.usage, request_hash=rhash, basis_seq=basis,
+                        ), pctx)
                     )
                     for tc in result.tool_calls:
                         out = await self.tools.call(tc.name, tc.arguments, ctx)
@@ -194,10 +222,10 @@ class Agent:
                         f"(stopped after {self.config.max_tool_iterations} rounds of tool calls without an answer)"
                     )
                 records.append(
-                    self._append_msg(session, Message(
+                    self._append_assistant(session, Message(
                         role="assistant", content=content, model=result.model, usage=result.usage,
-                        request_hash=rhash, stop=stop,
-                    ))
+                        request_hash=rhash, stop=stop, basis_seq=basis,
+                    ), pctx)
                 )
                 for fn in self.after_turn:
                     fn(session)
@@ -210,6 +238,17 @@ class Agent:
 
     def _append_msg(self, session: str, msg: Message) -> Record:
         return self.store.append(Message.TYPE, msg.to_data(), session=session)
+
+    def _append_assistant(self, session: str, msg: Message, pctx: PromptContext) -> Record:
+        """The assistant message, preceded (in the same write) by a ``context.changed`` when the
+        request's context differs from the last one recorded, so ``memtray prompt at`` can
+        rebuild the request exactly (docs/AUDIT.md)."""
+        items: list[tuple[str, Any, str | None, str | None]] = []
+        digest = pctx.digest()
+        if digest != self.store.state.context_digest:
+            items.append((ContextChanged.TYPE, context_event(pctx, digest).to_data(), None, None))
+        items.append((Message.TYPE, msg.to_data(), session, None))
+        return self.store.append_many(items)[-1]
 
     def new_session(self, session: str, reason: str = "user") -> Record:
         return self.store.append("session.reset", {"reason": reason}, session=session)

@@ -376,9 +376,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     # Feature modules add their own commands (imported here, not at module import,
     # so `memtray --version` stays fast).
-    from . import cli_memory, cli_remind, search
+    from . import cli_audit, cli_memory, cli_remind, search
 
     cli_memory.add_commands(sub)
+    cli_audit.add_commands(sub)  # after cli_memory: adds memory rebuild/compare/adopt
     search.add_commands(sub)
     cli_remind.add_commands(sub)
     try:
@@ -395,6 +396,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv == ["--version"]:  # fast path: no feature modules imported
         _out(f"memtray {__version__}")
         return 0
+    if os.name != "nt":
+        # Files memtray does not open itself (git objects and refs through dulwich, the
+        # search index through sqlite) must be private too, whatever the user's umask.
+        os.umask(0o077)
     parser = build_parser()
     args = parser.parse_args(argv)
     home = Home.resolve(args.home) if args.home else Home.resolve()

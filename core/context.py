@@ -8,6 +8,8 @@ start of the newest user message instead.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -59,8 +61,16 @@ def load_bootstrap(home_root: Path | None) -> list[tuple[str, str]]:
     return out
 
 
-def system_prompt(memory: str, bootstrap: list[tuple[str, str]], skills: list[Skill]) -> str:
-    parts = [resources.text("prompts/identity.md").strip()]
+def identity_text() -> str:
+    text: str = resources.text("prompts/identity.md")
+    return text.strip()
+
+
+def system_prompt(
+    memory: str, bootstrap: list[tuple[str, str]], skills: list[Skill], identity: str | None = None
+) -> str:
+    """The system prompt (layout version :data:`PROMPT_FORMAT`); ``identity`` defaults to the resource."""
+    parts = [identity if identity is not None else identity_text()]
     for name, text in bootstrap:
         parts.append(f"## {name}\n\n{text}")
     if memory.strip():
@@ -69,6 +79,36 @@ def system_prompt(memory: str, bootstrap: list[tuple[str, str]], skills: list[Sk
         lines = "\n".join(f"- **{s.name}**: {s.summary}" for s in skills)
         parts.append(f"# Skills\n\n{lines}")
     return "\n\n---\n\n".join(parts)
+
+
+#: Bump when :func:`system_prompt`'s layout changes, and keep the old layout for
+#: reconstructing past prompts (memtray prompt at; see docs/AUDIT.md).
+PROMPT_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class PromptContext:
+    """Everything a request depends on that is not in the log: model, tools and the
+    system prompt's parts other than memory. Recorded as ``context.changed`` events."""
+
+    model: str
+    tools: list[dict[str, Any]]
+    identity: str
+    bootstrap: list[tuple[str, str]]
+    skills: list[Skill]
+
+    def digest(self) -> str:
+        body = json.dumps(
+            {
+                "format": PROMPT_FORMAT, "model": self.model, "tools": self.tools, "identity": self.identity,
+                "bootstrap": [list(b) for b in self.bootstrap], "skills": [[s.name, s.summary] for s in self.skills],
+            },
+            sort_keys=True, ensure_ascii=False,
+        )
+        return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def system_prompt(self, memory: str) -> str:
+        return system_prompt(memory, self.bootstrap, self.skills, self.identity)
 
 
 def zone_of(name: str) -> ZoneInfo:

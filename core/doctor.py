@@ -1,18 +1,25 @@
 """``memtray doctor``: check the data home, explain findings, repair with consent.
 
-Checks: the event log (every record), the checkpoint against a full replay,
-permissions, the writer lock, the keyring backend, free disk, config.toml.
-Memory checks (git fsck, MEMORY.md == HEAD == last event) join from
-:mod:`memtray.core.memory`. ``--repair`` fixes what can be fixed after asking.
+Checks: permissions and planted symbolic links, leftover temporary files, the
+writer lock, the event log (every record), the checkpoint against a full
+replay, config.toml, the keyring backend, free disk, and the memory repository
+(git fsck, every object readable, MEMORY.md == HEAD == the last memory.written).
+``--repair`` fixes what can be fixed, asking first for each: tighten modes,
+remove links (never their targets), remove temporary files, put placeholder
+records in place of damaged ones, delete a stale checkpoint, make missing
+memory commits, and rebuild a damaged memory repository from the log (the
+damaged copy is kept aside as ``memory.damaged-<time>``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import config as cfgmod
@@ -20,7 +27,8 @@ from .clock import Clock, IdGenerator, format_ts
 from .errors import AlreadyRunning, MemtrayError
 from .eventlog import EventLog, list_segments, verify
 from .events import BadRecord, Record, decode_raw, encode
-from .fsutil import atomic_write, check_private, fix_private
+from .fsutil import atomic_write, check_private, fix_private, fsync_dir
+from .gitrepo import FILES
 from .home import Home, HomeLock
 from .projections import replay
 from .store import load_checkpoint, remove_checkpoints
@@ -36,6 +44,7 @@ class Finding:
     detail: str = ""
     repair: str = ""  # what --repair would do ("" = nothing it can do)
     fix: Callable[[], str] | None = field(default=None, repr=False)
+    code: str = ""  # stable id of the check (tests, JSON report)
 
 
 def check(home: Home) -> list[Finding]:
@@ -43,20 +52,37 @@ def check(home: Home) -> list[Finding]:
     if not home.root.exists():
         return [Finding(True, f"data home {home.root} does not exist yet (nothing to check)")]
 
-    # permissions
+    # permissions and links
     problems = check_private(home.root)
-    if problems:
-        out.append(Finding(False, "permissions", "; ".join(problems[:5]) + (" ..." if len(problems) > 5 else ""),
-                           "tighten to 0700/0600 (links are left alone)", lambda: _do(fix_private, home.root, "fixed")))
+    links = [p for p in problems if p.endswith("is a symbolic link")]
+    modes = [p for p in problems if p not in links]
+    if modes:
+        out.append(Finding(False, "permissions", _some(modes), "tighten to 0700/0600 (links are left alone)",
+                           lambda: _do(fix_private, home.root, "permissions tightened"), "permissions"))
     else:
-        out.append(Finding(True, "permissions: data home is private (0700/0600)"))
+        out.append(Finding(True, "permissions: data home is private (0700/0600)", code="permissions"))
+    if links:
+        out.append(Finding(False, "symbolic links inside the data home (memtray never follows them)", _some(links),
+                           "remove the links (what they point to is not touched)",
+                           lambda: remove_links(home), "links"))
 
     # lock
+    locked = False
     try:
         with HomeLock(home):
-            out.append(Finding(True, "no other memtray process is writing"))
+            out.append(Finding(True, "no other memtray process is writing", code="lock"))
     except AlreadyRunning as exc:
-        out.append(Finding(True, f"note: {exc} (checks are read-only)"))
+        locked = True
+        out.append(Finding(True, f"note: {exc} (checks are read-only)", code="lock"))
+
+    # temporary files left by a crash in the middle of a save (only meaningful when nobody writes)
+    if not locked:
+        tmps = stale_temp_files(home)
+        if tmps:
+            out.append(Finding(False, "temporary files left by an interrupted save",
+                               _some([str(p.relative_to(home.root)) for p in tmps]),
+                               "delete them (each is an unfinished copy of a file that is intact)",
+                               lambda: _remove_temp_files(home), "tempfiles"))
 
     # log
     count, damages = verify(home.events)
@@ -66,10 +92,10 @@ def check(home: Home) -> list[Finding]:
                 False, "event log damaged", d.describe(),
                 "move the damaged bytes to a side file and put placeholder records in their place "
                 "(sequence stays gapless; nothing good is dropped)",
-                _repairer(home, d.segment.name),
+                _repairer(home, d.segment.name), "log",
             ))
     else:
-        out.append(Finding(True, f"event log: {count} records, checksums and sequence ok"))
+        out.append(Finding(True, f"event log: {count} records, checksums and sequence ok", code="log"))
 
     # checkpoint vs replay
     if not damages:
@@ -83,12 +109,12 @@ def check(home: Home) -> list[Finding]:
                 apply(state, rec)
             if state.to_json() != full.to_json():
                 out.append(Finding(False, "checkpoint disagrees with a full replay", "",
-                                   "delete state/ (it is rebuilt from the log)",
-                                   lambda: _do(remove_checkpoints, home, "removed")))
+                                   "delete the checkpoint (start-up replays the log)",
+                                   lambda: _do(remove_checkpoints, home, "checkpoint removed"), "checkpoint"))
             else:
-                out.append(Finding(True, "checkpoint matches a full replay"))
+                out.append(Finding(True, "checkpoint matches a full replay", code="checkpoint"))
         else:
-            out.append(Finding(True, "no checkpoint (start-up replays the whole log)"))
+            out.append(Finding(True, "no checkpoint (start-up replays the whole log)", code="checkpoint"))
         if full.unknown:
             kinds = ", ".join(f"{k} ×{n}" for k, n in full.unknown.items())
             out.append(Finding(True, f"note: events from a newer memtray are kept untouched: {kinds}"))
@@ -96,57 +122,59 @@ def check(home: Home) -> list[Finding]:
     # config
     try:
         cfg = cfgmod.load(home)
-        out.append(Finding(True, f"config: model {cfg.model or '(none set)'}"))
+        out.append(Finding(True, f"config: model {cfg.model or '(none set)'}", code="config"))
     except MemtrayError as exc:
-        out.append(Finding(False, "config.toml", str(exc)))
+        out.append(Finding(False, "config.toml", str(exc), code="config"))
 
     # keyring
     try:
         from . import keys
 
         if keys.backend_is_secure():
-            out.append(Finding(True, f"keyring: {keys.backend_name()}"))
+            out.append(Finding(True, f"keyring: {keys.backend_name()}", code="keyring"))
         else:
             out.append(Finding(False, "no secure keyring backend", f"found {keys.backend_name()}; "
-                               "API keys can only come from environment variables"))
+                               "API keys can only come from environment variables", code="keyring"))
     except Exception as exc:
-        out.append(Finding(False, "keyring unavailable", str(exc)))
+        out.append(Finding(False, "keyring unavailable", str(exc), code="keyring"))
 
     # disk
-    free = shutil.disk_usage(home.root).free
+    free = free_bytes(home)
     if free < MIN_FREE_BYTES:
-        out.append(Finding(False, "low disk space", f"{free // 2**20} MiB free"))
+        out.append(Finding(False, "low disk space", f"{free // 2**20} MiB free; memtray needs "
+                           f"{MIN_FREE_BYTES // 2**20} MiB to keep writing safely", code="disk"))
     else:
-        out.append(Finding(True, f"disk: {free // 2**30} GiB free"))
+        out.append(Finding(True, f"disk: {free // 2**30} GiB free", code="disk"))
 
     out.extend(check_memory(home))
+    from .adopt import check_rebuilds
+    from .provenance import check_provenance
+
+    out.extend(check_provenance(home))
+    out.extend(check_rebuilds(home))
     return out
 
 
 def check_memory(home: Home) -> list[Finding]:
-    """git fsck, and MEMORY.md == git HEAD == the last memory.written event."""
-    import subprocess
-
+    """git fsck, every object readable, and MEMORY.md == git HEAD == the last memory.written event."""
     from .gitrepo import GitRepo
 
     out: list[Finding] = []
+    rebuild = ("rebuild memory/ from the event log (commits are deterministic, so the same revisions "
+               "come back; the damaged copy is kept as memory.damaged-<time>)")
     repo = GitRepo(home.memory)
     if not repo.exists():
-        if home.events.exists() and any(home.events.glob("*.jsonl")):
-            out.append(Finding(False, "memory repository missing",
-                               "it is rebuilt from the event log the next time memtray starts"))
+        if _has_memory_events(home):
+            out.append(Finding(False, "memory repository missing", "", rebuild,
+                               lambda: rebuild_memory(home), "memory"))
         return out
-    git = shutil.which("git")
-    if git:
-        res = subprocess.run([git, "-C", str(home.memory), "fsck", "--no-progress"],
-                             capture_output=True, text=True, timeout=300)
-        problems = [ln for ln in (res.stdout + res.stderr).splitlines()
-                    if ln and "fsyncObjectFiles is deprecated" not in ln and not ln.startswith("Checking")]
-        if res.returncode != 0 or any(ln.startswith(("error", "missing", "broken", "bad")) for ln in problems):
-            out.append(Finding(False, "git fsck found problems in memory/", "; ".join(problems[:3]),
-                               "rebuild the repository from the event log (start memtray after moving memory/ aside)"))
-        else:
-            out.append(Finding(True, "memory repository passes git fsck"))
+    problems = git_fsck(home)
+    if problems:
+        out.append(Finding(False, "git fsck found problems in memory/", "; ".join(problems[:3]), rebuild,
+                           lambda: rebuild_memory(home), "memory"))
+        return out
+    if problems is not None:
+        out.append(Finding(True, "memory repository passes git fsck", code="fsck"))
     try:
         repo.open(create=False)
         head = repo.head()
@@ -158,15 +186,19 @@ def check_memory(home: Home) -> list[Finding]:
                 last_text, last_seq = rec.data.get("memory"), rec.seq
         if head is None:
             if last_text is not None:
-                out.append(Finding(False, "memory repository has no commits but the log has memory events",
-                                   "start memtray to make the missing commits"))
+                out.append(Finding(False, "memory repository has no commits but the log has memory events", "",
+                                   "make the missing commits", lambda: reconcile_memory(home), "memory"))
             return out
+        for info in repo.walk():  # every revision's files must be readable
+            for name in FILES:
+                repo.read(info.sha, name)
         info = repo.info(head)
         head_text = repo.read(head, "MEMORY.md")
         work = repo.worktree_text("MEMORY.md")
         seq_ok = info.trailers.get("Event-Seq") == str(last_seq)
         if last_text is not None and head_text == last_text and seq_ok and work == head_text:
-            out.append(Finding(True, f"MEMORY.md == git HEAD ({head[:8]}) == last memory event (seq {last_seq})"))
+            out.append(Finding(True, f"MEMORY.md == git HEAD ({head[:8]}) == last memory event (seq {last_seq})",
+                               code="memory"))
         else:
             detail = []
             if not seq_ok:
@@ -176,11 +208,153 @@ def check_memory(home: Home) -> list[Finding]:
             if work != head_text:
                 detail.append("MEMORY.md in the work tree differs from HEAD (a hand edit?)")
             out.append(Finding(False, "memory out of sync", "; ".join(detail),
-                               "start memtray: it makes missing commits and records hand edits as user edits"))
+                               "make the missing commits and record a hand edit as a user edit "
+                               "(what memtray does at start)", lambda: reconcile_memory(home), "memory"))
     except MemtrayError as exc:
-        out.append(Finding(False, "memory repository unreadable", str(exc)))
+        out.append(Finding(False, "memory repository unreadable", str(exc), rebuild,
+                           lambda: rebuild_memory(home), "memory"))
+    except Exception as exc:  # dulwich: an empty or corrupt object, a broken ref
+        out.append(Finding(False, "memory repository unreadable", f"{type(exc).__name__}: {exc}", rebuild,
+                           lambda: rebuild_memory(home), "memory"))
     finally:
         repo.close()
+    return out
+
+
+def _has_memory_events(home: Home) -> bool:
+    try:
+        return any(r.type == "memory.written" for r in EventLog.open(home.events, readonly=True).records())
+    except MemtrayError:
+        return True  # the log check reports the damage; assume memory is needed
+
+
+def git_fsck(home: Home) -> list[str] | None:
+    """Problems ``git fsck`` reports in memory/ ([] if none; None without the git binary)."""
+    import subprocess
+
+    git = shutil.which("git")
+    if not git:
+        return None
+    res = subprocess.run([git, "-C", str(home.memory), "fsck", "--no-progress", "--no-dangling"],
+                         capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in (res.stdout + res.stderr).splitlines()
+             if ln and "fsyncObjectFiles is deprecated" not in ln and not ln.startswith("Checking")]
+    if res.returncode != 0 or any(ln.startswith(("error", "missing", "broken", "bad", "fatal")) for ln in lines):
+        return lines or [f"git fsck exited with {res.returncode}"]
+    return []
+
+
+def free_bytes(home: Home) -> int:
+    return shutil.disk_usage(home.root).free
+
+
+def _some(items: list[str], n: int = 5) -> str:
+    return "; ".join(items[:n]) + (f" (and {len(items) - n} more)" if len(items) > n else "")
+
+
+# --- repairs ------------------------------------------------------------------------------
+
+
+_TMP_RE = re.compile(r"^\..+\.\d+\.tmp$")  # fsutil.atomic_write's temporary files
+
+
+def stale_temp_files(home: Home) -> list[Path]:
+    out = []
+    for root, _dirs, files in os.walk(home.root, followlinks=False):
+        if os.sep + ".git" in root[len(str(home.root)):]:
+            continue
+        out += [Path(root) / f for f in files if _TMP_RE.match(f) and not os.path.islink(Path(root) / f)]
+    return sorted(out)
+
+
+def _remove_temp_files(home: Home) -> str:
+    with HomeLock(home):
+        tmps = stale_temp_files(home)
+        for p in tmps:
+            p.unlink()
+    return f"removed {len(tmps)} temporary file(s)"
+
+
+def remove_links(home: Home) -> str:
+    """Remove symbolic links inside the home; their targets are never touched."""
+    removed = []
+    for root, dirs, files in os.walk(home.root, followlinks=False):
+        for name in dirs + files:
+            p = Path(root) / name
+            if p.is_symlink():
+                p.unlink()
+                removed.append(str(p.relative_to(home.root)))
+    return f"removed {len(removed)} link(s): {', '.join(removed)}"
+
+
+def _open_app_once(home: Home) -> int:
+    """Open and close the app: start-up reconciles memory/ with the log. Returns memory revisions."""
+    from .app import App
+    from .config import Config
+
+    app = App.open(home, config=Config(), start_services=False)
+    try:
+        return app.store.state.memory_revisions
+    finally:
+        app.close()
+
+
+def reconcile_memory(home: Home) -> str:
+    n = _open_app_once(home)
+    return f"memory/ matches the log again ({n} revisions)"
+
+
+def rebuild_memory(home: Home) -> str:
+    """Move memory/ aside and make it again from the log; carry an unrecorded hand edit over."""
+    from .clock import Clock
+    from .gitrepo import FILES
+
+    carried: dict[str, bytes] = {}
+    aside: Path | None = None
+    with HomeLock(home):
+        if home.memory.exists():
+            stamp = Clock().now().strftime("%Y%m%dT%H%M%S")
+            aside = home.root / f"memory.damaged-{stamp}"
+            os.rename(home.memory, aside)
+            fsync_dir(home.root)
+            carried = _hand_edits(aside, FILES)
+    n = _open_app_once(home)
+    if aside is not None:
+        for entry in aside.iterdir():  # files of the user's own in the work tree come back
+            if entry.name not in (".git", *FILES) and entry.is_file() and not entry.is_symlink():
+                shutil.copy2(entry, home.memory / entry.name)
+    said = f"rebuilt memory/ from the event log ({n} revisions)"
+    if carried:
+        for name, data in carried.items():
+            atomic_write(home.memory / name, data)
+        n = _open_app_once(home)  # start-up records the hand edit as a user edit
+        said += f"; the hand edit of {', '.join(sorted(carried))} was recorded"
+    if aside is not None:
+        said += f"; the damaged copy is in {aside.name} (delete it when you are satisfied)"
+    return said
+
+
+def _hand_edits(old: Path, names: tuple[str, ...]) -> dict[str, bytes]:
+    """Work-tree files of a damaged repository that memtray did not write (index says so)."""
+    try:
+        from dulwich.index import Index
+        from dulwich.objects import Blob
+
+        index = Index(str(old / ".git" / "index"))
+    except Exception:
+        return {}  # without the index nobody can tell a hand edit from a stale file: keep neither
+    out = {}
+    for name in names:
+        p = old / name
+        if p.is_symlink() or not p.is_file():
+            continue
+        data = p.read_bytes()
+        try:
+            written = getattr(index[name.encode()], "sha", None)
+        except KeyError:
+            continue
+        if Blob.from_string(data).id != written:
+            out[name] = data
     return out
 
 
@@ -200,9 +374,9 @@ def repair_damage(home: Home, segment_name: str) -> str:
         _number, path = segs[segment_name]
         raw = path.read_bytes()
         lines = raw.split(b"\n")
-        trailing = lines.pop() if lines and lines[-1] != b"" else None
-        if lines and lines[-1] == b"" and trailing is None:
-            pass
+        # after the last newline: b"" (dropped) or a torn record (kept as it is, cut on open)
+        last = lines.pop()
+        trailing = last or None
         good: list[tuple[int, Record | None, bytes]] = []
         for i, line in enumerate(lines):
             try:
@@ -273,8 +447,9 @@ def run_doctor(home: Home, *, repair: bool, assume_yes: bool, out: Callable[[str
         fixable = [f for f in bad if f.fix]
         out(f"{len(bad)} problem(s)." + (" Run `memtray doctor --repair` to fix them." if fixable else ""))
         return 1
+    done: set[str] = set()
     for f in bad:
-        if f.fix is None:
+        if f.fix is None or (f.code and f.code in done and f.code == "memory"):
             continue
         if not assume_yes:
             try:
@@ -284,11 +459,16 @@ def run_doctor(home: Home, *, repair: bool, assume_yes: bool, out: Callable[[str
             if answer.strip().lower() not in ("y", "yes"):
                 out("  skipped")
                 continue
-        out(f"  {f.fix()}")
+        try:
+            out(f"  {f.fix()}")
+        except MemtrayError as exc:
+            out(f"  could not repair: {exc}")
+            continue
+        done.add(f.code)
     remaining = [f for f in check(home) if not f.ok]
     out("All repaired." if not remaining else f"{len(remaining)} problem(s) remain.")
     return 0 if not remaining else 1
 
 
 def report_json(findings: list[Finding]) -> str:
-    return json.dumps([{"ok": f.ok, "title": f.title, "detail": f.detail} for f in findings])
+    return json.dumps([{"ok": f.ok, "code": f.code, "title": f.title, "detail": f.detail} for f in findings])

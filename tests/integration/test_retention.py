@@ -1,0 +1,186 @@
+"""`memtray eval retention`: the score, the guard's effect on it, the table, the JSON and the plot."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memtray.core import factdiff
+from memtray.core.app import App
+from memtray.core.config import Config
+from memtray.core.home import Home
+from memtray.core.pngplot import read_png_size
+from memtray.core.retention import StepInput, chunks, score, supported, synthetic_corpus
+
+from tests.fixtures.corpus_model import HALLUCINATION, CorpusModel
+from tests.fixtures.llm_server import ScriptedLLMServer
+from tests.support import run_cli
+
+
+def _eval(home: Home, server: ScriptedLLMServer, model: str, *args: str) -> Any:
+    return run_cli(home.root, "eval", "retention", "--model", f"openai/{model}", *args,
+                   MEMTRAY_API_BASE=server.base_url, OPENAI_API_KEY="sk-test")
+
+
+def _report(home: Home, server: ScriptedLLMServer, model: str, *args: str) -> dict[str, Any]:
+    out = _eval(home, server, model, "--json", *args)
+    assert out.returncode == 0, out.stderr
+    report: dict[str, Any] = json.loads(out.stdout)
+    return report
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    if not root.exists():
+        return {}
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def corpus_server(llm_server: ScriptedLLMServer) -> ScriptedLLMServer:
+    llm_server.responder = CorpusModel(fail_from=3)
+    return llm_server
+
+
+def test_forgetful_model_under_keep_drops_silently_but_survival_is_full(
+    home: Home, corpus_server: ScriptedLLMServer
+) -> None:
+    r = _report(home, corpus_server, "forgetful", "--corpus", "synthetic", "--consolidations", "8", "--policy", "keep")
+    assert r["corpus"] == "synthetic-v1" and r["model"] == "openai/forgetful" and r["guard"] is True
+    assert r["consolidations"] == 8 and len(r["steps"]) == 8
+    # the model dropped a fact silently in every consolidation after the first ...
+    assert [s["silent"] for s in r["steps"]] == [0, 1, 1, 1, 1, 1, 1, 1]
+    assert r["silent_drops"] == 7 and r["silent_drop_rate"] > 0
+    # ... and the guard kept every one of them: nothing was lost
+    assert [s["kept"] for s in r["steps"]] == [s["silent"] for s in r["steps"]]
+    assert r["survival"] == 1.0 and r["lost"] == [] and r["facts_ever"] == r["facts_survived"] == 23
+    assert r["supersession"]["correct"] == r["supersession"]["total"] == 4
+    assert r["unsupported_insertions"] == [] and r["failures"] == 0
+    assert not home.root.exists() or _tree_digest(home.root) == {}, "the evaluation wrote to the user's home"
+
+
+def test_guard_off_survival_falls_and_the_table_says_what_was_lost(
+    home: Home, corpus_server: ScriptedLLMServer
+) -> None:
+    out = _eval(home, corpus_server, "forgetful", "--no-guard", "-k", "8")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "guard OFF" in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("survival@8:"))
+    pct = float(line.split()[1].rstrip("%"))
+    assert pct < 80.0, line
+    lost = [ln for ln in text.splitlines() if ln.startswith("  lost: ")]
+    assert len(lost) == 7 and "  lost: Name is Ada Moreau" in lost
+    assert "supersession: 2 of 4 correct" in text  # Paris and Fernbank were forgotten before being replaced
+    rows = [ln.split() for ln in text.splitlines() if ln[:3].strip().isdigit()]
+    assert len(rows) == 8 and [int(r[8]) for r in rows] == [0, 1, 1, 1, 1, 1, 1, 1]  # the "lost" column
+    survival = [float(r[-1].rstrip("%")) for r in rows]
+    assert survival == sorted(survival, reverse=True) and survival[0] == 100.0 and survival[-1] == pct
+
+
+def test_plot_is_a_png_and_json_matches_the_table(home: Home, corpus_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    png = tmp_path / "out" / "retention.png"
+    png.parent.mkdir()
+    r = _report(home, corpus_server, "careful", "-k", "4", "--plot", str(png))
+    data = png.read_bytes()
+    assert read_png_size(data) == (960, 540)
+    assert r["survival"] == 1.0 and r["silent_drops"] == 0 and len(r["steps"]) == 4
+    assert r["steps"][-1]["facts"] == 19  # 23 facts, 4 replaced by newer ones
+    bad = run_cli(home.root, "eval", "retention", "--plot", str(tmp_path / "x.jpg"), MEMTRAY_MODEL="openai/careful")
+    assert bad.returncode == 1 and "PNG" in bad.stderr
+    zero = run_cli(home.root, "eval", "retention", "-k", "0", MEMTRAY_MODEL="openai/careful")
+    assert zero.returncode == 1 and "at least 1" in zero.stderr
+
+
+def test_unsupported_insertions_and_a_model_that_fails_half_way(
+    home: Home, corpus_server: ScriptedLLMServer
+) -> None:
+    r = _report(home, corpus_server, "hallucinating", "-k", "3")
+    assert [u["fact"] for u in r["unsupported_insertions"]] == [HALLUCINATION[0]]
+    assert r["unsupported_insertions"][0]["step"] == 1
+    r = _report(home, corpus_server, "flaky", "-k", "6")
+    failed = [s["index"] for s in r["steps"] if s["failed"]]
+    assert failed == [3, 4, 5, 6] and r["failures"] == 4
+    assert "without calling save_memory" in r["steps"][2]["failed"]
+    assert r["survival"] == 1.0  # a failed consolidation changes nothing
+
+
+def test_own_log_is_replayed_in_a_scratch_home_and_left_untouched(home: Home, llm_server: ScriptedLLMServer) -> None:
+    model = CorpusModel()
+    llm_server.responder = model
+    app = App.open(home, config=Config(model="openai/careful", api_base=llm_server.base_url, llm_retries=0,
+                                       memory_window=1000))
+    try:
+        for turn in synthetic_corpus().messages[:24:2]:
+            app.run(app.agent.turn("cli", turn["content"], stream=False))
+        app.run(app.services["consolidation"].consolidate("cli", trigger="manual"))
+        memory_before = app.store.state.memory
+    finally:
+        app.close()
+    before = _tree_digest(home.root)
+    r = _report(home, llm_server, "careful", "--corpus", "own", "-k", "3")
+    assert _tree_digest(home.root) == before
+    assert r["corpus"] == "own" and r["messages"] == 24 and len(r["steps"]) == 3
+    assert r["supersession"] is None and r["survival"] == 1.0
+    final = {f.norm for f in factdiff.parse(memory_before)}
+    assert r["steps"][-1]["facts"] == len(final)
+    empty = Home.resolve(home.root.parent / "empty")
+    out = run_cli(empty.root, "eval", "retention", "--corpus", "own", MEMTRAY_MODEL="openai/careful")
+    assert out.returncode == 1 and "--corpus synthetic" in out.stderr
+
+
+# --- the score itself (pure) ---------------------------------------------------------------
+
+
+def test_score_counts_reworded_removed_held_and_lost_facts() -> None:
+    m0 = "## A\n\n- Likes tea\n- Lives in Paris\n- Has a dog\n- Plays chess\n"
+    m1 = "## A\n\n- Likes green tea\n- Lives in Lyon\n- Plays chess\n"
+    steps = [
+        StepInput("1", "model", "", m0, sources=["I like tea, live in Paris, have a dog and play chess"]),
+        StepInput("2", "model", m0, m1, reasons={factdiff.parse(m0)[1].id: "moved"},
+                  silent=[{"id": factdiff.parse(m0)[2].id, "text": "Has a dog"}],
+                  sources=["green tea now, and we moved to Lyon"]),
+    ]
+    s = score(steps)
+    assert s.ever == 6 and s.lost == ["Has a dog"] and s.survived == 5
+    assert [r.lost for r in s.steps] == [0, 1] and s.steps[1].silent == 1 and s.steps[1].kept == 0
+    held = [StepInput(steps[1].label, "model", m0, m1, steps[1].reasons, steps[1].silent,
+                      held={factdiff.parse(m0)[2].id}, sources=steps[1].sources)]
+    assert score([steps[0], *held]).survival == 1.0
+
+
+def test_supported_needs_the_words_in_some_message() -> None:
+    pool = {"allergic", "peanuts", "lyon"}
+    stems = {"aller", "peanu"}
+    assert supported("Is allergic to peanuts", pool, stems)
+    assert supported("Peanut allergy", pool, stems)
+    assert not supported("Has a pet iguana named Rex", pool, stems)
+
+
+def test_chunks_start_at_user_turns() -> None:
+    msgs = synthetic_corpus().messages
+    parts = chunks(msgs, 5)
+    assert len(parts) == 5 and sum(len(p) for p in parts) == len(msgs)
+    assert all(p[0]["role"] == "user" for p in parts)
+    assert len(chunks(msgs[:4], 10)) == 2
+
+
+def test_progress_bar_redraws_in_place_on_a_terminal() -> None:
+    from memtray.core import cli
+    from memtray.core.cli_audit import ProgressBar
+
+    err: list[str] = []
+    cli._local.console = cli.Console(lambda _t: None, err.append, tty=True)
+    try:
+        bar = ProgressBar()
+        bar(0, 4, "consolidation 1/4")
+        bar(2, 4, "consolidation 3/4")
+        bar.close()
+    finally:
+        cli._local.console = None
+    assert err[0].startswith("\r[------------------------] 0/4")
+    assert err[1].startswith("\r[############------------] 2/4")
+    assert err[-1].strip() == ""
