@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .cli import _out, app_scope
-from .clock import parse_ts
 from .errors import MemtrayError
 from .home import Home
 
@@ -22,8 +21,10 @@ def _dumps(obj: Any) -> str:
 
 
 def _parse_when(text: str) -> datetime:
+    """ISO 8601 date or date and time; without an offset it is local time (``T`` or space alike)."""
+    text = text.strip()
     try:
-        dt = parse_ts(text) if "T" in text or " " not in text else datetime.fromisoformat(text)
+        dt = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
     except ValueError:
         raise MemtrayError(f"cannot read the date and time {text!r}", hint="Use ISO 8601, e.g. 2026-11-30T09:00") from None
     if dt.tzinfo is None:
@@ -79,14 +80,16 @@ def cmd_log(args: argparse.Namespace, home: Home) -> int:
         mem = app.services["memory"]
         revs = mem.revisions(limit=args.limit)
         failed = [c for c in app.store.state.consolidations.values() if c.status == "failed"]
-        rows: list[dict[str, Any]] = [r.to_json() | {"kind": "revision"} for r in revs]
-        oldest = revs[-1].time if len(revs) >= args.limit else None
-        for c in failed:
-            t = parse_ts(c.ts) if c.ts else None
-            if t is not None and (oldest is None or t >= oldest):
-                rows.append({"kind": "failed", "time": c.ts, "consolidation": c.id, "session": c.session,
-                             "model": c.model, "reason": c.reason, "attempts": c.attempts})
-        rows.sort(key=lambda r: r["time"] or "", reverse=True)
+        # Ordered by log position, not by clock: each failure goes in before the first
+        # revision written before it started; a full page shows no older failures.
+        oldest = revs[-1].event_seq if len(revs) >= args.limit else 0
+        fails = sorted((c for c in failed if c.started_seq > oldest), key=lambda c: c.started_seq, reverse=True)
+        rows: list[dict[str, Any]] = []
+        for r in revs:
+            while fails and fails[0].started_seq > r.event_seq:
+                rows.append(_failed_row(fails.pop(0)))
+            rows.append(r.to_json() | {"kind": "revision"})
+        rows += [_failed_row(c) for c in fails]
         if args.json:
             _out(_dumps(rows[: args.limit]))
             return 0
@@ -102,6 +105,11 @@ def cmd_log(args: argparse.Namespace, home: Home) -> int:
                 _out(f"{r['rev'][:8]} {when}  {r['reason']:<13} {r['model'] or '-':<24} "
                      f"+{r['added']} −{r['removed']} ~{r['changed']}{flag}{cons}")
     return 0
+
+
+def _failed_row(c: Any) -> dict[str, Any]:
+    return {"kind": "failed", "time": c.ts, "consolidation": c.id, "session": c.session,
+            "model": c.model, "reason": c.reason, "attempts": c.attempts}
 
 
 def cmd_diff(args: argparse.Namespace, home: Home) -> int:

@@ -14,6 +14,22 @@ review (policy ``review``). Instruction-like facts are held for review. Then
 ``memory.written`` + ``consolidation.completed`` are appended in one write and
 git follows. Any failure appends ``consolidation.failed``; the pointer does
 not move and it is retried later with backoff.
+
+A fact the fact diff pairs with a new wording counts as the same fact reworded
+only if the new wording keeps every content word of the old one
+(:func:`same_fact`); "works on Beacon with Greta" -> "works on Beacon with Mia"
+is a different fact, so unless ``removed_facts`` lists it the old one is a
+silent drop like any other.
+Memory may change while the model works (an agent ``remember``, a hand edit):
+the model's answer is rebased onto the memory of that moment (:func:`rebase`)
+so neither change is undone.
+
+:meth:`ConsolidationService.sweep` (``idle_sweep``), run periodically by the
+app's maintenance job (see ``core/app.py``), picks up hand edits of the work
+tree, idle sessions and failed consolidations whose backoff has passed.
+
+``_crash_point`` (from :mod:`gitrepo`) is a test hook: the crash tests set
+``MEMTRAY_TEST_CRASH_AT`` to stop the process at a named step.
 """
 
 from __future__ import annotations
@@ -21,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -31,6 +48,7 @@ from . import factdiff
 from .clock import parse_ts
 from .errors import LLMError, MemtrayError
 from .events import ConsolidationCompleted, ConsolidationFailed, ConsolidationStarted
+from .gitrepo import _crash_point
 from .llm import Request, tool_spec
 from .memory import MemoryService, review_item
 from .poison import looks_like_instruction, why_flagged
@@ -44,7 +62,18 @@ log = logging.getLogger(__name__)
 MAX_HISTORY_ENTRY = 20_000
 MAX_MEMORY_UPDATE = 100_000
 SHRINK_LIMIT = 0.5  # dropping more than half of the facts silently is a failure, not a policy case
+# Words that say nothing about which fact it is; every other word of a fact must survive
+# an unlisted rewording.
+_FILLER_WORDS = frozenset({
+    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from",
+    "as", "into", "about", "is", "are", "was", "were", "be", "been", "being", "am", "has", "have",
+    "had", "do", "does", "did", "it", "its", "this", "that", "these", "those", "there", "he", "she",
+    "they", "them", "his", "her", "their", "i", "me", "my", "we", "our", "you", "your", "user",
+    "users", "also", "too", "very", "really", "still", "now", "currently",
+})
+_WORD_RE = re.compile(r"\w+")
 BACKOFF = (60.0, 300.0, 1800.0, 7200.0)
+IDLE_KEEP = 2  # messages an idle consolidation leaves unconsolidated
 
 SAVE_MEMORY = tool_spec(
     "save_memory",
@@ -157,7 +186,11 @@ def parse_arguments(raw: str) -> tuple[str, str, list[dict[str, str]]]:
 
 
 def guard(old: str, new: str, removed: list[dict[str, str]], policy: str, *, enabled: bool = True) -> Guarded:
-    """Apply the no-silent-forgetting rules to a proposed MEMORY.md. Pure."""
+    """Apply the no-silent-forgetting rules to a proposed MEMORY.md. Pure.
+
+    Raises ValueError when the proposal is unusable (empty, or silently drops
+    more than :data:`SHRINK_LIMIT` of the facts).
+    """
     old_facts = factdiff.parse(old)
     d = factdiff.diff(old, new)
     notes: list[str] = []
@@ -167,9 +200,16 @@ def guard(old: str, new: str, removed: list[dict[str, str]], policy: str, *, ena
         if f is None:
             notes.append(f"removed_facts names a fact not in memory: {item['fact'][:80]!r}")
             continue
-        reasons[f.id] = item["reason"] or "removed by the model"
-    # a reworded fact whose old wording was listed as removed is a listed change
+        for twin in old_facts:  # every copy of the fact goes
+            if twin.norm == f.norm:
+                reasons[twin.id] = item["reason"] or "removed by the model"
+    # A reworded fact whose old wording was listed as removed is a listed change. An
+    # unlisted pair that lost a word may be two different facts: guard the old one.
     silent = [f for f in d.dropped if f.id not in reasons]
+    silent += [o for o, n in d.changed if o.id not in reasons and not same_fact(o.text, n.text)]
+    # a duplicate that collapsed into its twin is not gone
+    still = {f.norm for f in factdiff.parse(new)}
+    silent = [f for f in silent if f.norm not in still]
     flagged: list[dict[str, Any]] = []
     kept: list[factdiff.Fact] = []
     out = new
@@ -186,11 +226,67 @@ def guard(old: str, new: str, removed: list[dict[str, str]], policy: str, *, ena
                 kept.append(f)
             else:
                 flagged.append(review_item("silent-drop", f.text, f.section, f.id, "dropped without a reason"))
-        for f in factdiff.diff(old, out).added + [n for _o, n in factdiff.diff(old, out).changed]:
+        d2 = factdiff.diff(old, out)
+        for f in d2.added:
             if looks_like_instruction(f.text):
                 out = factdiff.remove_fact(out, f)
                 flagged.append(review_item("instruction", f.text, f.section, f.id, why_flagged(f.text)))
+        for o, n in d2.changed:
+            if looks_like_instruction(n.text):
+                # the old wording stays: only the instruction-like rewording is held
+                out = factdiff.remove_fact(out, n)
+                if o.id not in reasons:
+                    out = factdiff.add_fact(out, o.text, o.section or None)
+                flagged.append(review_item("instruction", n.text, n.section, n.id, why_flagged(n.text)))
     return Guarded(out, flagged, kept, reasons, notes)
+
+
+def _content_words(text: str) -> set[str]:
+    out = set()
+    for w in _WORD_RE.findall(factdiff.normalize(text)):
+        w = w.removesuffix("s") if len(w) > 3 and not w.endswith("ss") else w
+        if w not in _FILLER_WORDS:
+            out.add(w)
+    return out
+
+
+def same_fact(old: str, new: str) -> bool:
+    """Whether ``new`` can stand for ``old`` without anything being forgotten: it keeps
+    every content word of ``old`` (a word of five letters or more may change its ending,
+    "learning" -> "learn"). It may add words, reorder them, change case, punctuation and
+    filler words. Pure."""
+    kept = _content_words(new)
+    for w in _content_words(old):
+        if w in kept:
+            continue
+        if len(w) >= 5 and any(k.startswith(w[:5]) for k in kept):
+            continue
+        return False
+    return True
+
+
+def rebase(update: str, base: str, now: str) -> str:
+    """Carry the changes made from ``base`` to ``now`` into ``update`` (a proposal made from
+    ``base``): facts removed meanwhile stay removed, rewordings stay, additions are kept. Pure."""
+    if base == now:
+        return update
+    d = factdiff.diff(base, now)
+    out = update
+    for f in d.dropped:
+        hit = _same(out, f)
+        if hit is not None:
+            out = factdiff.remove_fact(out, hit)
+    for o, n in d.changed:
+        hit = _same(out, o)
+        if hit is not None:
+            out = factdiff.add_fact(factdiff.remove_fact(out, hit), n.text, hit.section or n.section or None)
+    for f in d.added:
+        out = factdiff.add_fact(out, f.text, f.section or None)
+    return out
+
+
+def _same(text: str, fact: factdiff.Fact) -> factdiff.Fact | None:
+    return next((f for f in factdiff.parse(text) if f.norm == fact.norm), None)
 
 
 class ConsolidationService:
@@ -209,21 +305,34 @@ class ConsolidationService:
 
     def after_turn(self, session: str) -> None:
         """Called after each turn (on the worker): start a background consolidation if due."""
-        if self.due(session) and session not in self.in_flight:
-            task = asyncio.ensure_future(self._background(session, "window"))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        trigger = self.trigger(session)
+        if trigger is not None and session not in self.in_flight:
+            self._start(session, trigger)
+
+    def _start(self, session: str, trigger: str) -> asyncio.Future[Any]:
+        # Claimed before the task first runs, so a second trigger in the meantime is a no-op.
+        self.in_flight.add(session)
+        task = asyncio.ensure_future(self._background(session, trigger))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     def due(self, session: str) -> bool:
+        return self.trigger(session) is not None
+
+    def trigger(self, session: str) -> str | None:
+        """``window`` or ``budget`` if the session should be consolidated now, else None."""
         s = self.app.store.state.sessions.get(session)
         if s is None or self.app.store.readonly:
-            return False
+            return None
         retry = self._retry_at.get(session)
         if retry is not None and self.app.clock.now() < retry:
-            return False
+            return None
         if s.unconsolidated >= self.app.config.memory_window:
-            return True
-        return self._over_budget(session)
+            return "window"
+        if s.unconsolidated >= 2 and self._over_budget(session):
+            return "budget"
+        return None
 
     def idle_due(self, session: str, now: datetime) -> bool:
         s = self.app.store.state.sessions.get(session)
@@ -247,12 +356,30 @@ class ConsolidationService:
             log.warning("background consolidation of %s failed: %s", session, exc)
         except Exception:
             log.exception("background consolidation of %s crashed", session)
+        finally:
+            self.in_flight.discard(session)
 
-    async def idle_sweep(self) -> None:
+    async def sweep(self) -> None:
+        """The periodic check: record a hand edit of the work tree, then consolidate every
+        session that is due (window, budget), idle, or whose failed attempt's backoff is over."""
+        if self.app.store.readonly:
+            return
+        try:
+            self.memory.check_worktree()
+        except MemtrayError as exc:
+            log.warning("could not check the memory work tree: %s", exc)
         now = self.app.clock.now()
+        started = []
         for key in list(self.app.store.state.sessions):
-            if key not in self.in_flight and self.idle_due(key, now):
-                await self._background(key, "idle")
+            if key in self.in_flight:
+                continue
+            trigger = self.trigger(key) or ("idle" if self.idle_due(key, now) else None)
+            if trigger is not None:
+                started.append(self._start(key, trigger))
+        if started:
+            await asyncio.gather(*started, return_exceptions=True)
+
+    idle_sweep = sweep
 
     # --- the work ---------------------------------------------------------------------
 
@@ -277,9 +404,21 @@ class ConsolidationService:
             self.in_flight.add(session)
             try:
                 state = self.app.store.state
-                s = state.session(session)
+                s = state.sessions.get(session)
+                if s is None:  # never create a session the log does not have
+                    return Outcome(self.app.store.log.ids.new(), session, 0, 0, nothing_to_do=True)
                 start = s.last_consolidated
-                keep = 0 if archive_all else self.app.config.memory_window // 2
+                window = self.app.config.memory_window
+                if archive_all:
+                    keep = 0
+                elif trigger == "budget":
+                    # the prompt is too long even below the window: fold the older half
+                    keep = min(window // 2, (s.count - start) // 2)
+                elif trigger == "idle":
+                    # the conversation went quiet: fold it, keeping the last exchange for context
+                    keep = min(window // 2, IDLE_KEEP)
+                else:
+                    keep = window // 2
                 end = max(start, s.count - keep)
                 if trigger == "manual" and end == start and s.count > start:
                     end = s.count
@@ -308,7 +447,7 @@ class ConsolidationService:
                 break
             if rec.type == "message" and rec.session == c.session:
                 messages.append({**rec.data, "seq": rec.seq, "ts": rec.ts})
-        base = ""
+        base: str | None = None  # a consolidation that never completed is simply run again
         if c.memory_seq:
             sha = self.memory.resolve(f"seq:{c.memory_seq}")
             parents = self.memory.git.info(sha).parents
@@ -342,11 +481,13 @@ class ConsolidationService:
             ).to_data(),
             session=session,
         )
-        current = app.store.state.memory
-        prompt_memory = current if base is None else base
-        prompt = resources.text("prompts/consolidation.md").replace("{memory}", prompt_memory.strip() or "(empty)")
-        prompt = prompt.replace("{conversation}", format_messages(messages))
+        _crash_point("consolidation.started")
         try:
+            self.memory.check_worktree()  # a hand edit made before this started is what the model sees
+            snapshot = app.store.state.memory
+            prompt_memory = snapshot if base is None else base
+            prompt = resources.text("prompts/consolidation.md").replace("{memory}", prompt_memory.strip() or "(empty)")
+            prompt = prompt.replace("{conversation}", format_messages(messages))
             result = await asyncio.wait_for(
                 app.llm.complete(Request(
                     messages=[{"role": "system", "content": "You consolidate memory by calling save_memory."},
@@ -358,47 +499,66 @@ class ConsolidationService:
                 )),
                 timeout=app.config.consolidation_timeout,
             )
+            _crash_point("consolidation.replied")
             call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
             if call is None:
                 raise ValueError("the model answered without calling save_memory")
             entry, update, removed = parse_arguments(call.arguments)
             update, entry = redact(update), redact(entry)
+            # Memory may have changed while the model worked (agent tools, a hand edit):
+            # keep those changes rather than undo them with a proposal made before them.
+            self.memory.check_worktree()
+            current = app.store.state.memory
+            update = rebase(update, snapshot, current)
             g = guard(current, update, removed, app.config.drop_policy, enabled=self.guard_enabled)
-        except (LLMError, ValueError, TimeoutError) as exc:
-            reason = f"timed out after {app.config.consolidation_timeout:g}s" if isinstance(exc, TimeoutError) else str(exc)
+            d = factdiff.diff(current, g.memory)
+            recs = self.memory.write(
+                g.memory,
+                reason="redo" if redo_of else "consolidation",
+                source="model",
+                model=use_model,
+                consolidation=cid,
+                history_append=entry,
+                flagged=g.flagged,
+                dropped_reasons=g.reasons,
+                provenance={f.id: {"consolidation": cid} for f in d.added + [n for _o, n in d.changed]} or None,
+                session=session,
+                extra=[(
+                    ConsolidationCompleted.TYPE,
+                    ConsolidationCompleted(
+                        consolidation=cid, end=end, memory_seq=0,  # write() fills in the real seq
+                        added=len(d.added), removed=len(d.dropped), changed=len(d.changed),
+                        kept=len(g.kept), flagged=len(g.flagged),
+                    ).to_data(),
+                    session,
+                )],
+            )
+        except asyncio.CancelledError:
+            if not self._completed(cid):
+                self._fail(cid, session, "cancelled")
+            raise
+        except Exception as exc:
+            if self._completed(cid):
+                raise  # the revision is durable; only something that follows the log failed
+            if isinstance(exc, TimeoutError):
+                reason = f"timed out after {app.config.consolidation_timeout:g}s"
+            elif isinstance(exc, LLMError | ValueError | MemtrayError):
+                reason = str(exc)
+            else:
+                log.exception("consolidation %s crashed", cid)
+                reason = f"internal error: {type(exc).__name__}: {exc}"
             self._fail(cid, session, reason)
             raise ConsolidationFailedError(f"consolidation failed: {reason}") from None
-        except asyncio.CancelledError:
-            self._fail(cid, session, "cancelled")
-            raise
-        d = factdiff.diff(current, g.memory)
-        recs = self.memory.write(
-            g.memory,
-            reason="redo" if redo_of else "consolidation",
-            source="model",
-            model=use_model,
-            consolidation=cid,
-            history_append=entry,
-            flagged=g.flagged,
-            dropped_reasons=g.reasons,
-            provenance={f.id: {"consolidation": cid} for f in d.added + [n for _o, n in d.changed]} or None,
-            session=session,
-            extra=[(
-                ConsolidationCompleted.TYPE,
-                ConsolidationCompleted(
-                    consolidation=cid, end=end, memory_seq=app.store.log.last_seq + 1,
-                    added=len(d.added), removed=len(d.dropped), changed=len(d.changed),
-                    kept=len(g.kept), flagged=len(g.flagged),
-                ).to_data(),
-                session,
-            )],
-        )
         self._failures.pop(session, None)
         self._retry_at.pop(session, None)
         out = Outcome(cid, session, start, end, len(d.added), len(d.dropped), len(d.changed), len(g.kept),
                       len(g.flagged), memory_seq=recs[0].seq, notes=g.notes)
         self._notify(out)
         return out
+
+    def _completed(self, cid: str) -> bool:
+        c = self.app.store.state.consolidations.get(cid)
+        return c is not None and c.status == "completed"
 
     def _fail(self, cid: str, session: str, reason: str) -> None:
         n = self._failures.get(session, 0) + 1

@@ -10,6 +10,15 @@ deleted repository is rebuilt (commits are deterministic, so SHAs come back
 identical), and a hand edit of MEMORY.md in the work tree becomes a
 ``memory.written`` event with source ``user``.
 
+While memtray runs, a hand edit is recorded by :meth:`MemoryService.check_worktree`
+(the consolidation service's periodic sweep calls it) and, at the latest, before
+the next write, so a checkout never overwrites it unrecorded. The work tree is
+judged against HEAD only when git has caught up with the log, and a file that
+still holds what memtray last checked out (its index entry) is stale, not
+edited: a crash between moving the branch and writing the files is repaired,
+never mistaken for the user's doing. A failed commit is made again before the
+next one, so every event keeps exactly one commit.
+
 Browsing, restore, rollback, review and provenance live here too; the CLI and
 the desktop call the same methods.
 """
@@ -27,7 +36,7 @@ from .clock import parse_ts
 from .errors import MemtrayError
 from .events import MemoryReviewed, MemoryRolledBack, MemoryWritten, Record
 from .factdiff import Fact, FactDiff
-from .gitrepo import BadRevision, CommitInfo, GitRepo
+from .gitrepo import FILES, BadRevision, CommitInfo, GitRepo, _crash_point
 from .projections import State
 from .redact import redact
 
@@ -38,6 +47,8 @@ log = logging.getLogger(__name__)
 
 REASONS = ("consolidation", "agent", "user-edit", "restore", "rollback", "redo", "review", "adopt", "rebuild")
 MAX_MEMORY_CHARS = 200_000
+#: why a fact left memory when a consolidation dropped it unasked under policy ``review``
+SILENT_HELD = "silent (held for review)"
 
 
 class MemoryError_(MemtrayError):
@@ -130,6 +141,8 @@ class MemoryService:
         self.store = app.store
         self.git = GitRepo(app.home.memory)
         self.commits_made_on_start = 0
+        self._behind = False  # a commit failed: make the missing ones before the next
+        self._adopting = False
 
     # --- the projection into git ------------------------------------------------------
 
@@ -137,19 +150,34 @@ class MemoryService:
         """Reconcile git with the log (under the app lock), then follow new events."""
         self.git.open()
         self.git.clean_stale_locks()
-        self.reconcile()
-        self.store.subscribe(self._on_append)
+        self.commits_made_on_start = self._catch_up()
+        self.store.subscribe(self._on_append)  # before adopting: a hand edit's event needs its commit
+        self._adopt_worktree()
 
     def _on_append(self, records: list[Record], _state: State) -> None:
         for rec in records:
-            if rec.type == MemoryWritten.TYPE:
-                self._commit(rec)
+            if rec.type != MemoryWritten.TYPE:
+                continue
+            _crash_point("memory.appended")
+            try:
+                if self._behind:
+                    self._catch_up()  # commits every logged event git lacks, this one included
+                else:
+                    self._commit(rec)
+            except MemtrayError as exc:
+                # The event is durable; git is derived. Catch up on the next write or start.
+                self._behind = True
+                log.error("could not commit memory revision for event %d (will retry): %s", rec.seq, exc)
+                continue
+            _crash_point("memory.committed")
 
     def _commit(self, rec: Record) -> str:
         head = self.git.head()
         prev_history = self.git.read(head, "HISTORY.md") if head else ""
         files = {"MEMORY.md": rec.data["memory"], "HISTORY.md": _apply_history(prev_history, rec)}
-        return self.git.commit(files, commit_message(rec), parse_ts(rec.ts))
+        sha = self.git.commit(files, commit_message(rec), parse_ts(rec.ts))
+        self._behind = False
+        return sha
 
     def head_seq(self) -> int:
         head = self.git.head()
@@ -157,39 +185,85 @@ class MemoryService:
             return 0
         return int(self.git.info(head).trailers.get("Event-Seq", "0") or 0)
 
+    def _catch_up(self) -> int:
+        """Make the commits missing for logged ``memory.written`` events. Returns how many."""
+        state = self.store.state
+        after = self.head_seq()
+        if after == state.memory_seq:
+            self._behind = False
+            return 0
+        if after > state.memory_seq:
+            # git is ahead of the log (restored from a backup?): rebuild it from the log
+            log.warning("memory repository is ahead of the event log; rebuilding it from the log")
+            self.git.set_ref("refs/heads/main", None)
+            after = 0
+        made = 0
+        for rec in self.store.log.records(after):
+            if rec.seq > state.memory_seq:
+                break
+            if rec.type == MemoryWritten.TYPE:
+                self._commit(rec)
+                made += 1
+        if made:
+            log.warning("made %d memory commit(s) missing for logged events", made)
+        self._behind = False
+        return made
+
     def reconcile(self) -> None:
         """Make git match the log; turn a hand edit of the work tree into an event."""
-        state = self.store.state
-        made = 0
-        if self.head_seq() != state.memory_seq:
-            after = self.head_seq()
-            if after > state.memory_seq:
-                # git is ahead of the log (restored from a backup?): rebuild it from the log
-                log.warning("memory repository is ahead of the event log; rebuilding it from the log")
-                self.git.set_ref("refs/heads/main", None)
-                after = 0
-            for rec in self.store.log.records(after):
-                if rec.type == MemoryWritten.TYPE:
-                    self._commit(rec)
-                    made += 1
-            if made:
-                log.warning("made %d memory commit(s) missing for logged events", made)
-        self.commits_made_on_start = made
+        self._catch_up()
+        self._adopt_worktree()
+
+    def _adopt_worktree(self) -> bool:
+        """Record a hand edit of MEMORY.md / HISTORY.md as a ``user-edit``; restore missing or
+        stale files (a crash between moving the branch and writing them). True if an edit was recorded."""
+        if self._behind or self.head_seq() != self.store.state.memory_seq:
+            # The work tree can only be judged against a HEAD that matches the log.
+            try:
+                self._catch_up()
+            except MemtrayError as exc:
+                log.warning("memory repository still behind the log (%s); not checking for hand edits", exc)
+                return False
         head = self.git.head()
         if head is None:
-            return
-        files = {n: self.git.read(head, n) for n in ("MEMORY.md", "HISTORY.md")}
-        on_disk = {n: self.git.worktree_text(n) for n in files}
-        edited = {n for n in files if on_disk[n] is not None and on_disk[n] != files[n]}
-        if edited and not self.store.readonly:
-            new_mem = on_disk["MEMORY.md"] if "MEMORY.md" in edited else files["MEMORY.md"]
-            assert new_mem is not None
-            hist = on_disk["HISTORY.md"] if "HISTORY.md" in edited else None
-            log.warning("MEMORY/HISTORY edited by hand; recording it as a user edit")
-            self.write(new_mem, reason="user-edit", source="user", history=hist)
-        missing = {n for n in files if on_disk[n] is None}
-        if missing:
-            self.git.checkout_files({n: files[n] for n in missing})
+            return self._adopt_first()
+        status = {n: self.git.worktree_status(n, head) for n in FILES}
+        if all(v == "clean" for v in status.values()):
+            return False
+        edited = {n for n, v in status.items() if v == "edited"}
+        recorded = False
+        if edited and not self.store.readonly and not self._adopting:
+            on_disk = {n: self.git.worktree_text(n) for n in edited}
+            new_mem = on_disk.get("MEMORY.md")
+            if new_mem is None:
+                new_mem = self.git.read(head, "MEMORY.md")
+            hist = on_disk.get("HISTORY.md")
+            log.warning("%s edited by hand; recording it as a user edit", " and ".join(sorted(edited)))
+            self._adopting = True
+            try:
+                self.write(new_mem, reason="user-edit", source="user", history=hist)
+            finally:
+                self._adopting = False
+            recorded = True
+            head = self.git.head()
+            assert head is not None
+        restore = {n for n, v in status.items() if v in ("missing", "stale")}
+        if restore and not recorded:  # recording an edit commits, which rewrites both files
+            self.git.checkout_files({n: self.git.read(head, n) for n in restore})
+        return recorded
+
+    def _adopt_first(self) -> bool:
+        """No revision yet: a MEMORY.md (or HISTORY.md) written by hand is the first one."""
+        on_disk = {n: self.git.worktree_text(n) for n in FILES}
+        if self.store.readonly or self._adopting or not any(on_disk.values()):
+            return False
+        log.warning("MEMORY.md written by hand before the first revision; recording it as a user edit")
+        self._adopting = True
+        try:
+            self.write(on_disk["MEMORY.md"] or "", reason="user-edit", source="user", history=on_disk["HISTORY.md"])
+        finally:
+            self._adopting = False
+        return True
 
     def check_worktree(self) -> bool:
         """Pick up a hand edit made while memtray runs. Returns True if one was recorded."""
@@ -215,27 +289,50 @@ class MemoryService:
         extra: list[tuple[str, dict[str, Any], str | None]] | None = None,
         session: str | None = None,
     ) -> list[Record]:
-        """Append ``memory.written`` (+ ``extra`` events) in one write; git follows."""
+        """Append ``memory.written`` (+ ``extra`` events) in one write; git follows.
+
+        A hand edit still waiting in the work tree is recorded first (as its own
+        ``user-edit``), so the checkout that follows this write never overwrites it
+        unrecorded. Callers that build ``memory`` from the current text should call
+        :meth:`check_worktree` before they read it. An ``extra`` payload with a
+        ``memory_seq`` member gets the seq of this ``memory.written`` event.
+        """
         if reason not in REASONS:
             raise MemoryError_(f"unknown memory change reason {reason!r}")
+        if not self._adopting and not self.store.readonly:
+            self._adopt_worktree()
         memory = redact(memory)
         if len(memory) > MAX_MEMORY_CHARS:
             raise MemoryError_(f"MEMORY.md would be {len(memory):,} characters; the limit is {MAX_MEMORY_CHARS:,}")
         old = self.store.state.memory
+        reasons = {k: redact(v) for k, v in (dropped_reasons or {}).items()}
         d = factdiff.diff(old, memory)
+        if reasons and d.changed:
+            # A fact removed with a reason is a removal even when the fuzzy diff pairs it
+            # with a new fact ("lives in London" -> "lives in Lyon"): record it as dropped.
+            moved = [(o, n) for o, n in d.changed if o.id in reasons]
+            d = FactDiff(d.added + [n for _o, n in moved], d.dropped + [o for o, _n in moved],
+                         [(o, n) for o, n in d.changed if o.id not in reasons], d.unchanged)
+        if d.dropped:
+            # one of two copies of a fact going is not the fact leaving memory
+            still = {f.norm for f in factdiff.parse(memory)}
+            d = FactDiff(d.added, [f for f in d.dropped if f.norm not in still], d.changed, d.unchanged)
         diff_json = d.to_json()
-        reasons = dropped_reasons or {}
+        flagged = [_redact_item(i) for i in flagged or ()]
+        held = {i["fact_id"] for i in flagged if i.get("kind") == "silent-drop"}
         for item in diff_json["dropped"]:
-            item["reason"] = reasons.get(item["id"], reason)
+            item["reason"] = reasons.get(item["id"]) or (SILENT_HELD if item["id"] in held else reason)
         ev = MemoryWritten(
             memory=memory, reason=reason, source=source, history_append=redact(history_append) if history_append else None,
             history=redact(history) if history is not None else None, consolidation=consolidation, model=model,
             diff=diff_json, flagged=flagged or None, provenance=provenance,
         )
         items: list[tuple[str, dict[str, Any], str | None, str | None]] = [(MemoryWritten.TYPE, ev.to_data(), session, None)]
-        for t, data, sess in extra or []:
-            items.append((t, data, sess, None))
-        return self.store.append_many(items)
+        with self.store._mutex:  # re-entrant: the seq read here is the one append_many gives
+            seq = self.store.log.last_seq + 1
+            for t, data, sess in extra or []:
+                items.append((t, {**data, "memory_seq": seq} if "memory_seq" in data else data, sess, None))
+            return self.store.append_many(items)
 
     # --- browsing ---------------------------------------------------------------------
 
@@ -253,30 +350,36 @@ class MemoryService:
         return _revision(self.git.info(self.resolve(spec)))
 
     def resolve(self, spec: str) -> str:
-        """A commit sha from: sha or unique prefix, HEAD, HEAD~N, a consolidation id, seq:N, a branch."""
+        """A commit sha from: sha or unique prefix, HEAD, a consolidation id, seq:N, a branch,
+        any of those followed by ``~N`` (N first parents back)."""
         spec = spec.strip()
         head = self.git.head()
         if head is None:
             raise BadRevision("memory has no revisions yet")
-        m = re.fullmatch(r"(HEAD|@)(?:~(\d+))?", spec)
+        m = re.fullmatch(r"(.+?)~(\d*)", spec)
         if m:
-            n = int(m.group(2) or 0)
-            for i, info in enumerate(self.git.walk()):
+            n = int(m.group(2) or 1)
+            for i, info in enumerate(self.git.walk(self.resolve(m.group(1)))):
                 if i == n:
                     return info.sha
-            raise BadRevision(f"{spec}: history has fewer than {n + 1} revisions")
+            raise BadRevision(f"{spec}: history has fewer than {n + 1} revisions there")
+        if spec in ("HEAD", "@"):
+            return head
         branch = self.git.ref(spec if spec.startswith("refs/") else f"refs/heads/{spec}")
         if branch:
             return branch
         m = re.fullmatch(r"seq:(\d+)", spec)
         low = spec.lower()
+        is_hex = re.fullmatch(r"[0-9a-f]{4,40}", low) is not None
+        if len(low) == 40 and is_hex and self.git.has_commit(low):
+            return low
         matches: list[str] = []
         for info in self.git.walk():
             if m and info.trailers.get("Event-Seq") == m.group(1):
                 return info.sha
             if info.trailers.get("Consolidation") == spec:
                 return info.sha
-            if re.fullmatch(r"[0-9a-f]{4,40}", low) and info.sha.startswith(low):
+            if is_hex and info.sha.startswith(low):
                 matches.append(info.sha)
         if len(matches) == 1:
             return matches[0]
@@ -324,12 +427,14 @@ class MemoryService:
 
     def dropped(self) -> list[dict[str, Any]]:
         """Every fact ever removed: by which revision, why, and whether it is back now."""
-        current = factdiff.parse(self.store.state.memory)
+        current = {f.norm for f in factdiff.parse(self.store.state.memory)}
         shas = {info.trailers.get("Event-Seq"): info.sha for info in self.git.walk()}
         out = []
         for rec in self.memory_events():
+            listed = set()
             for item in (rec.data.get("diff") or {}).get("dropped", []):
-                present = factdiff.match_fact(current, item["text"]) is not None
+                listed.add(item["id"])
+                present = factdiff.normalize(item["text"]) in current  # exact: "Lyon" is not "London"
                 out.append({
                     "id": item["id"], "text": item["text"], "section": item.get("section", ""),
                     "rev": shas.get(str(rec.seq)), "event_seq": rec.seq, "time": rec.ts,
@@ -337,38 +442,46 @@ class MemoryService:
                     "present_now": present,
                 })
             for item in rec.data.get("flagged") or []:
-                if item.get("kind") == "silent-drop":
-                    present = factdiff.match_fact(current, item["text"]) is not None
+                if item.get("kind") == "silent-drop" and item["fact_id"] not in listed:
+                    present = factdiff.normalize(item["text"]) in current
                     out.append({
                         "id": item["fact_id"], "text": item["text"], "section": item.get("section", ""),
                         "rev": shas.get(str(rec.seq)), "event_seq": rec.seq, "time": rec.ts,
-                        "reason": "silent (held for review)", "by": rec.data.get("reason"),
+                        "reason": SILENT_HELD, "by": rec.data.get("reason"),
                         "present_now": present,
                     })
         return out
 
     # --- changing ---------------------------------------------------------------------
 
-    def _find(self, rev: str, fact: str) -> Fact:
+    def _find(self, rev: str, fact: str) -> tuple[Fact, str]:
+        """The fact at ``rev``, or -- when ``rev`` is the revision that removed it, as
+        `memory dropped` lists -- at its parent. An exact match (id, id prefix, text) at
+        either wins over a fuzzy one. Returns the fact and the sha it is in."""
         sha = self.resolve(rev)
-        facts = factdiff.parse(self.git.read(sha, "MEMORY.md"))
-        found = factdiff.match_fact(facts, fact)
-        if found is None:
-            raise MemoryError_(f"no fact matching {fact!r} at {sha[:8]}", hint="See `memtray memory show REV`.")
-        return found
+        parents = self.git.info(sha).parents
+        places = [(sha, factdiff.parse(self.git.read(sha, "MEMORY.md")))]
+        if parents:
+            places.append((parents[0], factdiff.parse(self.git.read(parents[0], "MEMORY.md"))))
+        for finder in (factdiff.find_fact, factdiff.match_fact):
+            for where, facts in places:
+                found = finder(facts, fact)
+                if found is not None:
+                    return found, where
+        raise MemoryError_(f"no fact matching {fact!r} at {sha[:8]}", hint="See `memtray memory show REV`.")
 
     def restore_fact(self, rev: str, fact: str) -> Revision:
-        f = self._find(rev, fact)
+        self._adopt_worktree()
+        f, src = self._find(rev, fact)
         current = self.store.state.memory
-        if factdiff.match_fact(factdiff.parse(current), f.text) is not None and any(
-            x.norm == f.norm for x in factdiff.parse(current)
-        ):
+        if any(x.norm == f.norm for x in factdiff.parse(current)):
             raise MemoryError_(f"the fact is already in memory: {f.text}")
         new = factdiff.add_fact(current, f.text, f.section or None)
-        self.write(new, reason="restore", source="user", provenance={f.id: {"restored_from": self.resolve(rev)}})
+        self.write(new, reason="restore", source="user", provenance={f.id: {"restored_from": src}})
         return self.revision("HEAD")
 
     def rollback(self, rev: str) -> Revision:
+        self._adopt_worktree()
         sha = self.resolve(rev)
         text = self.git.read(sha, "MEMORY.md")
         seq = self.store.state.memory_seq
@@ -384,6 +497,7 @@ class MemoryService:
             raise MemoryError_("the fact is empty")
         from .poison import looks_like_instruction
 
+        self._adopt_worktree()
         if looks_like_instruction(fact):
             item = _review_item("instruction", fact, section or "General", None, "looks like an instruction")
             self.write(self.store.state.memory, reason="agent", source="model", model=model, flagged=[item])
@@ -399,6 +513,7 @@ class MemoryService:
         return f"remembered: {fact}"
 
     def forget(self, fact: str, why: str, *, model: str | None) -> str:
+        self._adopt_worktree()
         current = self.store.state.memory
         found = factdiff.match_fact(factdiff.parse(current), fact)
         if found is None:
@@ -420,6 +535,7 @@ class MemoryService:
     def restore_review(self, item_id: str) -> Revision:
         """Put the held fact (back) into memory."""
         item = self._review(item_id)
+        self._adopt_worktree()
         new = factdiff.add_fact(self.store.state.memory, item["text"], item.get("section") or None)
         self.write(new, reason="review", source="user",
                    extra=[(MemoryReviewed.TYPE, MemoryReviewed(item=item["id"], action="restore",
@@ -485,6 +601,10 @@ class MemoryService:
 
 def _msg_json(r: Record) -> dict[str, Any]:
     return {"seq": r.seq, "ts": r.ts, "session": r.session, "role": r.data.get("role"), "content": r.data.get("content")}
+
+
+def _redact_item(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: redact(v) if k in ("text", "reason", "section") and isinstance(v, str) else v for k, v in item.items()}
 
 
 def _review_item(kind: str, text: str, section: str, fact_id: str | None, reason: str) -> dict[str, Any]:
