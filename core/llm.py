@@ -349,15 +349,16 @@ def translate(exc: BaseException, model: str) -> LLMError:
         or "payload is not completed" in text_all
     ):
         return LLMBadResponse(f"{model}: the reply broke off mid-stream (connection closed)")
-    if connect_failed or (
+    malformed = any(isinstance(e, json.JSONDecodeError) for e in chain) or (
+        "expecting property name" in text_all or "expecting value" in text_all
+    )
+    looks_unreachable = connect_failed or (
         "connection error" in text_all and not any(type(e).__name__ == "RemoteProtocolError" for e in chain)
         and "peer closed" not in text_all and "incomplete" not in text_all
-    ):
-        if not any(isinstance(e, json.JSONDecodeError) for e in chain):
-            return LLMConnectionError(f"{model}: cannot connect to the provider")
-    if any(isinstance(e, json.JSONDecodeError) for e in chain) or "expecting property name" in text_all or (
-        "expecting value" in text_all
-    ):
+    )
+    if looks_unreachable and not any(isinstance(e, json.JSONDecodeError) for e in chain):
+        return LLMConnectionError(f"{model}: cannot connect to the provider")
+    if malformed:
         return LLMBadResponse(f"{model}: the provider sent malformed data that could not be read")
     if any(type(e).__name__ in ("RemoteProtocolError", "ReadError") for e in chain) or "peer closed" in text_all:
         return LLMBadResponse(f"{model}: the reply broke off mid-stream (connection closed)")
