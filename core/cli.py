@@ -123,6 +123,7 @@ def cmd_ask(args: argparse.Namespace, home: Home) -> int:
         raise MemtrayError("nothing to ask", hint='Usage: memtray ask "your question"')
     c = con()
     with _open_app(home) as app:
+        _offline_notice(app)
         streaming = c.tty
         result = app.run(
             app.agent.turn(args.session, text, on_delta=c.write if streaming else None, stream=streaming)
@@ -142,6 +143,8 @@ def cmd_chat(args: argparse.Namespace, home: Home) -> int:
         raise MemtrayError("`memtray chat` is interactive; it cannot run inside another instance")
     try:
         with app_scope(home) as app:
+            _offline_notice(app)
+
             def turn(line: str) -> None:
                 con().write("memtray> ")
                 try:
@@ -186,6 +189,16 @@ def _chat_loop(session: str, turn: Callable[[str], None], new: Callable[[], None
                 _err(f"memtray: error: {exc}")
             continue
         turn(line)
+
+
+def _offline_notice(app: Any) -> None:
+    """Say once that the small offline model answers because no provider is configured."""
+    from . import localmodel
+
+    if not app.config.model and localmodel.is_local(app.llm.model):
+        notice = localmodel.take_notice(app.home.state)
+        if notice:
+            _err(notice)
 
 
 def _new_session(app: Any, session: str) -> None:
@@ -376,12 +389,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     # Feature modules add their own commands (imported here, not at module import,
     # so `memtray --version` stays fast).
-    from . import cli_audit, cli_memory, cli_remind, search
+    from . import cli_audit, cli_memory, cli_remind, desktop_entry, search
 
     cli_memory.add_commands(sub)
     cli_audit.add_commands(sub)  # after cli_memory: adds memory rebuild/compare/adopt
     search.add_commands(sub)
     cli_remind.add_commands(sub)
+    desktop_entry.add_commands(sub)
     try:
         from memtray.desktop import cli_commands
     except ImportError:

