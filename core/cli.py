@@ -389,13 +389,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     # Feature modules add their own commands (imported here, not at module import,
     # so `memtray --version` stays fast).
-    from . import cli_audit, cli_memory, cli_remind, desktop_entry, search
+    from . import cli_audit, cli_memory, cli_remind, desktop_entry, purge, search
 
     cli_memory.add_commands(sub)
     cli_audit.add_commands(sub)  # after cli_memory: adds memory rebuild/compare/adopt
     search.add_commands(sub)
     cli_remind.add_commands(sub)
     desktop_entry.add_commands(sub)
+    purge.add_commands(sub)
     try:
         from memtray.desktop import cli_commands
     except ImportError:

@@ -44,6 +44,8 @@ class AlreadyRunning(EnvironmentProblem):
 class UnsafePath(EnvironmentProblem):
     """A path inside the data home is a symlink or has unsafe permissions."""
 
+    hint = "Run `memtray doctor --repair`: it removes links planted in the data home (never what they point to)."
+
 
 # --- event log -------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ import logging
 import logging.handlers
 import os
 
+from .errors import MemtrayError
 from .fsutil import FILE_MODE, ensure_dir
 from .home import Home
 from .redact import RedactingFilter
@@ -25,13 +26,16 @@ def setup(home: Home, *, verbose: bool = False) -> None:
     try:
         ensure_dir(home.logs)
         path = home.logs / "memtray.log"
+        for p in (path, *(path.with_name(f"{path.name}.{i}") for i in range(1, 4))):
+            if p.is_symlink():  # planted: never write the app's log through it
+                p.unlink()
         fh = logging.handlers.RotatingFileHandler(path, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
         if os.name != "nt":
             os.chmod(path, FILE_MODE)
         fh.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         fh.addFilter(redactor)
         root.addHandler(fh)
-    except OSError:
+    except (OSError, MemtrayError):
         pass  # logging must never stop the app; stderr still works
     err = logging.StreamHandler()
     err.setLevel(logging.DEBUG if verbose else logging.WARNING)

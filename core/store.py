@@ -21,10 +21,10 @@ from typing import Any
 import orjson
 
 from .clock import Clock, IdGenerator
-from .errors import LogCorrupt
+from .errors import EnvironmentProblem, LogCorrupt
 from .eventlog import DEFAULT_SEGMENT_BYTES, EventLog, FileOps, Position, segment_path
 from .events import SCHEMA, BadRecord, Record, Schema, decode_raw
-from .fsutil import DiskError, atomic_write, ensure_dir
+from .fsutil import atomic_write, ensure_dir
 from .home import Home, HomeLock
 from .projections import State, apply
 
@@ -153,7 +153,7 @@ class Store:
         listeners of events that are already durable. Retried after the next batch."""
         try:
             self.checkpoint()
-        except DiskError as exc:
+        except EnvironmentProblem as exc:  # disk full, I/O error, a link planted in state/
             self._since_checkpoint = 0
             log.warning("could not save a checkpoint (%s); start-up will replay more of the log", exc)
 

@@ -1,0 +1,180 @@
+"""A fork server for crash tests: imports memtray (and litellm) once, forks a writer per kill.
+
+Starting a fresh interpreter costs ~0.3 s (8 s with litellm), which would make
+hundreds of kills too slow for CI. This process imports everything once, then
+for each request (one JSON line on stdin) forks a child that opens the data
+home exactly as memtray does and writes until it is killed. The child prints
+``start <pid> <last_seq>``, then ``ack <seq> ...`` after each durable append
+(the store calls its listeners only after fsync), then ``done``. When the child
+is gone the server prints ``exit <pid> <signal or -code>``. The parent
+(:mod:`tests.crash.harness`) reads the acks and sends SIGKILL to the child.
+
+Modes:
+
+* ``log`` -- append message events (group commits of 1-3, 0-3000 bytes each,
+  optionally written in several pieces so a kill can tear a record), with the
+  odd checkpoint in between.
+* ``consolidate`` -- the whole app against the scripted LLM server: append a
+  few messages, consolidate, repeat. ``crash_at`` names a point where the child
+  SIGKILLs itself: ``consolidation.started`` (the event is durable),
+  ``consolidation.replied`` (the reply arrived, nothing written),
+  ``memory.appended`` (the memory.written append is durable, no commit),
+  ``git.ref-updated`` (the branch moved, the work tree not yet written),
+  ``memory.committed`` (after the commit), ``consolidation.completed`` (after
+  everything). The ``_crash_point`` hooks in core/consolidation.py, memory.py and
+  gitrepo.py are used where they exist (MEMTRAY_TEST_CRASH_AT); otherwise the
+  point is made here. Without ``crash_at`` the parent kills at a random moment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+os.environ.setdefault("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+
+from memtray.core.faults import SplitWriteFileOps  # noqa: E402
+from memtray.core.home import Home  # noqa: E402
+from memtray.core.store import Store  # noqa: E402
+
+#: every step a consolidation is killed at, in order
+CRASH_POINTS = ("consolidation.started", "consolidation.replied", "memory.appended", "git.ref-updated",
+                "memory.committed", "consolidation.completed")
+
+
+def _hooked() -> frozenset[str]:
+    """Points with a ``_crash_point(name)`` hook in core (MEMTRAY_TEST_CRASH_AT); the others
+    are done here: a store listener (after a durable append) or a wrapper around the model."""
+    core = ROOT / "core"
+    src = "".join((core / f).read_text() for f in ("consolidation.py", "memory.py", "gitrepo.py"))
+    return frozenset(p for p in CRASH_POINTS if f'_crash_point("{p}")' in src)
+
+
+HOOK_POINTS = _hooked()
+LOCAL_POINTS = tuple(p for p in CRASH_POINTS if p not in HOOK_POINTS)
+WORDS = ("apple", "river", "violin", "garden", "Lyon", "tea", "chess", "Ada", "piano", "orchard",
+         "kayak", "Oslo", "basil", "comet", "maple", "sonnet")
+
+
+def out(line: str) -> None:
+    os.write(1, (line + "\n").encode())
+
+
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def child_log(p: dict[str, Any]) -> None:
+    rng = random.Random(p["seed"])
+    files = SplitWriteFileOps(rng) if p.get("split") else None
+    store = Store.open(Home.resolve(p["home"]), segment_bytes=int(p["segment_bytes"]), files=files)
+    out(f"start {os.getpid()} {store.log.last_seq}")
+    for i in range(int(p["n"])):
+        items = []
+        for _ in range(rng.choice((1, 1, 1, 2, 3))):
+            body = f"m{i} " + "x" * rng.choice((0, 10, 200, 1500, 3000))
+            items.append(("message", {"role": rng.choice(("user", "assistant")), "content": body},
+                          f"s{rng.randrange(3)}", None))
+        recs = store.append_many(items)
+        out("ack " + " ".join(str(r.seq) for r in recs))
+        if rng.random() < 0.04:
+            store.checkpoint()
+    store.close()
+    out("done")
+
+
+def child_consolidate(p: dict[str, Any]) -> None:
+    from memtray.core.app import App
+    from memtray.core.config import Config
+    from memtray.core.consolidation import ConsolidationFailedError
+
+    rng = random.Random(p["seed"])
+    crash_at = p.get("crash_at")
+    if crash_at in HOOK_POINTS:
+        os.environ["MEMTRAY_TEST_CRASH_AT"] = crash_at
+    cfg = Config(model="openai/test-model", api_base=p["base_url"], llm_retries=0, llm_timeout=30.0,
+                 memory_window=6, consolidation_timeout=60.0, idle_consolidate_minutes=0)
+    app = App.open(Home.resolve(p["home"]), config=cfg)
+
+    def acker(recs: list[Any], _state: Any) -> None:
+        out("ack " + " ".join(str(r.seq) for r in recs))
+        types = {r.type for r in recs}
+        if crash_at in LOCAL_POINTS and crash_at in types:
+            die()
+
+    app.store.subscribe(acker)
+    if crash_at == "consolidation.replied" and crash_at in LOCAL_POINTS:
+        complete = app.llm.complete
+
+        async def replied_then_die(*a: Any, **kw: Any) -> Any:
+            await complete(*a, **kw)
+            die()
+
+        app.llm.complete = replied_then_die  # type: ignore[method-assign]
+    out(f"start {os.getpid()} {app.store.log.last_seq}")
+    cons = app.services["consolidation"]
+    memory = app.services["memory"]
+    for _ in range(int(p["rounds"])):
+        for _ in range(rng.randint(2, 5)):
+            words = " ".join(rng.sample(WORDS, 3))
+            app.store.append("message", {"role": "user", "content": f"note {rng.randrange(10**6)} {words}"},
+                             session="quick")
+            app.store.append("message", {"role": "assistant", "content": "noted"}, session="quick")
+        if rng.random() < 0.2:
+            memory.remember(f"likes {rng.choice(WORDS)} {rng.randrange(1000)}", "Preferences",
+                            model=None, source_seq=None)
+        out("phase consolidating")
+        try:
+            res = app.run(cons.consolidate("quick", trigger="manual"))
+        except ConsolidationFailedError as exc:
+            out(f"failed {exc}")
+        else:
+            out(f"consolidated {res.memory_seq}")
+    app.close()
+    out("done")
+
+
+def serve() -> None:
+    if "--preload-llm" in sys.argv:
+        from memtray.core.llm import load_litellm
+
+        load_litellm()
+        import memtray.core.app
+        import memtray.core.consolidation  # noqa: F401
+    out("ready")
+    for raw in sys.stdin:
+        raw = raw.strip()
+        if not raw:
+            continue
+        p = json.loads(raw)
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                (child_log if p["mode"] == "log" else child_consolidate)(p)
+            except BaseException:
+                traceback.print_exc()
+                out("error")
+                code = 70
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else -os.WEXITSTATUS(status)
+        out(f"exit {pid} {sig}")
+
+
+if __name__ == "__main__":
+    serve()
