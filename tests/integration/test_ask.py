@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
-
 from memtray.core.app import App
 from memtray.core.config import Config
-from memtray.core.errors import LLMAuthError, LLMConnectionError, LLMError, LLMRateLimited, LLMTimeout
+from memtray.core.errors import (
+    LLMAuthError,
+    LLMError,
+    LLMRateLimited,
+    LLMTimeout,
+)
 from memtray.core.home import Home
+
 from tests.fixtures.llm_server import (
     ScriptedLLMServer,
     error,
@@ -146,7 +152,7 @@ def test_streaming_deltas_and_prompt_prefix_is_stable(home: Home, llm_server: Sc
         reqs = [r["messages"] for r in llm_server.requests]
         systems = {json.dumps(m[0]) for m in reqs}
         assert len(systems) == 1, "the system prompt changed between turns"
-        for prev, cur in zip(reqs, reqs[1:], strict=False):
+        for prev, cur in itertools.pairwise(reqs):
             assert cur[: len(prev)] == prev, "a turn's request must extend the previous one"
             assert cur[len(prev)]["role"] == "assistant"
         assert "[Runtime context:" in reqs[-1][-1]["content"]

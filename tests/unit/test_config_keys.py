@@ -6,11 +6,11 @@ import io
 from pathlib import Path
 
 import pytest
-
 from memtray.core import cli, keys
 from memtray.core import config as cfgmod
 from memtray.core.errors import ConfigError, KeyringError, NoSecureKeyring
 from memtray.core.home import Home
+
 from tests.support import MemoryKeyring
 
 
