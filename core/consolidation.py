@@ -49,7 +49,7 @@ from .clock import parse_ts
 from .errors import LLMError, MemtrayError
 from .events import ConsolidationCompleted, ConsolidationFailed, ConsolidationStarted
 from .gitrepo import _crash_point
-from .llm import Request, tool_spec
+from .llm import LLMResult, Request, tool_spec
 from .memory import MemoryService, review_item
 from .poison import looks_like_instruction, why_flagged
 from .redact import redact
@@ -289,6 +289,29 @@ def _same(text: str, fact: factdiff.Fact) -> factdiff.Fact | None:
     return next((f for f in factdiff.parse(text) if f.norm == fact.norm), None)
 
 
+async def request_save_memory(
+    app: App, memory: str, messages: list[dict[str, Any]], model: str | None, template: str | None = None
+) -> LLMResult:
+    """Ask the model for ``save_memory`` over ``messages`` on top of ``memory`` (forced tool call).
+
+    Shared by consolidation, redo and rebuilds so every path sends the same request.
+    """
+    text = template if template is not None else resources.text("prompts/consolidation.md")
+    prompt = text.replace("{memory}", memory.strip() or "(empty)").replace(
+        "{conversation}", format_messages(messages))
+    return await asyncio.wait_for(
+        app.llm.complete(Request(
+            messages=[{"role": "system", "content": "You consolidate memory by calling save_memory."},
+                      {"role": "user", "content": prompt}],
+            tools=[SAVE_MEMORY],
+            tool_choice={"type": "function", "function": {"name": "save_memory"}},
+            model=model,
+            temperature=0.0,
+        )),
+        timeout=app.config.consolidation_timeout,
+    )
+
+
 class ConsolidationService:
     def __init__(self, app: App, memory: MemoryService) -> None:
         self.app = app
@@ -486,19 +509,7 @@ class ConsolidationService:
             self.memory.check_worktree()  # a hand edit made before this started is what the model sees
             snapshot = app.store.state.memory
             prompt_memory = snapshot if base is None else base
-            prompt = resources.text("prompts/consolidation.md").replace("{memory}", prompt_memory.strip() or "(empty)")
-            prompt = prompt.replace("{conversation}", format_messages(messages))
-            result = await asyncio.wait_for(
-                app.llm.complete(Request(
-                    messages=[{"role": "system", "content": "You consolidate memory by calling save_memory."},
-                              {"role": "user", "content": prompt}],
-                    tools=[SAVE_MEMORY],
-                    tool_choice={"type": "function", "function": {"name": "save_memory"}},
-                    model=model,
-                    temperature=0.0,
-                )),
-                timeout=app.config.consolidation_timeout,
-            )
+            result = await request_save_memory(app, prompt_memory, messages, model)
             _crash_point("consolidation.replied")
             call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
             if call is None:

@@ -449,22 +449,9 @@ def prompt_template(custom: str | None) -> str:
 async def _consolidate(
     app: App, memory: str, messages: list[dict[str, Any]], model: str, template: str
 ) -> dict[str, Any]:
-    from .consolidation import SAVE_MEMORY, format_messages, guard, parse_arguments
-    from .llm import Request
+    from .consolidation import guard, parse_arguments, request_save_memory
 
-    prompt = template.replace("{memory}", memory.strip() or "(empty)").replace(
-        "{conversation}", format_messages(messages))
-    result = await asyncio.wait_for(
-        app.llm.complete(Request(
-            messages=[{"role": "system", "content": "You consolidate memory by calling save_memory."},
-                      {"role": "user", "content": prompt}],
-            tools=[SAVE_MEMORY],
-            tool_choice={"type": "function", "function": {"name": "save_memory"}},
-            model=model,
-            temperature=0.0,
-        )),
-        timeout=app.config.consolidation_timeout,
-    )
+    result = await request_save_memory(app, memory, messages, model, template)
     call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
     if call is None:
         raise ValueError("the model answered without calling save_memory")
