@@ -213,11 +213,15 @@ def test_ask_with_no_provider_uses_the_offline_model_and_says_so(home: Home, loc
 CONSOLIDATE = r"""
 import json, sys
 from memtray.core.app import App
+from memtray.core.clock import FakeClock
 from memtray.core.config import Config
 from memtray.core.events import Message
 from memtray.core.home import Home
 
-app = App.open(Home.resolve(sys.argv[1]), config=Config(memory_window=1000, max_tokens=512, consolidation_timeout=600))
+# A fixed clock makes the prompt (which carries message times) identical on every run,
+# so the tiny model's greedy output is reproducible rather than varying by the minute.
+app = App.open(Home.resolve(sys.argv[1]), clock=FakeClock(),
+               config=Config(memory_window=1000, max_tokens=512, consolidation_timeout=600))
 try:
     for role, text in [("user", "My name is Ada and I live in Lyon."), ("assistant", "Nice to meet you, Ada!"),
                        ("user", "I drink green tea every morning."), ("assistant", "Noted: green tea.")]:
