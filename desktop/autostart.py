@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import plistlib
 import shlex
-import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from memtray.core.desktop_entry import launch_command, xdg_quote
 from memtray.core.fsutil import atomic_write
 
 LABEL = "org.memtray.memtray"
@@ -22,22 +22,12 @@ RUN_VALUE = "memtray"
 
 
 def command(env: Mapping[str, str] | None = None, executable: str | None = None) -> list[str]:
-    """What starts memtray: the AppImage itself, the ``memtray`` script, or this Python."""
-    env = os.environ if env is None else env
-    if env.get("APPIMAGE"):
-        return [env["APPIMAGE"]]
-    script = shutil.which("memtray", path=env.get("PATH"))
-    if script:
-        return [script]
-    return [executable or sys.executable, "-m", "memtray.core.cli"]
+    """What starts memtray: the AppImage, the frozen app, the ``memtray`` script, or this Python.
 
-
-def _xdg_quote(arg: str) -> str:
-    """Quote one Exec argument per the Desktop Entry spec."""
-    if arg and not any(c in arg for c in ' \t\n"\'\\><~|&;$*?#()`%='):
-        return arg
-    escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`").replace("$", "\\$")
-    return f'"{escaped}"'.replace("%", "%%")
+    The same answer as ``memtray install-desktop`` gives, so the menu entry and
+    the autostart entry can never disagree.
+    """
+    return launch_command(env, executable)
 
 
 def linux_path(env: Mapping[str, str] | None = None) -> Path:
@@ -52,7 +42,7 @@ def linux_entry(cmd: list[str]) -> str:
         "Type=Application\n"
         "Name=memtray\n"
         "Comment=A tray assistant that remembers you\n"
-        f"Exec={' '.join(_xdg_quote(a) for a in cmd)}\n"
+        f"Exec={' '.join(xdg_quote(a) for a in cmd)}\n"
         "Icon=memtray\n"
         "Terminal=false\n"
         "Categories=Utility;\n"
