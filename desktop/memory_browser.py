@@ -38,6 +38,8 @@ from .qt import (
     QWidget,
     Signal,
 )
+from .rebuild_dialog import RebuildDialog
+from .timeline import TimelineView, fact_counts
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +199,9 @@ class MemoryBrowser(QWidget):
         self.review_btn = QPushButton("Review")
         self.review_btn.clicked.connect(lambda: self.tabs.setCurrentWidget(self.review_tab))
         top.addWidget(self.review_btn)
+        self.rebuild_btn = QPushButton("Rebuild with model…")
+        self.rebuild_btn.clicked.connect(self.open_rebuild)
+        top.addWidget(self.rebuild_btn)
         refresh = QPushButton("Refresh")
         refresh.clicked.connect(self.refresh)
         top.addWidget(refresh)
@@ -269,6 +274,9 @@ class MemoryBrowser(QWidget):
         self.review_col.addStretch(1)
         self.review_tab.setWidget(self.review_inner)
         self.tabs.addTab(self.review_tab, "Review")
+        self.timeline = TimelineView()
+        self.timeline.revision_clicked.connect(self.select)
+        self.tabs.addTab(self.timeline, "Timeline")
         rl.addWidget(self.tabs, 1)
         split.addWidget(right)
         split.setStretchFactor(0, 1)
@@ -328,6 +336,7 @@ class MemoryBrowser(QWidget):
         self.list.blockSignals(False)
         self._fill_review(review)
         self.review_btn.setText(f"Review ({len(review)})" if review else "Review")
+        self._load_timeline(revisions)
         if not revisions:
             self._status("No memory yet. Facts appear here as memtray learns them from your chats.")
             self.loaded.emit()
@@ -338,6 +347,29 @@ class MemoryBrowser(QWidget):
         self.select(target or revisions[0].rev)
         self.list.setFocus()
         self.loaded.emit()
+
+    def _load_timeline(self, revisions: list[Any]) -> None:
+        mem = self.memory
+        if not revisions or mem is None:
+            self.timeline.set_points([])
+            return
+        from memtray.core import factdiff
+
+        head = revisions[0].rev
+        self._call(lambda: len(factdiff.parse(mem.show(head))),
+                   lambda n: self.timeline.set_points(fact_counts(revisions, n)), "memory-timeline")
+
+    def open_rebuild(self) -> None:
+        dlg = RebuildDialog(self.ctx, self)
+        dlg.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dlg.adopted.connect(self._adopted)
+        self.rebuild_dialog = dlg
+        dlg.open()
+
+    def _adopted(self, _rec: Any) -> None:
+        self.current = None  # show the new head revision
+        self._status("Adopted the rebuild: a new revision on main.")
+        self.refresh()
 
     def select(self, rev: str) -> None:
         for i in range(self.list.topLevelItemCount()):
@@ -360,6 +392,7 @@ class MemoryBrowser(QWidget):
             return
         rev = str(item.data(0, Qt.ItemDataRole.UserRole))
         self.current = next((r for r in self.revisions if r.rev == rev), None)
+        self.timeline.set_current(rev)
         mem = self.memory
 
         def load() -> tuple[Any, str, str | None]:

@@ -1,0 +1,134 @@
+"""The memory timeline: fact count over revisions, drops in red; click a point to pick its revision.
+
+Counts are exact relative to the newest revision: the browser counts the facts
+in HEAD's MEMORY.md (on the worker) and walks back with each revision's
+``added``/``removed`` (:func:`fact_counts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+from .qt import (
+    QColor,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPen,
+    QPointF,
+    QSize,
+    Qt,
+    QWidget,
+    Signal,
+)
+
+#: how far (pixels) from a point a click still picks it
+HIT_RADIUS = 12.0
+
+
+@dataclass(frozen=True)
+class Point:
+    rev: str
+    facts: int
+    removed: int
+
+
+def fact_counts(revisions: Sequence[Any], head_facts: int) -> list[Point]:
+    """Oldest first: one point per revision (``revisions`` is newest first, as ``memory.revisions`` gives)."""
+    out: list[Point] = []
+    count = head_facts
+    for r in revisions:
+        out.append(Point(r.rev, count, r.removed))
+        count = count - r.added + r.removed
+    out.reverse()
+    return out
+
+
+class TimelineView(QWidget):
+    """Paints fact count per revision; emits ``revision_clicked(sha)`` for a click near a point."""
+
+    revision_clicked = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.points: list[Point] = []
+        self.current: str | None = None
+        self.setMinimumHeight(160)
+        self.setMouseTracking(False)
+
+    def sizeHint(self) -> QSize:
+        return QSize(480, 220)
+
+    def set_points(self, points: list[Point]) -> None:
+        self.points = list(points)
+        self.update()
+
+    def set_current(self, rev: str | None) -> None:
+        self.current = rev
+        self.update()
+
+    # --- geometry ----------------------------------------------------------------------
+
+    def point_pos(self, i: int) -> QPointF:
+        m = 24.0
+        w = max(1.0, self.width() - 2 * m)
+        h = max(1.0, self.height() - 2 * m)
+        n = len(self.points)
+        x = m + (w * i / (n - 1) if n > 1 else w / 2)
+        lo = min(p.facts for p in self.points)
+        hi = max(p.facts for p in self.points)
+        span = hi - lo
+        frac = (self.points[i].facts - lo) / span if span else 0.5
+        return QPointF(x, m + h * (1.0 - frac))
+
+    def hit(self, pos: QPointF) -> int | None:
+        best, best_d = None, HIT_RADIUS
+        for i in range(len(self.points)):
+            p = self.point_pos(i)
+            d = ((p.x() - pos.x()) ** 2 + (p.y() - pos.y()) ** 2) ** 0.5
+            if d <= best_d:
+                best, best_d = i, d
+        return best
+
+    # --- events ------------------------------------------------------------------------
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        i = self.hit(event.position())
+        if i is None or event.button() != Qt.MouseButton.LeftButton:
+            super().mousePressEvent(event)
+            return
+        self.current = self.points[i].rev
+        self.update()
+        self.revision_clicked.emit(self.points[i].rev)
+
+    def paintEvent(self, _event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        pal = self.palette()
+        fg = pal.color(pal.ColorRole.WindowText)
+        if not self.points:
+            painter.setPen(fg)
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "No revisions yet")
+            return
+        pos = [self.point_pos(i) for i in range(len(self.points))]
+        painter.setPen(QPen(pal.color(pal.ColorRole.Highlight), 2))
+        for a, b in pairwise(pos):
+            painter.drawLine(a, b)
+        red = QColor(220, 50, 47)
+        for p, xy in zip(self.points, pos, strict=True):
+            colour = red if p.removed > 0 else fg
+            painter.setPen(QPen(colour, 1))
+            painter.setBrush(colour)
+            r = 6.0 if p.rev == self.current else 4.0
+            painter.drawEllipse(xy, r, r)
+        lo = min(p.facts for p in self.points)
+        hi = max(p.facts for p in self.points)
+        painter.setPen(fg)
+        painter.drawText(4, 14, f"{hi} facts" if hi == lo else f"{lo}–{hi} facts")
+        painter.end()
+
+
+__all__ = ["Point", "TimelineView", "fact_counts"]
