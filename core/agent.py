@@ -103,6 +103,9 @@ class Agent:
         self._locks: dict[str, asyncio.Lock] = {}
         #: called with (session, state) after a turn appended messages (consolidation trigger)
         self.after_turn: list[Callable[[str], None]] = []
+        #: characters of content in the last request sent per session (the budget trigger reads it
+        #: instead of building the whole prompt a second time after every turn)
+        self.last_request_chars: dict[str, int] = {}
 
     # --- prompt ---------------------------------------------------------------------
 
@@ -182,6 +185,7 @@ class Agent:
                     pctx.system_prompt(self.store.state.memory), get_history(self.store.state.session(session))
                 )
                 basis = self.store.state.last_seq
+                self.last_request_chars[session] = sum(len(m.get("content") or "") for m in messages)
                 rhash = request_hash(model, messages, tools)
                 partial.clear()
                 try:

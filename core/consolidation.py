@@ -35,6 +35,7 @@ tree, idle sessions and failed consolidations whose backoff has passed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import re
@@ -369,7 +370,9 @@ class ConsolidationService:
 
     def _over_budget(self, session: str) -> bool:
         budget = self.app.config.context_tokens or _model_window(self.app.config.model)
-        chars = sum(len(m.get("content") or "") for m in self.app.agent.messages_for(session))
+        chars = self.app.agent.last_request_chars.get(session)
+        if chars is None:  # no turn yet in this process: build the prompt once to measure it
+            chars = sum(len(m.get("content") or "") for m in self.app.agent.messages_for(session))
         return chars / 4 > 0.75 * budget
 
     async def _background(self, session: str, trigger: str) -> None:
@@ -636,6 +639,7 @@ class ConsolidationService:
                 )
 
 
+@functools.lru_cache(maxsize=32)
 def _model_window(model: str) -> int:
     try:
         from .llm import load_litellm
