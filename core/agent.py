@@ -231,6 +231,7 @@ class Agent:
                         request_hash=rhash, stop=stop, basis_seq=basis,
                     ), pctx)
                 )
+                self.last_request_chars[session] += len(content)  # the reply is in the next prompt
                 for fn in self.after_turn:
                     fn(session)
                 return TurnResult(content, records, rounds, result.model)
