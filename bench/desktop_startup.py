@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -81,6 +82,83 @@ def seed(home_root: Path) -> None:
             app.worker.call(lambda: mem.write("# About the user\n\n- Likes tea\n", reason="agent", source="model"))
 
 
+def starts(env: dict[str, str], tmp: Path, label: str, runs: int) -> tuple[list[float], list[bool], list[bool],
+                                                                            list[bool]]:
+    """Start and quit memtray ``runs`` + 1 times; the times to "ready" of all but the first."""
+    from memtray.core import ipc
+    from memtray.core.home import Home
+
+    h = Home.resolve(Path(env["MEMTRAY_HOME"]))
+    times: list[float] = []
+    litellm: list[bool] = []
+    aps: list[bool] = []
+    tray: list[bool] = []
+    for run in range(runs + 1):  # run 0 warms the disk cache and writes the .pyc files
+        report = tmp / f"report-{label}-{run}.jsonl"
+        t0 = time.monotonic()
+        proc = subprocess.Popen([sys.executable, "-m", "memtray.core.cli"], cwd=str(ROOT),
+                                env=dict(env, MEMTRAY_STARTUP_REPORT=str(report)),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            ready = wait_for(report, "ready", 1, proc)
+            if run:
+                times.append(ready["t"] - t0)
+                litellm.append(ready["litellm"])
+                aps.append(ready.get("apscheduler", False))
+                tray.append(ready["tray"])
+            ipc.request(h, {"argv": ["quit"]}, lambda _m: None, timeout=30)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return times, litellm, aps, tray
+
+
+def toggles_and_rss(env: dict[str, str], tmp: Path, toggles: int) -> tuple[list[float], Any, Any]:
+    """One process: idle RSS, then `memtray toggle` to popup shown, then RSS once litellm is warm."""
+    from memtray.core import ipc
+    from memtray.core.home import Home
+
+    h = Home.resolve(Path(env["MEMTRAY_HOME"]))
+    report = tmp / "report-toggle.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "memtray.core.cli"], cwd=str(ROOT),
+                            env=dict(env, MEMTRAY_STARTUP_REPORT=str(report)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    times: list[float] = []
+    try:
+        wait_for(report, "ready", 1, proc)
+        time.sleep(5)
+        rss = rss_breakdown(proc.pid)
+        for n in range(1, toggles + 1):
+            t1 = time.monotonic()
+            ipc.request(h, {"argv": ["toggle"]}, lambda _m: None, timeout=30)
+            shown = wait_for(report, "popup_shown", n, proc)
+            times.append(shown["t"] - t1)
+            ipc.request(h, {"argv": ["toggle"]}, lambda _m: None, timeout=30)  # hide again
+            time.sleep(0.2)
+        time.sleep(8)  # the first show warms litellm up on the worker
+        rss_warm = rss_breakdown(proc.pid)
+        ipc.request(h, {"argv": ["quit"]}, lambda _m: None, timeout=30)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return times, rss, rss_warm
+
+
+def tray_host(env: dict[str, str]) -> subprocess.Popen[bytes] | None:
+    """Start trayer (an XEmbed system tray, Debian package ``trayer``) on this X display."""
+    if not env.get("DISPLAY") or shutil.which("trayer") is None:
+        return None
+    proc = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "pixel",
+                             "--width", "200", "--height", "24"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.5)  # until it owns the _NET_SYSTEM_TRAY selection
+    return proc if proc.poll() is None else None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
@@ -91,58 +169,35 @@ def main() -> int:
     env = dict(os.environ, MEMTRAY_HOME=str(home), XDG_RUNTIME_DIR=str(tmp), MEMTRAY_HOTKEY_BACKEND="none",
                XDG_CONFIG_HOME=str(tmp / "config"))
     env.pop("MEMTRAY_NO_DESKTOP", None)
+    # pip writes .pyc files when it installs memtray; a shell that sets
+    # PYTHONDONTWRITEBYTECODE would instead make every start recompile what changed
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ.update({k: env[k] for k in ("MEMTRAY_HOME", "XDG_RUNTIME_DIR")})
     seed(home)
-    from memtray.core import ipc
-    from memtray.core.home import Home
-
-    h = Home.resolve(home)
     platform = env.get("QT_QPA_PLATFORM") or ("xcb" if env.get("DISPLAY") else "?")
-    starts: list[float] = []
-    toggles: list[float] = []
-    litellm_at_ready: list[bool] = []
-    tray: list[bool] = []
-    rss: tuple[int, list[tuple[str, int]]] | None = None
-    rss_warm: tuple[int, list[tuple[str, int]]] | None = None
-    for run in range(args.runs + 1):  # run 0 warms the disk cache and .pyc files
-        report = tmp / f"report-{run}.jsonl"
-        t0 = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "memtray.core.cli"], cwd=str(ROOT),
-                                env=dict(env, MEMTRAY_STARTUP_REPORT=str(report)),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            ready = wait_for(report, "ready", 1, proc)
-            if run:
-                starts.append(ready["t"] - t0)
-                litellm_at_ready.append(ready["litellm"])
-                tray.append(ready["tray"])
-            if run == args.runs:
-                time.sleep(5)
-                rss = rss_breakdown(proc.pid)
-                for n in range(1, args.toggles + 1):
-                    t1 = time.monotonic()
-                    ipc.request(h, {"argv": ["toggle"]}, lambda _m: None, timeout=30)
-                    shown = wait_for(report, "popup_shown", n, proc)
-                    toggles.append(shown["t"] - t1)
-                    ipc.request(h, {"argv": ["toggle"]}, lambda _m: None, timeout=30)  # hide again
-                    time.sleep(0.2)
-                time.sleep(8)  # the first show warms litellm up on the worker
-                rss_warm = rss_breakdown(proc.pid)
-            ipc.request(h, {"argv": ["quit"]}, lambda _m: None, timeout=30)
-            proc.wait(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-
     ms = lambda xs: f"{statistics.median(xs) * 1000:.0f} ms (min {min(xs) * 1000:.0f}, max {max(xs) * 1000:.0f})"  # noqa: E731
-    print(f"platform: {platform}; tray available: {any(tray)} (else the main window is what shows)")
-    print(f"start -> {'tray' if any(tray) else 'window'} ready, median of {len(starts)} processes: {ms(starts)}")
-    print(f"litellm imported at ready: {litellm_at_ready}")
+    print(f"platform: {platform}; {args.runs} starts each (after a warm-up start), 200 messages in the session")
+    window, litellm, aps, tray = starts(env, tmp, "window", args.runs)
+    assert not any(tray)
+    print(f"start -> window ready (no system tray: the main window shows), median: {ms(window)}")
+    print(f"    litellm imported at ready: {any(litellm)}; apscheduler imported at ready: {any(aps)}")
+    host = tray_host(env)
+    if host is None:
+        print("start -> tray ready: not measured (needs an X display and `trayer`, Debian package trayer)")
+    else:
+        try:
+            tray_times, litellm, aps, tray = starts(env, tmp, "tray", args.runs)
+        finally:
+            host.terminate()
+            host.wait()
+        if all(tray):
+            print(f"start -> tray icon ready (trayer as the system tray), median: {ms(tray_times)}")
+            print(f"    litellm imported at ready: {any(litellm)}; apscheduler imported at ready: {any(aps)}")
+        else:
+            print(f"start -> tray: Qt did not see trayer's tray in {tray.count(False)} of {len(tray)} starts")
+    toggles, rss, rss_warm = toggles_and_rss(env, tmp, args.toggles)
     print(f"`memtray toggle` IPC -> popup show event, median of {len(toggles)}: {ms(toggles)}")
     for label, figure in (("idle RSS after start (5 s idle)", rss), ("RSS after the popup warmed litellm up", rss_warm)):
-        if figure is None:
-            continue
         total, top = figure
         print(f"{label}: {total / 1024:.0f} MiB; largest mappings:")
         for name, kb in top:

@@ -415,13 +415,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Files memtray does not open itself (git objects and refs through dulwich, the
         # search index through sqlite) must be private too, whatever the user's umask.
         os.umask(0o077)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    if not argv and not os.environ.get("MEMTRAY_NO_DESKTOP"):
+        # bare `memtray` starts the desktop: skip building the parser, which imports
+        # every feature module (the instance builds it when a command is forwarded)
+        parser, args = None, argparse.Namespace(home=None, argv=[])
+    else:
+        parser = build_parser()
+        args = parser.parse_args(argv)
     home = Home.resolve(args.home) if args.home else Home.resolve()
     fn: Handler | None = getattr(args, "fn", None)
     try:
         if fn is None:
-            if os.environ.get("MEMTRAY_NO_DESKTOP"):
+            if parser is not None and os.environ.get("MEMTRAY_NO_DESKTOP"):
                 parser.print_help()
                 return 0
             return cmd_desktop(args, home)

@@ -33,16 +33,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from apscheduler.triggers.base import BaseTrigger
-from apscheduler.triggers.cron import CronTrigger
-from apscheduler.triggers.date import DateTrigger
-from apscheduler.triggers.interval import IntervalTrigger
 
 from .clock import parse_ts
 from .errors import MemtrayError
 from .projections import ReminderState, State
+
+if TYPE_CHECKING:  # apscheduler is imported where a trigger is built: not on the start-up path
+    from apscheduler.triggers.base import BaseTrigger
+    from apscheduler.triggers.cron import CronTrigger
 
 KINDS = ("at", "every", "cron")
 MODES = ("notify", "agent")
@@ -268,6 +268,8 @@ def cron_trigger(expr: str, tz: str) -> CronTrigger:
 def _cron_trigger(canonical: str, tz: str) -> CronTrigger:
     # shared between reminders: a trigger keeps no state between calls, and compiling
     # one costs more than evaluating it
+    from apscheduler.triggers.cron import CronTrigger
+
     minute, hour, day, month, dow = canonical.split(" ")
     return CronTrigger(
         minute=minute, hour=hour, day=day, month=month,
@@ -294,6 +296,9 @@ class Schedule:
 
     @classmethod
     def build(cls, kind: str, spec: str, tz: str, created: datetime) -> Schedule:
+        from apscheduler.triggers.date import DateTrigger
+        from apscheduler.triggers.interval import IntervalTrigger
+
         z = zone(tz)
         created = created.astimezone(UTC)
         if kind == "at":
@@ -314,7 +319,7 @@ class Schedule:
 
     @property
     def interval(self) -> timedelta:
-        assert isinstance(self.trigger, IntervalTrigger)
+        assert self.kind == "every"
         return self.trigger.interval  # type: ignore[no-any-return]
 
     def next_after(self, after: datetime) -> datetime | None:

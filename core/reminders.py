@@ -31,17 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import threading
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from apscheduler.executors.pool import ThreadPoolExecutor
-from apscheduler.jobstores.base import JobLookupError
-from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.triggers.base import BaseTrigger
-from apscheduler.triggers.interval import IntervalTrigger
 from memtray import resources
 
 from .clock import parse_ts
@@ -65,6 +61,8 @@ from .reminder_spec import (
 from .tools import Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
+    from apscheduler.schedulers.background import BackgroundScheduler
+
     from .app import App
 
 __all__ = ["Occurrence", "ReminderError", "ReminderService", "install"]
@@ -83,22 +81,31 @@ def session_of(reminder_id: str) -> str:
     return f"reminder:{reminder_id}"
 
 
-class _ScheduleTrigger(BaseTrigger):  # type: ignore[misc]
+@functools.cache
+def _schedule_trigger_class() -> type:
     """An apscheduler trigger over a :class:`Schedule`, so the timer and ``due`` agree
-    (including the repeated-hour rule apscheduler's own CronTrigger does not apply)."""
+    (including the repeated-hour rule apscheduler's own CronTrigger does not apply).
 
-    __slots__ = ("schedule",)
+    Built on first use: apscheduler is imported when delivery starts, after the
+    desktop has shown itself, not while ``memtray`` starts.
+    """
+    from apscheduler.triggers.base import BaseTrigger
 
-    def __init__(self, schedule: Schedule) -> None:
-        self.schedule = schedule
+    class _ScheduleTrigger(BaseTrigger):  # type: ignore[misc]
+        __slots__ = ("schedule",)
 
-    def get_next_fire_time(self, previous_fire_time: datetime | None, now: datetime) -> datetime | None:
-        if previous_fire_time is None:
-            return self.schedule.first_at_or_after(now)
-        return self.schedule.next_after(previous_fire_time)
+        def __init__(self, schedule: Schedule) -> None:
+            self.schedule = schedule
 
-    def __str__(self) -> str:
-        return self.schedule.describe()
+        def get_next_fire_time(self, previous_fire_time: datetime | None, now: datetime) -> datetime | None:
+            if previous_fire_time is None:
+                return self.schedule.first_at_or_after(now)
+            return self.schedule.next_after(previous_fire_time)
+
+        def __str__(self) -> str:
+            return self.schedule.describe()
+
+    return _ScheduleTrigger
 
 
 class ReminderService:
@@ -335,6 +342,10 @@ class ReminderService:
         with self._lock:
             if self._scheduler is not None:
                 return True
+            from apscheduler.executors.pool import ThreadPoolExecutor
+            from apscheduler.schedulers.background import BackgroundScheduler
+            from apscheduler.triggers.interval import IntervalTrigger
+
             _quiet_apscheduler()
             self._scheduler = BackgroundScheduler(
                 timezone=UTC,
@@ -400,19 +411,23 @@ class ReminderService:
         if r.kind == "at" and s.first_at_or_after(now or self.app.clock.now()) is None:
             return  # a one-shot whose time has passed: the catch-up delivers it
         sched.add_job(
-            self._on_timer, trigger=_ScheduleTrigger(s), args=(r.id,), id=_JOB_PREFIX + r.id,
+            self._on_timer, trigger=_schedule_trigger_class()(s), args=(r.id,), id=_JOB_PREFIX + r.id,
             name=f"reminder {r.id}", replace_existing=True,
         )
 
     def _remove_job(self, rid: str) -> None:
         sched = self._scheduler
         if sched is not None:
+            from apscheduler.jobstores.base import JobLookupError
+
             try:
                 sched.remove_job(_JOB_PREFIX + rid)
             except JobLookupError:
                 pass
 
     def _add_maintenance_job(self, name: str, seconds: float, fn: Callable[[], Any]) -> None:
+        from apscheduler.triggers.interval import IntervalTrigger
+
         assert self._scheduler is not None
         self._scheduler.add_job(
             self._run_maintenance, trigger=IntervalTrigger(seconds=seconds, timezone=UTC),

@@ -39,7 +39,8 @@ def report(event: str, **extra: Any) -> None:
     path = os.environ.get(REPORT_ENV)
     if not path:
         return
-    line = {"event": event, "t": time.monotonic(), "litellm": "litellm" in sys.modules, **extra}
+    line = {"event": event, "t": time.monotonic(), "litellm": "litellm" in sys.modules,
+            "apscheduler": "apscheduler" in sys.modules, **extra}
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(line) + "\n")
 
@@ -48,7 +49,7 @@ class Desktop(QObject):
     """Owns every desktop object; one per process."""
 
     def __init__(self, app: Any, qapp: QApplication, *, tray_available: bool | None = None,
-                 show_dialogs: bool = True, warm_up: bool = True) -> None:
+                 show_dialogs: bool = True, warm_up: bool = True, deliver: bool = True) -> None:
         super().__init__()
         self.app = app
         self.qapp = qapp
@@ -71,6 +72,8 @@ class Desktop(QObject):
         # import litellm on the worker when the quick chat first opens (tests turn it off:
         # an import still running when a test's app closes would race the next test's)
         self._warmed = not warm_up
+        self.deliver = deliver  # start reminder delivery (and idle maintenance) once shown
+        self.delivering: bool | None = None  # None until the scheduler answered
         self.prefs = QSettings(str(app.home.root / "desktop.ini"), QSettings.Format.IniFormat)
 
     # --- start-up ---------------------------------------------------------------------
@@ -100,10 +103,39 @@ class Desktop(QObject):
         self.hotkeys.status_changed.connect(self._hotkey_status)
         self.hotkeys.apply(self.app.config.hotkey)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._scheme_changed)
+        if self.app.store.readonly:
+            self.problems.append(
+                "The event log is damaged, so memtray opened it read-only: everything is readable, but "
+                "new messages and reminders wait until you run `memtray doctor --repair`."
+            )
         for problem in self.problems:
             self.notifier.notify("memtray", problem, kind="failure")
         if not self.app.config.model:
             QTimer.singleShot(0, self.show_onboarding)
+        if self.deliver:
+            # after the first paint: the scheduler (and apscheduler's import) is not on
+            # the path to the tray, and runs on the worker, not the GUI thread
+            QTimer.singleShot(0, self.start_delivery)
+
+    def start_delivery(self) -> None:
+        """Start reminder delivery and idle maintenance (consolidation sweep, git gc)."""
+        svc = self.app.services.get("reminders")
+        if svc is None:
+            return
+
+        def started(ok: Any) -> None:
+            self.delivering = bool(ok)
+            if not ok and not self.app.store.readonly and self.notifier is not None:
+                self.notifier.notify("memtray", "Reminders are not being delivered; the log says why "
+                                     "(`memtray doctor` checks the data home).", kind="failure")
+
+        def failed(exc: BaseException) -> None:
+            self.delivering = False
+            log.error("reminder delivery did not start: %s", exc)
+            if self.notifier is not None:
+                self.notifier.notify("memtray", f"Reminders are not being delivered: {exc}", kind="failure")
+
+        self.bridge.call(svc.start, name="reminders", on_result=started, on_error=failed)
 
     def _listen(self) -> None:
         from memtray.core import cli, ipc

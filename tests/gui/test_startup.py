@@ -38,7 +38,7 @@ def test_window_is_shown_before_litellm_is_imported(configured_home: Any, runtim
         assert report.exists(), proc.stderr.read() if proc.poll() is not None else "no report"
         ready = json.loads(report.read_text().splitlines()[0])
         assert ready["event"] == "ready"
-        assert ready["litellm"] is False
+        assert ready["litellm"] is False and ready["apscheduler"] is False
         assert ready["tray"] is False  # offscreen: no tray, so the window was shown
         # the running app answers, then quits on request
         code = ipc.request(configured_home, {"argv": ["quit"]}, lambda _m: None, timeout=30)
