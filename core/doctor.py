@@ -27,7 +27,7 @@ from .clock import Clock, IdGenerator, format_ts
 from .errors import AlreadyRunning, MemtrayError
 from .eventlog import EventLog, list_segments, verify
 from .events import BadRecord, Record, decode_raw, encode
-from .fsutil import atomic_write, check_private, fix_private, fsync_dir
+from .fsutil import atomic_write, check_private, fix_private
 from .gitrepo import FILES
 from .home import Home, HomeLock
 from .projections import replay
@@ -307,55 +307,23 @@ def reconcile_memory(home: Home) -> str:
 def rebuild_memory(home: Home) -> str:
     """Move memory/ aside and make it again from the log; carry an unrecorded hand edit over."""
     from .clock import Clock
-    from .gitrepo import FILES
+    from .gitrepo import bring_back, move_aside
 
     carried: dict[str, bytes] = {}
     aside: Path | None = None
     with HomeLock(home):
         if home.memory.exists():
-            stamp = Clock().now().strftime("%Y%m%dT%H%M%S")
-            aside = home.root / f"memory.damaged-{stamp}"
-            os.rename(home.memory, aside)
-            fsync_dir(home.root)
-            carried = _hand_edits(aside, FILES)
+            aside, carried = move_aside(home.memory, Clock().now().strftime("%Y%m%dT%H%M%S"))
     n = _open_app_once(home)
-    if aside is not None:
-        for entry in aside.iterdir():  # files of the user's own in the work tree come back
-            if entry.name not in (".git", *FILES) and entry.is_file() and not entry.is_symlink():
-                shutil.copy2(entry, home.memory / entry.name)
     said = f"rebuilt memory/ from the event log ({n} revisions)"
-    if carried:
-        for name, data in carried.items():
-            atomic_write(home.memory / name, data)
-        n = _open_app_once(home)  # start-up records the hand edit as a user edit
-        said += f"; the hand edit of {', '.join(sorted(carried))} was recorded"
     if aside is not None:
+        with HomeLock(home):
+            bring_back(aside, home.memory, carried)
+        if carried:
+            n = _open_app_once(home)  # start-up records the hand edit as a user edit
+            said += f"; the hand edit of {', '.join(sorted(carried))} was recorded"
         said += f"; the damaged copy is in {aside.name} (delete it when you are satisfied)"
     return said
-
-
-def _hand_edits(old: Path, names: tuple[str, ...]) -> dict[str, bytes]:
-    """Work-tree files of a damaged repository that memtray did not write (index says so)."""
-    try:
-        from dulwich.index import Index
-        from dulwich.objects import Blob
-
-        index = Index(str(old / ".git" / "index"))
-    except Exception:
-        return {}  # without the index nobody can tell a hand edit from a stale file: keep neither
-    out = {}
-    for name in names:
-        p = old / name
-        if p.is_symlink() or not p.is_file():
-            continue
-        data = p.read_bytes()
-        try:
-            written = getattr(index[name.encode()], "sha", None)
-        except KeyError:
-            continue
-        if Blob.from_string(data).id != written:
-            out[name] = data
-    return out
 
 
 def _do(fn: Callable[[Any], None], arg: Any, said: str) -> str:

@@ -281,6 +281,12 @@ class GitRepo:
             blob_id = Blob.from_string(data).id
             if self._unchanged(index, name, blob_id):
                 continue  # e.g. HISTORY.md when only MEMORY.md changed: spare two fsyncs
+            if (self.path / name).is_symlink():
+                # a link planted in the work tree: the file is memtray's to write, so the
+                # link goes (what it points to is never read, written or removed)
+                (self.path / name).unlink()
+                log.warning("removed a symbolic link planted at %s; the file is written from the log",
+                            self.path / name)
             atomic_write(self.path / name, data)
             st = os.stat(self.path / name)
             index[name.encode()] = index_entry_from_stat(st, blob_id, 0o100644)
@@ -356,3 +362,61 @@ class GitRepo:
 
         porcelain.gc(self.repo, auto=False, prune=False)
         self.close()  # re-open on next use so the new pack is seen
+
+
+# --- a damaged repository -----------------------------------------------------------------
+
+
+def move_aside(path: Path, stamp: str) -> tuple[Path, dict[str, bytes]]:
+    """Rename a damaged repository (``memory/``) to ``memory.damaged-STAMP`` beside it.
+
+    Returns where it went and the work-tree files memtray did not write there
+    (unrecorded hand edits, judged by the index as git does), so the rebuilt
+    repository can record them. Call only under the app lock.
+    """
+    from .fsutil import fsync_dir
+
+    aside = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    os.rename(path, aside)
+    fsync_dir(path.parent)
+    return aside, _hand_edits(aside)
+
+
+def bring_back(aside: Path, path: Path, carried: dict[str, bytes]) -> None:
+    """Into a rebuilt work tree: the user's own files from the damaged copy, then its hand edits
+    (left as work-tree changes, which start-up records as a user edit)."""
+    import shutil
+
+    for entry in aside.iterdir():
+        if entry.name not in (".git", *FILES) and entry.is_file() and not entry.is_symlink():
+            shutil.copy2(entry, path / entry.name)
+    for name, data in carried.items():
+        atomic_write(path / name, data)
+
+
+def _hand_edits(old: Path) -> dict[str, bytes]:
+    """Work-tree files of a damaged repository that memtray did not write (its index says so)."""
+    try:
+        from dulwich.index import Index
+        from dulwich.objects import Blob
+
+        index = Index(str(old / ".git" / "index"))
+    except Exception:
+        return {}  # without the index nobody can tell a hand edit from a stale file: keep neither
+    out = {}
+    for name in FILES:
+        p = old / name
+        if p.is_symlink() or not p.is_file():
+            continue
+        data = p.read_bytes()
+        try:
+            written = getattr(index[name.encode()], "sha", None)
+        except KeyError:
+            continue
+        if Blob.from_string(data).id != written:
+            out[name] = data
+    return out

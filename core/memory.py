@@ -36,7 +36,16 @@ from .clock import parse_ts
 from .errors import MemtrayError
 from .events import MemoryReviewed, MemoryRolledBack, MemoryWritten, Record
 from .factdiff import Fact, FactDiff
-from .gitrepo import FILES, BadRevision, CommitInfo, GitRepo, _crash_point
+from .gitrepo import (
+    FILES,
+    BadRevision,
+    CommitInfo,
+    GitError,
+    GitRepo,
+    _crash_point,
+    bring_back,
+    move_aside,
+)
 from .projections import State
 from .redact import redact
 
@@ -143,16 +152,56 @@ class MemoryService:
         self.commits_made_on_start = 0
         self._behind = False  # a commit failed: make the missing ones before the next
         self._adopting = False
+        #: what start-up found and repaired that the user should be told of (the desktop shows it)
+        self.problems: list[str] = []
 
     # --- the projection into git ------------------------------------------------------
 
     def start(self) -> None:
-        """Reconcile git with the log (under the app lock), then follow new events."""
-        self.git.open()
-        self.git.clean_stale_locks()
-        self.commits_made_on_start = self._catch_up()
+        """Reconcile git with the log (under the app lock), then follow new events.
+
+        A repository too damaged to read (an empty or corrupt object, a broken ref)
+        is moved aside and made again from the log: git is a projection of the log
+        and its commits are deterministic, so the rebuilt one has the same revisions
+        and SHAs. An unrecorded hand edit in the damaged work tree is carried over.
+        """
         self.store.subscribe(self._on_append)  # before adopting: a hand edit's event needs its commit
+        try:
+            self.git.open()
+            self.git.clean_stale_locks()
+            self.commits_made_on_start = self._catch_up()
+            self._adopt_worktree()  # reads HEAD's commit and tree: damage there shows here
+            return
+        except (GitError, BadRevision) as exc:
+            damage: BaseException = exc
+        except MemtrayError:
+            raise
+        except Exception as exc:  # dulwich: empty/corrupt object, checksum mismatch, zlib
+            damage = exc
+        self._rebuild_damaged(damage)
         self._adopt_worktree()
+
+    def _rebuild_damaged(self, exc: BaseException) -> None:
+        if not self.app.home.memory.exists() or self.store.readonly:
+            raise exc if isinstance(exc, MemtrayError) else GitError(f"memory repository: {exc}")
+        why = str(exc) if isinstance(exc, MemtrayError) else f"{type(exc).__name__}: {exc}"
+        log.error("the memory repository is damaged (%s); rebuilding it from the event log", why)
+        self.git.close()
+        try:
+            aside, carried = move_aside(self.app.home.memory, self.app.clock.now().strftime("%Y%m%dT%H%M%S"))
+        except OSError as err:
+            raise GitError(f"the memory repository is damaged ({why}) and could not be moved aside: "
+                           f"{err.strerror or err}") from err
+        self.git = GitRepo(self.app.home.memory)
+        self.git.open()
+        self.commits_made_on_start = self._catch_up()
+        bring_back(aside, self.app.home.memory, carried)  # a carried hand edit is recorded below
+        said = (f"The memory repository was damaged ({why}). It was rebuilt from the event log "
+                f"({self.commits_made_on_start} revisions, nothing lost); the damaged copy is in {aside}.")
+        if carried:
+            said += f" Your unsaved edit of {', '.join(sorted(carried))} was kept."
+        log.warning("%s", said)
+        self.problems.append(said)
 
     def _on_append(self, records: list[Record], _state: State) -> None:
         for rec in records:

@@ -103,6 +103,8 @@ class Desktop(QObject):
         self.hotkeys.status_changed.connect(self._hotkey_status)
         self.hotkeys.apply(self.app.config.hotkey)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._scheme_changed)
+        memory = self.app.services.get("memory")
+        self.problems += getattr(memory, "problems", [])  # e.g. a damaged repository rebuilt at start
         if self.app.store.readonly:
             self.problems.append(
                 "The event log is damaged, so memtray opened it read-only: everything is readable, but "

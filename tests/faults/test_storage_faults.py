@@ -277,6 +277,64 @@ def test_zero_byte_git_object_is_found_and_rebuilt_from_the_log(tmp_path: Path, 
     check_app(home.root, set(), fsck=True)
 
 
+@pytest.mark.parametrize("damage", ["empty HEAD commit", "garbage HEAD commit", "empty HEAD tree", "broken ref"])
+def test_start_up_rebuilds_a_damaged_repository_from_the_log(tmp_path: Path, damage: str,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    home = Home.resolve(tmp_path / "h")
+    app = open_app(home)
+    _history(app)
+    app.close()
+    shas = rev_list(home.memory)
+    memory = (home.memory / "MEMORY.md").read_bytes()
+    (home.memory / "notes.txt").write_text("my own file in memory/\n")
+    if damage == "broken ref":
+        (home.memory / ".git" / "refs" / "heads" / "main").write_text("nonsense\n")
+    else:
+        target = shas[0] if "commit" in damage else git(home.memory, "rev-parse", "HEAD^{tree}").strip()
+        obj = loose_object(home.memory, target)
+        obj.chmod(0o600)
+        obj.write_bytes(b"" if "empty" in damage else b"garbage")
+
+    with caplog.at_level("WARNING"):
+        app = open_app(home)  # no exception: git is derived from the log
+    try:
+        mem = app.services["memory"]
+        assert len(mem.problems) == 1 and "rebuilt from the event log (3 revisions" in mem.problems[0]
+        assert "memory.damaged-" in caplog.text
+        mem_text = app.store.state.memory
+    finally:
+        app.close()
+    assert rev_list(home.memory) == shas  # deterministic commits: the same SHAs
+    assert (home.memory / "MEMORY.md").read_bytes() == memory and "plays chess" in mem_text
+    assert (home.memory / "notes.txt").read_text() == "my own file in memory/\n"
+    [aside] = [p for p in home.root.iterdir() if p.name.startswith("memory.damaged-")]
+    assert (aside / ".git").is_dir()  # the damaged copy is kept, not deleted
+    assert not [f for f in doctor.check(home) if not f.ok]
+    check_app(home.root, set(), fsck=True)  # `git fsck` on the rebuilt repository
+
+
+def test_a_hand_edit_in_a_damaged_repository_is_carried_over(tmp_path: Path) -> None:
+    home = Home.resolve(tmp_path / "h")
+    app = open_app(home)
+    _history(app)
+    app.close()
+    edited = (home.memory / "MEMORY.md").read_text() + "- edited by hand before the damage\n"
+    (home.memory / "MEMORY.md").write_text(edited)
+    obj = loose_object(home.memory, rev_list(home.memory)[0])
+    obj.chmod(0o600)
+    obj.write_bytes(b"")
+    app = open_app(home)
+    try:
+        assert "edited by hand before the damage" in app.store.state.memory
+        assert "edit of MEMORY.md was kept" in app.services["memory"].problems[0]
+        last = [r for r in app.store.log.records() if r.type == "memory.written"][-1]
+        assert last.data["reason"] == "user-edit"
+    finally:
+        app.close()
+    assert len(rev_list(home.memory)) == 4
+    check_app(home.root, set(), fsck=True)
+
+
 def test_deleted_state_and_memory_come_back_identical(tmp_path: Path) -> None:
     home = Home.resolve(tmp_path / "h")
     app = open_app(home)

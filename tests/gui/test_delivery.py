@@ -70,3 +70,24 @@ def test_damaged_log_is_reported_and_nothing_is_delivered(
         assert len(failures) == 1 and "doctor --repair" in failures[0].body
     finally:
         close_desktop(d)
+
+
+def test_a_repository_rebuilt_at_start_is_told_to_the_user(
+    qtbot: Any, configured_home: Any, runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")
+    with App.open(configured_home) as app:
+        mem = app.services["memory"]
+        app.worker.call(lambda: mem.write("# About\n\n- Likes tea\n", reason="agent", source="model"))
+        head = mem.git.head()
+    obj = configured_home.memory / ".git" / "objects" / head[:2] / head[2:]
+    obj.chmod(0o600)
+    obj.write_bytes(b"")
+    d = make_desktop(qtbot, configured_home)
+    try:
+        qtbot.waitUntil(lambda: any(s.kind == "failure" for s in d.notifier.history), timeout=10000)
+        [told] = [s for s in d.notifier.history if s.kind == "failure"]
+        assert "rebuilt from the event log" in told.body and "memory.damaged-" in told.body
+        assert "Likes tea" in d.app.store.state.memory
+    finally:
+        close_desktop(d)

@@ -120,7 +120,7 @@ def test_planted_segment_link(tmp_path: Path, outside: Path) -> None:
     store.close()
 
 
-def test_planted_memory_file_link(tmp_path: Path, outside: Path) -> None:
+def test_planted_memory_file_link(tmp_path: Path, outside: Path, caplog: pytest.LogCaptureFixture) -> None:
     home = Home.resolve(tmp_path / "h")
     app = open_app(home)
     write_memory(app, ["likes tea"])
@@ -128,13 +128,14 @@ def test_planted_memory_file_link(tmp_path: Path, outside: Path) -> None:
     outside.write_text("# Facts\n\n- injected from outside\n")
     (home.memory / "MEMORY.md").unlink()
     (home.memory / "MEMORY.md").symlink_to(outside)
-    try:
+    assert any(f.code == "links" for f in doctor.check(home) if not f.ok)  # doctor sees it too
+    # start-up removes the link (not its target) and writes the file from the log: the
+    # work tree is memtray's own projection, so nothing the link points to is adopted
+    with caplog.at_level(logging.WARNING):
         app = open_app(home)
-    except UnsafePath as exc:  # refused rather than followed; doctor removes the link
-        assert "doctor --repair" in exc.hint
-        assert "symbolic link" in str(exc)
-        next(f for f in doctor.check(home) if f.code == "links").fix()  # type: ignore[misc]
-        app = open_app(home)
+    assert "removed a symbolic link planted at" in caplog.text
+    assert not (home.memory / "MEMORY.md").is_symlink()
+    assert "likes tea" in (home.memory / "MEMORY.md").read_text()
     try:
         assert "injected" not in app.store.state.memory
         write_memory(app, ["likes tea", "plays chess"])
