@@ -242,12 +242,23 @@ def guard(old: str, new: str, removed: list[dict[str, str]], policy: str, *, ena
     return Guarded(out, flagged, kept, reasons, notes)
 
 
+_CONTRACTIONS = (("can't", "can not"), ("won't", "will not"), ("n't", " not"))
+
+
+def _uncontract(text: str) -> str:
+    """ "doesn't" -> "does not", so a contraction and its long form are the same words."""
+    if "'" in text:
+        for short, long in _CONTRACTIONS:
+            text = text.replace(short, long)
+    return text
+
+
 def _content_words(text: str) -> set[str]:
     out = set()
-    for w in _WORD_RE.findall(factdiff.normalize(text)):
-        w = w.removesuffix("s") if len(w) > 3 and not w.endswith("ss") else w
-        if w not in _FILLER_WORDS:
-            out.add(w)
+    for w in _WORD_RE.findall(_uncontract(factdiff.normalize(text))):
+        if w in _FILLER_WORDS:
+            continue
+        out.add(w.removesuffix("s") if len(w) > 3 and not w.endswith("ss") else w)
     return out
 
 
@@ -255,7 +266,9 @@ def same_fact(old: str, new: str) -> bool:
     """Whether ``new`` can stand for ``old`` without anything being forgotten: it keeps
     every content word of ``old`` (a word of five letters or more may change its ending,
     "learning" -> "learn"). It may add words, reorder them, change case, punctuation and
-    filler words. Pure."""
+    filler words, but not say the opposite (a negation word added or removed). Pure."""
+    if factdiff.negated(old) != factdiff.negated(new):
+        return False  # "likes tea" -> "doesn't like tea" keeps every word and forgets the fact
     kept = _content_words(new)
     for w in _content_words(old):
         if w in kept:

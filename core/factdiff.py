@@ -450,6 +450,15 @@ _STOPWORD_TEXT = """
     which what when where how user users s
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# Words that turn a fact into its opposite ("likes tea" / "doesn't like tea", "no longer
+# lives in Oslo"). Two texts that differ in them are never one fact reworded: the old one
+# is dropped (it needs a reason) and the new one added.
+_NEGATION_TEXT = """
+    not no never none nothing nobody cannot cant dont doesnt didnt isnt arent wasnt werent
+    wont wouldnt hasnt havent hadnt shouldnt couldnt neither nor without stopped quit
+    formerly former ex anymore
+"""
+_NEGATIONS = frozenset(_NEGATION_TEXT.split())
 
 
 class _Prepared(NamedTuple):
@@ -457,6 +466,7 @@ class _Prepared(NamedTuple):
     grams: frozenset[str]  # character trigrams of the content words in order
     n_tokens: int
     n_grams: int
+    negated: bool  # says a negation word (see _NEGATIONS)
 
 
 def _prepare(norm: str) -> _Prepared:
@@ -473,7 +483,12 @@ def _prepare(norm: str) -> _Prepared:
     key = f" {' '.join(content)} " if content else f" {norm} "
     grams = frozenset(key[i : i + 3] for i in range(len(key) - 2))
     tokens = frozenset(content or words)
-    return _Prepared(tokens, grams, len(tokens), len(grams))
+    return _Prepared(tokens, grams, len(tokens), len(grams), not _NEGATIONS.isdisjoint(words))
+
+
+def negated(text: str) -> bool:
+    """Whether a fact text says a negation word ("not", "never", "doesn't", "no longer", ...)."""
+    return not _NEGATIONS.isdisjoint(w.removesuffix("'s").replace("'", "") for w in _WORD_RE.findall(normalize(text)))
 
 
 def _dice(a: frozenset[str], b: frozenset[str]) -> float:
@@ -481,6 +496,8 @@ def _dice(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def _score(a: _Prepared, b: _Prepared) -> float:
+    if a.negated != b.negated:
+        return 0.0  # "likes tea" -> "doesn't like tea" is a different fact, not a rewording
     # Character trigrams catch "Sam" -> "Samuel" and typo fixes; word overlap
     # catches reordering. difflib's ratio was the first choice but costs ~0.2 ms
     # per pair in pure Python, 20x the budget of a 500-fact diff.
@@ -501,7 +518,8 @@ def similarity(a: str, b: str) -> float:
 
     The largest of: Dice overlap of character trigrams, Dice overlap of content
     words (stop words such as "the", "is", "user" left out, plurals folded), and
-    0.9 when one fact's words (at least two) all appear in the other.
+    0.9 when one fact's words (at least two) all appear in the other. 0 when only
+    one of them is negated ("not", "never", "doesn't", "no longer"...).
     """
     na, nb = normalize(a), normalize(b)
     if na == nb:

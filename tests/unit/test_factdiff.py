@@ -629,3 +629,23 @@ def test_prop_similarity_is_symmetric_and_bounded(a: str, b: str) -> None:
     assert 0.0 <= s <= 1.0
     assert s == similarity(b, a)
     assert similarity(a, a) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("User likes tea", "User does not like tea"),
+        ("User likes tea", "User doesn’t like tea"),  # typographic apostrophe
+        ("Lives in Oslo", "No longer lives in Oslo"),
+        ("Is vegetarian", "Is not vegetarian anymore"),
+        ("Never drinks coffee", "Drinks coffee every morning"),
+        ("Has a car", "Has no car"),
+    ],
+)
+def test_a_negation_is_a_different_fact_not_a_rewording(a: str, b: str) -> None:
+    assert similarity(a, b) == 0.0
+    assert diff(f"- {a}\n", f"- {b}\n").counts == (1, 1, 0)  # added, dropped, changed
+
+
+def test_negation_on_both_sides_still_pairs_rewordings() -> None:
+    assert diff("- Does not eat meat\n", "- Does not eat meat or fish\n").counts == (0, 0, 1)

@@ -192,6 +192,12 @@ def test_a_long_fact_with_one_value_changed_is_a_different_fact() -> None:
         ("User's sister is Anna", "User's sister is Hanna", False),
         ("User works at Acme", "User is employed by Acme", False),
         ("User likes green tea", "User likes tea", False),
+        # a negation keeps every word and says the opposite
+        ("User likes green tea", "User does not like green tea", False),
+        ("User likes green tea", "User doesn't like green tea", False),
+        ("User lives in Oslo", "User no longer lives in Oslo", False),
+        ("User never drinks coffee", "User drinks coffee", False),
+        ("User does not smoke", "User doesn't smoke", True),
     ],
 )
 def test_same_fact(old: str, new: str, same: bool) -> None:
@@ -353,3 +359,18 @@ def test_crash_point_kills_the_process_when_named() -> None:
     env = dict(os.environ, MEMTRAY_TEST_CRASH_AT="x")
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == -9 and "survived" not in proc.stdout
+
+
+@pytest.mark.parametrize("policy", ["keep", "review"])
+def test_a_fact_flipped_to_its_opposite_is_a_silent_drop(policy: str) -> None:
+    new = OLD.replace("User likes green tea", "User doesn't like green tea")
+    assert new != OLD
+    g = guard(OLD, new, [], policy)
+    assert "user doesn't like green tea" in norms(g.memory)
+    if policy == "keep":  # both stay until the model says why the old one went
+        assert "user likes green tea" in norms(g.memory)
+        assert [f.text for f in g.kept] == ["User likes green tea"]
+    else:
+        assert [i["text"] for i in g.flagged] == ["User likes green tea"]
+    listed = guard(OLD, new, [{"fact": "User likes green tea", "reason": "went off tea"}], policy)
+    assert "user likes green tea" not in norms(listed.memory) and listed.kept == [] and listed.flagged == []
