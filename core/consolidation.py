@@ -53,6 +53,7 @@ from .gitrepo import _crash_point
 from .llm import LLMResult, Request, tool_spec
 from .memory import MemoryService, review_item
 from .poison import looks_like_instruction, why_flagged
+from .projections import ConsolidationState
 from .redact import redact
 
 if TYPE_CHECKING:
@@ -583,6 +584,21 @@ class ConsolidationService:
         self._notify(out)
         return out
 
+    def restore_backoff(self) -> None:
+        """Pick up where the backoff was: a session whose last consolidation failed is not
+        retried before its recorded delay is over, and the next delay keeps growing, across
+        restarts (a provider that is down is not hit again at every start)."""
+        last: dict[str, ConsolidationState] = {}
+        for c in self.app.store.state.consolidations.values():
+            if c.redo_of is None and (c.session not in last or c.started_seq > last[c.session].started_seq):
+                last[c.session] = c
+        for session, c in last.items():
+            if c.status != "failed" or c.ts is None:
+                continue
+            self._failures[session] = c.failed_attempt or 1
+            if c.retry_after is not None:
+                self._retry_at[session] = parse_ts(c.ts) + timedelta(seconds=c.retry_after)
+
     def _completed(self, cid: str) -> bool:
         c = self.app.store.state.consolidations.get(cid)
         return c is not None and c.status == "completed"
@@ -667,6 +683,7 @@ def install(app: App, *, start: bool = True) -> None:
     memory = app.services["memory"]
     svc = ConsolidationService(app, memory)
     app.services["consolidation"] = svc
+    svc.restore_backoff()
     if not app.store.readonly:
         svc.recover()
     app.agent.after_turn.append(svc.after_turn)

@@ -17,7 +17,7 @@ from typing import Any
 
 from .events import Record
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: consolidations keep their failed attempt and retry delay
 
 # The message fields that are replayed into sessions (and sent to the model).
 _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "context", "stop")
@@ -89,6 +89,9 @@ class ConsolidationState:
     redo_of: str | None = None
     memory_seq: int | None = None
     ts: str | None = None  # when it last changed status
+    #: of a failure: the session's consecutive failed attempt and the backoff before the next
+    failed_attempt: int | None = None
+    retry_after: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -257,6 +260,8 @@ def apply(state: State, rec: Record) -> State:
             c.status = "failed"
             c.reason = d.get("reason")
             c.ts = rec.ts
+            c.failed_attempt = d.get("attempt")
+            c.retry_after = d.get("retry_after")
     elif t == "memory.written":
         state.memory_seq = rec.seq
         state.memory_revisions += 1

@@ -430,6 +430,35 @@ def test_backoff_grows_and_the_sweep_retries(home: Home, llm_server: ScriptedLLM
         a.close()
 
 
+def test_backoff_survives_a_restart(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> None:
+    a = open_app(home, llm_server, clock, memory_window=4)
+    try:
+        mem(a).write(MEM0, reason="user-edit", source="user")
+        add_messages(a, "quick", 4)
+        llm_server.script(error(500), error(500))
+        for _ in range(2):
+            with pytest.raises(ConsolidationFailedError):
+                a.run(cons(a).consolidate("quick", trigger="window"))
+    finally:
+        a.close()
+    clock.advance(100)  # the second failure asked for 300 s
+    a = open_app(home, llm_server, clock, memory_window=4)
+    try:
+        assert cons(a).trigger("quick") is None  # not hit again just because memtray restarted
+        a.run(cons(a).sweep())
+        assert len(events_of(a, "consolidation.failed")) == 2 and "consolidation.started" in types(a)
+        assert types(a).count("consolidation.started") == 2
+        clock.advance(201)
+        llm_server.script(error(500))
+        assert cons(a).trigger("quick") == "window"
+        with pytest.raises(ConsolidationFailedError):
+            a.run(cons(a).consolidate("quick", trigger="window"))
+        third = events_of(a, "consolidation.failed")[-1]
+        assert (third.data["attempt"], third.data["retry_after"]) == (3, 1800.0)  # the delay kept growing
+    finally:
+        a.close()
+
+
 def test_failures_are_listed_by_memory_log(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> None:
     a = open_app(home, llm_server, clock, consolidation_timeout=1.0)
     try:
