@@ -48,12 +48,17 @@ def main() -> None:
         s.close(checkpoint=False)
     ck = (home.state / "checkpoint.json").stat().st_size
     last = max(home.events.glob("*.jsonl"))
+    import json
+
+    body = json.loads((home.state / "checkpoint.json").read_bytes())
+    consolidations = len(body["state"]["consolidations"])
     load = f"load avg {load0:.1f}-{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     print(f"full replay (Store.open, no checkpoint): median {median(full):.2f} s wall, "
           f"{median(full_cpu):.2f} s CPU over {repeat} runs ({load})")
     print(f"start-up from checkpoint (Store.open):  median {median(warm) * 1000:.1f} ms wall, "
           f"{median(warm_cpu) * 1000:.1f} ms CPU over {repeat} runs "
-          f"(checkpoint {ck / 1024:.0f} KiB; last segment {last.stat().st_size / 2**20:.1f} MiB is scanned)")
+          f"(checkpoint {ck / 1024:.0f} KiB holding {consolidations} consolidations; last segment "
+          f"{last.stat().st_size / 2**20:.1f} MiB, of which recovery checks what follows the checkpoint)")
     shutil.rmtree(tmp)
 
 

@@ -472,13 +472,10 @@ class ConsolidationService:
 
     async def redo(self, consolidation: str, model: str | None = None) -> Outcome:
         """Re-run a consolidation's message range on the memory as it was before it."""
-        c = self.app.store.state.consolidations.get(consolidation)
+        c = self.app.store.consolidation(consolidation, prefix=True)
         if c is None:
-            matches = [k for k in self.app.store.state.consolidations if k.startswith(consolidation)]
-            if len(matches) != 1:
-                raise ConsolidationFailedError(f"unknown consolidation {consolidation!r}",
-                                               hint="See `memtray memory log` for consolidation ids.")
-            c = self.app.store.state.consolidations[matches[0]]
+            raise ConsolidationFailedError(f"unknown consolidation {consolidation!r} (or the prefix is not unique)",
+                                           hint="See `memtray memory log` for consolidation ids.")
         if c.first_seq is None or c.last_seq is None:
             raise ConsolidationFailedError(f"consolidation {c.id} has no recorded message range")
         messages = []

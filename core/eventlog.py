@@ -5,10 +5,14 @@ Layout: ``events/000001.jsonl``, ``000002.jsonl``, ... Each record is one line
 ``os.write`` on an ``O_APPEND`` descriptor and fsynced before :meth:`EventLog.append`
 returns: an append is acknowledged only once it is durable.
 
-Recovery on open (writer): the last segment is scanned. A torn or
-checksum-failing *last* record is cut off, its bytes kept in ``<segment>.torn``
-and a warning logged. A bad record followed by good ones is never skipped: the
-log opens read-only, and :attr:`EventLog.problem` says where and what to run.
+Recovery on open (writer): the last segment is scanned -- from the checkpoint's
+position when the store passes one that lies in it, so opening costs what was
+written since the last checkpoint. A torn or checksum-failing *last* record is
+cut off, its bytes kept in ``<segment>.torn`` and a warning logged. A bad record
+followed by good ones is never skipped: the log opens read-only, and
+:attr:`EventLog.problem` says where and what to run. (Damage in what recovery
+does not read, older segments or before the checkpoint, is found by the read
+that reaches it, by ``memtray events verify`` and by ``memtray doctor``.)
 
 A failed write or fsync (ENOSPC, EIO) truncates back to the last acknowledged
 offset and raises :class:`LogWriteError`; state does not advance, and a retry
@@ -204,9 +208,9 @@ def _scan_careful(
     return damage
 
 
-def _scan_envelopes(path: Path, expect_seq: int | None) -> tuple[list[int], list[str], int] | None:
-    """Recovery's fast path: seqs and ids of every record and the segment's size, when
-    the whole segment is intact (every line checksummed, seqs gapless, no torn tail).
+def _scan_envelopes(path: Path, expect_seq: int | None, start: int = 0) -> tuple[list[int], list[str], int] | None:
+    """Recovery's fast path: seqs and ids of every record from ``start`` and the segment's
+    size, when all of it is intact (every line checksummed, seqs gapless, no torn tail).
 
     Checks every checksum but parses no JSON (:func:`~memtray.core.events.envelopes`),
     so opening costs a fraction of a replay of the last segment. Anything irregular
@@ -214,7 +218,9 @@ def _scan_envelopes(path: Path, expect_seq: int | None) -> tuple[list[int], list
     matching checksum but broken JSON, which only a deliberately crafted line can be,
     is then first reported by the read that reaches it rather than at open.)
     """
-    buf = path.read_bytes()
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        buf = fh.read()
     if buf and not buf.endswith(b"\n"):
         return None
     lines = buf.split(b"\n")
@@ -229,7 +235,7 @@ def _scan_envelopes(path: Path, expect_seq: int | None) -> tuple[list[int], list
         first = seqs[0] if expect_seq is None else expect_seq
         if seqs != list(range(first, first + len(seqs))):
             return None
-    return seqs, ids, len(buf)
+    return seqs, ids, start + len(buf)
 
 
 def _any_valid_after(buf: bytes, pos: int) -> bool:
@@ -296,6 +302,11 @@ class EventLog:
         self._size = 0
         self._last_seq = 0
         self._ids: OrderedDict[str, int] = OrderedDict()
+        #: ids not yet loaded into ``_ids``: the records of this segment before this offset
+        #: (opened after a checkpoint; loaded on the first append that carries an id)
+        self._ids_before: Position | None = None
+        #: recovery checked only what follows the checkpoint it was given (see :meth:`open`)
+        self.trusted_used = False
         self._wedged = False
         self._listeners: list[Any] = []
 
@@ -312,7 +323,17 @@ class EventLog:
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         files: FileOps | None = None,
         schema: Schema = SCHEMA,
+        trusted: tuple[Position, int] | None = None,
     ) -> EventLog:
+        """Open (and, for a writer, recover) the log in ``directory``.
+
+        ``trusted`` is a checkpoint's (position, seq): when it lies in the last
+        segment, recovery checks only what follows it, so opening costs what was
+        written since the checkpoint, not how full the segment is. The records
+        before it are checked when read, like those of older segments (and by
+        ``memtray events verify`` / ``doctor``). Anything irregular after it
+        falls back to scanning the whole segment.
+        """
         clock = clock or Clock()
         self = cls(
             Path(directory).absolute(),
@@ -325,15 +346,26 @@ class EventLog:
         )
         if not readonly:
             ensure_dir(self.dir)
-        self._recover()
+        self._recover(trusted)
         return self
 
-    def _recover(self) -> None:
+    def _recover(self, trusted: tuple[Position, int] | None = None) -> None:
         segs = list_segments(self.dir)
         if not segs:
             self._segment, self._size, self._last_seq = 1, 0, 0
             return
         number, path = segs[-1]
+        if trusted is not None and trusted[0].segment == number and 0 < trusted[0].offset <= path.stat().st_size:
+            pos, seq = trusted
+            fast = _scan_envelopes(path, seq + 1, pos.offset)
+            if fast is not None:
+                seqs, ids, self._size = fast
+                self._segment = number
+                self._last_seq = seqs[-1] if seqs else seq
+                self._ids.update(zip(ids[-_RECENT_IDS:], seqs[-_RECENT_IDS:], strict=True))
+                self._ids_before = pos
+                self.trusted_used = True
+                return
         expect: int | None = None
         if len(segs) > 1:
             prev = _last_record(segs[-2][1], segs[-2][0])
@@ -407,6 +439,32 @@ class EventLog:
         if len(self._ids) > _RECENT_IDS:
             self._ids.popitem(last=False)
 
+    def _load_earlier_ids(self) -> None:
+        """Complete the recent-ids index with the records recovery did not read (before
+        the checkpoint it trusted), so a retried append is still recognised."""
+        pos, self._ids_before = self._ids_before, None
+        assert pos is not None
+        path = segment_path(self.dir, pos.segment)
+        try:
+            with open(path, "rb") as fh:
+                buf = fh.read(pos.offset)
+        except OSError as exc:
+            log.warning("could not read %s for recent event ids: %s", path.name, exc)
+            return
+        lines = buf.split(b"\n")
+        lines.pop()
+        found = envelopes(lines)
+        if found is None:  # a line envelopes cannot read: the careful scan keeps what it vouches for
+            scan = scan_segment(path, pos.segment)
+            kept = [(r.id, r.seq) for r, end in zip(scan.records, scan.ends, strict=True) if end <= pos.offset]
+        else:
+            kept = list(zip(found[1], found[0], strict=True))
+        earlier = OrderedDict(kept[-_RECENT_IDS:])
+        earlier.update(self._ids)
+        while len(earlier) > _RECENT_IDS:
+            earlier.popitem(last=False)
+        self._ids = earlier
+
     def add_listener(self, fn: Any) -> None:
         """``fn(records)`` is called (under the log lock) after each durable append."""
         self._listeners.append(fn)
@@ -445,6 +503,9 @@ class EventLog:
             lines: list[bytes] = []
             seq = self._last_seq
             ts = format_ts(self.clock.now())
+            items = list(items)
+            if self._ids_before is not None and any(item[3] is not None for item in items):
+                self._load_earlier_ids()
             for type_, data, session, event_id, v in items:
                 if event_id is not None and event_id in self._ids:
                     out.append(self.get(self._ids[event_id]))

@@ -623,7 +623,7 @@ class MemoryService:
         if rec is not None:
             prov = (rec.data.get("provenance") or {}).get(target.id) or {}
             seqs = set(prov.get("source_seqs") or [])
-            c = self.store.state.consolidations.get(cons) if cons else None
+            c = self.store.consolidation(cons) if cons else None
             if c is not None and c.first_seq is not None and c.last_seq is not None:
                 rng = (c.first_seq, c.last_seq, c.session)
                 cands = [

@@ -17,7 +17,12 @@ from typing import Any
 
 from .events import Record
 
-STATE_VERSION = 2  # 2: consolidations keep their failed attempt and retry delay
+STATE_VERSION = 3  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones
+#: Finished (completed or failed) consolidations kept in the state, newest by start: the
+#: state (and so the checkpoint and start-up) stays the same size however long the log
+#: grows. Older ones are read back from the log when asked for (Store.consolidation).
+KEEP_FINISHED = 256
+_TRIM_SLACK = 64  # trim in batches: a sort per finished consolidation would slow replay
 
 # The message fields that are replayed into sessions (and sent to the model).
 _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "context", "stop")
@@ -213,6 +218,17 @@ KNOWN_TYPES = frozenset(
 )
 
 
+def _trim_consolidations(cons: dict[str, ConsolidationState]) -> None:
+    """Keep the newest KEEP_FINISHED finished consolidations (by start) and every running one.
+
+    Depends only on the contents, never on dict order, so a state rebuilt from a
+    checkpoint trims exactly as the live one did.
+    """
+    finished = sorted((c for c in cons.values() if c.status != "started"), key=lambda c: c.started_seq)
+    for c in finished[: max(0, len(finished) - KEEP_FINISHED)]:
+        del cons[c.id]
+
+
 def apply(state: State, rec: Record) -> State:
     """Fold one record into ``state`` (in place) and return it."""
     t = rec.type
@@ -262,6 +278,10 @@ def apply(state: State, rec: Record) -> State:
             c.ts = rec.ts
             c.failed_attempt = d.get("attempt")
             c.retry_after = d.get("retry_after")
+    if t in ("consolidation.completed", "consolidation.failed") and (
+        len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK
+    ):
+        _trim_consolidations(state.consolidations)
     elif t == "memory.written":
         state.memory_seq = rec.seq
         state.memory_revisions += 1

@@ -26,7 +26,7 @@ from .eventlog import DEFAULT_SEGMENT_BYTES, EventLog, FileOps, Position, segmen
 from .events import SCHEMA, BadRecord, Record, Schema, decode_raw
 from .fsutil import atomic_write, ensure_dir
 from .home import Home, HomeLock
-from .projections import State, apply
+from .projections import ConsolidationState, State, apply
 
 log = logging.getLogger(__name__)
 
@@ -83,13 +83,22 @@ class Store:
         cls, home: Home, lock: HomeLock | None, readonly: bool, clock: Clock | None, ids: IdGenerator | None,
         segment_bytes: int, files: FileOps | None, schema: Schema, use_checkpoint: bool,
     ) -> Store:
+        body = read_checkpoint(home) if use_checkpoint else None
         elog = EventLog.open(
             home.events, readonly=readonly, clock=clock, ids=ids,
-            segment_bytes=segment_bytes, files=files, schema=schema,
+            segment_bytes=segment_bytes, files=files, schema=schema, trusted=_trusted(body),
         )
         state, after, used = (State(), None, False)
-        if use_checkpoint:
-            state, after, used = load_checkpoint(home, elog)
+        if body is not None:
+            state, after, used = load_checkpoint(home, elog, body)
+            if not used and elog.trusted_used:
+                # recovery relied on a checkpoint that turned out not to match this log:
+                # recover again, checking the whole last segment
+                elog.close()
+                elog = EventLog.open(
+                    home.events, readonly=readonly, clock=clock, ids=ids,
+                    segment_bytes=segment_bytes, files=files, schema=schema,
+                )
         store = cls(home, elog, state, lock)
         store.checkpoint_used = used
         n = 0
@@ -135,6 +144,29 @@ class Store:
             for fn in list(self._listeners):
                 fn(fresh, self.state)
         return recs
+
+    def consolidation(self, ident: str, *, prefix: bool = False) -> ConsolidationState | None:
+        """A consolidation by id (or, with ``prefix``, by unique id prefix).
+
+        The state keeps only recent finished consolidations (projections.KEEP_FINISHED);
+        an older one is folded again from its events in the log (a full read: this is
+        for rare lookups such as a redo or "why is this fact here", not hot paths).
+        None if there is no such consolidation or a prefix is not unique.
+        """
+        live = self.state.consolidations
+        if ident in live:
+            return live[ident]
+        scratch = State()
+        for rec in self.log.records():
+            if rec.type.startswith("consolidation."):
+                cid = str(rec.data.get("consolidation", ""))
+                if cid == ident or (prefix and cid.startswith(ident)):
+                    apply(scratch, rec)
+        found = {**scratch.consolidations, **{k: c for k, c in live.items() if k.startswith(ident)}}
+        if ident in found:
+            return found[ident]
+        matches = [c for k, c in found.items() if k.startswith(ident)] if prefix else []
+        return matches[0] if len(matches) == 1 else None
 
     def subscribe(self, fn: Listener) -> None:
         """``fn(new_records, state)`` after every append (on the appending thread)."""
@@ -232,23 +264,50 @@ def _read_nofollow(path: Path) -> bytes:
         return fh.read()
 
 
-def load_checkpoint(home: Home, elog: EventLog) -> tuple[State, Position | None, bool]:
-    """The checkpointed state and where to resume, or a fresh state if none is valid."""
+def read_checkpoint(home: Home) -> Any:
+    """The parsed checkpoint file, or None if there is none or it is not JSON (said in the log)."""
     path = checkpoint_path(home)
     try:
         raw = _read_nofollow(path)
     except FileNotFoundError:
-        return State(), None, False
+        return None
     except OSError as exc:
         log.warning("cannot read checkpoint %s (%s); replaying the whole log", path, exc)
-        return State(), None, False
+        return None
     try:
         try:
-            body = orjson.loads(raw)
+            return orjson.loads(raw)
         except orjson.JSONDecodeError:
             import json
 
-            body = json.loads(raw)  # escaped lone surrogates: only the stdlib reads them
+            return json.loads(raw)  # escaped lone surrogates: only the stdlib reads them
+    except ValueError as exc:
+        log.warning("ignoring checkpoint %s (%s); replaying the whole log", path.name, exc)
+        return None
+
+
+def _trusted(body: Any) -> tuple[Position, int] | None:
+    """Where a checkpoint says the log was when it was taken (checked again by load_checkpoint)."""
+    try:
+        return Position.from_json(body["position"]), int(body["last_seq"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+_READ = object()
+
+
+def load_checkpoint(home: Home, elog: EventLog, body: Any = _READ) -> tuple[State, Position | None, bool]:
+    """The checkpointed state and where to resume, or a fresh state if none is valid.
+
+    ``body`` is the parsed file when the caller has read it already (:func:`read_checkpoint`).
+    """
+    if body is _READ:
+        body = read_checkpoint(home)
+    if body is None:
+        return State(), None, False
+    path = checkpoint_path(home)
+    try:
         pos = Position.from_json(body["position"])
         state = State.from_json(body["state"])
         if body["last_seq"] == 0:
@@ -257,7 +316,7 @@ def load_checkpoint(home: Home, elog: EventLog) -> tuple[State, Position | None,
         if rec is None or rec.seq != body["last_seq"] or rec.id != body["last_id"]:
             raise ValueError("it does not match the log")
         return state, pos, True
-    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, orjson.JSONDecodeError) as exc:
         log.warning("ignoring checkpoint %s (%s); replaying the whole log", path.name, exc)
         return State(), None, False
 

@@ -95,3 +95,167 @@ def test_consolidated_messages_leave_memory_but_stay_in_log(tmp_path: Path) -> N
     assert store.state.unknown == {"some.future.type": 1}
     assert store.state.memory.startswith("# Facts")
     store.close()
+
+
+# --- recovery after a checkpoint checks only what follows it ------------------------------
+
+
+def _checkpointed(home: Home, tail: int = 3) -> tuple[Store, list[str]]:
+    store = _open(home)
+    _conversation(store)
+    store.checkpoint()
+    ids = [store.append("message", {"role": "user", "content": f"after {i}"}, session="quick").id
+           for i in range(tail)]
+    return store, ids
+
+
+def test_recovery_trusts_the_checkpoint_and_checks_the_tail(tmp_path: Path) -> None:
+    home = Home.resolve(tmp_path / "h")
+    store, _ = _checkpointed(home)
+    expected, last = store.state.to_json(), store.log.last_seq
+    store.close(checkpoint=False)
+    seg = home.events / "000001.jsonl"
+    raw = bytearray(seg.read_bytes())
+    raw[raw.index(b"\n") + 30] ^= 0x01  # damage before the checkpoint: recovery does not read it
+    seg.write_bytes(bytes(raw))
+    again = _open(home)
+    try:
+        assert again.log.trusted_used and again.checkpoint_used and not again.readonly
+        assert again.state.to_json() == expected and again.log.last_seq == last
+    finally:
+        again.close(checkpoint=False)
+    from memtray.core.eventlog import verify
+
+    _count, damages = verify(home.events)  # `memtray events verify` / doctor still find it
+    assert [d.line for d in damages] == [2]
+
+
+def test_damage_after_the_checkpoint_is_still_found_at_open(tmp_path: Path) -> None:
+    home = Home.resolve(tmp_path / "h")
+    store, _ = _checkpointed(home, tail=3)
+    store.close(checkpoint=False)
+    seg = home.events / "000001.jsonl"
+    raw = bytearray(seg.read_bytes())
+    lines = raw.split(b"\n")
+    second_last = len(raw) - len(lines[-2]) - len(lines[-3]) - 2
+    raw[second_last + 30] ^= 0x01  # the second-to-last record: good records follow it
+    seg.write_bytes(bytes(raw))
+    again = _open(home)
+    try:
+        assert again.readonly and again.log.problem is not None  # judged as before: read-only
+    finally:
+        again.close(checkpoint=False)
+
+
+def test_torn_tail_after_the_checkpoint_is_cut(tmp_path: Path) -> None:
+    home = Home.resolve(tmp_path / "h")
+    store, _ = _checkpointed(home, tail=2)
+    last = store.log.last_seq
+    store.close(checkpoint=False)
+    seg = home.events / "000001.jsonl"
+    with open(seg, "ab") as fh:
+        fh.write(b'{"seq":999,"id":"torn')
+    again = _open(home)
+    try:
+        assert not again.readonly and again.log.last_seq == last
+        rec = again.append("message", {"role": "user", "content": "next"}, session="quick")
+        assert rec.seq == last + 1
+    finally:
+        again.close(checkpoint=False)
+    assert (home.events / "000001.jsonl.torn").read_bytes() == b'{"seq":999,"id":"torn'
+
+
+def test_a_retry_of_an_event_from_before_the_checkpoint_is_still_recognised(tmp_path: Path) -> None:
+    home = Home.resolve(tmp_path / "h")
+    store = _open(home)
+    first = store.append("reminder.fired", {"reminder": "r1", "occurrence": "o1", "late": False,
+                                            "delivered": True}, id="reminder.fired:r1:o1")
+    _conversation(store)
+    store.checkpoint()
+    store.close(checkpoint=False)
+    again = _open(home)
+    try:
+        assert again.log.trusted_used
+        last = again.log.last_seq
+        dup = again.append("reminder.fired", {"reminder": "r1", "occurrence": "o1", "late": False,
+                                              "delivered": True}, id="reminder.fired:r1:o1")
+        assert dup.seq == first.seq and again.log.last_seq == last  # not written twice
+    finally:
+        again.close(checkpoint=False)
+
+
+def test_a_checkpoint_that_does_not_match_the_log_is_not_trusted(tmp_path: Path) -> None:
+    home = Home.resolve(tmp_path / "h")
+    store, _ = _checkpointed(home, tail=0)
+    store.close(checkpoint=False)
+    ck = home.state / CHECKPOINT_NAME
+    good = ck.read_bytes()
+    # another log of the same shape: the checkpoint's position and seq line up with it, its ids do not
+    shutil.rmtree(home.events)
+    other = Store.open(home, clock=FakeClock(), use_checkpoint=False)
+    _conversation(other)
+    other.append("message", {"role": "user", "content": "one more"}, session="quick")
+    last = other.log.last_seq
+    other.close(checkpoint=False)
+    ck.write_bytes(good)
+    again = _open(home)
+    try:
+        assert not again.checkpoint_used and again.log.last_seq == last
+        assert again.state.to_json() == replay(again.log.records()).to_json()
+        assert again.append("message", {"role": "user", "content": "x"}, session="quick").seq == last + 1
+    finally:
+        again.close(checkpoint=False)
+
+
+def test_a_checkpoint_beyond_the_end_of_the_log_is_not_trusted(tmp_path: Path) -> None:
+    home = Home.resolve(tmp_path / "h")
+    store, _ = _checkpointed(home, tail=0)
+    last = store.log.last_seq
+    store.close(checkpoint=False)
+    seg = home.events / "000001.jsonl"
+    raw = seg.read_bytes()
+    seg.write_bytes(raw[: raw.rstrip(b"\n").rindex(b"\n") + 1])  # the last record is gone (a restore)
+    again = _open(home)
+    try:
+        assert not again.checkpoint_used and again.log.last_seq == last - 1
+    finally:
+        again.close(checkpoint=False)
+
+
+def test_the_state_keeps_recent_consolidations_and_finds_older_ones_in_the_log(tmp_path: Path) -> None:
+    from memtray.core.projections import KEEP_FINISHED
+
+    home = Home.resolve(tmp_path / "h")
+    store = _open(home)
+    n = KEEP_FINISHED + 200
+    for i in range(n):
+        store.append("message", {"role": "user", "content": f"m{i}"}, session="quick")
+        store.append("consolidation.started", {"consolidation": f"c{i:04d}", "start": i, "end": i + 1, "model": "m",
+                                               "first_seq": 1, "last_seq": 2}, session="quick")
+        if i % 10 == 3:
+            store.append("consolidation.failed", {"consolidation": f"c{i:04d}", "reason": "boom", "attempt": 1,
+                                                  "retry_after": 60.0}, session="quick")
+        elif i != n - 1:  # the last one is still running
+            store.append("consolidation.completed", {"consolidation": f"c{i:04d}", "end": i + 1}, session="quick")
+        if i == n // 2:
+            store.checkpoint()
+    live = store.state
+    assert KEEP_FINISHED < len(live.consolidations) <= KEEP_FINISHED + 64 + 1
+    assert live.consolidations[f"c{n - 1:04d}"].status == "started"  # running ones are never dropped
+    assert "c0000" not in live.consolidations
+    assert live.sessions["quick"].last_consolidated == n - 1  # the fold itself is unchanged
+    expected = live.to_json()
+    store.close(checkpoint=False)
+    again = _open(home)  # checkpoint taken mid-way + the tail: trims exactly as the live state did
+    try:
+        assert again.checkpoint_used and again.state.to_json() == expected
+        assert replay(again.log.records()).to_json() == expected
+        old = again.consolidation("c0003")  # read back from the log
+        assert old is not None and old.status == "failed" and old.reason == "boom" and old.retry_after == 60.0
+        assert (old.start, old.end, old.first_seq, old.last_seq) == (3, 4, 1, 2)
+        assert again.consolidation("c0001") is not None and again.consolidation("c0001").status == "completed"
+        assert again.consolidation("c000", prefix=True) is None  # ten ids start so: not unique
+        assert again.consolidation("c0002", prefix=True).id == "c0002"
+        assert again.consolidation("nosuch") is None
+    finally:
+        again.close(checkpoint=False)
