@@ -313,7 +313,9 @@ def rebuild_memory(home: Home) -> str:
     aside: Path | None = None
     with HomeLock(home):
         if home.memory.exists():
-            aside, carried = move_aside(home.memory, Clock().now().strftime("%Y%m%dT%H%M%S"))
+            logged = {str(r.data.get("memory", "")) for r in EventLog.open(home.events, readonly=True).records()
+                      if r.type == "memory.written"}
+            aside, carried = move_aside(home.memory, Clock().now().strftime("%Y%m%dT%H%M%S"), logged)
     n = _open_app_once(home)
     said = f"rebuilt memory/ from the event log ({n} revisions)"
     if aside is not None:

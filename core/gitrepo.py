@@ -23,7 +23,7 @@ import logging
 import os
 import re
 import signal
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -367,56 +367,119 @@ class GitRepo:
 # --- a damaged repository -----------------------------------------------------------------
 
 
-def move_aside(path: Path, stamp: str) -> tuple[Path, dict[str, bytes]]:
+class RepoDamaged(GitError):
+    """The repository cannot be read (an empty or corrupt object, a broken ref): start-up
+    rebuilds it from the log. Write failures (a full disk, EIO, permissions) are plain
+    GitError: the repository is fine and is never moved aside for them."""
+
+
+def probe(repo: GitRepo) -> None:
+    """Read what start-up relies on: the branch, HEAD's commit and tree and the blobs of FILES.
+
+    Raises RepoDamaged if any of it is unreadable, GitError for an OS error (not damage).
+    """
+    try:
+        head = repo.head()
+        if head is None:
+            return
+        commit = repo.repo[head.encode()]
+        tree = repo.repo[commit.tree]
+        for name in FILES:
+            try:
+                _mode, sha = tree[name.encode()]
+            except KeyError:
+                continue
+            repo.repo[sha].as_raw_string()
+    except OSError as exc:
+        raise GitError(f"cannot read the memory repository {repo.path}: {exc.strerror or exc}") from exc
+    except MemtrayError as exc:
+        raise RepoDamaged(str(exc)) from exc
+    except Exception as exc:  # dulwich: EmptyFileException, ObjectFormatException, ChecksumMismatch, zlib, a bad sha
+        raise RepoDamaged(f"{type(exc).__name__}: {exc}") from exc
+
+
+def aside_path(path: Path, kind: str, stamp: str) -> Path:
+    """``memory.<kind>-STAMP`` beside ``path``, numbered if taken."""
+    out = path.with_name(f"{path.name}.{kind}-{stamp}")
+    n = 1
+    while out.exists():
+        n += 1
+        out = path.with_name(f"{path.name}.{kind}-{stamp}-{n}")
+    return out
+
+
+def move_aside(path: Path, stamp: str, logged: Collection[str] = ()) -> tuple[Path, dict[str, bytes]]:
     """Rename a damaged repository (``memory/``) to ``memory.damaged-STAMP`` beside it.
 
-    Returns where it went and the work-tree files memtray did not write there
-    (unrecorded hand edits, judged by the index as git does), so the rebuilt
-    repository can record them. Call only under the app lock.
+    Returns where it went and its unrecorded hand edits (:func:`hand_edits`), so the
+    rebuilt repository can record them. Call only under the app lock.
     """
     from .fsutil import fsync_dir
 
-    aside = path.with_name(f"{path.name}.damaged-{stamp}")
-    n = 1
-    while aside.exists():
-        n += 1
-        aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    carried = hand_edits(path, logged)
+    aside = aside_path(path, "damaged", stamp)
     os.rename(path, aside)
     fsync_dir(path.parent)
-    return aside, _hand_edits(aside)
+    return aside, carried
 
 
-def bring_back(aside: Path, path: Path, carried: dict[str, bytes]) -> None:
-    """Into a rebuilt work tree: the user's own files from the damaged copy, then its hand edits
-    (left as work-tree changes, which start-up records as a user edit)."""
+def bring_back(old: Path, path: Path, carried: dict[str, bytes]) -> list[str]:
+    """Into a rebuilt work tree: the user's own files and folders from the damaged copy, then
+    its hand edits (left as work-tree changes, which start-up records as a user edit).
+
+    Links are not followed or copied. Returns what was left behind (links).
+    """
     import shutil
 
-    for entry in aside.iterdir():
-        if entry.name not in (".git", *FILES) and entry.is_file() and not entry.is_symlink():
+    left = []
+    for entry in old.iterdir():
+        if entry.name in (".git", *FILES):
+            continue
+        if entry.is_symlink():
+            left.append(entry.name)
+        elif entry.is_dir():
+            shutil.copytree(entry, path / entry.name, symlinks=True)
+        elif entry.is_file():
             shutil.copy2(entry, path / entry.name)
     for name, data in carried.items():
         atomic_write(path / name, data)
+    return left
 
 
-def _hand_edits(old: Path) -> dict[str, bytes]:
-    """Work-tree files of a damaged repository that memtray did not write (its index says so)."""
+def hand_edits(path: Path, logged: Collection[str] = ()) -> dict[str, bytes]:
+    """Work-tree files of ``path`` that memtray did not write: unrecorded hand edits.
+
+    The index says what memtray last wrote, as git itself decides. Where it cannot
+    (missing, unreadable, no entry), a MEMORY.md whose text is none of the ``logged``
+    texts is still a hand edit; a HISTORY.md then cannot be told from a stale one and
+    stays only in the damaged copy.
+    """
+    from dulwich.objects import Blob
+
     try:
         from dulwich.index import Index
-        from dulwich.objects import Blob
 
-        index = Index(str(old / ".git" / "index"))
+        index: Any = Index(str(path / ".git" / "index"))
     except Exception:
-        return {}  # without the index nobody can tell a hand edit from a stale file: keep neither
+        index = None
     out = {}
     for name in FILES:
-        p = old / name
+        p = path / name
         if p.is_symlink() or not p.is_file():
             continue
-        data = p.read_bytes()
         try:
-            written = getattr(index[name.encode()], "sha", None)
-        except KeyError:
+            data = p.read_bytes()
+        except OSError:
             continue
-        if Blob.from_string(data).id != written:
+        written = None
+        if index is not None:
+            try:
+                written = getattr(index[name.encode()], "sha", None)
+            except Exception:
+                written = None
+        if written is not None:
+            if Blob.from_string(data).id != written:
+                out[name] = data
+        elif name == "MEMORY.md" and logged and data.decode("utf-8", "replace") not in logged:
             out[name] = data
     return out

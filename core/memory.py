@@ -26,7 +26,9 @@ the desktop call the same methods.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import shutil
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -36,15 +38,19 @@ from .clock import parse_ts
 from .errors import MemtrayError
 from .events import MemoryReviewed, MemoryRolledBack, MemoryWritten, Record
 from .factdiff import Fact, FactDiff
+from .fsutil import atomic_write, fsync_dir
 from .gitrepo import (
     FILES,
     BadRevision,
     CommitInfo,
     GitError,
     GitRepo,
+    RepoDamaged,
     _crash_point,
+    aside_path,
     bring_back,
-    move_aside,
+    hand_edits,
+    probe,
 )
 from .projections import State
 from .redact import redact
@@ -160,46 +166,74 @@ class MemoryService:
     def start(self) -> None:
         """Reconcile git with the log (under the app lock), then follow new events.
 
-        A repository too damaged to read (an empty or corrupt object, a broken ref)
-        is moved aside and made again from the log: git is a projection of the log
-        and its commits are deterministic, so the rebuilt one has the same revisions
-        and SHAs. An unrecorded hand edit in the damaged work tree is carried over.
+        A repository too damaged to read (an empty or corrupt object, a broken ref:
+        :class:`~memtray.core.gitrepo.RepoDamaged`) is made again from the log in a
+        sibling folder and swapped in, the damaged one kept as ``memory.damaged-*``:
+        git is a projection of the log and its commits are deterministic, so the
+        rebuilt one has the same revisions and SHAs. Unrecorded hand edits and the
+        user's own files are carried over. A write failure (a full disk) is not
+        damage: it is raised and nothing is moved.
         """
         self.store.subscribe(self._on_append)  # before adopting: a hand edit's event needs its commit
+        self._remove_stale_rebuilds()
         try:
             self.git.open()
             self.git.clean_stale_locks()
+            probe(self.git)
+        except RepoDamaged as exc:
+            self._rebuild_damaged(exc)
+        else:
+            # a hand edit made while git was behind the log must survive the catch-up's checkout
+            carried = hand_edits(self.app.home.memory) if self.head_seq() != self.store.state.memory_seq else {}
             self.commits_made_on_start = self._catch_up()
-            self._adopt_worktree()  # reads HEAD's commit and tree: damage there shows here
-            return
-        except (GitError, BadRevision) as exc:
-            damage: BaseException = exc
-        except MemtrayError:
-            raise
-        except Exception as exc:  # dulwich: empty/corrupt object, checksum mismatch, zlib
-            damage = exc
-        self._rebuild_damaged(damage)
+            for name, data in carried.items():
+                atomic_write(self.app.home.memory / name, data)
         self._adopt_worktree()
 
-    def _rebuild_damaged(self, exc: BaseException) -> None:
-        if not self.app.home.memory.exists() or self.store.readonly:
-            raise exc if isinstance(exc, MemtrayError) else GitError(f"memory repository: {exc}")
-        why = str(exc) if isinstance(exc, MemtrayError) else f"{type(exc).__name__}: {exc}"
-        log.error("the memory repository is damaged (%s); rebuilding it from the event log", why)
+    def _remove_stale_rebuilds(self) -> None:
+        # a crash during a rebuild leaves a half-made copy: derived data, never the user's only copy
+        for p in self.app.home.root.glob(f"{self.app.home.memory.name}.rebuilding-*"):
+            if p.is_dir() and not p.is_symlink():
+                log.warning("removing %s, left by an interrupted rebuild", p.name)
+                shutil.rmtree(p, ignore_errors=True)
+
+    def _logged_texts(self) -> set[str]:
+        return {str(r.data.get("memory", "")) for r in self.store.log.records() if r.type == MemoryWritten.TYPE}
+
+    def _rebuild_damaged(self, exc: RepoDamaged) -> None:
+        home = self.app.home
+        if self.store.readonly:
+            raise GitError(f"the memory repository is damaged ({exc}) and the event log is read-only",
+                           hint="Run `memtray doctor --repair`: it repairs the log, then rebuilds memory/.")
+        log.error("the memory repository is damaged (%s); rebuilding it from the event log", exc)
         self.git.close()
+        stamp = self.app.clock.now().strftime("%Y%m%dT%H%M%S")
+        carried = hand_edits(home.memory, self._logged_texts())
+        work = aside_path(home.memory, "rebuilding", stamp)
         try:
-            aside, carried = move_aside(self.app.home.memory, self.app.clock.now().strftime("%Y%m%dT%H%M%S"))
-        except OSError as err:
-            raise GitError(f"the memory repository is damaged ({why}) and could not be moved aside: "
-                           f"{err.strerror or err}") from err
-        self.git = GitRepo(self.app.home.memory)
-        self.git.open()
-        self.commits_made_on_start = self._catch_up()
-        bring_back(aside, self.app.home.memory, carried)  # a carried hand edit is recorded below
-        said = (f"The memory repository was damaged ({why}). It was rebuilt from the event log "
-                f"({self.commits_made_on_start} revisions, nothing lost); the damaged copy is in {aside}.")
+            # made beside the damaged one and swapped in only when complete: a failure or a
+            # crash on the way leaves memory/ as it was
+            self.git = GitRepo(work).open()
+            made = self._catch_up()
+            left = bring_back(home.memory, work, carried)
+            self.git.close()
+            aside = aside_path(home.memory, "damaged", stamp)
+            os.rename(home.memory, aside)
+            os.rename(work, home.memory)
+            fsync_dir(home.root)
+        except Exception as err:
+            self.git.close()
+            shutil.rmtree(work, ignore_errors=True)
+            self.git = GitRepo(home.memory)
+            raise GitError(f"the memory repository is damaged ({exc}) and could not be rebuilt: {err}") from err
+        self.git = GitRepo(home.memory).open()
+        self.commits_made_on_start = made
+        said = (f"The memory repository was damaged ({exc}). It was rebuilt from the event log "
+                f"({made} revisions); the damaged copy is kept in {aside}.")
         if carried:
-            said += f" Your unsaved edit of {', '.join(sorted(carried))} was kept."
+            said += f" Your unrecorded edit of {', '.join(sorted(carried))} was carried over."
+        if left:
+            said += f" Links left in the damaged copy: {', '.join(left)}."
         log.warning("%s", said)
         self.problems.append(said)
 

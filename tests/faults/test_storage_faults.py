@@ -27,6 +27,7 @@ from memtray.core.errors import LogWriteError
 from memtray.core.eventlog import verify
 from memtray.core.faults import Fault, FaultyFileOps, PowerCut, fs_faults
 from memtray.core.fsutil import DiskError
+from memtray.core.gitrepo import GitError
 from memtray.core.home import Home
 from memtray.core.projections import replay
 from memtray.core.store import CHECKPOINT_NAME, Store
@@ -326,12 +327,121 @@ def test_a_hand_edit_in_a_damaged_repository_is_carried_over(tmp_path: Path) -> 
     app = open_app(home)
     try:
         assert "edited by hand before the damage" in app.store.state.memory
-        assert "edit of MEMORY.md was kept" in app.services["memory"].problems[0]
+        assert "edit of MEMORY.md was carried over" in app.services["memory"].problems[0]
         last = [r for r in app.store.log.records() if r.type == "memory.written"][-1]
         assert last.data["reason"] == "user-edit"
     finally:
         app.close()
     assert len(rev_list(home.memory)) == 4
+    check_app(home.root, set(), fsck=True)
+
+
+@pytest.mark.parametrize("err", ERRNOS, ids=["ENOSPC", "EIO"])
+def test_a_write_failure_at_start_is_not_damage(tmp_path: Path, err: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git behind the log and the disk still full at the next start: the start fails plainly,
+    nothing is moved aside; once there is room it catches up, the user's files untouched."""
+    from dulwich.object_store import DiskObjectStore
+
+    home = Home.resolve(tmp_path / "h")
+    app = open_app(home)
+    write_memory(app, ["likes tea"])
+    real = DiskObjectStore.add_object
+    failing = {"on": True}
+
+    def add_object(self: Any, obj: Any) -> None:
+        if failing["on"]:
+            raise OSError(err, "injected")
+        real(self, obj)
+
+    monkeypatch.setattr(DiskObjectStore, "add_object", add_object)
+    write_memory(app, ["likes tea", "plays chess"])  # logged; the commit fails
+    crash(app)
+    (home.memory / "notes.txt").write_text("mine\n")
+    with pytest.raises(GitError, match="cannot write"):
+        open_app(home)
+    assert not list(home.root.glob("memory.*")), "a healthy repository was moved aside"
+    failing["on"] = False
+    app = open_app(home)
+    try:
+        assert app.services["memory"].problems == [] and app.services["memory"].commits_made_on_start == 1
+    finally:
+        app.close()
+    assert (home.memory / "notes.txt").read_text() == "mine\n"
+    assert not list(home.root.glob("memory.*"))
+    check_app(home.root, set(), fsck=True)
+
+
+def test_a_hand_edit_is_carried_over_when_the_index_is_unreadable_too(tmp_path: Path) -> None:
+    home = Home.resolve(tmp_path / "h")
+    app = open_app(home)
+    _history(app)
+    app.close()
+    (home.memory / "MEMORY.md").write_text((home.memory / "MEMORY.md").read_text() + "- added by hand\n")
+    (home.memory / ".git" / "index").write_bytes(b"garbage")
+    obj = loose_object(home.memory, rev_list(home.memory)[0])
+    obj.chmod(0o600)
+    obj.write_bytes(b"")
+    app = open_app(home)
+    try:
+        assert "added by hand" in app.store.state.memory  # the log now has it (a user edit)
+    finally:
+        app.close()
+    check_app(home.root, set(), fsck=True)
+
+
+def test_a_failed_rebuild_leaves_memory_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = Home.resolve(tmp_path / "h")
+    app = open_app(home)
+    _history(app)
+    app.close()
+    obj = loose_object(home.memory, rev_list(home.memory)[0])
+    obj.chmod(0o600)
+    obj.write_bytes(b"")
+    before = sorted(str(p.relative_to(home.root)) for p in home.memory.rglob("*"))
+    from memtray.core import gitrepo
+
+    def full(*_a: Any, **_k: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(gitrepo, "atomic_write", full)  # the rebuild's checkout fails
+    with pytest.raises(GitError, match="could not be rebuilt"):
+        open_app(home)
+    assert sorted(str(p.relative_to(home.root)) for p in home.memory.rglob("*")) == before
+    assert not list(home.root.glob("memory.*"))  # no half-made copy, nothing moved
+    monkeypatch.undo()
+    app = open_app(home)  # with room again it is rebuilt
+    try:
+        assert "rebuilt from the event log (3 revisions)" in app.services["memory"].problems[0]
+    finally:
+        app.close()
+
+
+def test_a_hand_edit_made_while_git_was_behind_survives_the_catch_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dulwich.object_store import DiskObjectStore
+
+    home = Home.resolve(tmp_path / "h")
+    app = open_app(home)
+    write_memory(app, ["likes tea"])
+    real = DiskObjectStore.add_object
+
+    def add_object(self: Any, obj: Any) -> None:
+        raise OSError(errno.ENOSPC, "injected")
+
+    monkeypatch.setattr(DiskObjectStore, "add_object", add_object)
+    write_memory(app, ["likes tea", "plays chess"])  # logged; the commit (and checkout) fail
+    crash(app)
+    monkeypatch.setattr(DiskObjectStore, "add_object", real)
+    edited = (home.memory / "MEMORY.md").read_text() + "- edited while git was behind\n"
+    (home.memory / "MEMORY.md").write_text(edited)
+    app = open_app(home)
+    try:
+        assert "edited while git was behind" in app.store.state.memory
+        last = [r for r in app.store.log.records() if r.type == "memory.written"][-1]
+        assert last.data["reason"] == "user-edit"
+    finally:
+        app.close()
     check_app(home.root, set(), fsck=True)
 
 
