@@ -243,12 +243,12 @@ def guard(old: str, new: str, removed: list[dict[str, str]], policy: str, *, ena
     return Guarded(out, flagged, kept, reasons, notes)
 
 
-_CONTRACTIONS = (("can't", "can not"), ("won't", "will not"), ("n't", " not"))
+_CONTRACTIONS = (("can't", "can not"), ("cannot", "can not"), ("won't", "will not"), ("n't", " not"))
 
 
 def _uncontract(text: str) -> str:
     """ "doesn't" -> "does not", so a contraction and its long form are the same words."""
-    if "'" in text:
+    if "'" in text or "cannot" in text:
         for short, long in _CONTRACTIONS:
             text = text.replace(short, long)
     return text
@@ -267,8 +267,8 @@ def same_fact(old: str, new: str) -> bool:
     """Whether ``new`` can stand for ``old`` without anything being forgotten: it keeps
     every content word of ``old`` (a word of five letters or more may change its ending,
     "learning" -> "learn"). It may add words, reorder them, change case, punctuation and
-    filler words, but not say the opposite (a negation word added or removed). Pure."""
-    if factdiff.negated(old) != factdiff.negated(new):
+    filler words, but not say the opposite (differ only by a negation). Pure."""
+    if factdiff.flipped(old, new):
         return False  # "likes tea" -> "doesn't like tea" keeps every word and forgets the fact
     kept = _content_words(new)
     for w in _content_words(old):
@@ -658,9 +658,15 @@ class ConsolidationService:
                     session=c.session,
                 )
             else:
+                # counts as a failed attempt: quitting while a provider hangs must not reset the backoff
+                before = [o for o in state.consolidations.values()
+                          if o.session == c.session and o.redo_of is None and o.started_seq < c.started_seq]
+                last = max(before, key=lambda o: o.started_seq, default=None)
+                n = (last.failed_attempt or 1) + 1 if last is not None and last.status == "failed" else 1
                 self.app.store.append(
                     ConsolidationFailed.TYPE,
-                    ConsolidationFailed(consolidation=c.id, reason="interrupted (memtray stopped while it ran)").to_data(),
+                    ConsolidationFailed(consolidation=c.id, reason="interrupted (memtray stopped while it ran)",
+                                        attempt=n, retry_after=BACKOFF[min(n - 1, len(BACKOFF) - 1)]).to_data(),
                     session=c.session,
                 )
 
@@ -680,7 +686,7 @@ def install(app: App, *, start: bool = True) -> None:
     memory = app.services["memory"]
     svc = ConsolidationService(app, memory)
     app.services["consolidation"] = svc
-    svc.restore_backoff()
     if not app.store.readonly:
         svc.recover()
+    svc.restore_backoff()  # after recover: an interrupted consolidation is a failed attempt too
     app.agent.after_turn.append(svc.after_turn)

@@ -450,15 +450,18 @@ _STOPWORD_TEXT = """
     which what when where how user users s
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-# Words that turn a fact into its opposite ("likes tea" / "doesn't like tea", "no longer
-# lives in Oslo"). Two texts that differ in them are never one fact reworded: the old one
-# is dropped (it needs a reason) and the new one added.
-_NEGATION_TEXT = """
-    not no never none nothing nobody cannot cant dont doesnt didnt isnt arent wasnt werent
-    wont wouldnt hasnt havent hadnt shouldnt couldnt neither nor without stopped quit
-    formerly former ex anymore
+# Words that negate ("doesn't like tea", "no longer lives in Oslo", "never drinks coffee").
+# They all count as one word, "not", so "can't" / "cannot" / "can not" read alike; a pair
+# of facts that differ *only* in negation (and the words that go with it: "no longer",
+# "not anymore") is a flip, never a rewording: the old fact is dropped and needs a reason.
+_NEGATOR_TEXT = """
+    not no never cannot cant dont doesnt didnt isnt arent wasnt werent wont wouldnt hasnt
+    havent hadnt shouldnt couldnt mustnt neednt aint
 """
-_NEGATIONS = frozenset(_NEGATION_TEXT.split())
+_NEGATORS = frozenset(_NEGATOR_TEXT.split())
+_NEGATION_COMPANIONS = frozenset({"longer", "anymore", "more", "ever"})
+_NEGATOR_STEMS = {"cant": "can", "cannot": "can", "wont": "will", "couldnt": "could", "shouldnt": "should",
+                  "wouldnt": "would", "mustnt": "must", "neednt": "need"}
 
 
 class _Prepared(NamedTuple):
@@ -466,7 +469,6 @@ class _Prepared(NamedTuple):
     grams: frozenset[str]  # character trigrams of the content words in order
     n_tokens: int
     n_grams: int
-    negated: bool  # says a negation word (see _NEGATIONS)
 
 
 def _prepare(norm: str) -> _Prepared:
@@ -477,18 +479,29 @@ def _prepare(norm: str) -> _Prepared:
         words.append(word)
         if word in _STOPWORDS:
             continue
-        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        if word in _NEGATORS:
+            stem = _NEGATOR_STEMS.get(word)
+            if stem is not None:  # "can't" / "cannot" / "can not" alike
+                content.append(stem)
+            word = "not"
+        elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]
         content.append(word)
     key = f" {' '.join(content)} " if content else f" {norm} "
     grams = frozenset(key[i : i + 3] for i in range(len(key) - 2))
     tokens = frozenset(content or words)
-    return _Prepared(tokens, grams, len(tokens), len(grams), not _NEGATIONS.isdisjoint(words))
+    return _Prepared(tokens, grams, len(tokens), len(grams))
 
 
-def negated(text: str) -> bool:
-    """Whether a fact text says a negation word ("not", "never", "doesn't", "no longer", ...)."""
-    return not _NEGATIONS.isdisjoint(w.removesuffix("'s").replace("'", "") for w in _WORD_RE.findall(normalize(text)))
+def _flip(a: _Prepared, b: _Prepared) -> bool:
+    only = a.tokens ^ b.tokens
+    return "not" in only and only <= _NEGATION_COMPANIONS | {"not"}
+
+
+def flipped(a: str, b: str) -> bool:
+    """Whether two fact texts differ only by a negation ("likes tea" / "doesn't like tea",
+    "lives in Oslo" / "no longer lives in Oslo"): the same words saying the opposite."""
+    return _flip(_prepare(normalize(a)), _prepare(normalize(b)))
 
 
 def _dice(a: frozenset[str], b: frozenset[str]) -> float:
@@ -496,7 +509,7 @@ def _dice(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def _score(a: _Prepared, b: _Prepared) -> float:
-    if a.negated != b.negated:
+    if _flip(a, b):
         return 0.0  # "likes tea" -> "doesn't like tea" is a different fact, not a rewording
     # Character trigrams catch "Sam" -> "Samuel" and typo fixes; word overlap
     # catches reordering. difflib's ratio was the first choice but costs ~0.2 ms
@@ -518,8 +531,8 @@ def similarity(a: str, b: str) -> float:
 
     The largest of: Dice overlap of character trigrams, Dice overlap of content
     words (stop words such as "the", "is", "user" left out, plurals folded), and
-    0.9 when one fact's words (at least two) all appear in the other. 0 when only
-    one of them is negated ("not", "never", "doesn't", "no longer"...).
+    0.9 when one fact's words (at least two) all appear in the other. 0 when the two
+    differ only by a negation ("not", "never", "doesn't", "no longer"...).
     """
     na, nb = normalize(a), normalize(b)
     if na == nb:

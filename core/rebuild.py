@@ -332,7 +332,13 @@ def _fork(git: GitRepo, start_memory_seq: int) -> str | None:
 
 def _commit_message(info: RebuildInfo, rec: Record, prev: str) -> str:
     d = rec.data
-    a, r, c = factdiff.diff(prev, d["memory"]).counts
+    # the diff the event recorded, so the commit (and its SHA) never depends on how a later
+    # memtray would pair the facts; events written before it was recorded fall back to diffing
+    stored = d.get("diff")
+    if isinstance(stored, dict):
+        a, r, c = (len(stored.get(k) or ()) for k in ("added", "dropped", "changed"))
+    else:
+        a, r, c = factdiff.diff(prev, d["memory"]).counts
     return (
         f"rebuild {info.name}: step {int(d['step']) + 1} ({d['kind']}) +{a} -{r} ~{c}\n\n"
         f"Event-Seq: {rec.seq}\nReason: rebuild\nRebuild: {info.id}\nSource-Seq: {d['source_seq']}\n"

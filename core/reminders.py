@@ -119,6 +119,7 @@ class ReminderService:
         self._schedules: dict[str, Schedule] = {}
         self._inflight: set[tuple[str, str]] = set()
         self._maintenance: dict[str, tuple[float, Callable[[], Any]]] = {}
+        self._closed = False
         app.store.subscribe(self._on_records)
 
     # --- settings -------------------------------------------------------------------
@@ -340,6 +341,8 @@ class ReminderService:
             log.warning("the event log is read-only; reminders are not delivered until it is repaired")
             return False
         with self._lock:
+            if self._closed:  # the app is quitting (the desktop starts delivery on the worker)
+                return False
             if self._scheduler is not None:
                 return True
             from apscheduler.executors.pool import ThreadPoolExecutor
@@ -395,6 +398,7 @@ class ReminderService:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             sched, self._scheduler = self._scheduler, None
         if sched is not None:
             sched.shutdown(wait=True)
@@ -438,7 +442,18 @@ class ReminderService:
         try:
             result = fn()
             if asyncio.iscoroutine(result):
-                self.app.worker.submit(result).result()
+                fut = self.app.worker.submit(result)
+                while True:
+                    try:
+                        fut.result(timeout=1.0)
+                        break
+                    except TimeoutError:
+                        if self._closed:  # quitting: do not hold the exit for a chore (it is crash-safe)
+                            fut.cancel()
+                            log.info("maintenance task %s cancelled: memtray is quitting", name)
+                            return
+        except concurrent.futures.CancelledError:
+            log.info("maintenance task %s cancelled", name)
         except Exception:  # a failing chore must not stop the scheduler
             log.exception("maintenance task %s failed", name)
 

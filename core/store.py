@@ -26,7 +26,7 @@ from .eventlog import DEFAULT_SEGMENT_BYTES, EventLog, FileOps, Position, segmen
 from .events import SCHEMA, BadRecord, Record, Schema, decode_raw
 from .fsutil import atomic_write, ensure_dir
 from .home import Home, HomeLock
-from .projections import ConsolidationState, State, apply
+from .projections import STATE_VERSION, ConsolidationState, State, apply
 
 log = logging.getLogger(__name__)
 
@@ -308,6 +308,13 @@ def load_checkpoint(home: Home, elog: EventLog, body: Any = _READ) -> tuple[Stat
         return State(), None, False
     path = checkpoint_path(home)
     try:
+        if not isinstance(body, dict) or not isinstance(body.get("state"), dict):
+            raise ValueError("it is not a checkpoint")
+        version = body["state"].get("version")
+        if version != STATE_VERSION:  # an upgrade: expected, not a problem worth a warning
+            log.info("checkpoint has state version %s, this memtray %s; replaying the whole log once",
+                     version, STATE_VERSION)
+            return State(), None, False
         pos = Position.from_json(body["position"])
         state = State.from_json(body["state"])
         if body["last_seq"] == 0:

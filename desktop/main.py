@@ -300,6 +300,11 @@ class Desktop(QObject):
 
     def shutdown(self) -> None:
         """Release everything (after the event loop ended)."""
+        reminders = self.app.services.get("reminders")
+        if reminders is not None:
+            # stop the timer while the notifier is still there: a reminder firing now is
+            # shown, not only logged as delivered
+            reminders.close()
         if self.hotkeys is not None:
             self.hotkeys.close()
         if self.server is not None:

@@ -671,6 +671,9 @@ def test_sigkill_at_each_step_then_restart(crashed: dict[str, tuple[Home, Any]],
         if not got_there:
             [failed] = [r for r in recs if r.type == "consolidation.failed"]
             assert "interrupted" in failed.data["reason"]
+            # a failed attempt like any other: the backoff holds across the restart
+            assert (failed.data["attempt"], failed.data["retry_after"]) == (1, 60.0)
+            assert cons(a)._retry_at.get("quick") is not None
         assert mem(a).commits_made_on_start == (1 if point == "memory.appended" else 0)
         # MEMORY.md == git HEAD == the last memory.written; one commit per event
         repo: GitRepo = mem(a).git

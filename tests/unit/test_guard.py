@@ -198,6 +198,8 @@ def test_a_long_fact_with_one_value_changed_is_a_different_fact() -> None:
         ("User lives in Oslo", "User no longer lives in Oslo", False),
         ("User never drinks coffee", "User drinks coffee", False),
         ("User does not smoke", "User doesn't smoke", True),
+        ("User can't eat gluten", "User cannot eat gluten", True),
+        ("User has two kids", "User has two kids and no pets", True),  # a detail, not a flip
     ],
 )
 def test_same_fact(old: str, new: str, same: bool) -> None:

@@ -640,6 +640,32 @@ def test_timer_delivers_on_time_and_runs_maintenance(home: Home, caplog: pytest.
     assert "maintenance task boom failed" in caplog.text  # logged, and the timer kept going
 
 
+def test_quitting_cancels_a_running_chore_and_start_after_close_does_nothing(home: Home) -> None:
+    import asyncio
+
+    app = open_app(home, Clock())
+    svc = svc_of(app)
+    running, cancelled = threading.Event(), threading.Event()
+
+    async def slow_chore() -> None:
+        running.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    svc.add_maintenance("slow", 0.05, slow_chore)
+    try:
+        assert svc.start() is True
+        assert running.wait(10)
+    finally:
+        app.close()  # returns without waiting out the hour: the chore is cancelled
+    assert cancelled.is_set() and not svc.running
+    assert svc.start() is False  # e.g. the desktop's start still queued on the worker at quit
+    assert not svc.running
+
+
 def test_start_catches_up_missed_occurrences(home: Home) -> None:
     clock = FakeClock(datetime.now(UTC) - timedelta(hours=3), zone=BERLIN)
     app = open_app(home, clock)
