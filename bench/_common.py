@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def synthetic_log(events_dir: Path, n: int, *, segment_bytes: int = 16 * 1024 * 1024, sessions: int = 3,
+def synthetic_log(events_dir: Path, n: int, *, segment_bytes: int | None = None, sessions: int = 3,
                   consolidate_every: int = 100) -> None:
     """Write ``n`` valid events straight to segment files (fast path, same codec).
 
@@ -20,7 +20,10 @@ def synthetic_log(events_dir: Path, n: int, *, segment_bytes: int = 16 * 1024 * 
     consolidation every ``consolidate_every`` messages per session so that, like
     real use, the unconsolidated tail stays bounded.
     """
+    from memtray.core.eventlog import DEFAULT_SEGMENT_BYTES
     from memtray.core.events import Record, encode
+
+    segment_bytes = segment_bytes or DEFAULT_SEGMENT_BYTES
 
     events_dir.mkdir(parents=True, exist_ok=True)
     seg = 1

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from _common import median, synthetic_log
+from memtray.core.eventlog import DEFAULT_SEGMENT_BYTES
 from memtray.core.home import Home
 from memtray.core.store import Store
 
@@ -57,8 +58,9 @@ def main() -> None:
           f"{median(full_cpu):.2f} s CPU over {repeat} runs ({load})")
     print(f"start-up from checkpoint (Store.open):  median {median(warm) * 1000:.1f} ms wall, "
           f"{median(warm_cpu) * 1000:.1f} ms CPU over {repeat} runs "
-          f"(checkpoint {ck / 1024:.0f} KiB holding {consolidations} consolidations; last segment "
-          f"{last.stat().st_size / 2**20:.1f} MiB, of which recovery checks what follows the checkpoint)")
+          f"(checkpoint {ck / 1024:.0f} KiB holding {consolidations} consolidations; the last segment's "
+          f"{last.stat().st_size / 2**20:.1f} MiB are checksummed, at most one segment of "
+          f"{DEFAULT_SEGMENT_BYTES / 2**20:.0f} MiB whatever N)")
     shutil.rmtree(tmp)
 
 

@@ -5,14 +5,15 @@ Layout: ``events/000001.jsonl``, ``000002.jsonl``, ... Each record is one line
 ``os.write`` on an ``O_APPEND`` descriptor and fsynced before :meth:`EventLog.append`
 returns: an append is acknowledged only once it is durable.
 
-Recovery on open (writer): the last segment is scanned -- from the checkpoint's
-position when the store passes one that lies in it, so opening costs what was
-written since the last checkpoint. A torn or checksum-failing *last* record is
-cut off, its bytes kept in ``<segment>.torn`` and a warning logged. A bad record
-followed by good ones is never skipped: the log opens read-only, and
-:attr:`EventLog.problem` says where and what to run. (Damage in what recovery
-does not read, older segments or before the checkpoint, is found by the read
-that reaches it, by ``memtray events verify`` and by ``memtray doctor``.)
+Recovery on open (writer): every checksum of the last segment is checked (its
+seqs and ids only after the checkpoint, when the store passes one that lies in
+it); segments are small (4 MiB), so this costs at most a few milliseconds
+whatever the log's length. A torn or checksum-failing *last* record is cut off,
+its bytes kept in ``<segment>.torn`` and a warning logged. A bad record followed
+by good ones is never skipped: the log opens read-only, and
+:attr:`EventLog.problem` says where and what to run. (Damage in older segments
+is found by the read that reaches it, by ``memtray events verify`` and by
+``memtray doctor``.)
 
 A failed write or fsync (ENOSPC, EIO) truncates back to the last acknowledged
 offset and raises :class:`LogWriteError`; state does not advance, and a retry
@@ -52,7 +53,7 @@ from .fsutil import FILE_MODE, LINK_HINT, describe_oserror, ensure_dir, fsync_di
 log = logging.getLogger(__name__)
 
 SEGMENT_RE = re.compile(r"^(\d{6,})\.jsonl$")
-DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
+DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024  # bounds what start-up checks (see _recover)
 _RECENT_IDS = 50_000
 
 
@@ -208,9 +209,9 @@ def _scan_careful(
     return damage
 
 
-def _scan_envelopes(path: Path, expect_seq: int | None, start: int = 0) -> tuple[list[int], list[str], int] | None:
-    """Recovery's fast path: seqs and ids of every record from ``start`` and the segment's
-    size, when all of it is intact (every line checksummed, seqs gapless, no torn tail).
+def _scan_envelopes(path: Path, expect_seq: int | None) -> tuple[list[int], list[str], int] | None:
+    """Recovery's fast path: seqs and ids of every record and the segment's size, when
+    all of it is intact (every line checksummed, seqs gapless, no torn tail).
 
     Checks every checksum but parses no JSON (:func:`~memtray.core.events.envelopes`),
     so opening costs a fraction of a replay of the last segment. Anything irregular
@@ -218,9 +219,12 @@ def _scan_envelopes(path: Path, expect_seq: int | None, start: int = 0) -> tuple
     matching checksum but broken JSON, which only a deliberately crafted line can be,
     is then first reported by the read that reaches it rather than at open.)
     """
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        buf = fh.read()
+    buf = path.read_bytes()
+    found = _envelopes_of(buf, expect_seq)
+    return None if found is None else (*found, len(buf))
+
+
+def _envelopes_of(buf: bytes, expect_seq: int | None) -> tuple[list[int], list[str]] | None:
     if buf and not buf.endswith(b"\n"):
         return None
     lines = buf.split(b"\n")
@@ -235,7 +239,23 @@ def _scan_envelopes(path: Path, expect_seq: int | None, start: int = 0) -> tuple
         first = seqs[0] if expect_seq is None else expect_seq
         if seqs != list(range(first, first + len(seqs))):
             return None
-    return seqs, ids, start + len(buf)
+    return seqs, ids
+
+
+def _checked_from(path: Path, pos: Position, seq: int) -> tuple[list[int], list[str], int] | None:
+    """Recovery's fast path after a checkpoint at ``pos`` (record ``seq``) in this segment:
+    every checksum of the segment is checked, but seqs and ids are read only after ``pos``
+    (the rest of the recent-ids index is loaded when an append first needs it). None if
+    anything is irregular: the caller then scans the segment carefully."""
+    buf = path.read_bytes()
+    if not 0 < pos.offset <= len(buf) or buf[pos.offset - 1 : pos.offset] != b"\n":
+        return None
+    before = buf[: pos.offset].split(b"\n")
+    before.pop()
+    if count_verified(before) != len(before):
+        return None
+    found = _envelopes_of(buf[pos.offset :], seq + 1)
+    return None if found is None else (*found, len(buf))
 
 
 def _any_valid_after(buf: bytes, pos: int) -> bool:
@@ -328,11 +348,11 @@ class EventLog:
         """Open (and, for a writer, recover) the log in ``directory``.
 
         ``trusted`` is a checkpoint's (position, seq): when it lies in the last
-        segment, recovery checks only what follows it, so opening costs what was
-        written since the checkpoint, not how full the segment is. The records
-        before it are checked when read, like those of older segments (and by
-        ``memtray events verify`` / ``doctor``). Anything irregular after it
-        falls back to scanning the whole segment.
+        segment, recovery still checks every checksum of that segment (damage
+        anywhere in it opens the log read-only, as without a checkpoint) but reads
+        seqs and ids only after it; the rest of the recent-ids index is loaded on
+        the first append that carries an id. Anything irregular falls back to
+        scanning the whole segment carefully.
         """
         clock = clock or Clock()
         self = cls(
@@ -355,9 +375,9 @@ class EventLog:
             self._segment, self._size, self._last_seq = 1, 0, 0
             return
         number, path = segs[-1]
-        if trusted is not None and trusted[0].segment == number and 0 < trusted[0].offset <= path.stat().st_size:
+        if trusted is not None and trusted[0].segment == number:
             pos, seq = trusted
-            fast = _scan_envelopes(path, seq + 1, pos.offset)
+            fast = _checked_from(path, pos, seq)
             if fast is not None:
                 seqs, ids, self._size = fast
                 self._segment = number
