@@ -146,7 +146,7 @@ def check(home: Home) -> list[Finding]:
     else:
         out.append(Finding(True, f"disk: {free // 2**30} GiB free", code="disk"))
 
-    out.extend(check_memory(home))
+    out.extend(check_memory(home, log_damaged=bool(damages)))
     from .adopt import check_rebuilds
     from .provenance import check_provenance
 
@@ -155,8 +155,12 @@ def check(home: Home) -> list[Finding]:
     return out
 
 
-def check_memory(home: Home) -> list[Finding]:
-    """git fsck, every object readable, and MEMORY.md == git HEAD == the last memory.written event."""
+def check_memory(home: Home, *, log_damaged: bool = False) -> list[Finding]:
+    """git fsck, every object readable, and MEMORY.md == git HEAD == the last memory.written event.
+
+    With a damaged log only git fsck runs: memory cannot be compared with a log that
+    cannot be read, and the log's own finding comes first (its repair, then a re-check).
+    """
     from .gitrepo import GitRepo
 
     out: list[Finding] = []
@@ -175,6 +179,10 @@ def check_memory(home: Home) -> list[Finding]:
         return out
     if problems is not None:
         out.append(Finding(True, "memory repository passes git fsck", code="fsck"))
+    if log_damaged:
+        out.append(Finding(True, "note: memory not compared with the event log until the log is repaired",
+                           code="memory"))
+        return out
     try:
         repo.open(create=False)
         head = repo.head()
@@ -406,8 +414,9 @@ def run_doctor(home: Home, *, repair: bool, assume_yes: bool, out: Callable[[str
     bad = [f for f in findings if not f.ok]
     out(f"memtray doctor — {home.root}")
     for f in findings:
-        mark = "ok  " if f.ok else "FAIL"
-        out(f"  [{mark}] {f.title}" + (f": {f.detail}" if f.detail else ""))
+        mark = "FAIL" if not f.ok else "note" if f.title.startswith("note: ") else "ok  "
+        title = f.title.removeprefix("note: ")
+        out(f"  [{mark}] {title}" + (f": {f.detail}" if f.detail else ""))
         if not f.ok and f.repair:
             out(f"         repair: {f.repair}")
     if not bad:

@@ -92,6 +92,8 @@ class GitRepo:
     def __init__(self, path: Path) -> None:
         self.path = Path(path).absolute()
         self._repo: Any = None  # dulwich.repo.Repo
+        #: what checkout_files said about links it removed (MemoryService tells the user)
+        self.removed_links: list[str] = []
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -285,8 +287,9 @@ class GitRepo:
                 # a link planted in the work tree: the file is memtray's to write, so the
                 # link goes (what it points to is never read, written or removed)
                 (self.path / name).unlink()
-                log.warning("removed a symbolic link planted at %s; the file is written from the log",
-                            self.path / name)
+                said = f"removed a symbolic link planted at {self.path / name}; the file is written from the log"
+                log.warning("%s", said)
+                self.removed_links.append(said)
             atomic_write(self.path / name, data)
             st = os.stat(self.path / name)
             index[name.encode()] = index_entry_from_stat(st, blob_id, 0o100644)

@@ -189,6 +189,7 @@ class MemoryService:
             for name, data in carried.items():
                 atomic_write(self.app.home.memory / name, data)
         self._adopt_worktree()
+        self.problems += [said[0].upper() + said[1:] + "." for said in self.git.removed_links]
 
     def _remove_stale_rebuilds(self) -> None:
         # a crash during a rebuild leaves a half-made copy: derived data, never the user's only copy
@@ -229,7 +230,7 @@ class MemoryService:
         self.git = GitRepo(home.memory).open()
         self.commits_made_on_start = made
         said = (f"The memory repository was damaged ({exc}). It was rebuilt from the event log "
-                f"({made} revisions); the damaged copy is kept in {aside}.")
+                f"({made} revision{'' if made == 1 else 's'}); the damaged copy is kept in {aside}.")
         if carried:
             said += f" Your unrecorded edit of {', '.join(sorted(carried))} was carried over."
         if left:

@@ -154,7 +154,8 @@ class Notifier(QObject):
             if early == "default" and target:
                 self._dbus_action.emit(target)
         except Exception as exc:
-            log.info("D-Bus notifications unavailable (%s); using the fallback", exc)
+            if self._bus_state != "absent":  # said once, not for each notification queued meanwhile
+                log.info("D-Bus notifications unavailable (%s); using the fallback", exc)
             self._bus_state = "absent"
             if self._bus is not None:
                 self._bus.close()
