@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 
 from .hotkeys import HotkeyStatus
@@ -36,8 +37,12 @@ def toggle_command() -> str:
 
 def why(status: HotkeyStatus) -> str:
     if status.state == "none":
-        return "This desktop offers no way for apps to register global shortcuts (tried: " + (
-            "; ".join(status.tried) or "nothing applies here") + ")."
+        if status.tried:
+            return ("This desktop offers no way for apps to register global shortcuts (tried: "
+                    + "; ".join(status.tried) + ").")
+        if os.environ.get("MEMTRAY_HOTKEY_BACKEND", "").lower() == "none":
+            return "Global shortcuts are turned off: MEMTRAY_HOTKEY_BACKEND is set to \"none\"."
+        return "memtray knows no way to register a global shortcut on this platform."
     if status.conflict:
         return f"Another application already uses it: {status.message}"
     return "; ".join(status.tried) or status.message
