@@ -213,13 +213,10 @@ def test_work_tree_save_fault_is_caught_up(tmp_path: Path, op: str, err: int) ->
     assert checked.commits == 4  # no extra user-edit revision
 
 
-@pytest.mark.parametrize("err", ERRNOS, ids=["ENOSPC", "EIO"])
-def test_git_object_write_fault_is_caught_up(tmp_path: Path, err: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def _failing_git_objects(monkeypatch: pytest.MonkeyPatch, err: int) -> dict[str, bool]:
+    """Make dulwich's object writes fail with ``err`` while the returned switch is on."""
     from dulwich.object_store import DiskObjectStore
 
-    home = Home.resolve(tmp_path / "h")
-    app = open_app(home)
-    write_memory(app, ["likes tea"])
     real = DiskObjectStore.add_object
     failing = {"on": True}
 
@@ -229,6 +226,15 @@ def test_git_object_write_fault_is_caught_up(tmp_path: Path, err: int, monkeypat
         real(self, obj)
 
     monkeypatch.setattr(DiskObjectStore, "add_object", add_object)
+    return failing
+
+
+@pytest.mark.parametrize("err", ERRNOS, ids=["ENOSPC", "EIO"])
+def test_git_object_write_fault_is_caught_up(tmp_path: Path, err: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = Home.resolve(tmp_path / "h")
+    app = open_app(home)
+    write_memory(app, ["likes tea"])
+    failing = _failing_git_objects(monkeypatch, err)
     write_memory(app, ["likes tea", "plays chess"])  # logged; the commit fails
     svc = app.services["memory"]
     assert svc.head_seq() < app.store.state.memory_seq
@@ -340,20 +346,10 @@ def test_a_hand_edit_in_a_damaged_repository_is_carried_over(tmp_path: Path) -> 
 def test_a_write_failure_at_start_is_not_damage(tmp_path: Path, err: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """git behind the log and the disk still full at the next start: the start fails plainly,
     nothing is moved aside; once there is room it catches up, the user's files untouched."""
-    from dulwich.object_store import DiskObjectStore
-
     home = Home.resolve(tmp_path / "h")
     app = open_app(home)
     write_memory(app, ["likes tea"])
-    real = DiskObjectStore.add_object
-    failing = {"on": True}
-
-    def add_object(self: Any, obj: Any) -> None:
-        if failing["on"]:
-            raise OSError(err, "injected")
-        real(self, obj)
-
-    monkeypatch.setattr(DiskObjectStore, "add_object", add_object)
+    failing = _failing_git_objects(monkeypatch, err)
     write_memory(app, ["likes tea", "plays chess"])  # logged; the commit fails
     crash(app)
     (home.memory / "notes.txt").write_text("mine\n")
@@ -419,20 +415,13 @@ def test_a_failed_rebuild_leaves_memory_as_it_was(tmp_path: Path, monkeypatch: p
 def test_a_hand_edit_made_while_git_was_behind_survives_the_catch_up(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dulwich.object_store import DiskObjectStore
-
     home = Home.resolve(tmp_path / "h")
     app = open_app(home)
     write_memory(app, ["likes tea"])
-    real = DiskObjectStore.add_object
-
-    def add_object(self: Any, obj: Any) -> None:
-        raise OSError(errno.ENOSPC, "injected")
-
-    monkeypatch.setattr(DiskObjectStore, "add_object", add_object)
+    failing = _failing_git_objects(monkeypatch, errno.ENOSPC)
     write_memory(app, ["likes tea", "plays chess"])  # logged; the commit (and checkout) fail
     crash(app)
-    monkeypatch.setattr(DiskObjectStore, "add_object", real)
+    failing["on"] = False
     edited = (home.memory / "MEMORY.md").read_text() + "- edited while git was behind\n"
     (home.memory / "MEMORY.md").write_text(edited)
     app = open_app(home)
