@@ -85,7 +85,6 @@ def seed(home_root: Path) -> None:
 def starts(env: dict[str, str], tmp: Path, label: str, runs: int) -> tuple[list[float], list[bool], list[bool],
                                                                             list[bool]]:
     """Start and quit memtray ``runs`` + 1 times; the times to "ready" of all but the first."""
-    from memtray.core import ipc
     from memtray.core.home import Home
 
     h = Home.resolve(Path(env["MEMTRAY_HOME"]))
@@ -106,12 +105,8 @@ def starts(env: dict[str, str], tmp: Path, label: str, runs: int) -> tuple[list[
                 litellm.append(ready["litellm"])
                 aps.append(ready.get("apscheduler", False))
                 tray.append(ready["tray"])
-            ipc.request(h, {"argv": ["quit"]}, lambda _m: None, timeout=30)
-            proc.wait(timeout=60)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            quit_and_wait(h, proc)
     return times, litellm, aps, tray
 
 
@@ -139,13 +134,23 @@ def toggles_and_rss(env: dict[str, str], tmp: Path, toggles: int) -> tuple[list[
             time.sleep(0.2)
         time.sleep(8)  # the first show warms litellm up on the worker
         rss_warm = rss_breakdown(proc.pid)
-        ipc.request(h, {"argv": ["quit"]}, lambda _m: None, timeout=30)
-        proc.wait(timeout=60)
+    finally:
+        quit_and_wait(h, proc)
+    return times, rss, rss_warm
+
+
+def quit_and_wait(home: Any, proc: subprocess.Popen[bytes]) -> None:
+    """Ask the instance to quit (as a user would), and kill it if it does not."""
+    from memtray.core import ipc
+
+    try:
+        if proc.poll() is None:
+            ipc.request(home, {"argv": ["quit"]}, lambda _m: None, timeout=30)
+            proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    return times, rss, rss_warm
 
 
 def tray_host(env: dict[str, str]) -> subprocess.Popen[bytes] | None:
