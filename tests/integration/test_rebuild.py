@@ -169,7 +169,7 @@ def test_a_model_that_fails_half_way_then_resume(home: Home, llm_server: Scripte
     assert _git(home, "rev-parse", "main").strip() == main_before
     assert _git(home, "log", "--format=%s", "rebuild/fl").count("rebuild fl: step") == 1
     doctor = run_cli(home.root, "doctor")
-    assert "note: rebuild fl stopped after step 1 of 5" in doctor.stdout
+    assert "[note] rebuild fl stopped after step 1 of 5" in doctor.stdout
     recorded.heal()
     out = _cli(home, llm_server, "memory", "rebuild", "--model", "openai/flaky", "--name", "fl")
     assert out.returncode == 0, out.stderr
@@ -213,6 +213,12 @@ def test_ctrl_c_leaves_a_resumable_rebuild(home: Home, llm_server: ScriptedLLMSe
     while b'"rebuild.progress"' not in seg.read_bytes():
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
+    # interrupt while the next step's model call is in flight (the slow model takes a second),
+    # not after the last step: on a loaded machine the polling above can lag that far
+    asked = len(llm_server.chat_requests)
+    while len(llm_server.chat_requests) <= asked:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
