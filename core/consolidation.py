@@ -21,7 +21,7 @@ only if the new wording keeps every content word of the old one
 is a different fact, so unless ``removed_facts`` lists it the old one is a
 silent drop like any other.
 Memory may change while the model works (an agent ``remember``, a hand edit):
-the model's answer is rebased onto the memory of that moment (:func:`rebase`)
+the model's answer is rebased onto the memory of that moment (:func:`factdiff.rebase`)
 so neither change is undone.
 
 :meth:`ConsolidationService.sweep` (``idle_sweep``), run periodically by the
@@ -280,30 +280,6 @@ def same_fact(old: str, new: str) -> bool:
     return True
 
 
-def rebase(update: str, base: str, now: str) -> str:
-    """Carry the changes made from ``base`` to ``now`` into ``update`` (a proposal made from
-    ``base``): facts removed meanwhile stay removed, rewordings stay, additions are kept. Pure."""
-    if base == now:
-        return update
-    d = factdiff.diff(base, now)
-    out = update
-    for f in d.dropped:
-        hit = _same(out, f)
-        if hit is not None:
-            out = factdiff.remove_fact(out, hit)
-    for o, n in d.changed:
-        hit = _same(out, o)
-        if hit is not None:
-            out = factdiff.add_fact(factdiff.remove_fact(out, hit), n.text, hit.section or n.section or None)
-    for f in d.added:
-        out = factdiff.add_fact(out, f.text, f.section or None)
-    return out
-
-
-def _same(text: str, fact: factdiff.Fact) -> factdiff.Fact | None:
-    return next((f for f in factdiff.parse(text) if f.norm == fact.norm), None)
-
-
 async def request_save_memory(
     app: App, memory: str, messages: list[dict[str, Any]], model: str | None, template: str | None = None
 ) -> LLMResult:
@@ -534,7 +510,7 @@ class ConsolidationService:
             # keep those changes rather than undo them with a proposal made before them.
             self.memory.check_worktree()
             current = app.store.state.memory
-            update = rebase(update, snapshot, current)
+            update = factdiff.rebase(update, snapshot, current)
             g = guard(current, update, removed, app.config.drop_policy, enabled=self.guard_enabled)
             d = factdiff.diff(current, g.memory)
             recs = self.memory.write(

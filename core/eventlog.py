@@ -242,17 +242,26 @@ def _envelopes_of(buf: bytes, expect_seq: int | None) -> tuple[list[int], list[s
     return seqs, ids
 
 
-def _checked_from(path: Path, pos: Position, seq: int) -> tuple[list[int], list[str], int] | None:
+def _checked_from(path: Path, pos: Position, seq: int, expect_seq: int | None
+                  ) -> tuple[list[int], list[str], int] | None:
     """Recovery's fast path after a checkpoint at ``pos`` (record ``seq``) in this segment:
     every checksum of the segment is checked, but seqs and ids are read only after ``pos``
-    (the rest of the recent-ids index is loaded when an append first needs it). None if
-    anything is irregular: the caller then scans the segment carefully."""
+    (the rest of the recent-ids index is loaded when an append first needs it). Before
+    ``pos`` the seqs must still run without a gap from ``expect_seq`` (the previous
+    segment's last + 1) to ``seq``: the first line's seq and the line count say so. None
+    if anything is irregular: the caller then scans the segment carefully."""
     buf = path.read_bytes()
     if not 0 < pos.offset <= len(buf) or buf[pos.offset - 1 : pos.offset] != b"\n":
         return None
     before = buf[: pos.offset].split(b"\n")
     before.pop()
     if count_verified(before) != len(before):
+        return None
+    first = envelopes(before[:1])
+    if not first or not first[0]:
+        return None
+    first_seq = first[0][0]
+    if (expect_seq is not None and first_seq != expect_seq) or first_seq + len(before) - 1 != seq:
         return None
     found = _envelopes_of(buf[pos.offset :], seq + 1)
     return None if found is None else (*found, len(buf))
@@ -375,17 +384,6 @@ class EventLog:
             self._segment, self._size, self._last_seq = 1, 0, 0
             return
         number, path = segs[-1]
-        if trusted is not None and trusted[0].segment == number:
-            pos, seq = trusted
-            fast = _checked_from(path, pos, seq)
-            if fast is not None:
-                seqs, ids, self._size = fast
-                self._segment = number
-                self._last_seq = seqs[-1] if seqs else seq
-                self._ids.update(zip(ids[-_RECENT_IDS:], seqs[-_RECENT_IDS:], strict=True))
-                self._ids_before = pos
-                self.trusted_used = True
-                return
         expect: int | None = None
         if len(segs) > 1:
             prev = _last_record(segs[-2][1], segs[-2][0])
@@ -393,6 +391,16 @@ class EventLog:
                 expect = prev.seq + 1
                 self._last_seq = prev.seq
         self._segment = number
+        if trusted is not None and trusted[0].segment == number:
+            pos, seq = trusted
+            fast = _checked_from(path, pos, seq, expect)
+            if fast is not None:
+                seqs, ids, self._size = fast
+                self._last_seq = seqs[-1] if seqs else seq
+                self._ids.update(zip(ids[-_RECENT_IDS:], seqs[-_RECENT_IDS:], strict=True))
+                self._ids_before = pos
+                self.trusted_used = True
+                return
         fast = _scan_envelopes(path, expect)
         if fast is not None:
             seqs, ids, self._size = fast

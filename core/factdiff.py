@@ -42,9 +42,11 @@ __all__ = [
     "diff",
     "diff_facts",
     "find_fact",
+    "flipped",
     "match_fact",
     "normalize",
     "parse",
+    "rebase",
     "remove_fact",
     "similarity",
 ]
@@ -652,3 +654,28 @@ def match_fact(
     if best is None or best_score < threshold or tie:
         return None
     return best
+
+
+def rebase(update: str, base: str, now: str) -> str:
+    """Carry the changes made from ``base`` to ``now`` into ``update`` (a proposal made from
+    ``base``): facts removed meanwhile stay removed, rewordings stay, additions are kept. Pure."""
+    if base == now:
+        return update
+    d = diff(base, now)
+    out = update
+    for f in d.dropped:
+        hit = _same(out, f)
+        if hit is not None:
+            out = remove_fact(out, hit)
+    for o, n in d.changed:
+        hit = _same(out, o)
+        if hit is not None:
+            out = add_fact(remove_fact(out, hit), n.text, hit.section or n.section or None)
+    for f in d.added:
+        if _same(out, f) is None:  # added on both sides: once
+            out = add_fact(out, f.text, f.section or None)
+    return out
+
+
+def _same(text: str, fact: Fact) -> Fact | None:
+    return next((f for f in parse(text) if f.norm == fact.norm), None)

@@ -377,11 +377,14 @@ class RepoDamaged(GitError):
 
 
 def probe(repo: GitRepo) -> None:
-    """Read what start-up relies on: the branch, HEAD's commit and tree and the blobs of FILES.
+    """Read what start-up relies on: the index, the branch, HEAD's commit and tree and the
+    blobs of FILES.
 
     Raises RepoDamaged if any of it is unreadable, GitError for an OS error (not damage).
     """
     try:
+        if (repo.path / ".git" / "index").exists():
+            repo.repo.open_index()  # derived, but a bad header stops every checkout
         head = repo.head()
         if head is None:
             return

@@ -183,13 +183,37 @@ class MemoryService:
         except RepoDamaged as exc:
             self._rebuild_damaged(exc)
         else:
-            # a hand edit made while git was behind the log must survive the catch-up's checkout
-            carried = hand_edits(self.app.home.memory) if self.head_seq() != self.store.state.memory_seq else {}
+            behind = self.head_seq() != self.store.state.memory_seq
+            carried = hand_edits(self.app.home.memory) if behind else {}
+            base = {n: self.git.read(h, n) if (h := self.git.head()) else "" for n in carried}
             self.commits_made_on_start = self._catch_up()
-            for name, data in carried.items():
-                atomic_write(self.app.home.memory / name, data)
+            if carried:
+                self._merge_behind_edits(carried, base)
         self._adopt_worktree()
         self.problems += [said[0].upper() + said[1:] + "." for said in self.git.removed_links]
+
+    def _merge_behind_edits(self, carried: dict[str, bytes], base: dict[str, str]) -> None:
+        """A hand edit made while git was behind the log was made on an older MEMORY.md than
+        the log's: carry the user's changes (from that text to the edit) onto the log's
+        latest, so neither the edit nor the writes git had missed are lost. The result is
+        left in the work tree, which start-up then records as a user edit."""
+        head = self.git.head()
+        for name, data in carried.items():
+            edited = data.decode("utf-8", "replace")
+            latest = self.git.read(head, name) if head else ""
+            if name == "MEMORY.md":
+                merged = factdiff.rebase(latest, base[name], edited)
+            elif edited.startswith(base[name]):  # HISTORY.md is a diary: the user appended to it
+                merged = latest + edited[len(base[name]):]
+            else:
+                kept = self.app.home.memory / f"{name}.unmerged"
+                atomic_write(kept, data)
+                self.problems.append(f"Your edit of {name} was made on an older version than the log's and "
+                                     f"could not be merged; it is kept in {kept}.")
+                continue
+            atomic_write(self.app.home.memory / name, merged.encode("utf-8"))
+            log.warning("%s was edited by hand while git was behind the log; the edit was merged onto "
+                        "the log's latest", name)
 
     def _remove_stale_rebuilds(self) -> None:
         # a crash during a rebuild leaves a half-made copy: derived data, never the user's only copy
@@ -220,7 +244,11 @@ class MemoryService:
             self.git.close()
             aside = aside_path(home.memory, "damaged", stamp)
             os.rename(home.memory, aside)
-            os.rename(work, home.memory)
+            try:
+                os.rename(work, home.memory)
+            except OSError:
+                os.rename(aside, home.memory)  # put the damaged one back: memory/ as it was
+                raise
             fsync_dir(home.root)
         except Exception as err:
             self.git.close()

@@ -270,6 +270,8 @@ def apply(state: State, rec: Record) -> State:
                 s = state.session(c.session)
                 if d["end"] > s.last_consolidated:
                     _advance(s, d["end"])
+        if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
+            _trim_consolidations(state.consolidations)
     elif t == "consolidation.failed":
         c = state.consolidations.get(d["consolidation"])
         if c is not None:
@@ -278,10 +280,8 @@ def apply(state: State, rec: Record) -> State:
             c.ts = rec.ts
             c.failed_attempt = d.get("attempt")
             c.retry_after = d.get("retry_after")
-    if t in ("consolidation.completed", "consolidation.failed") and (
-        len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK
-    ):
-        _trim_consolidations(state.consolidations)
+        if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
+            _trim_consolidations(state.consolidations)
     elif t == "memory.written":
         state.memory_seq = rec.seq
         state.memory_revisions += 1

@@ -153,7 +153,8 @@ class Store:
         for rare lookups such as a redo or "why is this fact here", not hot paths).
         None if there is no such consolidation or a prefix is not unique.
         """
-        live = self.state.consolidations
+        with self._mutex:  # appends on other threads change (and trim) the live dict
+            live = dict(self.state.consolidations)
         if ident in live:
             return live[ident]
         scratch = State()
@@ -290,7 +291,7 @@ def _trusted(body: Any) -> tuple[Position, int] | None:
     """Where a checkpoint says the log was when it was taken (checked again by load_checkpoint)."""
     try:
         return Position.from_json(body["position"]), int(body["last_seq"])
-    except (KeyError, IndexError, TypeError, ValueError):
+    except (KeyError, IndexError, TypeError, ValueError, ArithmeticError):
         return None
 
 
@@ -323,7 +324,7 @@ def load_checkpoint(home: Home, elog: EventLog, body: Any = _READ) -> tuple[Stat
         if rec is None or rec.seq != body["last_seq"] or rec.id != body["last_id"]:
             raise ValueError("it does not match the log")
         return state, pos, True
-    except (ValueError, KeyError, IndexError, TypeError, orjson.JSONDecodeError) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, ArithmeticError, orjson.JSONDecodeError) as exc:
         log.warning("ignoring checkpoint %s (%s); replaying the whole log", path.name, exc)
         return State(), None, False
 

@@ -426,9 +426,31 @@ def test_a_hand_edit_made_while_git_was_behind_survives_the_catch_up(
     (home.memory / "MEMORY.md").write_text(edited)
     app = open_app(home)
     try:
-        assert "edited while git was behind" in app.store.state.memory
+        memory = app.store.state.memory
+        # the edit was made on the text before "plays chess": both survive, merged
+        assert "edited while git was behind" in memory and "plays chess" in memory and "likes tea" in memory
         last = [r for r in app.store.log.records() if r.type == "memory.written"][-1]
         assert last.data["reason"] == "user-edit"
+        assert [f["text"] for f in last.data["diff"]["added"]] == ["edited while git was behind"]
+        assert last.data["diff"]["dropped"] == []
+    finally:
+        app.close()
+    check_app(home.root, set(), fsck=True)
+
+
+def test_a_corrupt_index_at_start_is_damage_and_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = Home.resolve(tmp_path / "h")
+    app = open_app(home)
+    _history(app)
+    failing = _failing_git_objects(monkeypatch, errno.ENOSPC)
+    write_memory(app, ["plays chess", "lives in Oslo", "bakes bread"])  # git is behind the log
+    crash(app)
+    failing["on"] = False
+    (home.memory / ".git" / "index").write_bytes(b"not an index")
+    app = open_app(home)  # no AssertionError from dulwich: the repository is rebuilt
+    try:
+        assert "rebuilt from the event log (4 revisions)" in app.services["memory"].problems[0]
+        assert "bakes bread" in (home.memory / "MEMORY.md").read_text()
     finally:
         app.close()
     check_app(home.root, set(), fsck=True)

@@ -19,9 +19,9 @@ from memtray.core.consolidation import (
     _crash_point,
     guard,
     parse_arguments,
-    rebase,
     same_fact,
 )
+from memtray.core.factdiff import rebase
 from memtray.core.poison import looks_like_instruction, why_flagged
 
 OLD = """# Memory

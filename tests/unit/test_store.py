@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from memtray.core.clock import FakeClock, seeded_ids
 from memtray.core.home import Home
 from memtray.core.projections import replay
@@ -259,5 +260,79 @@ def test_the_state_keeps_recent_consolidations_and_finds_older_ones_in_the_log(t
         assert again.consolidation("c000", prefix=True) is None  # ten ids start so: not unique
         assert again.consolidation("c0002", prefix=True).id == "c0002"
         assert again.consolidation("nosuch") is None
+    finally:
+        again.close(checkpoint=False)
+
+
+def test_a_checkpoint_at_the_end_with_a_wrong_seq_is_not_trusted(tmp_path: Path) -> None:
+    import json
+
+    home = Home.resolve(tmp_path / "h")
+    store, _ = _checkpointed(home, tail=0)
+    last = store.log.last_seq
+    store.close(checkpoint=False)
+    ck = home.state / CHECKPOINT_NAME
+    body = json.loads(ck.read_bytes())
+    body["last_seq"] = last + 1  # claims one record more than the log has
+    ck.write_text(json.dumps(body))
+    again = _open(home)
+    try:
+        assert not again.checkpoint_used
+        assert again.append("message", {"role": "user", "content": "next"}, session="quick").seq == last + 1
+    finally:
+        again.close(checkpoint=False)
+
+
+@pytest.mark.parametrize("how", ["line removed", "line repeated"])
+def test_a_seq_gap_before_the_checkpoint_is_found_at_open(tmp_path: Path, how: str) -> None:
+    import json
+
+    home = Home.resolve(tmp_path / "h")
+    store, _ = _checkpointed(home, tail=2)
+    store.close(checkpoint=False)
+    seg = home.events / "000001.jsonl"
+    lines = seg.read_bytes().split(b"\n")
+    line = lines[3]
+    lines[3:4] = [] if how == "line removed" else [line, line]  # each line keeps a valid checksum
+    seg.write_bytes(b"\n".join(lines))
+    ck = home.state / CHECKPOINT_NAME  # and the checkpoint still points at a record boundary
+    body = json.loads(ck.read_bytes())
+    body["position"][1] += (len(line) + 1) * (-1 if how == "line removed" else 1)
+    ck.write_text(json.dumps(body))
+    again = _open(home)
+    try:  # judged as without a checkpoint: the seqs do not run from 1 to the checkpoint's
+        assert not again.log.trusted_used and again.readonly and again.log.problem is not None
+    finally:
+        again.close(checkpoint=False)
+
+
+def test_a_missing_previous_segment_is_found_at_open(tmp_path: Path) -> None:
+    home = Home.resolve(tmp_path / "h")
+    clock = FakeClock()
+    store = Store.open(home, clock=clock, ids=seeded_ids(clock), segment_bytes=2048)
+    for i in range(60):
+        store.append("message", {"role": "user", "content": f"m{i}" * 5}, session="q")
+    store.checkpoint()
+    store.close(checkpoint=False)
+    segs = sorted(home.events.glob("*.jsonl"))
+    assert len(segs) > 2
+    segs[-2].unlink()
+    clock = FakeClock()
+    again = Store.open(home, clock=clock, ids=seeded_ids(clock), segment_bytes=2048)
+    try:
+        assert not again.log.trusted_used and again.readonly
+    finally:
+        again.close(checkpoint=False)
+
+
+def test_a_checkpoint_with_an_infinite_number_is_ignored(tmp_path: Path) -> None:
+    home = Home.resolve(tmp_path / "h")
+    store, _ = _checkpointed(home, tail=0)
+    store.close(checkpoint=False)
+    ck = home.state / CHECKPOINT_NAME
+    ck.write_text(ck.read_text().replace('"position":[1,', '"position":[Infinity,'))
+    again = _open(home)  # the stdlib parser reads Infinity; the checkpoint is ignored, not fatal
+    try:
+        assert not again.checkpoint_used
     finally:
         again.close(checkpoint=False)
