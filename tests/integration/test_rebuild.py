@@ -205,9 +205,12 @@ def test_sigkill_mid_rebuild_resumes_and_ends_where_an_uninterrupted_one_does(
 def test_ctrl_c_leaves_a_resumable_rebuild(home: Home, llm_server: ScriptedLLMServer, recorded: CorpusModel) -> None:
     env = cli_env(home.root, MEMTRAY_MODEL="openai/hallucinating", MEMTRAY_API_BASE=llm_server.base_url,
                   OPENAI_API_KEY="sk-test")
+    # SIGINT as a terminal's Ctrl-C delivers it: a suite started in the background (a shell's
+    # `&`) hands its xdist workers, and so this child, SIGINT ignored
     proc = subprocess.Popen([sys.executable, "-m", "memtray.core.cli", "memory", "rebuild", "--model",
                              "openai/slow", "--name", "s"], env=env, cwd=str(ROOT), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seg = home.events / "000001.jsonl"
     deadline = time.monotonic() + 60
     while b'"rebuild.progress"' not in seg.read_bytes():
