@@ -407,15 +407,20 @@ def test_bad_answers_fail_cleanly_and_lose_nothing(home: Home, llm_server: Scrip
         a.close()
 
 
+def _fail_twice(a: App, llm_server: ScriptedLLMServer) -> None:
+    """Memory and four messages, then two consolidations the provider fails (500)."""
+    mem(a).write(MEM0, reason="user-edit", source="user")
+    add_messages(a, "quick", 4)
+    llm_server.script(error(500), error(500))
+    for _ in range(2):
+        with pytest.raises(ConsolidationFailedError):
+            a.run(cons(a).consolidate("quick", trigger="window"))
+
+
 def test_backoff_grows_and_the_sweep_retries(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> None:
     a = open_app(home, llm_server, clock, memory_window=4)
     try:
-        mem(a).write(MEM0, reason="user-edit", source="user")
-        add_messages(a, "quick", 4)
-        llm_server.script(error(500), error(500))
-        for _ in range(2):
-            with pytest.raises(ConsolidationFailedError):
-                a.run(cons(a).consolidate("quick", trigger="window"))
+        _fail_twice(a, llm_server)
         failed = events_of(a, "consolidation.failed")
         assert [(f.data["attempt"], f.data["retry_after"]) for f in failed] == [(1, 60.0), (2, 300.0)]
         clock.advance(200)
@@ -433,12 +438,7 @@ def test_backoff_grows_and_the_sweep_retries(home: Home, llm_server: ScriptedLLM
 def test_backoff_survives_a_restart(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> None:
     a = open_app(home, llm_server, clock, memory_window=4)
     try:
-        mem(a).write(MEM0, reason="user-edit", source="user")
-        add_messages(a, "quick", 4)
-        llm_server.script(error(500), error(500))
-        for _ in range(2):
-            with pytest.raises(ConsolidationFailedError):
-                a.run(cons(a).consolidate("quick", trigger="window"))
+        _fail_twice(a, llm_server)
     finally:
         a.close()
     clock.advance(100)  # the second failure asked for 300 s
