@@ -43,6 +43,9 @@ from .timeline import TimelineView, fact_counts
 
 log = logging.getLogger(__name__)
 
+#: Revisions the browser loads at a time (newest first; "Show older revisions" loads the next page).
+REVISION_PAGE = 200
+
 REASON_LABELS = {
     "consolidation": "Consolidation", "agent": "From a chat", "user-edit": "Edited by hand",
     "restore": "Fact restored", "rollback": "Rolled back", "redo": "Consolidation redone",
@@ -229,7 +232,17 @@ class MemoryBrowser(QWidget):
         self.list.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.currentItemChanged.connect(self._selected)
-        split.addWidget(self.list)
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        ll.setSpacing(4)
+        ll.addWidget(self.list)
+        self.more_btn = QPushButton("Show older revisions")
+        self.more_btn.setToolTip(f"Load the next {REVISION_PAGE} revisions")
+        self.more_btn.setVisible(False)
+        self.more_btn.clicked.connect(self.load_older)
+        ll.addWidget(self.more_btn)
+        split.addWidget(left)
 
         right = QWidget()
         rl = QVBoxLayout(right)
@@ -314,13 +327,54 @@ class MemoryBrowser(QWidget):
             self._status("The memory service is not available in this build.", error=True)
             return
         self._pending_select = select or (self.current.rev if self.current is not None else None)
-        self._call(lambda: (mem.revisions(limit=200), mem.pending_review()), self._loaded, "memory-revisions")
+        self._call(lambda: (mem.revisions(limit=REVISION_PAGE), mem.pending_review()), self._loaded,
+                   "memory-revisions")
+
+    def load_older(self) -> None:
+        """Append the next page of revisions (the list shows the newest REVISION_PAGE first)."""
+        mem = self.memory
+        if mem is None:
+            return
+        offset = len(self.revisions)
+        self.more_btn.setEnabled(False)
+        self._call(lambda: mem.revisions(limit=REVISION_PAGE, offset=offset), self._older_loaded,
+                   "memory-revisions-older")
+
+    def _older_loaded(self, older: list[Any]) -> None:
+        self.revisions = [*self.revisions, *older]
+        self._add_items(older)
+        self.more_btn.setEnabled(True)
+        self.more_btn.setVisible(len(older) == REVISION_PAGE)
+        self._load_timeline(self.revisions)
+        self._status(self._count_text())
+
+    def _count_text(self) -> str:
+        more = " (the newest; “Show older revisions” loads more)" if self.more_btn.isVisibleTo(self) else ""
+        return f"{len(self.revisions)} revisions{more}. Removed facts are red, added green, reworded amber."
 
     def _loaded(self, result: tuple[list[Any], list[dict[str, Any]]]) -> None:
         revisions, review = result
         self.revisions = revisions
         self.list.blockSignals(True)
         self.list.clear()
+        self._add_items(revisions)
+        self.list.blockSignals(False)
+        self.more_btn.setVisible(len(revisions) == REVISION_PAGE)
+        self._fill_review(review)
+        self.review_btn.setText(f"Review ({len(review)})" if review else "Review")
+        self._load_timeline(revisions)
+        if not revisions:
+            self._status("No memory yet. Facts appear here as memtray learns them from your chats.")
+            self.loaded.emit()
+            return
+        self._status(self._count_text())
+        target = self._pending_select
+        self._pending_select = None
+        self.select(target or revisions[0].rev)
+        self.list.setFocus()
+        self.loaded.emit()
+
+    def _add_items(self, revisions: list[Any]) -> None:
         for r in revisions:
             facts = f"+{r.added} −{r.removed} ~{r.changed}"
             model = (r.model or "-").split("/", 1)[-1] if r.model and r.model != "-" else "-"
@@ -333,20 +387,6 @@ class MemoryBrowser(QWidget):
             if r.removed:
                 item.setForeground(3, self.palette().brush(self.foregroundRole()))
             self.list.addTopLevelItem(item)
-        self.list.blockSignals(False)
-        self._fill_review(review)
-        self.review_btn.setText(f"Review ({len(review)})" if review else "Review")
-        self._load_timeline(revisions)
-        if not revisions:
-            self._status("No memory yet. Facts appear here as memtray learns them from your chats.")
-            self.loaded.emit()
-            return
-        self._status(f"{len(revisions)} revisions. Removed facts are red, added green, reworded amber.")
-        target = self._pending_select
-        self._pending_select = None
-        self.select(target or revisions[0].rev)
-        self.list.setFocus()
-        self.loaded.emit()
 
     def _load_timeline(self, revisions: list[Any]) -> None:
         mem = self.memory

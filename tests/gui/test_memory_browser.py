@@ -169,3 +169,27 @@ def test_review_and_redo_after_a_consolidation(qtbot: Any, desktop: Any, llm_ser
     with qtbot.waitSignal(browser.changed, timeout=20000) as sig:
         browser.redo_btn.click()
     assert sig.args[0].reason == "redo"
+
+
+def test_older_revisions_load_page_by_page(qtbot: Any, desktop: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memtray.desktop import memory_browser
+
+    monkeypatch.setattr(memory_browser, "REVISION_PAGE", 3)
+    mem = desktop.app.services["memory"]
+    for i in range(7):
+        text = "# About the user\n\n" + "".join(f"- Fact number {k}\n" for k in range(i + 1))
+        desktop.app.worker.call(lambda t=text: mem.write(t, reason="agent", source="model"))
+    desktop.open("memory")
+    browser = desktop.window.memory
+    qtbot.waitUntil(lambda: browser.list.topLevelItemCount() == 3, timeout=10000)
+    assert browser.more_btn.isVisibleTo(browser) and "the newest" in browser.status.text()
+    browser.more_btn.click()
+    qtbot.waitUntil(lambda: browser.list.topLevelItemCount() == 6, timeout=10000)
+    assert browser.more_btn.isVisibleTo(browser)
+    browser.more_btn.click()
+    qtbot.waitUntil(lambda: browser.list.topLevelItemCount() == 7, timeout=10000)
+    assert not browser.more_btn.isVisibleTo(browser)  # the first revision is there: nothing older
+    assert browser.status.text().startswith("7 revisions.")
+    revs = [browser.list.topLevelItem(i).data(0, Qt.ItemDataRole.UserRole) for i in range(7)]
+    assert revs == [r.rev for r in mem.revisions(limit=10)]  # newest first, no gaps or repeats
+    qtbot.waitUntil(lambda: len(browser.timeline.points) == 7, timeout=10000)  # the Timeline follows
