@@ -10,10 +10,14 @@ interrupted and keeps finished steps (run it again to resume).
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from .context import Context
 from .qt import (
+    QCheckBox,
+    QDateTime,
+    QDateTimeEdit,
     QDialog,
     QFormLayout,
     QHBoxLayout,
@@ -69,6 +73,21 @@ class RebuildDialog(QDialog):
         self.name = QLineEdit()
         self.name.setPlaceholderText("optional (default from the model)")
         form.addRow("Name", self.name)
+        since_row = QHBoxLayout()
+        self.since_on = QCheckBox("Only events since")
+        self.since = QDateTimeEdit(QDateTime.currentDateTime().addDays(-30))
+        self.since.setCalendarPopup(True)
+        self.since.setDisplayFormat("yyyy-MM-dd HH:mm")
+        self.since.setEnabled(False)
+        self.since_on.toggled.connect(self.since.setEnabled)
+        since_row.addWidget(self.since_on)
+        since_row.addWidget(self.since, 1)
+        form.addRow("Since", since_row)
+        self.exclude = QLineEdit()
+        self.exclude.setPlaceholderText("optional: sessions or event ranges, e.g. prank 120-180")
+        self.exclude.setToolTip("Left out of the rebuild, as `memtray memory rebuild --exclude`: a session key "
+                                "or a range of event seqs (see `memtray events tail`), separated by spaces")
+        form.addRow("Exclude", self.exclude)
         lay.addLayout(form)
         self.bar = QProgressBar()
         self.bar.setRange(0, 1)
@@ -115,11 +134,13 @@ class RebuildDialog(QDialog):
             self._fail("Enter a model.")
             return
         name = self.name.text().strip() or None
+        since = self.since.dateTime().toPython().astimezone(UTC) if self.since_on.isChecked() else None
+        exclude = self.exclude.text().replace(",", " ").split()
         app = self.ctx.app
         report = self._report
 
         async def run() -> dict[str, Any]:
-            out = await rebuild.run(app, model=model, name=name, on_progress=report)
+            out = await rebuild.run(app, model=model, name=name, since=since, exclude=exclude, on_progress=report)
             cmp: dict[str, Any] = adopt.compare(app, out.info.branch)
             return cmp
 
@@ -182,8 +203,9 @@ class RebuildDialog(QDialog):
 
     def _busy(self, on: bool) -> None:
         self.start_btn.setEnabled(not on)
-        self.model.setEnabled(not on)
-        self.name.setEnabled(not on)
+        for w in (self.model, self.name, self.since_on, self.exclude):
+            w.setEnabled(not on)
+        self.since.setEnabled(not on and self.since_on.isChecked())
         self.cancel_btn.setEnabled(on)
         if on:
             self.adopt_btn.setEnabled(False)

@@ -149,3 +149,29 @@ def test_rebuild_can_be_cancelled(qtbot: Any, desktop: Any, llm_server: Any) -> 
     assert dlg.start_btn.isEnabled() and not dlg.adopt_btn.isEnabled()
     assert _git(memdir, "rev-parse", "main").strip() == main_before
     dlg.close()
+
+
+def test_rebuild_dialog_takes_since_and_exclude(qtbot: Any, desktop: Any, llm_server: Any) -> None:
+    _consolidated(desktop, llm_server)
+    browser = _browser(qtbot, desktop, 1)
+    browser.open_rebuild()
+    dlg = browser.rebuild_dialog
+    dlg.model.setText("openai/careful")
+    # a bad exclusion is refused with the CLI's message and hint; nothing runs
+    dlg.exclude.setText("nosuch")
+    with qtbot.waitSignal(dlg.failed, timeout=10000) as bad:
+        dlg.start()
+    assert "no session named 'nosuch'" in bad.args[0] and dlg.start_btn.isEnabled()
+    # leaving out the only session and starting after everything: nothing to re-consolidate
+    dlg.exclude.setText("cli, 1-2")
+    dlg.since_on.setChecked(True)
+    dlg.since.setDateTime(dlg.since.dateTime().currentDateTime().addDays(1))
+    asked = len(llm_server.chat_requests)
+    with qtbot.waitSignal(dlg.compared, timeout=20000) as sig:
+        dlg.start()
+    assert sig.args[0]["status"] == "completed"
+    assert "no fact differences" in dlg.details.toPlainText()
+    started = [r for r in desktop.app.store.log.records() if r.type == "rebuild.started"][-1]
+    assert started.data["since"] is not None and sorted(started.data["exclude"]) == ["1-2", "session:cli"]
+    assert len(llm_server.chat_requests) == asked  # no step was left to ask the model about
+    dlg.close()
