@@ -118,6 +118,18 @@ class Desktop(QObject):
             # after the first paint: the scheduler (and apscheduler's import) is not on
             # the path to the tray, and runs on the worker, not the GUI thread
             QTimer.singleShot(0, self.start_delivery)
+        # polish and lay the popup out while idle, so the first hotkey press shows it as fast
+        # as the later ones (it is built hidden; the first show otherwise does this work)
+        QTimer.singleShot(300, self._prepare_popup)
+
+    def _prepare_popup(self) -> None:
+        if self.popup is None or self.popup.isVisible():
+            return
+        self.popup.ensurePolished()
+        self.popup.winId()  # the native window, created now rather than on the first show
+        layout = self.popup.layout()
+        if layout is not None:
+            layout.activate()
 
     def start_delivery(self) -> None:
         """Start reminder delivery and idle maintenance (consolidation sweep, git gc)."""

@@ -66,3 +66,11 @@ def test_first_run_without_a_model_opens_onboarding(
         qtbot.waitUntil(lambda: d.onboarding is not None and d.onboarding.isVisible(), timeout=5000)
     finally:
         close_desktop(d)
+
+
+def test_the_popup_is_prepared_while_idle_before_its_first_show(qtbot: Any, desktop: Any) -> None:
+    from memtray.desktop.qt import Qt
+
+    popup = desktop.popup
+    qtbot.waitUntil(lambda: popup.testAttribute(Qt.WidgetAttribute.WA_WState_Created), timeout=5000)
+    assert not popup.isVisible()  # prepared, not shown
