@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from _common import ms, pct, synthetic_log
-from memtray.core.home import Home
-from memtray.core.store import Store
+from memtray.core.base.home import Home
+from memtray.core.log.store import Store
 
 
 def measure(tmp: Path, n: int, history: int) -> tuple[list[float], list[float]]:

@@ -75,9 +75,9 @@ def main() -> int:
     os.environ["NO_PROXY"] = "127.0.0.1,localhost"
     if args.dark:
         os.environ["QT_QPA_PLATFORMTHEME"] = ""
-    from memtray.core import config
     from memtray.core.app import App
-    from memtray.core.home import Home
+    from memtray.core.base import config
+    from memtray.core.base.home import Home
     from memtray.desktop.main import Desktop
     from memtray.desktop.qt import QApplication, QGuiApplication, Qt, QTimer
 

@@ -67,9 +67,9 @@ def rss_breakdown(pid: int) -> tuple[int, list[tuple[str, int]]]:
 
 
 def seed(home_root: Path) -> None:
-    from memtray.core import config
     from memtray.core.app import App
-    from memtray.core.home import Home
+    from memtray.core.base import config
+    from memtray.core.base.home import Home
 
     home = Home.resolve(home_root)
     config.set_value(home, "model", "openai/gpt-4o-mini")
@@ -85,7 +85,7 @@ def seed(home_root: Path) -> None:
 def starts(env: dict[str, str], tmp: Path, label: str, runs: int) -> tuple[list[float], list[bool], list[bool],
                                                                             list[bool]]:
     """Start and quit memtray ``runs`` + 1 times; the times to "ready" of all but the first."""
-    from memtray.core.home import Home
+    from memtray.core.base.home import Home
 
     h = Home.resolve(Path(env["MEMTRAY_HOME"]))
     times: list[float] = []
@@ -112,8 +112,8 @@ def starts(env: dict[str, str], tmp: Path, label: str, runs: int) -> tuple[list[
 
 def toggles_and_rss(env: dict[str, str], tmp: Path, toggles: int) -> tuple[list[float], Any, Any]:
     """One process: idle RSS, then `memtray toggle` to popup shown, then RSS once litellm is warm."""
-    from memtray.core import ipc
-    from memtray.core.home import Home
+    from memtray.core.base import ipc
+    from memtray.core.base.home import Home
 
     h = Home.resolve(Path(env["MEMTRAY_HOME"]))
     report = tmp / "report-toggle.jsonl"
@@ -141,7 +141,7 @@ def toggles_and_rss(env: dict[str, str], tmp: Path, toggles: int) -> tuple[list[
 
 def quit_and_wait(home: Any, proc: subprocess.Popen[bytes]) -> None:
     """Ask the instance to quit (as a user would), and kill it if it does not."""
-    from memtray.core import ipc
+    from memtray.core.base import ipc
 
     try:
         if proc.poll() is None:

@@ -14,7 +14,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from memtray.core.factdiff import diff, parse
+from memtray.core.memory.factdiff import diff, parse
 
 _SUBJECTS = ["User", "The user", "Their partner", "Their manager", "Their sister", "Their dog"]
 _VERBS = ["likes", "prefers", "uses", "visited", "works on", "talks about", "avoids", "plans"]

@@ -27,7 +27,7 @@ def rss():
                 return int(line.split()[1]) / 1024
     return 0.0
 
-import memtray.core.home  # the baseline: Python plus memtray's own core modules
+import memtray.core.base.home  # the baseline: Python plus memtray's own core modules
 r0, before = rss(), set(sys.modules)
 t0 = time.perf_counter()
 exec(sys.argv[1])
@@ -38,7 +38,7 @@ print(json.dumps({"rss": rss() - r0, "modules": len(new), "seconds": dt, "top": 
 """
 
 IMPORTS = {
-    "litellm (llm.load_litellm)": "from memtray.core.llm import load_litellm; load_litellm()",
+    "litellm (llm.load_litellm)": "from memtray.core.llm.client import load_litellm; load_litellm()",
     "PySide6 (desktop/qt.py)": "import memtray.desktop.qt",
     "dulwich (repo, index, porcelain)": "import dulwich.repo, dulwich.index, dulwich.porcelain",
     "apscheduler (BackgroundScheduler)": "import apscheduler.schedulers.background",
@@ -48,7 +48,7 @@ IMPORTS = {
 
 def main() -> None:
     repeat = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-    print(f"import cost over {repeat} fresh processes each (median); baseline: Python + memtray.core.home")
+    print(f"import cost over {repeat} fresh processes each (median); baseline: Python + memtray.core.base.home")
     print(f"  {'import':36} {'RSS added':>10} {'modules':>8} {'time':>9}  most modules from")
     for label, stmt in IMPORTS.items():
         runs = []

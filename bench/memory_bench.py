@@ -33,13 +33,13 @@ sys.path.insert(0, str(ROOT))
 
 from memtray.core import factdiff  # noqa: E402
 from memtray.core.app import App  # noqa: E402
-from memtray.core.clock import parse_ts  # noqa: E402
-from memtray.core.config import Config  # noqa: E402
-from memtray.core.events import MemoryWritten  # noqa: E402
-from memtray.core.gitrepo import GitRepo  # noqa: E402
-from memtray.core.home import Home  # noqa: E402
-from memtray.core.memory import MemoryService, _apply_history, commit_message  # noqa: E402
-from memtray.core.store import Store  # noqa: E402
+from memtray.core.base.clock import parse_ts  # noqa: E402
+from memtray.core.base.config import Config  # noqa: E402
+from memtray.core.base.home import Home  # noqa: E402
+from memtray.core.log.events import MemoryWritten  # noqa: E402
+from memtray.core.log.store import Store  # noqa: E402
+from memtray.core.memory.gitrepo import GitRepo  # noqa: E402
+from memtray.core.memory.service import MemoryService, _apply_history, commit_message  # noqa: E402
 
 CONFIG = Config(model="openai/bench", api_base="http://127.0.0.1:9/v1", idle_consolidate_minutes=0)
 

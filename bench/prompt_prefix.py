@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "peer_nanobot"))
 
 from common import KEEP, WINDOW, memory_text, message, prefix_shares, serialize
 from memtray.core.app import App
-from memtray.core.clock import FakeClock, IdGenerator
-from memtray.core.config import Config
-from memtray.core.events import ConsolidationCompleted, ConsolidationStarted, Message
-from memtray.core.home import Home
+from memtray.core.base.clock import FakeClock, IdGenerator
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.log.events import ConsolidationCompleted, ConsolidationStarted, Message
 
 SESSION = "quick"
 

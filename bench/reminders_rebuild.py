@@ -29,13 +29,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memtray.core.app import App
-from memtray.core.clock import FakeClock, IdGenerator
-from memtray.core.config import Config
-from memtray.core.home import Home
-from memtray.core.notify import RecordingNotifier
-from memtray.core.reminder_spec import occurrence_key
-from memtray.core.reminders import ReminderService
-from memtray.core.store import CHECKPOINT_NAME, Store
+from memtray.core.base.clock import FakeClock, IdGenerator
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.base.notify import RecordingNotifier
+from memtray.core.log.store import CHECKPOINT_NAME, Store
+from memtray.core.reminders.service import ReminderService
+from memtray.core.reminders.spec import occurrence_key
 
 ZONES = ["Europe/Berlin", "America/New_York", "Asia/Tokyo", "UTC", "Australia/Sydney"]
 CRONS = ["0 9 * * *", "30 7 * * 1-5", "*/15 * * * *", "0 */2 * * *", "45 18 * * 0", "0 12 1 * *"]

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from _common import median, synthetic_log
-from memtray.core.eventlog import DEFAULT_SEGMENT_BYTES
-from memtray.core.home import Home
-from memtray.core.store import Store
+from memtray.core.base.home import Home
+from memtray.core.log.eventlog import DEFAULT_SEGMENT_BYTES
+from memtray.core.log.store import Store
 
 
 def main() -> None:

@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from memtray.core.home import Home
-from memtray.core.search import SearchIndex, index_path
-from memtray.core.store import Store
+from memtray.core.base.home import Home
+from memtray.core.log.store import Store
+from memtray.core.search.index import SearchIndex, index_path
 
 
 def make_vocabulary(rng: random.Random, size: int) -> list[str]:

@@ -2,7 +2,7 @@
 
 The CLI, the headless daemon and the desktop all build an :class:`App` the same
 way, so every front end runs the same core functions. The app owns the
-:class:`~memtray.core.worker.Worker`; async work is run there.
+:class:`~memtray.core.base.worker.Worker`; async work is run there.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from . import config as configmod
-from .agent import Agent
-from .clock import Clock, IdGenerator
-from .config import Config
-from .home import Home
-from .llm import LLMClient
-from .store import Store
-from .tools import ToolRegistry
-from .worker import Worker
+from memtray.core.agent.loop import Agent
+from memtray.core.base import config as configmod
+from memtray.core.base.clock import Clock, IdGenerator
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.base.worker import Worker
+from memtray.core.llm.client import LLMClient
+from memtray.core.llm.tools import ToolRegistry
+from memtray.core.log.store import Store
 
 T = TypeVar("T")
 
@@ -107,7 +107,9 @@ def install_services(app: App, *, start: bool = True) -> None:
 
 
 #: Modules with an ``install(app, start=...)`` function, in dependency order.
-SERVICE_MODULES: tuple[str, ...] = ("memory", "consolidation", "search", "reminders")
+SERVICE_MODULES: tuple[str, ...] = (
+    "memory.service", "memory.consolidation", "search.index", "reminders.service",
+)
 
 IDLE_SWEEP_SECONDS = 300.0
 GC_SECONDS = 6 * 3600.0

@@ -13,8 +13,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from memtray.core.desktop_entry import launch_command, xdg_quote
-from memtray.core.fsutil import atomic_write
+from memtray.core.admin.desktop_entry import launch_command, xdg_quote
+from memtray.core.base.fsutil import atomic_write
 
 LABEL = "org.memtray.memtray"
 RUN_KEY = r"Software\Microsoft\Windows\CurrentVersion\Run"

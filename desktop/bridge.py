@@ -1,6 +1,6 @@
 """The GUI's only road to the worker: submit coroutines, get results by queued signal.
 
-core's :class:`~memtray.core.worker.Worker` owns litellm, keyring, dulwich and
+core's :class:`~memtray.core.base.worker.Worker` owns litellm, keyring, dulwich and
 log writes on one asyncio thread. Widgets never call into it directly and never
 wait on it: they :meth:`Bridge.submit` a coroutine (or :meth:`Bridge.call` a
 plain function) and connect to the returned :class:`Task`'s signals, which are

@@ -218,13 +218,13 @@ class ErrorView(QFrame):
 
 
 def _is_memtray_error(exc: BaseException) -> bool:
-    from memtray.core.errors import MemtrayError
+    from memtray.core.base.errors import MemtrayError
 
     return isinstance(exc, MemtrayError)
 
 
 def _needs_settings(exc: BaseException) -> bool:
-    from memtray.core.errors import (
+    from memtray.core.base.errors import (
         ConfigError,
         KeyringError,
         LLMAuthError,

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from memtray.core.errors import EnvironmentProblem, MemtrayError
-from memtray.core.home import Home
+from memtray.core.base.errors import EnvironmentProblem, MemtrayError
+from memtray.core.base.home import Home
 
 #: How long ``toggle``/``show`` wait for a freshly started app to listen.
 START_TIMEOUT = 30.0
@@ -51,7 +51,7 @@ def cmd_show(args: argparse.Namespace, home: Home) -> int:
 
 
 def cmd_quit(args: argparse.Namespace, home: Home) -> int:
-    from memtray.core import ipc
+    from memtray.core.base import ipc
 
     _refuse_inside_instance()
     try:
@@ -70,7 +70,7 @@ def forward(
     timeout: float = START_TIMEOUT,
 ) -> int:
     """Send ``argv`` to the running app; start one first when ``start`` and none runs."""
-    from memtray.core import ipc
+    from memtray.core.base import ipc
 
     _refuse_inside_instance()
     try:
@@ -118,13 +118,13 @@ def spawn_app(home: Home) -> None:
 
 
 def _message(argv: list[str]) -> dict[str, Any]:
-    from memtray.core import ipc
+    from memtray.core.base import ipc
 
     return {"argv": argv, "env": ipc.forward_env(), "tty": False}
 
 
 def _relay(msg: dict[str, Any]) -> None:
-    from memtray.core.cli import con
+    from memtray.core.cli.console import con
 
     if "out" in msg:
         con().write(msg["out"])
@@ -133,7 +133,7 @@ def _relay(msg: dict[str, Any]) -> None:
 
 
 def _print_err(text: str) -> None:
-    from memtray.core.cli import con
+    from memtray.core.cli.console import con
 
     con().error(text)
 
@@ -141,9 +141,9 @@ def _print_err(text: str) -> None:
 def _refuse_inside_instance() -> None:
     # Forwarded into a running instance that did not handle it itself (a headless
     # `memtray daemon` has no window): forwarding again would talk to ourselves.
-    from memtray.core import cli
+    from memtray.core.cli.console import served_app
 
-    if getattr(cli._local, "app", None) is not None:
+    if served_app() is not None:
         raise MemtrayError(
             "this memtray instance has no window (it runs headless)",
             hint="Quit the daemon and start the desktop app with `memtray`.",

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from memtray.core.errors import EnvironmentProblem
+from memtray.core.base.errors import EnvironmentProblem
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtray.core.eventlog import list_segments, scan_segment
+from memtray.core.log.eventlog import list_segments, scan_segment
 
 
 @dataclass

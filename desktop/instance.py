@@ -1,9 +1,9 @@
 """Single instance: the desktop serves the core IPC socket with QLocalServer.
 
-Same path (:func:`memtray.core.ipc.socket_path`) and same JSON-lines protocol
+Same path (:func:`memtray.core.base.ipc.socket_path`) and same JSON-lines protocol
 as ``memtray daemon``: a request ``{"argv": [...], "env": {...}, "tty": bool}``
 is answered with ``{"out": ...}`` / ``{"err": ...}`` lines and a final
-``{"exit": N}``. CLI commands run through :func:`memtray.core.cli.serve` on a
+``{"exit": N}``. CLI commands run through :func:`memtray.core.cli.main.serve` on a
 thread-pool thread (they call ``app.run``, which blocks on the worker); their
 output comes back to the socket (which lives on the GUI thread) by queued
 signal. The desktop's own commands (``toggle``, ``show``, ``quit``, ...) are
@@ -65,8 +65,8 @@ class InstanceServer(QObject):
 
     def listen(self) -> None:
         """Clear a stale socket (we hold the data-home lock) and listen on the full path."""
-        from memtray.core import ipc
-        from memtray.core.errors import EnvironmentProblem
+        from memtray.core.base import ipc
+        from memtray.core.base.errors import EnvironmentProblem
 
         ipc.clear_stale(self.path)
         old = os.umask(0o077)

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-from memtray.core.home import Home
+from memtray.core.base.home import Home
 
 from . import icons, theme
 from .bridge import Bridge
@@ -152,7 +152,8 @@ class Desktop(QObject):
         self.bridge.call(svc.start, name="reminders", on_result=started, on_error=failed)
 
     def _listen(self) -> None:
-        from memtray.core import cli, ipc
+        from memtray.core.base import ipc
+        from memtray.core.cli import main as cli
 
         self.server = InstanceServer(ipc.socket_path(self.app.home), lambda req, send: cli.serve(self.app, req, send),
                                      self)
@@ -207,7 +208,7 @@ class Desktop(QObject):
         if not self._warmed:
             self._warmed = True
             # import litellm on the worker while the user types the first message
-            from memtray.core.llm import load_litellm
+            from memtray.core.llm.client import load_litellm
 
             self.bridge.call(load_litellm, name="warm-up")
 
@@ -335,7 +336,7 @@ class Desktop(QObject):
 
 def _forward_show(home: Home, argv: list[str]) -> int:
     """Another instance holds the data home: ask it to show itself."""
-    from memtray.core import ipc
+    from memtray.core.base import ipc
 
     deadline = time.monotonic() + 10.0
     while True:
@@ -356,9 +357,9 @@ def _forward_show(home: Home, argv: list[str]) -> int:
 
 def run(home: Home, argv: list[str]) -> int:
     """Start the desktop app (or hand over to the running one). Returns the exit status."""
-    from memtray.core import logsetup
     from memtray.core.app import App
-    from memtray.core.errors import AlreadyRunning
+    from memtray.core.base import logsetup
+    from memtray.core.base.errors import AlreadyRunning
 
     logsetup.setup(home)
     try:

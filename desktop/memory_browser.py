@@ -393,7 +393,7 @@ class MemoryBrowser(QWidget):
         if not revisions or mem is None:
             self.timeline.set_points([])
             return
-        from memtray.core import factdiff
+        from memtray.core.memory import factdiff
 
         head = revisions[0].rev
         self._call(lambda: len(factdiff.parse(mem.show(head))),

@@ -1,8 +1,8 @@
 """Rebuild with model…: re-consolidate the log onto ``rebuild/NAME``, compare, adopt.
 
 The same core calls as ``memtray memory rebuild|compare|adopt``
-(:func:`memtray.core.rebuild.run`, :func:`memtray.core.adopt.compare`,
-:func:`memtray.core.adopt.adopt`), run on the worker through the bridge.
+(:func:`memtray.core.audit.rebuild.run`, :func:`memtray.core.audit.adopt.compare`,
+:func:`memtray.core.audit.adopt.adopt`), run on the worker through the bridge.
 Progress comes from core's ``on_progress`` callback (worker thread) as a
 queued signal. Cancel cancels the worker task; core records the rebuild as
 interrupted and keeps finished steps (run it again to resume).
@@ -127,7 +127,7 @@ class RebuildDialog(QDialog):
         self.status.setText(text)
 
     def start(self) -> None:
-        from memtray.core import adopt, rebuild
+        from memtray.core.audit import adopt, rebuild
 
         model = self.model.text().strip()
         if not model:
@@ -178,7 +178,7 @@ class RebuildDialog(QDialog):
     # --- adopt ------------------------------------------------------------------------
 
     def adopt(self) -> None:
-        from memtray.core import adopt
+        from memtray.core.audit import adopt
 
         r = self.comparison
         if r is None:

@@ -12,7 +12,7 @@ import dataclasses
 import logging
 from typing import Any
 
-from memtray.core import config as cfgmod
+from memtray.core.base import config as cfgmod
 
 from . import autostart, providers
 from .bridge import Task
@@ -192,7 +192,7 @@ class ModelForm(QWidget):
         return {"model": self.model_string(), "api_base": self.api_base.text().strip()}
 
     def key_provider(self) -> str:
-        from memtray.core.keys import provider_of
+        from memtray.core.base.keys import provider_of
 
         return provider_of(self.model_string() or self.current_provider().prefix + "x")
 
@@ -223,7 +223,7 @@ class ModelForm(QWidget):
     # --- keyring (on the worker) ------------------------------------------------------
 
     def check_keyring(self) -> None:
-        from memtray.core import keys
+        from memtray.core.base import keys
 
         self.ctx.bridge.call(lambda: (keys.backend_is_secure(), keys.backend_name()), name="keyring-check",
                              on_result=self._keyring_checked, on_error=lambda e: self._keyring_checked((False, str(e))))
@@ -234,7 +234,7 @@ class ModelForm(QWidget):
             self.keyring_warning.hide()
             self.store_btn.setEnabled(True)
             return
-        from memtray.core.errors import NoSecureKeyring
+        from memtray.core.base.errors import NoSecureKeyring
 
         self.keyring_warning.setText(
             f"No secure keyring is available here (found {name}), so memtray will not store API keys. "
@@ -244,7 +244,7 @@ class ModelForm(QWidget):
         self.store_btn.setEnabled(False)
 
     def _refresh_key_status(self) -> None:
-        from memtray.core import keys
+        from memtray.core.base import keys
 
         provider = self.key_provider()
         self.ctx.bridge.call(keys.key_source, provider, name="key-source",
@@ -264,7 +264,7 @@ class ModelForm(QWidget):
         _set_state(self.key_status, text, "error" if "refused" in text else "muted")
 
     def store_key(self) -> None:
-        from memtray.core import keys
+        from memtray.core.base import keys
 
         secret = self.key.text()
         provider = self.key_provider()
@@ -303,8 +303,8 @@ class ModelForm(QWidget):
         llm_cls = type(self.ctx.app.llm)
 
         async def run() -> str:
-            from memtray.core.keys import get_key
-            from memtray.core.llm import Request
+            from memtray.core.base.keys import get_key
+            from memtray.core.llm.client import Request
 
             client = llm_cls(cfg, key_lookup=(lambda _p: typed) if typed else get_key)
             res = await client.complete(Request(
@@ -535,7 +535,7 @@ class Onboarding(QDialog):
         provider = self.form.key_provider()
 
         def apply() -> cfgmod.Config:
-            from memtray.core import keys
+            from memtray.core.base import keys
 
             if secret:
                 keys.set_key(provider, secret)

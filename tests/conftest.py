@@ -57,7 +57,7 @@ def keyring_backend(_memory_keyring: MemoryKeyring) -> MemoryKeyring:
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    from memtray.core.home import Home
+    from memtray.core.base.home import Home
 
     root = tmp_path / "home"
     monkeypatch.setenv("MEMTRAY_HOME", str(root))

@@ -27,19 +27,19 @@ from common import (  # noqa: E402
     serve,
     timed,
 )
+from memtray.core.agent.context import runtime_context  # noqa: E402
 from memtray.core.app import App  # noqa: E402
-from memtray.core.clock import FakeClock  # noqa: E402
-from memtray.core.context import runtime_context  # noqa: E402
-from memtray.core.eventlog import DEFAULT_SEGMENT_BYTES  # noqa: E402
-from memtray.core.events import (  # noqa: E402
+from memtray.core.base.clock import FakeClock  # noqa: E402
+from memtray.core.base.home import Home  # noqa: E402
+from memtray.core.log.eventlog import DEFAULT_SEGMENT_BYTES  # noqa: E402
+from memtray.core.log.events import (  # noqa: E402
     ConsolidationCompleted,
     ConsolidationStarted,
     Message,
     Record,
     encode,
 )
-from memtray.core.home import Home  # noqa: E402
-from memtray.core.store import Store  # noqa: E402
+from memtray.core.log.store import Store  # noqa: E402
 from prompt_prefix import SESSION, open_app, run_turns  # noqa: E402
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

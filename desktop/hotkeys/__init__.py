@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from memtray.core.errors import ConfigError
+from memtray.core.base.errors import ConfigError
 
 from ..qt import QObject, Signal
 from .base import Backend, HotkeyError

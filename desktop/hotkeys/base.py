@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memtray.core.errors import EnvironmentProblem
+from memtray.core.base.errors import EnvironmentProblem
 
 from ..qt import QObject, Signal
 from .keyspec import HotkeySpec

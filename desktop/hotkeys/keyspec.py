@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memtray.core.errors import ConfigError
+from memtray.core.base.errors import ConfigError
 
 MODIFIERS = {
     "ctrl": "ctrl", "control": "ctrl",

@@ -15,9 +15,10 @@ def main() -> int:
     multiprocessing.freeze_support()
     if sys.argv[1:3] == ["-m", "memtray.core.cli"]:
         del sys.argv[1:3]
-    from memtray.core.cli import main as cli_main
+    from memtray.core.cli.main import main as cli_main
+    from memtray.desktop.launcher import FRONTEND  # entry-point metadata may not be frozen
 
-    return cli_main()
+    return cli_main(desktop=FRONTEND)
 
 
 if __name__ == "__main__":

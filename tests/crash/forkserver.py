@@ -21,8 +21,8 @@ Modes:
   ``memory.appended`` (the memory.written append is durable, no commit),
   ``git.ref-updated`` (the branch moved, the work tree not yet written),
   ``memory.committed`` (after the commit), ``consolidation.completed`` (after
-  everything). The ``_crash_point`` hooks in core/consolidation.py, memory.py and
-  gitrepo.py are used where they exist (MEMTRAY_TEST_CRASH_AT); otherwise the
+  everything). The ``crash_point`` hooks in core/ (memory service, consolidation,
+  git repo) are used where they exist (MEMTRAY_TEST_CRASH_AT); otherwise the
   point is made here. Without ``crash_at`` the parent kills at a random moment.
 """
 
@@ -45,9 +45,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 os.environ.setdefault("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
 
-from memtray.core.faults import SplitWriteFileOps  # noqa: E402
-from memtray.core.home import Home  # noqa: E402
-from memtray.core.store import Store  # noqa: E402
+from memtray.core.base.faults import SplitWriteFileOps  # noqa: E402
+from memtray.core.base.home import Home  # noqa: E402
+from memtray.core.log.store import Store  # noqa: E402
 
 #: every step a consolidation is killed at, in order
 CRASH_POINTS = ("consolidation.started", "consolidation.replied", "memory.appended", "git.ref-updated",
@@ -55,11 +55,10 @@ CRASH_POINTS = ("consolidation.started", "consolidation.replied", "memory.append
 
 
 def _hooked() -> frozenset[str]:
-    """Points with a ``_crash_point(name)`` hook in core (MEMTRAY_TEST_CRASH_AT); the others
+    """Points with a ``crash_point(name)`` hook in core (MEMTRAY_TEST_CRASH_AT); the others
     are done here: a store listener (after a durable append) or a wrapper around the model."""
-    core = ROOT / "core"
-    src = "".join((core / f).read_text() for f in ("consolidation.py", "memory.py", "gitrepo.py"))
-    return frozenset(p for p in CRASH_POINTS if f'_crash_point("{p}")' in src)
+    src = "".join(p.read_text() for p in (ROOT / "core").rglob("*.py"))
+    return frozenset(p for p in CRASH_POINTS if f'crash_point("{p}")' in src)
 
 
 HOOK_POINTS = _hooked()
@@ -97,8 +96,8 @@ def child_log(p: dict[str, Any]) -> None:
 
 def child_consolidate(p: dict[str, Any]) -> None:
     from memtray.core.app import App
-    from memtray.core.config import Config
-    from memtray.core.consolidation import ConsolidationFailedError
+    from memtray.core.base.config import Config
+    from memtray.core.memory.consolidation import ConsolidationFailedError
 
     rng = random.Random(p["seed"])
     crash_at = p.get("crash_at")
@@ -148,11 +147,11 @@ def child_consolidate(p: dict[str, Any]) -> None:
 
 def serve() -> None:
     if "--preload-llm" in sys.argv:
-        from memtray.core.llm import load_litellm
+        from memtray.core.llm.client import load_litellm
 
         load_litellm()
         import memtray.core.app
-        import memtray.core.consolidation  # noqa: F401
+        import memtray.core.memory.consolidation  # noqa: F401
     out("ready")
     for raw in sys.stdin:
         raw = raw.strip()

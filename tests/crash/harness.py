@@ -198,9 +198,9 @@ class Checked:
 def check_log(home: Path, acked: set[int], *, segment_bytes: int = 8192) -> Checked:
     """Reopen as the writer would: acked seqs present, seq gapless, <= 1 torn record cut,
     checkpoint + tail == full replay."""
-    from memtray.core.home import Home
-    from memtray.core.projections import replay
-    from memtray.core.store import Store
+    from memtray.core.base.home import Home
+    from memtray.core.log.projections import replay
+    from memtray.core.log.store import Store
 
     store = Store.open(Home.resolve(home), segment_bytes=segment_bytes)
     try:
@@ -218,11 +218,11 @@ def check_log(home: Path, acked: set[int], *, segment_bytes: int = 8192) -> Chec
 def check_app(home: Path, acked: set[int], *, fsck: bool = False) -> Checked:
     """Reopen the app (recovery runs) and check the log, memory, git and the pointer."""
     from memtray.core.app import App
-    from memtray.core.clock import parse_ts
-    from memtray.core.config import Config
-    from memtray.core.home import Home
-    from memtray.core.memory import history_entry
-    from memtray.core.projections import replay
+    from memtray.core.base.clock import parse_ts
+    from memtray.core.base.config import Config
+    from memtray.core.base.home import Home
+    from memtray.core.log.projections import replay
+    from memtray.core.memory.service import history_entry
 
     app = App.open(Home.resolve(home), config=Config(model="openai/none", api_base="http://127.0.0.1:9/v1",
                                                      idle_consolidate_minutes=0))

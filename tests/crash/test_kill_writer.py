@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from memtray.core.eventlog import verify
-from memtray.core.home import Home
-from memtray.core.store import Store
+from memtray.core.base.home import Home
+from memtray.core.log.eventlog import verify
+from memtray.core.log.store import Store
 
 from tests.crash.harness import ForkServer, check_log, kill_writer
 
@@ -66,9 +66,9 @@ def test_second_writer_gets_a_clear_message(tmp_path: Path) -> None:
     store = Store.open(home)
     code = (
         "import sys\n"
-        "from memtray.core.home import Home\n"
-        "from memtray.core.store import Store\n"
-        "from memtray.core.errors import AlreadyRunning\n"
+        "from memtray.core.base.home import Home\n"
+        "from memtray.core.log.store import Store\n"
+        "from memtray.core.base.errors import AlreadyRunning\n"
         "try:\n"
         f"    Store.open(Home.resolve({str(home.root)!r}))\n"
         "except AlreadyRunning as e:\n"

@@ -33,14 +33,14 @@ import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from memtray.core import factdiff
 from memtray.core.app import App
-from memtray.core.clock import FakeClock, seeded_ids
-from memtray.core.config import Config
-from memtray.core.events import Record, encode
-from memtray.core.home import Home
-from memtray.core.llm import DeltaCallback, LLMClient, LLMResult, Request, ToolCall
-from memtray.core.projections import replay
+from memtray.core.base.clock import FakeClock, seeded_ids
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.llm.client import DeltaCallback, LLMClient, LLMResult, Request, ToolCall
+from memtray.core.log.events import Record, encode
+from memtray.core.log.projections import replay
+from memtray.core.memory import factdiff
 
 SESSIONS = st.sampled_from(["quick", "cli"])
 WORDS = st.lists(st.sampled_from(["apple", "river", "violin", "garden", "tea", "chess", "maple", "comet"]),

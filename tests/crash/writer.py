@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from memtray.core.home import Home
-from memtray.core.store import Store
+from memtray.core.base.home import Home
+from memtray.core.log.store import Store
 
 
 def main() -> None:

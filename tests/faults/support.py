@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from memtray.core.app import App
-from memtray.core.config import Config
-from memtray.core.home import Home
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
 
 
 def open_app(home: Home, **cfg: Any) -> App:

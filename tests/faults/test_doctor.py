@@ -12,10 +12,10 @@ import os
 from pathlib import Path
 
 import pytest
-from memtray.core import doctor
-from memtray.core.eventlog import verify
-from memtray.core.home import Home
-from memtray.core.store import CHECKPOINT_NAME, Store
+from memtray.core.admin import doctor
+from memtray.core.base.home import Home
+from memtray.core.log.eventlog import verify
+from memtray.core.log.store import CHECKPOINT_NAME, Store
 
 from tests.crash.harness import check_app
 from tests.faults.support import crash, git, loose_object, open_app, rev_list, write_memory
@@ -155,7 +155,7 @@ def test_broken_config_is_reported(healthy: Home) -> None:
 
 
 def test_insecure_keyring_and_low_disk(healthy: Home, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memtray.core import keys
+    from memtray.core.base import keys
 
     monkeypatch.setattr(keys, "backend_is_secure", lambda: False)
     monkeypatch.setattr(doctor, "free_bytes", lambda _home: 50 * 2**20)

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memtray.core.consolidation import ConsolidationFailedError
-from memtray.core.eventlog import verify
-from memtray.core.home import Home
-from memtray.core.projections import replay
+from memtray.core.base.home import Home
+from memtray.core.log.eventlog import verify
+from memtray.core.log.projections import replay
+from memtray.core.memory.consolidation import ConsolidationFailedError
 
 from tests.crash.harness import check_app
 from tests.faults.support import open_app
@@ -161,7 +161,7 @@ def test_five_megabyte_reply_is_delivered_and_logged_whole(tmp_path: Path, llm_s
 def test_turn_failures_keep_the_user_message(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
     """The turn side (more in tests/integration/test_ask.py): each failure is a turn.failed
     after the user's message; retry answers the same message."""
-    from memtray.core.errors import LLMBadResponse, LLMError
+    from memtray.core.base.errors import LLMBadResponse, LLMError
 
     home = Home.resolve(tmp_path / "home")
     app = _app(home, llm_server, llm_timeout=2.0)

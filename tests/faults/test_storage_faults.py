@@ -22,15 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memtray.core import doctor
-from memtray.core.errors import LogWriteError
-from memtray.core.eventlog import verify
-from memtray.core.faults import Fault, FaultyFileOps, PowerCut, fs_faults
-from memtray.core.fsutil import DiskError
-from memtray.core.gitrepo import GitError
-from memtray.core.home import Home
-from memtray.core.projections import replay
-from memtray.core.store import CHECKPOINT_NAME, Store
+from memtray.core.admin import doctor
+from memtray.core.base.errors import LogWriteError
+from memtray.core.base.faults import Fault, FaultyFileOps, PowerCut, fs_faults
+from memtray.core.base.fsutil import DiskError
+from memtray.core.base.home import Home
+from memtray.core.log.eventlog import verify
+from memtray.core.log.projections import replay
+from memtray.core.log.store import CHECKPOINT_NAME, Store
+from memtray.core.memory.gitrepo import GitError
 
 from tests.crash.harness import check_app, check_log, git_fsck
 from tests.faults.support import crash, git, loose_object, open_app, rev_list, write_memory
@@ -178,7 +178,7 @@ def test_checkpoint_save_fault_keeps_the_old_one(tmp_path: Path, op: str, err: i
 def test_automatic_checkpoint_failure_never_fails_an_append(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Regression: a full disk during the automatic checkpoint made a durable append raise
     and skipped its listeners (so git missed the commit)."""
-    import memtray.core.store as store_mod
+    import memtray.core.log.store as store_mod
 
     monkeypatch.setattr(store_mod, "CHECKPOINT_EVERY", 3)
     home = Home.resolve(tmp_path / "h")
@@ -394,7 +394,7 @@ def test_a_failed_rebuild_leaves_memory_as_it_was(tmp_path: Path, monkeypatch: p
     obj.chmod(0o600)
     obj.write_bytes(b"")
     before = sorted(str(p.relative_to(home.root)) for p in home.memory.rglob("*"))
-    from memtray.core import gitrepo
+    from memtray.core.memory import gitrepo
 
     def full(*_a: Any, **_k: Any) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")

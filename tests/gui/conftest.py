@@ -22,7 +22,7 @@ def runtime_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 @pytest.fixture
 def configured_home(home: Any, llm_server: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
-    from memtray.core import config
+    from memtray.core.base import config
 
     config.set_value(home, "model", "openai/test-model")
     config.set_value(home, "api_base", llm_server.base_url)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from memtray.core.errors import ConfigError
+from memtray.core.base.errors import ConfigError
 from memtray.desktop.hotkeys import HotkeyService, candidates, keyspec, parse
 
 pytestmark = pytest.mark.gui

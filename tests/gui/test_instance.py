@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memtray.core import ipc
+from memtray.core.base import ipc
 from memtray.desktop import cli_commands
 
 pytestmark = pytest.mark.gui
@@ -167,7 +167,7 @@ def test_add_commands_registers_toggle_show_quit() -> None:
 
 
 def _core_has_toggle() -> bool:
-    from memtray.core import cli
+    from memtray.core.cli import main as cli
 
     try:
         return getattr(cli.build_parser().parse_args(["toggle"]), "fn", None) is not None

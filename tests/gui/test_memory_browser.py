@@ -127,7 +127,7 @@ def test_as_of_selects_the_revision_in_force(qtbot: Any, seeded: Any) -> None:
 
 
 def test_review_and_redo_after_a_consolidation(qtbot: Any, desktop: Any, llm_server: Any) -> None:
-    from memtray.core import config
+    from memtray.core.base import config
 
     app = desktop.app
     app.worker.call(lambda: app.services["memory"].write(REV1, reason="agent", source="model"))

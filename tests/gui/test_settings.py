@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from memtray.core import config
+from memtray.core.base import config
 from memtray.desktop import providers
 from memtray.desktop.qt import Qt
 
@@ -41,7 +41,7 @@ def test_refusing_keyring_is_reported(qtbot: Any, desktop: Any, keyring_backend:
 
 
 def test_no_secure_keyring_is_said_plainly(qtbot: Any, desktop: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memtray.core import keys
+    from memtray.core.base import keys
 
     monkeypatch.setattr(keys, "backend_is_secure", lambda: False)
     form = _settings(desktop).model_form

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memtray.core import ipc
+from memtray.core.base import ipc
 
 pytestmark = pytest.mark.gui
 

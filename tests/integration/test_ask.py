@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 from memtray.core.app import App
-from memtray.core.config import Config
-from memtray.core.errors import (
+from memtray.core.base.config import Config
+from memtray.core.base.errors import (
     LLMAuthError,
     LLMError,
     LLMRateLimited,
     LLMTimeout,
 )
-from memtray.core.home import Home
+from memtray.core.base.home import Home
 
 from tests.fixtures.llm_server import (
     ScriptedLLMServer,
@@ -231,7 +231,7 @@ def test_non_utf8_and_huge_input(home: Home, llm_server: ScriptedLLMServer) -> N
         assert res.reply.endswith("caf\ufffd ok")
         logged = [r.data["content"] for r in app.store.log.records() if r.data.get("role") == "user"]
         assert logged == ["caf\ufffd ok"]
-        from memtray.core.agent import InputTooLarge
+        from memtray.core.agent.loop import InputTooLarge
 
         with pytest.raises(InputTooLarge):
             app.run(app.agent.turn("quick", "x" * 1_000_001, stream=False))

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memtray.core import localmodel
-from memtray.core.config import Config
-from memtray.core.errors import LLMError
-from memtray.core.home import Home
-from memtray.core.llm import LLMClient, Request, load_litellm, tool_spec
+from memtray.core.base.config import Config
+from memtray.core.base.errors import LLMError
+from memtray.core.base.home import Home
+from memtray.core.llm import localmodel
+from memtray.core.llm.client import LLMClient, Request, load_litellm, tool_spec
 
 from tests.fixtures.llm_server import run_async
 from tests.support import run_cli
@@ -213,10 +213,10 @@ def test_ask_with_no_provider_uses_the_offline_model_and_says_so(home: Home, loc
 CONSOLIDATE = r"""
 import json, sys
 from memtray.core.app import App
-from memtray.core.clock import FakeClock
-from memtray.core.config import Config
-from memtray.core.events import Message
-from memtray.core.home import Home
+from memtray.core.base.clock import FakeClock
+from memtray.core.base.config import Config
+from memtray.core.log.events import Message
+from memtray.core.base.home import Home
 
 # A fixed clock makes the prompt (which carries message times) identical on every run,
 # so the tiny model's greedy output is reproducible rather than varying by the minute.
@@ -250,7 +250,7 @@ def test_real_consolidation_through_the_offline_model(home: Home, local_enabled:
 
 
 def test_forced_tool_schema_is_bounded_so_the_json_always_closes() -> None:
-    from memtray.core.consolidation import SAVE_MEMORY
+    from memtray.core.memory.consolidation import SAVE_MEMORY
 
     params = localmodel.bounded_schema(SAVE_MEMORY["function"]["parameters"])
     props = params["properties"]

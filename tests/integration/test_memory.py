@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 from memtray.core.app import App
-from memtray.core.clock import FakeClock, seeded_ids
-from memtray.core.config import Config
-from memtray.core.eventlog import EventLog
-from memtray.core.events import MemoryWritten
-from memtray.core.gitrepo import GitError, GitRepo
-from memtray.core.home import Home
-from memtray.core.memory import MemoryService
-from memtray.core.store import Store
+from memtray.core.base.clock import FakeClock, seeded_ids
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.log.eventlog import EventLog
+from memtray.core.log.events import MemoryWritten
+from memtray.core.log.store import Store
+from memtray.core.memory.gitrepo import GitError, GitRepo
+from memtray.core.memory.service import MemoryService
 
 from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
 from tests.unit.redaction_corpus import CORPUS
@@ -388,7 +388,7 @@ def test_stale_lock_files_are_cleaned_at_start(app: App, home: Home, locks: list
 
 
 def test_lock_files_are_only_cleaned_by_the_app_lock_holder(app: App, home: Home) -> None:
-    from memtray.core.errors import AlreadyRunning
+    from memtray.core.base.errors import AlreadyRunning
 
     mem(app).write(MEM0, reason="agent")
     lock = home.memory / ".git" / "index.lock"
@@ -597,8 +597,8 @@ def test_secrets_never_reach_memory_git_or_the_log(home: Home, llm_server: Scrip
 
 
 def test_commit_message_format_is_stable() -> None:
-    from memtray.core.events import Record
-    from memtray.core.memory import commit_message
+    from memtray.core.log.events import Record
+    from memtray.core.memory.service import commit_message
 
     rec = Record(7, "id", "2026-11-30T09:00:00.000Z", "memory.written", 1, "quick", {
         "memory": "x", "reason": "consolidation", "consolidation": "01ABC", "model": "openai/m",

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 from memtray.core.app import App
-from memtray.core.clock import FakeClock, seeded_ids
-from memtray.core.config import Config
-from memtray.core.home import Home
-from memtray.core.memory import MemoryService
+from memtray.core.base.clock import FakeClock, seeded_ids
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.memory.service import MemoryService
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, error, tool_call
 from tests.support import run_cli

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from memtray.core import desktop_entry
+from memtray.core.admin import desktop_entry
 
 from tests.fixtures.llm_server import ScriptedLLMServer, reply
 from tests.support import run_cli
@@ -121,10 +121,11 @@ def test_wheel_carries_every_resource_and_the_entry_point(wheel: Path) -> None:
     missing = [m for m in modules if m not in names]
     assert not missing, f"modules not in the wheel (a subpackage missing from pyproject's packages?): {missing}"
     for needed in ("memtray/resources/memtray.desktop", "memtray/resources/icons/memtray.svg",
-                   "memtray/resources/prompts/consolidation.md", "memtray/core/cli.py", "memtray/desktop/main.py"):
+                   "memtray/resources/prompts/consolidation.md", "memtray/core/cli/main.py", "memtray/desktop/main.py"):
         assert needed in names
     assert not any(n.startswith(("core/", "desktop/", "resources/", "tests/")) for n in names), "bare top-level package"
-    assert "memtray = memtray.core.cli:main" in entry_points
+    assert "memtray = memtray.core.cli.main:main" in entry_points
+    assert "desktop = memtray.desktop.launcher:FRONTEND" in entry_points
 
 
 @pytest.mark.slow

@@ -6,13 +6,14 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from memtray.core import adopt, factdiff, rebuild
 from memtray.core.app import App
-from memtray.core.config import Config
-from memtray.core.eventlog import EventLog
-from memtray.core.home import Home
-from memtray.core.provenance import check_provenance, trace
-from memtray.core.retention import synthetic_corpus
+from memtray.core.audit import adopt, rebuild
+from memtray.core.audit.retention import synthetic_corpus
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.log.eventlog import EventLog
+from memtray.core.memory import factdiff
+from memtray.core.memory.provenance import check_provenance, trace
 
 from tests.fixtures.corpus_model import CorpusModel
 from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call

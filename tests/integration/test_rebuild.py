@@ -12,14 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memtray.core import factdiff
 from memtray.core.app import App
-from memtray.core.config import Config
-from memtray.core.eventlog import EventLog
-from memtray.core.events import decode_raw
-from memtray.core.gitrepo import GitRepo
-from memtray.core.home import Home
-from memtray.core.rebuild import (
+from memtray.core.audit.rebuild import (
     Exclusions,
     RebuildError,
     make_plan,
@@ -27,7 +21,13 @@ from memtray.core.rebuild import (
     parse_name,
     scan,
 )
-from memtray.core.retention import synthetic_corpus
+from memtray.core.audit.retention import synthetic_corpus
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.log.eventlog import EventLog
+from memtray.core.log.events import decode_raw
+from memtray.core.memory import factdiff
+from memtray.core.memory.gitrepo import GitRepo
 
 from tests.fixtures.corpus_model import HALLUCINATION, CorpusModel
 from tests.fixtures.llm_server import ScriptedLLMServer

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memtray.core import factdiff
 from memtray.core.app import App
-from memtray.core.config import Config
-from memtray.core.home import Home
-from memtray.core.pngplot import read_png_size
-from memtray.core.retention import StepInput, chunks, score, supported, synthetic_corpus
+from memtray.core.audit.pngplot import read_png_size
+from memtray.core.audit.retention import StepInput, chunks, score, supported, synthetic_corpus
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.memory import factdiff
 
 from tests.fixtures.corpus_model import HALLUCINATION, CorpusModel
 from tests.fixtures.llm_server import ScriptedLLMServer
@@ -169,18 +169,15 @@ def test_chunks_start_at_user_turns() -> None:
 
 
 def test_progress_bar_redraws_in_place_on_a_terminal() -> None:
-    from memtray.core import cli
-    from memtray.core.cli_audit import ProgressBar
+    from memtray.core.cli.audit import ProgressBar
+    from memtray.core.cli.console import Console, using
 
     err: list[str] = []
-    cli._local.console = cli.Console(lambda _t: None, err.append, tty=True)
-    try:
+    with using(Console(lambda _t: None, err.append, tty=True)):
         bar = ProgressBar()
         bar(0, 4, "consolidation 1/4")
         bar(2, 4, "consolidation 3/4")
         bar.close()
-    finally:
-        cli._local.console = None
     assert err[0].startswith("\r[------------------------] 0/4")
     assert err[1].startswith("\r[############------------] 2/4")
     assert err[-1].strip() == ""

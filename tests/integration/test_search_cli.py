@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memtray.core.home import Home
-from memtray.core.search import index_path
-from memtray.core.store import Store
+from memtray.core.base.home import Home
+from memtray.core.log.store import Store
+from memtray.core.search.index import index_path
 
 from tests.support import run_cli
 
@@ -100,8 +100,9 @@ def test_index_is_incremental_and_rebuildable(home: Home) -> None:
 
 
 def test_forwards_to_the_running_instance(home: Home) -> None:
-    from memtray.core import cli, ipc
     from memtray.core.app import App
+    from memtray.core.base import ipc
+    from memtray.core.cli import main as cli
 
     s = seed(home)
     app = App.open(home)

@@ -8,13 +8,13 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from memtray.core.agent import request_hash
+from memtray.core.agent.loop import request_hash
+from memtray.core.agent.timetravel import NotATurn, find_turn, reconstruct
 from memtray.core.app import App
-from memtray.core.config import Config
-from memtray.core.home import Home
-from memtray.core.llm import DeltaCallback, LLMClient, LLMResult, Request
-from memtray.core.retention import synthetic_corpus
-from memtray.core.timetravel import NotATurn, find_turn, reconstruct
+from memtray.core.audit.retention import synthetic_corpus
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.llm.client import DeltaCallback, LLMClient, LLMResult, Request
 
 from tests.fixtures.corpus_model import CorpusModel
 from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
@@ -178,7 +178,7 @@ def test_a_secret_in_a_bootstrap_file_is_redacted_and_said_so(home: Home, llm_se
 
 
 def test_find_turn_errors() -> None:
-    from memtray.core.events import Record
+    from memtray.core.log.events import Record
 
     recs = [
         Record(1, "a", "2026-01-01T00:00:00.000Z", "message", 1, "cli", {"role": "user", "content": "x"}),

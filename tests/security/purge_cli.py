@@ -10,7 +10,8 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from memtray.core import cli, purge
+from memtray.core.admin import purge
+from memtray.core.cli import main as cli
 
 
 def with_purge(build: Callable[[], argparse.ArgumentParser]) -> Callable[[], argparse.ArgumentParser]:

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from memtray.core import doctor
-from memtray.core.errors import EnvironmentProblem, LogWriteError, UnsafePath
-from memtray.core.home import Home, HomeLock
-from memtray.core.store import CHECKPOINT_NAME, Store
+from memtray.core.admin import doctor
+from memtray.core.base.errors import EnvironmentProblem, LogWriteError, UnsafePath
+from memtray.core.base.home import Home, HomeLock
+from memtray.core.log.store import CHECKPOINT_NAME, Store
 
 from tests.faults.support import open_app, write_memory
 from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
@@ -22,7 +22,7 @@ from tests.support import ROOT, cli_env
 SCRIPT = """
 import os, sys
 sys.path.insert(0, {root!r})
-from memtray.core import cli
+from memtray.core.cli import main as cli
 codes = []
 for argv in (["config", "set", "memory_window", "10"], ["ask", "hello"], ["ask", "I like green tea"],
              ["new"], ["history", "search", "tea"]):
@@ -149,7 +149,7 @@ def test_planted_memory_file_link(tmp_path: Path, outside: Path, caplog: pytest.
 
 
 def test_planted_checkpoint_and_log_links(tmp_path: Path, outside: Path) -> None:
-    from memtray.core import logsetup
+    from memtray.core.base import logsetup
 
     home = Home.resolve(tmp_path / "h")
     store = Store.open(home)

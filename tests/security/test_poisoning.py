@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memtray.core.home import Home
+from memtray.core.base.home import Home
 
 from tests.crash.harness import check_app
 from tests.faults.support import open_app, write_memory

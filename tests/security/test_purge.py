@@ -24,9 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memtray.core import cli, logsetup
-from memtray.core.home import Home
-from memtray.core.purge import Matcher, PurgeError, cmd_purge, find_traces, purge
+from memtray.core.admin.purge import Matcher, PurgeError, find_traces, purge
+from memtray.core.base import logsetup
+from memtray.core.base.home import Home
+from memtray.core.cli import console
+from memtray.core.cli import main as cli
+from memtray.core.cli.admin import cmd_purge
 
 from tests.crash.harness import check_app
 from tests.faults.support import crash, git, open_app, rev_list, write_memory
@@ -96,7 +99,7 @@ def logging_line(home: Home) -> None:
     before = list(root.handlers)
     try:
         logsetup.setup(home)
-        logging.getLogger("memtray.core.agent").warning("the user mentioned %s", NAME)
+        logging.getLogger("memtray.core.agent.loop").warning("the user mentioned %s", NAME)
     finally:
         for h in root.handlers[:]:
             if h not in before:
@@ -198,7 +201,7 @@ def test_asks_for_a_clear_confirmation(tmp_path: Path, monkeypatch: pytest.Monke
     before = _snapshot(home)
     asked: list[str] = []
     monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or answer)
-    monkeypatch.setattr(cli._local, "console", cli.Console(tty=False), raising=False)
+    monkeypatch.setattr(console, "con", lambda: console.Console(tty=False))
     assert cmd_purge(_args(NAME), home) == code
     assert asked == ['Type "purge" to confirm: ']
     text = capsys.readouterr().out
@@ -210,7 +213,7 @@ def test_asks_for_a_clear_confirmation(tmp_path: Path, monkeypatch: pytest.Monke
 def test_dry_run_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     home = _small_home(tmp_path)
     before = _snapshot(home)
-    monkeypatch.setattr(cli._local, "console", cli.Console(tty=False), raising=False)
+    monkeypatch.setattr(console, "con", lambda: console.Console(tty=False))
     assert cmd_purge(_args(NAME, dry_run=True), home) == 0
     assert "found 3 occurrence(s)" in capsys.readouterr().out
     assert _snapshot(home) == before
@@ -263,7 +266,7 @@ def test_refused_while_a_consolidation_runs(tmp_path: Path) -> None:
 def test_forwarded_to_the_running_instance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """memtray is running (it holds the lock): the CLI asks here, then the instance purges
     its live state -- log, checkpoint, search index, git -- and keeps working."""
-    from memtray.core import ipc
+    from memtray.core.base import ipc
 
     home = _small_home(tmp_path)
     monkeypatch.setattr(cli, "build_parser", with_purge(cli.build_parser))
@@ -295,9 +298,9 @@ def test_forwarded_to_the_running_instance(tmp_path: Path, monkeypatch: pytest.M
 
 def test_tombstone_golden_record_reads_and_replays() -> None:
     """tests/golden/events/v1-c.jsonl: what a v1 memory.purged looks like, for ever."""
-    from memtray.core.events import SCHEMA, decode_raw
-    from memtray.core.projections import KNOWN_TYPES, replay
-    from memtray.core.purge import MemoryPurged
+    from memtray.core.admin.purge import MemoryPurged
+    from memtray.core.log.events import SCHEMA, decode_raw
+    from memtray.core.log.projections import KNOWN_TYPES, replay
 
     line = (ROOT / "tests" / "golden" / "events" / "v1-c.jsonl").read_bytes().splitlines()[0]
     rec = decode_raw(line)

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memtray.core import logsetup
-from memtray.core.errors import LLMError
-from memtray.core.home import Home
+from memtray.core.base import logsetup
+from memtray.core.base.errors import LLMError
+from memtray.core.base.home import Home
 
 from tests.crash.harness import check_app
 from tests.faults.support import open_app
@@ -121,7 +121,7 @@ def test_no_secret_reaches_the_disk(tmp_path: Path) -> None:
                     batch = SAMPLES[i : i + BATCH]
                     text = "Here are my notes:\n" + "\n".join(batch)
                     app.run(app.agent.turn("quick", text, stream=i % 2 == 0))
-                    logging.getLogger("memtray.core.agent").warning("turn input was: %s", text)
+                    logging.getLogger("memtray.core.agent.loop").warning("turn input was: %s", text)
                     if i % 15 == 0:
                         app.run(app.agent.turn("quick", "please remember this key", stream=False))
                 # a provider error whose message carries a secret

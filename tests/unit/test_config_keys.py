@@ -6,10 +6,11 @@ import io
 from pathlib import Path
 
 import pytest
-from memtray.core import cli, keys
-from memtray.core import config as cfgmod
-from memtray.core.errors import ConfigError, KeyringError, NoSecureKeyring
-from memtray.core.home import Home
+from memtray.core.base import config as cfgmod
+from memtray.core.base import keys
+from memtray.core.base.errors import ConfigError, KeyringError, NoSecureKeyring
+from memtray.core.base.home import Home
+from memtray.core.cli import main as cli
 
 from tests.support import MemoryKeyring
 

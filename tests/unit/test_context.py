@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memtray.core.context import load_bootstrap, load_skills, runtime_context, system_prompt
+from memtray.core.agent.context import load_bootstrap, load_skills, runtime_context, system_prompt
 
 
 def test_system_prompt_is_byte_identical_and_time_free(tmp_path: Path) -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memtray.core.clock import FakeClock, seeded_ids
-from memtray.core.errors import LogCorrupt, LogWriteError
-from memtray.core.eventlog import EventLog, FileOps, list_segments, verify
-from memtray.core.events import decode_raw, encode, verify_line
+from memtray.core.base.clock import FakeClock, seeded_ids
+from memtray.core.base.errors import LogCorrupt, LogWriteError
+from memtray.core.log.eventlog import EventLog, FileOps, list_segments, verify
+from memtray.core.log.events import decode_raw, encode, verify_line
 
 
 def _open(d: Path, **kw: object) -> EventLog:
@@ -249,7 +249,7 @@ def test_group_commit_writes_all_in_one_append(tmp_path: Path) -> None:
 
 
 def test_encode_decode_roundtrip_and_crc_detects_flip() -> None:
-    from memtray.core.events import Record
+    from memtray.core.log.events import Record
 
     rec = Record(7, "01ABC", "2026-11-30T09:00:00.000Z", "message", 1, "quick", {"role": "user", "content": "hi ✓"})
     line = encode(rec)[:-1]
@@ -261,7 +261,7 @@ def test_encode_decode_roundtrip_and_crc_detects_flip() -> None:
 
 
 def _careful(path: Path, expect_seq: int | None = None) -> tuple[list[Any], list[int], object]:
-    from memtray.core.eventlog import _scan_careful
+    from memtray.core.log.eventlog import _scan_careful
 
     records: list[Any] = []
     ends: list[int] = []
@@ -271,7 +271,7 @@ def _careful(path: Path, expect_seq: int | None = None) -> tuple[list[Any], list
 
 def test_bulk_scan_finds_exactly_what_the_line_by_line_scan_finds(tmp_path: Path) -> None:
     """The fast path of scan_segment must judge every damage like the careful scan."""
-    from memtray.core.eventlog import _scan_envelopes, scan_segment
+    from memtray.core.log.eventlog import _scan_envelopes, scan_segment
 
     raws = []
     for name, odd in (("plain", None), ("surrogate", "lone \udcff surrogate")):  # stdlib-only JSON

@@ -1,4 +1,4 @@
-"""Tests for memtray.core.factdiff: parsing, editing and diffing MEMORY.md facts."""
+"""Tests for memtray.core.memory.factdiff: parsing, editing and diffing MEMORY.md facts."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from memtray.core.errors import MemtrayError
-from memtray.core.factdiff import (
+from memtray.core.base.errors import MemtrayError
+from memtray.core.memory.factdiff import (
     DEFAULT_SECTION,
     Fact,
     FactDiff,

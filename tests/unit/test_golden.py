@@ -6,9 +6,9 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from memtray.core.errors import UnknownEventVersion
-from memtray.core.events import SCHEMA, Record, Schema, decode_raw
-from memtray.core.projections import KNOWN_TYPES, replay
+from memtray.core.base.errors import UnknownEventVersion
+from memtray.core.log.events import SCHEMA, Record, Schema, decode_raw
+from memtray.core.log.projections import KNOWN_TYPES, replay
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "events"
 

@@ -12,17 +12,17 @@ import sys
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memtray.core import factdiff
-from memtray.core.consolidation import (
+from memtray.core.base.faults import crash_point
+from memtray.core.memory import factdiff
+from memtray.core.memory.consolidation import (
     MAX_HISTORY_ENTRY,
     MAX_MEMORY_UPDATE,
-    _crash_point,
     guard,
     parse_arguments,
     same_fact,
 )
-from memtray.core.factdiff import rebase
-from memtray.core.poison import looks_like_instruction, why_flagged
+from memtray.core.memory.factdiff import rebase
+from memtray.core.memory.poison import looks_like_instruction, why_flagged
 
 OLD = """# Memory
 
@@ -349,15 +349,15 @@ def test_ordinary_facts_are_not_flagged(text: str) -> None:
 # --- the crash test hook --------------------------------------------------------------------
 
 
-def test_crash_point_is_inert_unless_named(monkeypatch: pytest.MonkeyPatch) -> None:
+def testcrash_point_is_inert_unless_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMTRAY_TEST_CRASH_AT", raising=False)
-    _crash_point("consolidation.started")
+    crash_point("consolidation.started")
     monkeypatch.setenv("MEMTRAY_TEST_CRASH_AT", "some.other.step")
-    _crash_point("consolidation.started")  # still alive
+    crash_point("consolidation.started")  # still alive
 
 
-def test_crash_point_kills_the_process_when_named() -> None:
-    code = "from memtray.core.consolidation import _crash_point; _crash_point('x'); print('survived')"
+def testcrash_point_kills_the_process_when_named() -> None:
+    code = "from memtray.core.base.faults import crash_point; crash_point('x'); print('survived')"
     env = dict(os.environ, MEMTRAY_TEST_CRASH_AT="x")
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == -9 and "survived" not in proc.stdout

@@ -1,4 +1,12 @@
-"""memtray.core is a library: no Qt anywhere under core/, and it imports without PySide6."""
+"""The house plan: memtray.core is a library in rooms whose imports only point down.
+
+* no Qt anywhere under core/, and core imports with PySide6 absent;
+* rooms are layered in :data:`ROOMS` order: a module may import its own room and
+  the rooms below it, never a room above (lazy imports inside functions count);
+* no import cycles between modules;
+* core/ top level holds only the package face and the composition root;
+* no module imports a name with a leading underscore from another module.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +16,162 @@ import sys
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "core"
-QT = ("PySide6", "PyQt5", "PyQt6", "PySide2", "shiboken6", "qtpy", "memtray.desktop")
+QT = ("PySide6", "PyQt5", "PyQt6", "PySide2", "shiboken6", "qtpy")
+
+#: Bottom to top. ``app`` is the composition root; ``cli`` the console front end on top.
+ROOMS = ("base", "log", "llm", "memory", "reminders", "search", "agent", "audit", "admin", "app", "cli")
+TOP_LEVEL = {"__init__.py", "app.py"}
+MAX_LINES = 650
 
 
-def test_no_module_under_core_imports_qt() -> None:
-    offenders = []
+def _modules() -> dict[str, Path]:
+    out = {}
     for path in CORE.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            for n in names:
-                if n.split(".")[0] in QT or n.startswith("memtray.desktop"):
-                    if path.name == "cli.py" and n.startswith("memtray.desktop"):
-                        continue  # the CLI launches the desktop lazily, never at import
-                    offenders.append(f"{path.name}:{node.lineno} imports {n}")
+        rel = path.relative_to(CORE).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(["memtray", "core", *parts])] = path
+    return out
+
+
+def _imports(path: Path, module: str) -> list[tuple[int, str, list[str]]]:
+    """(line, imported module, names) for every import in ``path``, relative ones resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, []) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = package.split(".")
+                pkg = pkg[: len(pkg) - node.level + 1]
+                base = ".".join(pkg + ([base] if base else []))
+            found.append((node.lineno, base, [a.name for a in node.names]))
+    return found
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        for _, target, names in _imports(path, mod):
+            if not target.startswith("memtray.core"):
+                continue
+            hits = [f"{target}.{n}" for n in names if f"{target}.{n}" in mods] or [target]
+            for t in hits:
+                while t not in mods and "." in t:
+                    t = t.rpartition(".")[0]
+                if t in mods and t != mod:
+                    graph[mod].add(t)
+    return graph
+
+
+def test_no_module_under_core_imports_qt_or_the_desktop() -> None:
+    offenders = []
+    for mod, path in _modules().items():
+        for line, target, _ in _imports(path, mod):
+            if target.split(".")[0] in QT or target.startswith("memtray.desktop"):
+                offenders.append(f"{path.relative_to(CORE)}:{line} imports {target}")
     assert not offenders, offenders
+
+
+def test_rooms_only_import_downwards() -> None:
+    rank = {r: i for i, r in enumerate(ROOMS)}
+    offenders = []
+    for mod, targets in _graph().items():
+        here = _room(mod)
+        if here == "__init__":
+            continue
+        for t in targets:
+            there = _room(t)
+            if there == "__init__" or there == here:
+                continue
+            if rank[there] > rank[here]:
+                offenders.append(f"{mod} ({here}) imports {t} ({there})")
+    assert not offenders, "\n".join(sorted(offenders))
+
+
+def test_every_room_is_known_and_documented() -> None:
+    rooms = {p.name for p in CORE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert rooms == set(ROOMS) - {"app"}
+    for r in rooms:
+        doc = ast.get_docstring(ast.parse((CORE / r / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and len(doc) > 40, f"core/{r}/__init__.py must say what the room owns"
+    top = {p.name for p in CORE.iterdir() if p.is_file() and p.suffix == ".py"}
+    assert top == TOP_LEVEL, f"core/ top level holds only the package face and the composition root: {top}"
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    offenders = []
+    for mod, path in _modules().items():
+        for line, target, names in _imports(path, mod):
+            if not target.startswith("memtray."):
+                continue
+            for n in names:
+                if n.startswith("_") and not n.startswith("__"):
+                    offenders.append(f"{path.relative_to(CORE)}:{line} imports {target}.{n}")
+    assert not offenders, offenders
+
+
+def test_no_module_is_past_the_size_limit() -> None:
+    big = {str(p.relative_to(CORE)): n for p in CORE.rglob("*.py")
+           if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not big, f"split these (one concept per module): {big}"
 
 
 def test_core_imports_with_pyside6_absent() -> None:
@@ -39,8 +184,10 @@ class Block:
         return None
 sys.meta_path.insert(0, Block())
 import memtray.core
-for m in pkgutil.iter_modules(memtray.core.__path__):
-    importlib.import_module('memtray.core.' + m.name)
+for m in pkgutil.walk_packages(memtray.core.__path__, 'memtray.core.'):
+    if m.name.endswith('__main__'):
+        continue
+    importlib.import_module(m.name)
 assert 'PySide6' not in sys.modules
 assert 'litellm' not in sys.modules, 'litellm must not be imported by importing core'
 print('ok')

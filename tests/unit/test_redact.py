@@ -1,4 +1,4 @@
-"""Tests for memtray.core.redact: secrets never survive, ordinary text is untouched."""
+"""Tests for memtray.core.base.redact: secrets never survive, ordinary text is untouched."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import NamedTuple
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memtray.core import redact as redact_module
-from memtray.core.redact import (
+from memtray.core.base import redact as redact_module
+from memtray.core.base.redact import (
     KINDS,
     RedactingFilter,
     Secret,

@@ -17,17 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memtray.core import reminder_spec as rs
 from memtray.core.app import App
-from memtray.core.clock import Clock, FakeClock, IdGenerator
-from memtray.core.config import Config
-from memtray.core.eventlog import EventLog
-from memtray.core.home import Home
-from memtray.core.notify import RecordingNotifier, StdoutNotifier
-from memtray.core.reminder_spec import ReminderError, Schedule
-from memtray.core.reminders import ReminderService
-from memtray.core.store import CHECKPOINT_NAME
-from memtray.core.tools import ToolContext
+from memtray.core.base.clock import Clock, FakeClock, IdGenerator
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.base.notify import RecordingNotifier, StdoutNotifier
+from memtray.core.llm.tools import ToolContext
+from memtray.core.log.eventlog import EventLog
+from memtray.core.log.store import CHECKPOINT_NAME
+from memtray.core.reminders import spec as rs
+from memtray.core.reminders.service import ReminderService
+from memtray.core.reminders.spec import ReminderError, Schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 11, 30, 9, 0, 0, tzinfo=UTC)
@@ -383,9 +383,9 @@ _CRASH_SCRIPT = r"""
 import os, sys
 from datetime import datetime
 from memtray.core.app import App
-from memtray.core.clock import FakeClock, IdGenerator
-from memtray.core.config import Config
-from memtray.core.home import Home
+from memtray.core.base.clock import FakeClock, IdGenerator
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
 
 class CrashingNotifier:
     def notify(self, title, body, *, kind, target):
@@ -520,7 +520,7 @@ pytestmark_agent = pytest.mark.filterwarnings(
 
 
 def agent_app(home: Home, clock: FakeClock, server: Any) -> App:
-    from memtray.core.llm import LLMClient
+    from memtray.core.llm.client import LLMClient
 
     cfg = Config(timezone=BERLIN, model="openai/test-model", api_base=server.base_url, llm_retries=0)
     app = open_app(home, clock, model=cfg.model, api_base=cfg.api_base, llm_retries=0,

@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memtray.core import search as searchmod
-from memtray.core.eventlog import EventLog
-from memtray.core.home import Home
-from memtray.core.search import (
+from memtray.core.base.home import Home
+from memtray.core.llm.tools import ToolContext, ToolRegistry
+from memtray.core.log.eventlog import EventLog
+from memtray.core.log.store import Store
+from memtray.core.search import index as searchmod
+from memtray.core.search.index import (
     Hit,
     SearchError,
     SearchIndex,
@@ -26,8 +28,6 @@ from memtray.core.search import (
     fts_query,
     index_path,
 )
-from memtray.core.store import Store
-from memtray.core.tools import ToolContext, ToolRegistry
 
 
 def say(store: Store, role: str, content: str | None, session: str = "cli", **extra: Any) -> int:
@@ -369,7 +369,7 @@ def test_hostile_queries_never_raise(
     assert isinstance(hits, list)
     assert index.count() == 6  # and nothing was dropped
     # not even the safety net (an FTS error turning into a substring search) was needed
-    assert not [r for r in caplog.records if r.name == "memtray.core.search"]
+    assert not [r for r in caplog.records if r.name == "memtray.core.search.index"]
 
 
 def test_fts_query_quotes_every_word() -> None:
@@ -391,7 +391,7 @@ def test_arbitrary_text_is_a_safe_query(tmp_path: Path, caplog: pytest.LogCaptur
             assert isinstance(idx.search(query), list)
 
         check()
-        assert not [r for r in caplog.records if r.name == "memtray.core.search"]
+        assert not [r for r in caplog.records if r.name == "memtray.core.search.index"]
     finally:
         idx.close()
         store.close()

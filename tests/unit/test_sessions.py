@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memtray.core.projections import SessionState
-from memtray.core.sessions import clean, get_history, render
+from memtray.core.log.projections import SessionState
+from memtray.core.log.sessions import clean, get_history, render
 
 
 def _call(cid: str) -> dict[str, Any]:

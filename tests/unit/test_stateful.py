@@ -11,11 +11,11 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from memtray.core.clock import FakeClock, seeded_ids
-from memtray.core.events import Record, encode
-from memtray.core.home import Home
-from memtray.core.projections import replay
-from memtray.core.store import Store
+from memtray.core.base.clock import FakeClock, seeded_ids
+from memtray.core.base.home import Home
+from memtray.core.log.events import Record, encode
+from memtray.core.log.projections import replay
+from memtray.core.log.store import Store
 
 SESSIONS = st.sampled_from(["quick", "cli", "reminder:1"])
 TEXT = st.text(min_size=0, max_size=40)

@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from memtray.core.clock import FakeClock, seeded_ids
-from memtray.core.home import Home
-from memtray.core.projections import replay
-from memtray.core.store import CHECKPOINT_NAME, Store
+from memtray.core.base.clock import FakeClock, seeded_ids
+from memtray.core.base.home import Home
+from memtray.core.log.projections import replay
+from memtray.core.log.store import CHECKPOINT_NAME, Store
 
 
 def _open(home: Home, **kw: object) -> Store:
@@ -226,7 +226,7 @@ def test_a_checkpoint_beyond_the_end_of_the_log_is_not_trusted(tmp_path: Path) -
 
 
 def test_the_state_keeps_recent_consolidations_and_finds_older_ones_in_the_log(tmp_path: Path) -> None:
-    from memtray.core.projections import KEEP_FINISHED
+    from memtray.core.log.projections import KEEP_FINISHED
 
     home = Home.resolve(tmp_path / "h")
     store = _open(home)

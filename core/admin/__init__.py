@@ -1,0 +1,2 @@
+"""Looking after a data home: the doctor, purge, and desktop-entry installation.
+"""

@@ -1,0 +1,259 @@
+"""The agent turn: log the user's message, build the prompt, call the model, run tools.
+
+Every message of a turn (user, assistant, tool call, tool result) is an event
+appended as it happens, so a crash or provider failure loses nothing and the
+user's message is in the log even when the provider fails. The tool loop has an
+iteration cap. Each assistant message records the sha256 of the exact request
+it answered (``request_hash``) so past prompts can be reconstructed and checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memtray.core.agent.context import (
+    PROMPT_FORMAT,
+    PromptContext,
+    build_messages,
+    identity_text,
+    load_bootstrap,
+    load_skills,
+    runtime_context,
+    system_prompt,
+)
+from memtray.core.base.clock import Clock
+from memtray.core.base.config import Config
+from memtray.core.base.errors import LLMError, MemtrayError
+from memtray.core.base.redact import redact, redact_obj
+from memtray.core.llm.client import DeltaCallback, LLMClient, Request
+from memtray.core.llm.tools import ToolContext, ToolRegistry
+from memtray.core.log.events import ContextChanged, Message, Record, TurnFailed
+from memtray.core.log.sessions import get_history
+from memtray.core.log.store import Store
+
+log = logging.getLogger(__name__)
+
+MAX_INPUT_CHARS = 1_000_000
+
+
+class InputTooLarge(MemtrayError):
+    hint = "Send a shorter message, or attach the text as a file in a later version."
+
+
+def clean_text(text: str) -> str:
+    """Make user input storable: undecodable bytes become U+FFFD, NULs are dropped."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") if _has_surrogates(text) else text
+    return text.replace("\x00", "")
+
+
+def _has_surrogates(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def request_hash(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+    body = json.dumps({"model": model, "messages": messages, "tools": tools or []}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def context_event(pctx: PromptContext, digest: str) -> ContextChanged:
+    """The ``context.changed`` payload; secrets in bootstrap files or skills are redacted."""
+    bootstrap = [[name, redact(text)] for name, text in pctx.bootstrap]
+    skills = [[s.name, redact(s.summary)] for s in pctx.skills]
+    redacted = bootstrap != [list(b) for b in pctx.bootstrap] or skills != [[s.name, s.summary] for s in pctx.skills]
+    return ContextChanged(
+        digest=digest, model=pctx.model, tools=pctx.tools, identity=pctx.identity,
+        bootstrap=bootstrap, skills=skills, format=PROMPT_FORMAT, redacted=redacted,
+    )
+
+
+@dataclass
+class TurnResult:
+    reply: str
+    records: list[Record] = field(default_factory=list)
+    tool_rounds: int = 0
+    model: str = ""
+
+
+class Agent:
+    def __init__(
+        self,
+        store: Store,
+        llm: LLMClient,
+        config: Config,
+        *,
+        clock: Clock | None = None,
+        tools: ToolRegistry | None = None,
+    ) -> None:
+        self.store = store
+        self.llm = llm
+        self.config = config
+        self.clock = clock or Clock()
+        self.tools = tools if tools is not None else ToolRegistry()
+        self._locks: dict[str, asyncio.Lock] = {}
+        #: called with (session, state) after a turn appended messages (consolidation trigger)
+        self.after_turn: list[Callable[[str], None]] = []
+        #: characters of content in the last request sent per session (the budget trigger reads it
+        #: instead of building the whole prompt a second time after every turn)
+        self.last_request_chars: dict[str, int] = {}
+
+    # --- prompt ---------------------------------------------------------------------
+
+    def system_prompt(self) -> str:
+        root: Path = self.store.home.root
+        return system_prompt(self.store.state.memory, load_bootstrap(root), load_skills(root / "skills"))
+
+    def prompt_context(self, model: str, tools: list[dict[str, Any]] | None) -> PromptContext:
+        root: Path = self.store.home.root
+        return PromptContext(model, tools or [], identity_text(), load_bootstrap(root), load_skills(root / "skills"))
+
+    def zone(self) -> str:
+        return self.config.timezone or self.clock.local_zone_name()
+
+    def messages_for(self, session: str) -> list[dict[str, Any]]:
+        s = self.store.state.session(session)
+        return build_messages(self.system_prompt(), get_history(s))
+
+    # --- the turn -------------------------------------------------------------------
+
+    def _lock(self, session: str) -> asyncio.Lock:
+        lock = self._locks.get(session)
+        if lock is None:
+            lock = self._locks[session] = asyncio.Lock()
+        return lock
+
+    def log_user(self, session: str, text: str) -> Record:
+        text = clean_text(text)
+        if len(text) > MAX_INPUT_CHARS:
+            raise InputTooLarge(f"the message is {len(text):,} characters; the limit is {MAX_INPUT_CHARS:,}")
+        ctx = runtime_context(self.clock.now(), self.zone())
+        msg = Message(role="user", content=redact(text), context=ctx)
+        return self.store.append(Message.TYPE, msg.to_data(), session=session)
+
+    async def turn(
+        self,
+        session: str,
+        text: str,
+        *,
+        on_delta: DeltaCallback | None = None,
+        stream: bool = True,
+        tool_ctx: ToolContext | None = None,
+    ) -> TurnResult:
+        """One user turn. Raises LLMError after logging ``turn.failed``."""
+        async with self._lock(session):
+            user = self.log_user(session, text)
+            return await self._run(session, [user], on_delta, stream, tool_ctx)
+
+    async def retry(self, session: str, *, on_delta: DeltaCallback | None = None, stream: bool = True) -> TurnResult:
+        """Answer the last user message again (after a failure or a stop)."""
+        async with self._lock(session):
+            return await self._run(session, [], on_delta, stream, None)
+
+    async def _run(
+        self,
+        session: str,
+        records: list[Record],
+        on_delta: DeltaCallback | None,
+        stream: bool,
+        tool_ctx: ToolContext | None,
+    ) -> TurnResult:
+        ctx = tool_ctx or ToolContext(session=session)
+        tools = self.tools.specs() if self.tools else None
+        model = self.llm.model  # the configured model, else the offline one (what the request goes to)
+        rounds = 0
+        partial: list[str] = []
+
+        def delta(t: str) -> None:
+            partial.append(t)
+            if on_delta is not None:
+                on_delta(t)
+
+        try:
+            while True:
+                pctx = self.prompt_context(model, tools)
+                messages = build_messages(
+                    pctx.system_prompt(self.store.state.memory), get_history(self.store.state.session(session))
+                )
+                basis = self.store.state.last_seq
+                self.last_request_chars[session] = sum(len(m.get("content") or "") for m in messages)
+                rhash = request_hash(model, messages, tools)
+                partial.clear()
+                try:
+                    result = await self.llm.complete(
+                        Request(messages=messages, tools=tools, stream=stream), delta if stream else None
+                    )
+                except LLMError as exc:
+                    records.append(
+                        self.store.append(
+                            TurnFailed.TYPE,
+                            TurnFailed(error=redact(str(exc)), kind=type(exc).__name__, model=model).to_data(),
+                            session=session,
+                        )
+                    )
+                    raise
+                content = redact(result.content)
+                if result.tool_calls and rounds < self.config.max_tool_iterations:
+                    rounds += 1
+                    calls = [redact_obj(tc.to_message()) for tc in result.tool_calls]
+                    records.append(
+                        self._append_assistant(session, Message(
+                            role="assistant", content=content or None, tool_calls=calls,
+                            model=result.model, usage=result.usage, request_hash=rhash, basis_seq=basis,
+                        ), pctx)
+                    )
+                    for tc in result.tool_calls:
+                        out = await self.tools.call(tc.name, tc.arguments, ctx)
+                        records.append(
+                            self._append_msg(session, Message(
+                                role="tool", content=redact(out), tool_call_id=tc.id, name=tc.name,
+                            ))
+                        )
+                    continue
+                stop = None
+                if result.tool_calls:
+                    stop = "tool-limit"
+                    content = content or (
+                        f"(stopped after {self.config.max_tool_iterations} rounds of tool calls without an answer)"
+                    )
+                records.append(
+                    self._append_assistant(session, Message(
+                        role="assistant", content=content, model=result.model, usage=result.usage,
+                        request_hash=rhash, stop=stop, basis_seq=basis,
+                    ), pctx)
+                )
+                self.last_request_chars[session] += len(content)  # the reply is in the next prompt
+                for fn in self.after_turn:
+                    fn(session)
+                return TurnResult(content, records, rounds, result.model)
+        except asyncio.CancelledError:
+            text = redact("".join(partial))
+            if text:
+                records.append(self._append_msg(session, Message(role="assistant", content=text, stop="cancelled")))
+            raise
+
+    def _append_msg(self, session: str, msg: Message) -> Record:
+        return self.store.append(Message.TYPE, msg.to_data(), session=session)
+
+    def _append_assistant(self, session: str, msg: Message, pctx: PromptContext) -> Record:
+        """The assistant message, preceded (in the same write) by a ``context.changed`` when the
+        request's context differs from the last one recorded, so ``memtray prompt at`` can
+        rebuild the request exactly (docs/AUDIT.md)."""
+        items: list[tuple[str, Any, str | None, str | None]] = []
+        digest = pctx.digest()
+        if digest != self.store.state.context_digest:
+            items.append((ContextChanged.TYPE, context_event(pctx, digest).to_data(), None, None))
+        items.append((Message.TYPE, msg.to_data(), session, None))
+        return self.store.append_many(items)[-1]
+
+    def new_session(self, session: str, reason: str = "user") -> Record:
+        return self.store.append("session.reset", {"reason": reason}, session=session)

@@ -1,0 +1,607 @@
+"""Rebuild memory from the log: re-consolidate onto ``rebuild/NAME``, compare, adopt.
+
+A rebuild re-does every memory change of the log (or those after ``--since``)
+with another model or consolidation prompt, leaving ``main`` untouched:
+
+* each consolidation on main becomes a consolidation of the same messages
+  (minus ``--exclude``\\d sessions and seq ranges) by the new model, through
+  the same validation, redaction and no-silent-forgetting guard;
+* each memory edit that did not come from a consolidation (user edits,
+  restores, rollbacks, review, the agent's ``remember``/``forget``) is applied
+  as a fact-level patch, so what the user wrote by hand survives a rebuild;
+* redo, adopt and rebuild revisions are skipped (they re-derive, not add).
+
+Progress is event-sourced: ``rebuild.started``, one ``rebuild.progress`` per
+step (the branch's full MEMORY.md after it), then ``rebuild.completed`` or
+``rebuild.failed``. The branch ``refs/heads/rebuild/NAME`` in the memory
+repository is a projection of those events (deterministic commits forking
+from the main commit the rebuild starts from), so it comes back identical if
+the repository is rebuilt, and a rebuild interrupted by Ctrl-C, SIGKILL or a
+failing model resumes where it stopped: run the same command again. Running
+it again after main moved on re-does only the new memory changes.
+
+Comparing a rebuild with the current memory and adopting it: :mod:`adopt`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memtray import resources
+from memtray.core.audit import retention
+from memtray.core.base.clock import parse_ts
+from memtray.core.base.errors import LLMError, MemtrayError
+from memtray.core.base.faults import crash_point
+from memtray.core.base.redact import redact
+from memtray.core.log.events import (
+    MemoryWritten,
+    RebuildAdopted,
+    RebuildCompleted,
+    RebuildDiscarded,
+    RebuildFailed,
+    RebuildProgress,
+    RebuildStarted,
+    Record,
+)
+from memtray.core.memory import factdiff
+from memtray.core.memory.gitrepo import GitRepo
+
+if TYPE_CHECKING:
+    from memtray.core.app import App
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, str], None]
+
+PREFIX = "rebuild/"
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+#: a patch removes or finds a fact in the rebuilt memory only when it is this close
+PATCH_MATCH = 0.8
+_SKIP_REASONS = ("redo", "adopt", "rebuild")
+
+
+class RebuildError(MemtrayError):
+    """A rebuild could not be started, resumed, compared or adopted as asked."""
+
+
+# --- names and exclusions ----------------------------------------------------------------
+
+
+def parse_name(spec: str) -> str:
+    """``NAME``, ``rebuild/NAME`` or ``refs/heads/rebuild/NAME`` -> ``NAME`` (validated)."""
+    name = spec.strip().removeprefix("refs/heads/").removeprefix(PREFIX)
+    if not _NAME_RE.fullmatch(name) or ".." in name or name.endswith((".lock", ".")):
+        raise RebuildError(f"{spec!r} is not a usable rebuild name",
+                           hint="Use letters, digits, '.', '_' and '-' (at most 64), e.g. --name gpt4o-test.")
+    return name
+
+
+def default_name(model: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-.")[:64] or "rebuild"
+    return parse_name(slug.replace("..", "."))
+
+
+def branch_ref(name: str) -> str:
+    return f"refs/heads/{PREFIX}{name}"
+
+
+@dataclass(frozen=True)
+class Exclusions:
+    sessions: frozenset[str] = frozenset()
+    ranges: tuple[tuple[int, int], ...] = ()  # merged, sorted, inclusive
+
+    def excludes(self, seq: int, session: str | None) -> bool:
+        if session is not None and session in self.sessions:
+            return True
+        i = bisect.bisect_right(self.ranges, (seq, float("inf"))) - 1
+        return i >= 0 and self.ranges[i][0] <= seq <= self.ranges[i][1]
+
+    def specs(self) -> list[str]:
+        return [f"session:{s}" for s in sorted(self.sessions)] + [
+            f"{a}-{b}" if a != b else str(a) for a, b in self.ranges
+        ]
+
+    def __bool__(self) -> bool:
+        return bool(self.sessions or self.ranges)
+
+
+_RANGE_RE = re.compile(r"(?:seq:)?(\d+)(?:\s*(?:-|\.\.)\s*(\d+))?")
+
+
+def parse_exclusions(specs: Iterable[str], *, last_seq: int, sessions: Iterable[str]) -> tuple[Exclusions, list[str]]:
+    """``SESSION`` / ``session:KEY`` / ``SEQ`` / ``A-B`` / ``A..B`` -> exclusions and notes.
+
+    A range beyond the log, a reversed range or an unknown session is an error;
+    overlapping ranges are merged (with a note).
+    """
+    known = set(sessions)
+    names: set[str] = set()
+    ranges: list[tuple[int, int]] = []
+    notes: list[str] = []
+    for raw in specs:
+        spec = raw.strip()
+        m = _RANGE_RE.fullmatch(spec)
+        if m and not spec.startswith("session:"):
+            a, b = int(m.group(1)), int(m.group(2) or m.group(1))
+            if b < a:
+                raise RebuildError(f"--exclude {spec}: the range is reversed", hint=f"Write it as {b}-{a}.")
+            if a < 1:
+                raise RebuildError(f"--exclude {spec}: event seqs start at 1")
+            if a > last_seq:
+                raise RebuildError(f"--exclude {spec}: there are no such events (the log ends at seq {last_seq})",
+                                   hint="See `memtray events tail` for seqs.")
+            if b > last_seq:
+                notes.append(f"--exclude {spec}: the log ends at seq {last_seq} (later events are excluded too)")
+            ranges.append((a, b))
+            continue
+        key = spec.removeprefix("session:")
+        if not key:
+            raise RebuildError(f"--exclude {raw!r}: empty session name")
+        if key not in known:
+            listed = ", ".join(sorted(known)) or "none"
+            raise RebuildError(f"--exclude {spec}: no session named {key!r} in the log",
+                               hint=f"Sessions in the log: {listed}. A seq range looks like 120-180.")
+        names.add(key)
+    ranges.sort()
+    merged: list[tuple[int, int]] = []
+    for a, b in ranges:
+        if merged and a <= merged[-1][1] + 1:
+            prev = merged[-1]
+            if a <= prev[1]:
+                notes.append(f"--exclude ranges {prev[0]}-{prev[1]} and {a}-{b} overlap; excluding "
+                             f"{prev[0]}-{max(b, prev[1])}")
+            merged[-1] = (prev[0], max(b, prev[1]))
+        else:
+            merged.append((a, b))
+    return Exclusions(frozenset(names), tuple(merged)), notes
+
+
+# --- the plan ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One memory change of main to re-do."""
+
+    source_seq: int
+    kind: str  # consolidation | patch
+    ts: str
+    reason: str
+    session: str | None = None
+    consolidation: str | None = None
+    message_seqs: tuple[int, ...] = ()
+    diff: dict[str, Any] | None = None
+
+
+@dataclass
+class Plan:
+    steps: list[Step]
+    start_memory_seq: int
+    start_memory: str
+    base_seq: int
+    notes: list[str] = field(default_factory=list)
+    excluded_messages: int = 0
+
+
+def make_plan(records: Iterable[Record], *, since: datetime | None, exclude: Exclusions) -> Plan:
+    """The steps of a rebuild, from one pass over the log."""
+    cons: dict[str, tuple[str, int | None, int | None]] = {}
+    msgs: dict[str, list[int]] = {}
+    plan = Plan([], 0, "", 0)
+    excluded_msgs: set[int] = set()
+    for rec in records:
+        plan.base_seq = rec.seq
+        d = rec.data
+        if rec.type == "message":
+            key = rec.session or "default"
+            msgs.setdefault(key, []).append(rec.seq)
+            if exclude.excludes(rec.seq, key):
+                excluded_msgs.add(rec.seq)
+            continue
+        if rec.type == "consolidation.started":
+            cons[d["consolidation"]] = (rec.session or "default", d.get("first_seq"), d.get("last_seq"))
+            continue
+        if rec.type != MemoryWritten.TYPE:
+            continue
+        reason = str(d.get("reason", "?"))
+        if since is not None and parse_ts(rec.ts) < since:
+            plan.start_memory_seq, plan.start_memory = rec.seq, str(d["memory"])
+            continue
+        if reason in _SKIP_REASONS:
+            continue
+        if exclude.excludes(rec.seq, rec.session):
+            plan.notes.append(f"skipped the {reason} of event {rec.seq} (excluded)")
+            continue
+        if reason != "consolidation":
+            plan.steps.append(Step(rec.seq, "patch", rec.ts, reason, diff=dict(d.get("diff") or {})))
+            continue
+        cid = d.get("consolidation")
+        session, first, last = cons.get(cid or "", (rec.session or "default", None, None))
+        if first is None or last is None:
+            plan.notes.append(f"skipped consolidation {cid} of event {rec.seq}: its messages are not recorded")
+            continue
+        seqs = msgs.get(session, [])
+        lo, hi = bisect.bisect_left(seqs, first), bisect.bisect_right(seqs, last)
+        keep = tuple(s for s in seqs[lo:hi] if not exclude.excludes(s, session))
+        if not keep:
+            plan.notes.append(f"skipped consolidation {cid} of event {rec.seq}: all its messages are excluded")
+            continue
+        plan.steps.append(Step(rec.seq, "consolidation", rec.ts, reason, session, cid, keep))
+    plan.excluded_messages = len(excluded_msgs)
+    return plan
+
+
+# --- rebuilds recorded in the log --------------------------------------------------------
+
+
+@dataclass
+class RebuildInfo:
+    id: str
+    name: str
+    model: str
+    since: str | None
+    exclude: list[str]
+    prompt: str | None
+    start_memory_seq: int
+    base_seq: int
+    steps: int
+    started_seq: int
+    ts: str
+    progress: list[Record] = field(default_factory=list)
+    status: str = "running"  # running (or interrupted) | failed | completed | discarded | adopted
+    reason: str | None = None
+    adopted_seq: int | None = None
+
+    @property
+    def branch(self) -> str:
+        return PREFIX + self.name
+
+    def options(self) -> tuple[Any, ...]:
+        return (self.model, self.since, sorted(self.exclude), self.prompt)
+
+    def memory(self, start_memory: str) -> str:
+        return str(self.progress[-1].data["memory"]) if self.progress else start_memory
+
+    def describe(self) -> str:
+        done = len(self.progress)
+        if self.status == "running":
+            return f"interrupted after step {done} of {self.steps}"
+        if self.status == "failed":
+            return f"stopped after step {done} of {self.steps}: {self.reason}"
+        return self.status
+
+
+def scan(records: Iterable[Record]) -> tuple[dict[str, RebuildInfo], dict[int, str]]:
+    """Every rebuild in the log, and the memory text of every ``memory.written`` a rebuild starts from."""
+    out: dict[str, RebuildInfo] = {}
+    memories: dict[int, str] = {}
+    for rec in records:
+        d = rec.data
+        if rec.type == MemoryWritten.TYPE:
+            memories[rec.seq] = str(d["memory"])
+            continue
+        if not rec.type.startswith("rebuild."):
+            continue
+        info = out.get(str(d.get("rebuild")))
+        if rec.type == RebuildStarted.TYPE:
+            if info is None:
+                out[d["rebuild"]] = RebuildInfo(
+                    d["rebuild"], d["name"], d["model"], d.get("since"), list(d.get("exclude") or []),
+                    d.get("prompt"), int(d.get("start_memory_seq") or 0), d["base_seq"], d["steps"], rec.seq, rec.ts,
+                )
+            else:
+                info.base_seq, info.steps, info.status, info.reason = d["base_seq"], d["steps"], "running", None
+        elif info is None:
+            continue
+        elif rec.type == RebuildProgress.TYPE:
+            info.progress.append(rec)
+        elif rec.type == RebuildCompleted.TYPE:
+            info.status, info.base_seq = "completed", d["base_seq"]
+        elif rec.type == RebuildFailed.TYPE:
+            info.status, info.reason = "failed", d.get("reason")
+        elif rec.type == RebuildDiscarded.TYPE:
+            info.status = "discarded"
+        elif rec.type == RebuildAdopted.TYPE:
+            info.status, info.adopted_seq = "adopted", d.get("memory_seq")
+    keep = {i.start_memory_seq for i in out.values()}
+    return out, {k: v for k, v in memories.items() if k in keep}
+
+
+def by_name(rebuilds: dict[str, RebuildInfo], name: str) -> RebuildInfo | None:
+    live = [r for r in rebuilds.values() if r.name == name and r.status != "discarded"]
+    return max(live, key=lambda r: r.started_seq) if live else None
+
+
+# --- the branch: a projection of rebuild.progress events ---------------------------------
+
+
+def _fork(git: GitRepo, start_memory_seq: int) -> str | None:
+    if not start_memory_seq or git.head() is None:
+        return None
+    for info in git.walk():
+        if info.trailers.get("Event-Seq") == str(start_memory_seq):
+            return info.sha
+    return None
+
+
+def _commit_message(info: RebuildInfo, rec: Record, prev: str) -> str:
+    d = rec.data
+    # the diff the event recorded, so the commit (and its SHA) never depends on how a later
+    # memtray would pair the facts; events written before it was recorded fall back to diffing
+    stored = d.get("diff")
+    if isinstance(stored, dict):
+        a, r, c = (len(stored.get(k) or ()) for k in ("added", "dropped", "changed"))
+    else:
+        a, r, c = factdiff.diff(prev, d["memory"]).counts
+    return (
+        f"rebuild {info.name}: step {int(d['step']) + 1} ({d['kind']}) +{a} -{r} ~{c}\n\n"
+        f"Event-Seq: {rec.seq}\nReason: rebuild\nRebuild: {info.id}\nSource-Seq: {d['source_seq']}\n"
+        f"Model: {d.get('model') or info.model}\nFacts: +{a} -{r} ~{c}\n"
+    )
+
+
+def sync_branch(git: GitRepo, info: RebuildInfo) -> int:
+    """Make ``rebuild/NAME`` hold one commit per progress event. Returns the commits made."""
+    from memtray.core.memory.service import history_entry
+
+    ref = branch_ref(info.name)
+    if info.status == "discarded":
+        head = git.ref(ref)
+        if head is not None and git.info(head).trailers.get("Rebuild") in (info.id, None):
+            git.set_ref(ref, None)
+        return 0
+    fork = _fork(git, info.start_memory_seq)
+    seqs = [str(p.seq) for p in info.progress]
+    head = git.ref(ref)
+    done = 0
+    if head is not None and head != fork:
+        trailers = git.info(head).trailers
+        if trailers.get("Rebuild") == info.id and trailers.get("Event-Seq") in seqs:
+            done = seqs.index(trailers["Event-Seq"]) + 1
+        else:
+            head = None
+    if head is None:
+        git.set_ref(ref, fork)
+    tip = git.ref(ref)
+    prev_mem = git.read(tip, "MEMORY.md") if tip else ""
+    history = git.read(tip, "HISTORY.md") if tip else ""
+    made = 0
+    for rec in info.progress[done:]:
+        d = rec.data
+        if d.get("history_append"):
+            history += history_entry(parse_ts(rec.ts), str(d["history_append"]))
+        git.commit({"MEMORY.md": d["memory"], "HISTORY.md": history}, _commit_message(info, rec, prev_mem),
+                   parse_ts(rec.ts), branch=ref.encode(), update_worktree=False)
+        prev_mem = d["memory"]
+        made += 1
+    return made
+
+
+def sync_all(app: App) -> dict[str, RebuildInfo]:
+    """Bring every rebuild branch up to date with the log (after a crash or a repository rebuild)."""
+    rebuilds, _ = scan(app.store.log.records())
+    git: GitRepo = app.services["memory"].git
+    for info in sorted(rebuilds.values(), key=lambda r: r.started_seq):
+        sync_branch(git, info)
+    return rebuilds
+
+
+# --- running ---------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    info: RebuildInfo
+    done_now: int
+    skipped: int  # steps already done by an earlier run
+    total: int
+    notes: list[str]
+    up_to_date: bool = False
+
+
+def load_messages(records: Iterable[Record], seqs: set[int]) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    if not seqs:
+        return out
+    last = max(seqs)
+    for rec in records:
+        if rec.seq > last:
+            break
+        if rec.seq in seqs:
+            out[rec.seq] = {**rec.data, "seq": rec.seq, "ts": rec.ts}
+    return out
+
+
+def _find(memory: str, text: str) -> factdiff.Fact | None:
+    return factdiff.match_fact(factdiff.parse(memory), text, threshold=PATCH_MATCH)
+
+
+def apply_patch(memory: str, step: Step) -> tuple[str, dict[str, str]]:
+    """Re-apply a non-consolidation memory change by its facts. Returns (memory, removal reasons)."""
+    d = step.diff or {}
+    out = memory
+    reasons: dict[str, str] = {}
+    for item in d.get("dropped", []):
+        f = _find(out, item["text"])
+        if f is not None:
+            out = factdiff.remove_fact(out, f)
+            reasons[f.id] = f"{step.reason}: {item.get('reason') or step.reason}"
+    for ch in d.get("changed", []):
+        old = _find(out, ch["old"]["text"])
+        if old is not None:
+            out = factdiff.remove_fact(out, old)
+            reasons[old.id] = f"{step.reason}: reworded"
+        if _find(out, ch["new"]["text"]) is None:
+            out = factdiff.add_fact(out, ch["new"]["text"], ch["new"].get("section") or None)
+    for item in d.get("added", []):
+        if _find(out, item["text"]) is None:
+            out = factdiff.add_fact(out, item["text"], item.get("section") or None)
+    return out, reasons
+
+
+def prompt_template(custom: str | None) -> str:
+    text: str = custom if custom is not None else resources.text("prompts/consolidation.md")
+    if "{memory}" not in text or "{conversation}" not in text:
+        raise RebuildError("the consolidation prompt must contain {memory} and {conversation}")
+    return text
+
+
+async def _consolidate(
+    app: App, memory: str, messages: list[dict[str, Any]], model: str, template: str
+) -> dict[str, Any]:
+    from memtray.core.memory.consolidation import guard, parse_arguments, request_save_memory
+
+    result = await request_save_memory(app, memory, messages, model, template)
+    call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
+    if call is None:
+        raise ValueError("the model answered without calling save_memory")
+    entry, update, removed = parse_arguments(call.arguments)
+    update, entry = redact(update), redact(entry)
+    silent, _reasons = retention.proposal_drops(memory, update, removed)
+    g = guard(memory, update, removed, app.config.drop_policy, enabled=True)
+    return {"memory": g.memory, "history_append": entry or None, "reasons": g.reasons or None,
+            "silent": silent or None, "flagged": g.flagged or None}
+
+
+async def run(
+    app: App,
+    *,
+    model: str,
+    name: str | None = None,
+    since: datetime | None = None,
+    exclude: list[str] | None = None,
+    prompt: str | None = None,
+    on_progress: Progress | None = None,
+) -> Outcome:
+    """Start, resume or bring up to date the rebuild ``name`` (run on the worker)."""
+    if app.store.readonly:
+        raise RebuildError("the event log is read-only (damaged?)", hint="Run `memtray doctor`.")
+    name = parse_name(name) if name else default_name(model)
+    key = (id(app), name)
+    if key in _RUNNING:
+        raise RebuildError(f"rebuild {name!r} is already running")
+    _RUNNING.add(key)
+    try:
+        return await _run(app, model=model, name=name, since=since, exclude=exclude, prompt=prompt,
+                          on_progress=on_progress)
+    finally:
+        _RUNNING.discard(key)
+
+
+#: (app, name) of the rebuilds running in this process (a forwarded second run must not interleave)
+_RUNNING: set[tuple[int, str]] = set()
+
+
+async def _run(
+    app: App,
+    *,
+    model: str,
+    name: str,
+    since: datetime | None,
+    exclude: list[str] | None,
+    prompt: str | None,
+    on_progress: Progress | None,
+) -> Outcome:
+    template = prompt_template(prompt)
+    store = app.store
+    git: GitRepo = app.services["memory"].git
+    excl, notes = parse_exclusions(exclude or [], last_seq=store.log.last_seq, sessions=store.state.sessions.keys())
+    since_text = since.isoformat().replace("+00:00", "Z") if since else None
+    rebuilds, memories = scan(store.log.records())
+    info = by_name(rebuilds, name)
+    wanted = (model, since_text, sorted(excl.specs()), prompt)
+    if info is not None and info.options() != wanted:
+        raise RebuildError(
+            f"a rebuild named {name!r} exists with other options ({info.model}, since {info.since or '-'}, "
+            f"exclude {' '.join(info.exclude) or '-'})",
+            hint=f"Resume it with the same options, choose another --name, or `memtray memory rebuild --discard {name}`.",
+        )
+    plan = make_plan(store.log.records(), since=since, exclude=excl)
+    notes += plan.notes
+    done_sources = {int(p.data["source_seq"]) for p in info.progress} if info else set()
+    todo = [s for s in plan.steps if s.source_seq not in done_sources]
+    if info is not None:
+        sync_branch(git, info)
+        if not todo and info.status in ("completed", "adopted"):
+            return Outcome(info, 0, len(plan.steps), len(plan.steps), notes, up_to_date=True)
+        rid = info.id
+        start_memory = memories.get(info.start_memory_seq, plan.start_memory)
+    else:
+        rid = store.log.ids.new()
+        start_memory = plan.start_memory
+    start_seq = info.start_memory_seq if info else plan.start_memory_seq
+    srec = store.append(RebuildStarted.TYPE, RebuildStarted(
+        rebuild=rid, name=name, model=model, base_seq=plan.base_seq, steps=len(plan.steps),
+        start_memory_seq=start_seq, since=since_text, exclude=excl.specs() or None, prompt=prompt,
+        resumed=info is not None,
+    ).to_data())
+    if info is None:
+        info = RebuildInfo(rid, name, model, since_text, excl.specs(), prompt, start_seq, plan.base_seq,
+                           len(plan.steps), srec.seq, srec.ts)
+        sync_branch(git, info)  # a new branch starts at its fork point
+    info.base_seq, info.steps, info.status, info.reason = plan.base_seq, len(plan.steps), "running", None
+    memory = info.memory(start_memory)
+    messages = load_messages(store.log.records(), {s for st in todo for s in st.message_seqs})
+    total, skipped = len(plan.steps), len(plan.steps) - len(todo)
+    done_now = 0
+    index = skipped
+    try:
+        for step in todo:
+            if on_progress is not None:
+                on_progress(index, total, f"step {index + 1}/{total}: {step.kind} of event {step.source_seq}")
+            if step.kind == "consolidation":
+                msgs = [messages[s] for s in step.message_seqs if s in messages]
+                result = await _consolidate(app, memory, msgs, model, template)
+            else:
+                new, reasons = apply_patch(memory, step)
+                result = {"memory": new, "reasons": reasons or None}
+            diff = factdiff.diff(memory, result["memory"]).to_json()
+            rec = store.append(RebuildProgress.TYPE, RebuildProgress(
+                rebuild=rid, step=index, source_seq=step.source_seq, kind=step.kind, diff=diff,
+                message_seqs=list(step.message_seqs) or None, model=model if step.kind == "consolidation" else None,
+                **result,
+            ).to_data())
+            info.progress.append(rec)
+            crash_point(f"rebuild.progress-{index + 1}")
+            sync_branch(git, info)
+            memory = result["memory"]
+            index += 1
+            done_now += 1
+    except (LLMError, ValueError, TimeoutError) as exc:
+        reason = f"timed out after {app.config.consolidation_timeout:g}s" if isinstance(exc, TimeoutError) else str(exc)
+        store.append(RebuildFailed.TYPE, RebuildFailed(rebuild=rid, reason=redact(reason), step=index).to_data())
+        raise RebuildError(
+            f"rebuild {name!r} stopped at step {index + 1} of {total}: {reason}",
+            hint=f"Main is untouched and the {index} finished step(s) are kept: run the same command again "
+                 f"to resume, or `memtray memory rebuild --discard {name}`.",
+        ) from None
+    except asyncio.CancelledError:
+        store.append(RebuildFailed.TYPE, RebuildFailed(rebuild=rid, reason="interrupted", step=index).to_data())
+        raise
+    store.append(RebuildCompleted.TYPE, RebuildCompleted(rebuild=rid, steps=total, base_seq=plan.base_seq).to_data())
+    info.status = "completed"
+    if on_progress is not None:
+        on_progress(total, total, "done")
+    return Outcome(info, done_now, skipped, total, notes)
+
+
+def discard(app: App, name: str) -> RebuildInfo:
+    rebuilds, _ = scan(app.store.log.records())
+    info = by_name(rebuilds, parse_name(name))
+    if info is None:
+        raise RebuildError(f"no rebuild named {name!r}", hint="See `memtray memory rebuild --list`.")
+    app.store.append(RebuildDiscarded.TYPE, RebuildDiscarded(rebuild=info.id).to_data())
+    info.status = "discarded"
+    sync_branch(app.services["memory"].git, info)
+    return info
+
+
+__all__ = ["Exclusions", "Plan", "RebuildError", "RebuildInfo", "Step", "apply_patch", "discard", "make_plan",
+           "parse_exclusions", "parse_name", "run", "scan", "sync_all", "sync_branch"]

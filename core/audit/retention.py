@@ -1,0 +1,517 @@
+"""Retention score: how well consolidations keep what entered memory, measured, not assumed.
+
+A *step* is one memory change (a consolidation, or an edit): the memory before
+and after it, the removals it listed with a reason, the facts the model dropped
+without one (before the guard put them back), and the messages it consumed.
+:func:`score` folds steps into:
+
+* **survival@K** -- of the facts that ever entered memory, the share still
+  present after step K or removed with a recorded reason (listed by the model,
+  held for review, or removed by the user); a reworded fact survives as its
+  new wording. A fact that disappeared without a reason is *lost*.
+* **silent drops** per step -- facts the model's proposal dropped without a
+  reason, before the guard kept them (policy ``keep``) or held them (``review``).
+* **unsupported insertions** -- facts a model added whose content words trace to
+  no message seen so far (:func:`supported`).
+* **supersession accuracy** (corpora with known supersessions) -- the newer fact
+  kept, the older gone with a reason.
+
+Steps come from three places: :func:`run_eval` (a scratch data home: the
+conversation is replayed through K consolidations by the real consolidation
+service, with any litellm model), :func:`history_steps` (the current memory's
+own history, from the log) and the rebuild module (a rebuild branch's steps).
+The user's data home is only ever read here.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memtray import resources
+from memtray.core.base.clock import Clock, parse_ts
+from memtray.core.base.errors import MemtrayError
+from memtray.core.llm.client import DeltaCallback, LLMClient, LLMResult, Request
+from memtray.core.log.events import Record
+from memtray.core.memory import factdiff
+
+if TYPE_CHECKING:
+    from memtray.core.base.config import Config
+    from memtray.core.base.home import Home
+
+Progress = Callable[[int, int, str], None]
+
+
+class RetentionError(MemtrayError):
+    """The retention evaluation could not run as asked."""
+
+
+# --- the corpus --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CorpusFact:
+    id: str
+    text: str
+    section: str
+    match: tuple[str, ...]
+    unless: tuple[str, ...] = ()
+    supersedes: str | None = None
+
+    def matches(self, fact_text: str) -> bool:
+        """True if a memory fact states this corpus fact (every ``match`` word, no ``unless`` word)."""
+        tokens = re.findall(r"\w+", factdiff.normalize(fact_text))
+
+        def has(word: str) -> bool:
+            parts = word.casefold().split()
+            return all(any(t.startswith(p) for t in tokens) for p in parts)
+
+        return all(has(w) for w in self.match) and not any(has(w) for w in self.unless)
+
+
+@dataclass
+class Corpus:
+    """A conversation to replay, and (for the synthetic one) the facts it states."""
+
+    name: str
+    messages: list[dict[str, Any]]  # role, content, ts
+    facts: dict[str, CorpusFact] = field(default_factory=dict)
+
+    @property
+    def supersessions(self) -> list[tuple[CorpusFact, CorpusFact]]:
+        return [(self.facts[f.supersedes], f) for f in self.facts.values() if f.supersedes]
+
+
+def synthetic_corpus() -> Corpus:
+    """The built-in corpus (resources/corpus/synthetic.json)."""
+    doc = json.loads(resources.text("corpus/synthetic.json"))
+    facts = {
+        f["id"]: CorpusFact(f["id"], f["text"], f["section"], tuple(f["match"]), tuple(f.get("unless", ())),
+                            f.get("supersedes"))
+        for f in doc["facts"]
+    }
+    start = parse_ts(doc["start"])
+    step = timedelta(minutes=doc["minutes_between_turns"])
+    messages: list[dict[str, Any]] = []
+    for i, turn in enumerate(doc["turns"]):
+        t = start + i * step
+        messages.append({"role": "user", "content": turn["user"], "ts": _iso(t)})
+        messages.append({"role": "assistant", "content": turn["assistant"], "ts": _iso(t + timedelta(seconds=20))})
+    return Corpus(doc["name"], messages, facts)
+
+
+def own_corpus(home: Home) -> Corpus:
+    """The user's own conversation, read from the log (read-only; every session, in log order)."""
+    from memtray.core.log.eventlog import EventLog
+
+    if not home.events.exists():
+        raise RetentionError(f"there is no event log in {home.root} yet",
+                             hint="Chat first, or use --corpus synthetic.")
+    elog = EventLog.open(home.events, readonly=True)
+    try:
+        messages = [
+            {"role": r.data["role"], "content": r.data["content"], "ts": r.ts, "seq": r.seq}
+            for r in elog.records()
+            if r.type == "message" and r.data.get("role") in ("user", "assistant") and r.data.get("content")
+        ]
+    finally:
+        elog.close()
+    if not any(m["role"] == "user" for m in messages):
+        raise RetentionError("your log has no conversation to replay yet", hint="Use --corpus synthetic.")
+    return Corpus("own", messages)
+
+
+def _iso(t: datetime) -> str:
+    from memtray.core.base.clock import format_ts
+
+    return format_ts(t)
+
+
+def chunks(messages: list[dict[str, Any]], k: int) -> list[list[dict[str, Any]]]:
+    """Split a conversation into at most ``k`` consecutive parts of similar size, each
+    starting at a user message (a consolidation never splits a question from its answer)."""
+    starts = [i for i, m in enumerate(messages) if m["role"] == "user"] or [0]
+    if starts[0] != 0:
+        starts[0] = 0
+    k = max(1, min(k, len(starts)))
+    cut = [starts[round(j * len(starts) / k)] for j in range(k)] + [len(messages)]
+    return [messages[cut[j]:cut[j + 1]] for j in range(k) if cut[j] < cut[j + 1]]
+
+
+# --- steps and the score -----------------------------------------------------------------
+
+
+@dataclass
+class StepInput:
+    """One memory change, as the scorer sees it."""
+
+    label: str
+    kind: str  # model | user
+    before: str
+    after: str
+    #: facts (id in ``before``) removed with a recorded reason
+    reasons: dict[str, str] = field(default_factory=dict)
+    #: facts the model dropped without a reason, before the guard acted
+    silent: list[dict[str, Any]] = field(default_factory=list)
+    silent_count: int | None = None  # when only the number is known (history of main)
+    held: set[str] = field(default_factory=set)  # fact ids held for review
+    sources: list[str] = field(default_factory=list)  # texts of the messages consumed
+    failed: str | None = None
+    ts: str | None = None
+
+
+@dataclass
+class StepScore:
+    index: int
+    label: str
+    kind: str
+    facts: int
+    added: int
+    removed: int
+    changed: int
+    silent: int
+    silent_rate: float
+    kept: int
+    lost: int
+    unsupported: list[str]
+    survival: float
+    failed: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Score:
+    steps: list[StepScore]
+    ever: int
+    survived: int
+    lost: list[str]
+    unsupported: list[dict[str, Any]]
+    supersession: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def survival(self) -> float:
+        return self.survived / self.ever if self.ever else 1.0
+
+    @property
+    def silent_total(self) -> int:
+        return sum(s.silent for s in self.steps)
+
+    @property
+    def silent_rate(self) -> float:
+        """Mean share of the memory's facts silently dropped per model step."""
+        rates = [s.silent_rate for s in self.steps if s.kind == "model" and not s.failed]
+        return sum(rates) / len(rates) if rates else 0.0
+
+    @property
+    def failures(self) -> int:
+        return sum(1 for s in self.steps if s.failed)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.meta,
+            "consolidations": sum(1 for s in self.steps if s.kind == "model"),
+            "survival": round(self.survival, 4),
+            "facts_ever": self.ever,
+            "facts_survived": self.survived,
+            "lost": self.lost,
+            "silent_drops": self.silent_total,
+            "silent_drop_rate": round(self.silent_rate, 4),
+            "unsupported_insertions": self.unsupported,
+            "failures": self.failures,
+            "supersession": self.supersession,
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+
+@functools.cache
+def _stopwords() -> frozenset[str]:
+    text: str = resources.text("corpus/stopwords.txt")
+    return frozenset(w for line in text.splitlines() if not line.startswith("#") for w in line.split())
+
+
+def _tokens(text: str) -> set[str]:
+    words = re.findall(r"[^\W_]+", factdiff.normalize(text))
+    stop = _stopwords()
+    return {w for w in words if w not in stop and (len(w) > 2 or w.isdigit())}
+
+
+def supported(fact: str, pool: set[str], stems: set[str]) -> bool:
+    """True if at least half of the fact's content words occur in the messages seen so far
+    (a shared 5-letter stem counts, so "allergic" is supported by "allergy")."""
+    toks = _tokens(fact)
+    if not toks:
+        return True
+    hits = sum(1 for t in toks if t in pool or (len(t) >= 5 and t[:5] in stems))
+    return hits * 2 >= len(toks)
+
+
+def score(steps: Iterable[StepInput], corpus: Corpus | None = None, meta: dict[str, Any] | None = None) -> Score:
+    """Fold steps into the retention score (see the module doc). Pure."""
+    status: dict[str, Any] = {}  # fact id -> "present" | "removed" | "held" | "lost" | ("reworded", id)
+    texts: dict[str, str] = {}
+    pool: set[str] = set()
+    stems: set[str] = set()
+    rows: list[StepScore] = []
+    unsupported: list[dict[str, Any]] = []
+    current: list[factdiff.Fact] = []
+    for i, st in enumerate(steps, 1):
+        for text in st.sources:
+            toks = _tokens(text)
+            pool |= toks
+            stems |= {t[:5] for t in toks if len(t) >= 5}
+        if i == 1:
+            for f in factdiff.parse(st.before):  # memory the run started from
+                status[f.id] = "present"
+                texts[f.id] = f.text
+        silent = st.silent_count if st.silent_count is not None else len(st.silent)
+        before_n = len(factdiff.parse(st.before))
+        if st.failed:
+            rows.append(StepScore(i, st.label, st.kind, before_n, 0, 0, 0, 0, 0.0, 0, 0, [],
+                                  _survival(status, {f.id for f in current}), st.failed))
+            continue
+        d = factdiff.diff(st.before, st.after)
+        after = factdiff.parse(st.after)
+        after_ids = {f.id for f in after}
+        lost = 0
+        for f in d.dropped:
+            texts[f.id] = f.text
+            if f.id in st.reasons:
+                status[f.id] = "removed"
+            elif f.id in st.held:
+                status[f.id] = "held"
+            else:
+                status[f.id] = "lost"
+                lost += 1
+        for old, new in d.changed:
+            texts[old.id] = old.text
+            status[old.id] = "removed" if old.id in st.reasons else ("reworded", new.id)
+        bad: list[str] = []
+        for f in d.added + [n for _o, n in d.changed]:
+            if st.kind == "model" and not supported(f.text, pool, stems):
+                bad.append(f.text)
+                unsupported.append({"step": i, "label": st.label, "fact": f.text})
+        for f in after:
+            status[f.id] = "present"
+            texts[f.id] = f.text
+        current = after
+        kept = sum(1 for s in st.silent if s.get("id") in after_ids) if st.silent_count is None else silent
+        rows.append(StepScore(
+            i, st.label, st.kind, len(after), len(d.added), len(d.dropped), len(d.changed), silent,
+            silent / before_n if before_n else 0.0, kept, lost, bad, _survival(status, after_ids),
+        ))
+    final_ids = {f.id for f in current}
+    survived = sum(1 for fid in status if _survives(status, fid, final_ids))
+    lost_texts = [texts[fid] for fid in status if not _survives(status, fid, final_ids)]
+    out = Score(rows, len(status), survived, lost_texts, unsupported, meta=dict(meta or {}))
+    if corpus is not None and corpus.facts:
+        out.supersession = _supersession(corpus, current, status, texts)
+    return out
+
+
+def _survives(status: dict[str, Any], fid: str, present: set[str]) -> bool:
+    seen: set[str] = set()
+    while True:
+        st = status.get(fid)
+        if isinstance(st, tuple):
+            if fid in seen:
+                return False
+            seen.add(fid)
+            fid = st[1]
+            continue
+        if st == "present":
+            return fid in present
+        return st in ("removed", "held")
+
+
+def _survival(status: dict[str, Any], present: set[str]) -> float:
+    if not status:
+        return 1.0
+    return sum(1 for fid in status if _survives(status, fid, present)) / len(status)
+
+
+def _supersession(
+    corpus: Corpus, final: list[factdiff.Fact], status: dict[str, Any], texts: dict[str, str]
+) -> dict[str, Any]:
+    pairs = []
+    for old, new in corpus.supersessions:
+        new_kept = any(new.matches(f.text) for f in final)
+        old_present = any(old.matches(f.text) for f in final)
+        old_seen = [fid for fid, t in texts.items() if old.matches(t)]
+        # an unlisted rewording of the old fact is not a recorded removal: the model gave no reason
+        old_recorded = all(status.get(fid) in ("removed", "held", "present") for fid in old_seen)
+        ok = new_kept and not old_present and old_recorded
+        pairs.append({"old": old.text, "new": new.text, "new_kept": new_kept, "old_removed": not old_present,
+                      "old_ever_in_memory": bool(old_seen), "reason_recorded": old_recorded, "correct": ok})
+    correct = sum(1 for p in pairs if p["correct"])
+    return {"correct": correct, "total": len(pairs), "accuracy": round(correct / len(pairs), 4) if pairs else None,
+            "pairs": pairs}
+
+
+# --- evaluating a model in a scratch data home -------------------------------------------
+
+
+class _ReplayClock(Clock):
+    """The scratch home's clock: set to each replayed message's time, so prompts carry it."""
+
+    def __init__(self, start: datetime) -> None:
+        self._now = start
+
+    def now(self) -> datetime:
+        return self._now
+
+    def set(self, when: datetime) -> None:
+        self._now = max(self._now, when)
+
+
+class _RecordingLLM(LLMClient):
+    """The real client, remembering each ``save_memory`` call's raw arguments (the proposal
+    before the guard)."""
+
+    def __init__(self, config: Config) -> None:
+        super().__init__(config)
+        self.proposals: list[str] = []
+
+    async def complete(self, req: Request, on_delta: DeltaCallback | None = None) -> LLMResult:
+        result = await super().complete(req, on_delta)
+        self.proposals.extend(tc.arguments for tc in result.tool_calls if tc.name == "save_memory")
+        return result
+
+
+def proposal_drops(before: str, proposed: str, removed: list[dict[str, str]]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Silently dropped facts of a proposal and the listed removals, as the guard judges them."""
+    from memtray.core.memory.consolidation import guard
+
+    try:
+        g = guard(before, proposed, removed, "review", enabled=True)
+        silent = [{"id": it["fact_id"], "text": it["text"], "section": it.get("section", "")}
+                  for it in g.flagged if it["kind"] == "silent-drop"]
+        return silent, g.reasons
+    except ValueError:  # a shrunken proposal: the guard refuses it whole
+        g = guard(before, proposed, removed, "review", enabled=False)
+        d = factdiff.diff(before, proposed)
+        return [{"id": f.id, "text": f.text, "section": f.section} for f in d.dropped if f.id not in g.reasons], g.reasons
+
+
+def run_eval(
+    corpus: Corpus,
+    config: Config,
+    *,
+    consolidations: int,
+    policy: str = "keep",
+    guard: bool = True,
+    on_progress: Progress | None = None,
+) -> Score:
+    """Replay ``corpus`` through ``consolidations`` consolidations in a throw-away data home."""
+    from memtray.core.app import App
+    from memtray.core.base.home import Home
+    from memtray.core.memory.consolidation import ConsolidationFailedError, parse_arguments
+
+    model = config.model or LLMClient(config).model  # the offline model when none is configured
+    if not model:
+        raise RetentionError("no model to evaluate", hint="Pass --model MODEL or set one with `memtray config set model`.")
+    parts = chunks(corpus.messages, consolidations)
+    cfg = replace(config, model=model, drop_policy=policy, memory_window=100_000, idle_consolidate_minutes=0)
+    steps: list[StepInput] = []
+    with tempfile.TemporaryDirectory(prefix="memtray-eval-") as tmp:
+        home = Home.resolve(Path(tmp) / "home")
+        clock = _ReplayClock(parse_ts(corpus.messages[0]["ts"]) if corpus.messages else datetime.now(UTC))
+        llm = _RecordingLLM(cfg)
+        app = App.open(home, clock=clock, config=cfg, llm=llm, start_services=False)
+        try:
+            cons = app.services["consolidation"]
+            cons.guard_enabled = guard
+            pending: list[str] = []
+            for i, part in enumerate(parts, 1):
+                if on_progress is not None:
+                    on_progress(i - 1, len(parts), f"consolidation {i}/{len(parts)}")
+                for m in part:
+                    clock.set(parse_ts(m["ts"]))
+                    app.store.append("message", {"role": m["role"], "content": m["content"]}, session="eval")
+                    pending.append(m["content"])
+                before = app.store.state.memory
+                llm.proposals.clear()
+                failed = None
+                held: set[str] = set()
+                try:
+                    out = app.run(cons.consolidate("eval", archive_all=True, trigger="eval"))
+                    for r in app.store.log.tail(4):
+                        if r.seq == out.memory_seq:
+                            held = {it["fact_id"] for it in r.data.get("flagged") or [] if it["kind"] == "silent-drop"}
+                except ConsolidationFailedError as exc:
+                    failed = str(exc)
+                after = app.store.state.memory
+                silent: list[dict[str, Any]] = []
+                reasons: dict[str, str] = {}
+                if llm.proposals and not failed:
+                    try:
+                        _entry, update, removed = parse_arguments(llm.proposals[-1])
+                        silent, reasons = proposal_drops(before, update, removed)
+                    except ValueError:
+                        pass
+                steps.append(StepInput(f"consolidation {i}", "model", before, after, reasons, silent, None, held,
+                                       [] if failed else list(pending), failed, _iso(clock.now())))
+                if not failed:
+                    pending = []
+            if on_progress is not None:
+                on_progress(len(parts), len(parts), "done")
+        finally:
+            app.close()
+    meta = {"corpus": corpus.name, "model": cfg.model, "policy": policy, "guard": guard,
+            "messages": len(corpus.messages), "requested_consolidations": consolidations}
+    return score(steps, corpus, meta)
+
+
+# --- scoring memory history from the log -------------------------------------------------
+
+
+def history_steps(records: Iterable[Record]) -> list[StepInput]:
+    """The current memory's history as steps: every ``memory.written`` in the log.
+
+    Silent drops are known only by number here: the guard's ``kept`` count of each
+    consolidation plus the silent drops it held for review.
+    """
+    steps: list[tuple[StepInput, str | None]] = []
+    memory = ""
+    pending: list[str] = []
+    kept: dict[str, int] = {}
+    for rec in records:
+        d = rec.data
+        if rec.type == "message":
+            if d.get("role") in ("user", "assistant") and d.get("content"):
+                pending.append(str(d["content"]))
+            continue
+        if rec.type == "consolidation.completed":
+            kept[d["consolidation"]] = int(d.get("kept") or 0)
+            continue
+        if rec.type != "memory.written":
+            continue
+        reason = d.get("reason", "?")
+        by_model = d.get("source") == "model"
+        diff = d.get("diff") or {}
+        reasons: dict[str, str] = {}
+        for item in diff.get("dropped", []):
+            # the writer records the write's own reason for a drop nobody explained: that one is lost
+            if not (by_model and reason in ("consolidation", "redo") and item.get("reason") == reason):
+                reasons[item["id"]] = item.get("reason") or reason
+        if not by_model:
+            for ch in diff.get("changed", []):
+                reasons[ch["old"]["id"]] = reason
+        held = {it["fact_id"] for it in d.get("flagged") or [] if it.get("kind") == "silent-drop"}
+        st = StepInput(f"{reason} #{rec.seq}", "model" if by_model else "user", memory, d["memory"], reasons,
+                       held=held, sources=pending, ts=rec.ts)
+        steps.append((st, d.get("consolidation")))
+        pending = []
+        memory = d["memory"]
+    for st, cid in steps:
+        st.silent_count = len(st.held) + kept.get(cid or "", 0)
+    return [st for st, _cid in steps]

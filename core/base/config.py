@@ -1,0 +1,140 @@
+"""Settings: ``config.toml`` in the data home, typed, validated, with env overrides.
+
+Secrets never live here (see :mod:`memtray.core.base.keys`). ``MEMTRAY_MODEL`` and
+``MEMTRAY_API_BASE`` override the file for one process.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import tomli_w
+from memtray.core.base.errors import ConfigError
+from memtray.core.base.fsutil import atomic_write, describe_oserror
+from memtray.core.base.home import Home
+
+
+@dataclass(frozen=True)
+class Config:
+    model: str = ""
+    api_base: str = ""
+    fallback_model: str = ""
+    llm_timeout: float = 60.0
+    llm_retries: int = 2
+    max_tokens: int = 4096
+    temperature: float = 0.7
+    max_tool_iterations: int = 10
+    memory_window: int = 100
+    context_tokens: int = 0  # 0: ask litellm for the model's window
+    drop_policy: str = "keep"  # keep | review
+    idle_consolidate_minutes: int = 30
+    consolidation_timeout: float = 120.0
+    hotkey: str = "Ctrl+Alt+Space"
+    timezone: str = ""  # empty: the system's
+    reminder_grace_hours: float = 24.0
+    launch_at_login: bool = False
+    onboarded: bool = False
+
+
+_CHOICES = {"drop_policy": ("keep", "review")}
+_RANGES: dict[str, tuple[float, float]] = {
+    "llm_timeout": (1, 3600),
+    "llm_retries": (0, 10),
+    "max_tokens": (16, 1_000_000),
+    "temperature": (0, 2),
+    "max_tool_iterations": (1, 100),
+    "memory_window": (4, 100_000),
+    "context_tokens": (0, 10_000_000),
+    "idle_consolidate_minutes": (0, 100_000),
+    "consolidation_timeout": (1, 3600),
+    "reminder_grace_hours": (0, 24 * 365),
+}
+ENV_OVERRIDES = {"model": "MEMTRAY_MODEL", "api_base": "MEMTRAY_API_BASE"}
+
+
+def keys() -> list[str]:
+    return [f.name for f in fields(Config)]
+
+
+def coerce(key: str, value: Any) -> Any:
+    """Convert and validate one setting (strings from the CLI included)."""
+    types = {f.name: f.type for f in fields(Config)}
+    if key not in types:
+        raise ConfigError(f"unknown setting {key!r}", hint=f"Known settings: {', '.join(keys())}")
+    kind = types[key]
+    try:
+        if kind == "bool":
+            if isinstance(value, str):
+                low = value.strip().lower()
+                if low not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                    raise ValueError(value)
+                out: Any = low in ("true", "1", "yes", "on")
+            else:
+                out = bool(value)
+        elif kind == "int":
+            if isinstance(value, bool):
+                raise ValueError(value)
+            out = int(value)
+        elif kind == "float":
+            out = float(value)
+        else:
+            out = str(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key} must be a {kind}, not {value!r}") from None
+    if key in _CHOICES and out not in _CHOICES[key]:
+        raise ConfigError(f"{key} must be one of {', '.join(_CHOICES[key])}, not {out!r}")
+    if key in _RANGES:
+        lo, hi = _RANGES[key]
+        if not lo <= out <= hi:
+            raise ConfigError(f"{key} must be between {lo:g} and {hi:g}, not {out}")
+    if key == "timezone" and out:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(out)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(f"unknown time zone {out!r}", hint="Use an IANA name like Europe/Berlin.") from None
+    return out
+
+
+def load(home: Home, *, env: bool = True) -> Config:
+    data: dict[str, Any] = {}
+    try:
+        raw = home.config.read_bytes()
+    except FileNotFoundError:
+        raw = b""
+    except OSError as exc:
+        raise ConfigError(f"cannot read {home.config}: {describe_oserror(exc)}") from exc
+    if raw:
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"{home.config} is not valid TOML: {exc}", hint="Fix or delete the file; defaults are used then."
+            ) from exc
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in keys():
+            values[key] = coerce(key, value)
+    cfg = Config(**values)
+    if env:
+        over: dict[str, Any] = {k: os.environ[v] for k, v in ENV_OVERRIDES.items() if os.environ.get(v)}
+        if over:
+            cfg = replace(cfg, **over)
+    return cfg
+
+
+def save(home: Home, cfg: Config) -> None:
+    default = Config()
+    body = {f.name: getattr(cfg, f.name) for f in fields(Config) if getattr(cfg, f.name) != getattr(default, f.name)}
+    home.create()
+    atomic_write(home.config, tomli_w.dumps(body))
+
+
+def set_value(home: Home, key: str, value: Any) -> Config:
+    cfg = replace(load(home, env=False), **{key: coerce(key, value)})
+    save(home, cfg)
+    return cfg

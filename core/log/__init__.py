@@ -1,0 +1,4 @@
+"""The event log and what is folded from it: the event codec and registry, the
+segment log file, the store (append, subscribe, checkpoints), projections,
+sessions, and the fault seam that tests use to break writes.
+"""

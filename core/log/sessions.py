@@ -1,0 +1,74 @@
+"""Session views for the model: the unconsolidated history, cleaned for a request.
+
+A session is derived state (:class:`~memtray.core.log.projections.SessionState`).
+:func:`get_history` returns what is sent to the model: the unconsolidated tail,
+starting at a user turn, with no orphaned tool call or tool result, and with
+each user message rendered exactly as it was sent (runtime-context line
+included) so consecutive prompts share an identical prefix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtray.core.log.projections import SessionState
+
+
+def render(msg: dict[str, Any]) -> dict[str, Any]:
+    """A stored message as the provider sees it."""
+    role = msg["role"]
+    out: dict[str, Any] = {"role": role}
+    content = msg.get("content")
+    if role == "user" and msg.get("context"):
+        content = f"{msg['context']}\n\n{content or ''}"
+    out["content"] = content if content is not None else ""
+    if role == "assistant" and msg.get("tool_calls"):
+        out["tool_calls"] = msg["tool_calls"]
+        if not content:
+            out["content"] = None
+    if role == "tool":
+        out["tool_call_id"] = msg.get("tool_call_id", "")
+        if msg.get("name"):
+            out["name"] = msg["name"]
+    return out
+
+
+def clean(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Start at a user turn; drop tool results without their call and calls without results."""
+    start = next((i for i, m in enumerate(messages) if m["role"] == "user"), len(messages))
+    msgs = messages[start:]
+    out: list[dict[str, Any]] = []
+    i = 0
+    while i < len(msgs):
+        m = msgs[i]
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            ids = [tc.get("id") for tc in m["tool_calls"]]
+            j = i + 1
+            results = []
+            while j < len(msgs) and msgs[j]["role"] == "tool":
+                results.append(msgs[j])
+                j += 1
+            answered = {r.get("tool_call_id") for r in results}
+            if all(cid in answered for cid in ids):
+                out.append(m)
+                out.extend(r for r in results if r.get("tool_call_id") in set(ids))
+            else:
+                # an interrupted tool round: keep any text, drop the unanswered calls
+                if m.get("content"):
+                    out.append({k: v for k, v in m.items() if k != "tool_calls"})
+            i = j
+            continue
+        if m["role"] == "tool":
+            i += 1  # orphaned result
+            continue
+        out.append(m)
+        i += 1
+    return out
+
+
+def get_history(session: SessionState, max_messages: int | None = None) -> list[dict[str, Any]]:
+    """Unconsolidated messages, ready to send (see module doc)."""
+    msgs = session.slice(session.last_consolidated, session.count)
+    if max_messages is not None and len(msgs) > max_messages:
+        msgs = msgs[-max_messages:]
+    return [render(m) for m in clean(msgs)]

@@ -1,0 +1,671 @@
+"""Consolidation: fold old messages into MEMORY.md and HISTORY.md, never forgetting silently.
+
+Trigger: a session's unconsolidated messages reach ``memory_window`` (the
+newest ``memory_window // 2`` stay), the prompt would pass the model's token
+budget, the session went idle, or ``/new`` (archive everything). It runs in
+the background on the worker, never blocking a reply, one per session at a
+time; the message range is fixed when it starts.
+
+The model must call ``save_memory(history_entry, memory_update,
+removed_facts)``. The result is validated, redacted and fact-diffed against the
+current memory; a fact that disappeared without being listed in
+``removed_facts`` is a *silent drop*: put back (policy ``keep``) or held for
+review (policy ``review``). Instruction-like facts are held for review. Then
+``memory.written`` + ``consolidation.completed`` are appended in one write and
+git follows. Any failure appends ``consolidation.failed``; the pointer does
+not move and it is retried later with backoff.
+
+A fact the fact diff pairs with a new wording counts as the same fact reworded
+only if the new wording keeps every content word of the old one
+(:func:`same_fact`); "works on Beacon with Greta" -> "works on Beacon with Mia"
+is a different fact, so unless ``removed_facts`` lists it the old one is a
+silent drop like any other.
+Memory may change while the model works (an agent ``remember``, a hand edit):
+the model's answer is rebased onto the memory of that moment (:func:`factdiff.rebase`)
+so neither change is undone.
+
+:meth:`ConsolidationService.sweep` (``idle_sweep``), run periodically by the
+app's maintenance job (see ``core/app.py``), picks up hand edits of the work
+tree, idle sessions and failed consolidations whose backoff has passed.
+
+``crash_point`` (from :mod:`gitrepo`) is a test hook: the crash tests set
+``MEMTRAY_TEST_CRASH_AT`` to stop the process at a named step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from memtray import resources
+from memtray.core.base.clock import parse_ts
+from memtray.core.base.errors import LLMError, MemtrayError
+from memtray.core.base.faults import crash_point
+from memtray.core.base.redact import redact
+from memtray.core.llm.client import LLMResult, Request, tool_spec
+from memtray.core.log.events import (
+    ConsolidationCompleted,
+    ConsolidationFailed,
+    ConsolidationStarted,
+)
+from memtray.core.log.projections import ConsolidationState
+from memtray.core.memory import factdiff
+from memtray.core.memory.poison import looks_like_instruction, why_flagged
+from memtray.core.memory.service import MemoryService, review_item
+
+if TYPE_CHECKING:
+    from memtray.core.app import App
+
+log = logging.getLogger(__name__)
+
+MAX_HISTORY_ENTRY = 20_000
+MAX_MEMORY_UPDATE = 100_000
+SHRINK_LIMIT = 0.5  # dropping more than half of the facts silently is a failure, not a policy case
+# Words that say nothing about which fact it is; every other word of a fact must survive
+# an unlisted rewording.
+_FILLER_WORDS = frozenset({
+    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from",
+    "as", "into", "about", "is", "are", "was", "were", "be", "been", "being", "am", "has", "have",
+    "had", "do", "does", "did", "it", "its", "this", "that", "these", "those", "there", "he", "she",
+    "they", "them", "his", "her", "their", "i", "me", "my", "we", "our", "you", "your", "user",
+    "users", "also", "too", "very", "really", "still", "now", "currently",
+})
+_WORD_RE = re.compile(r"\w+")
+BACKOFF = (60.0, 300.0, 1800.0, 7200.0)
+IDLE_KEEP = 2  # messages an idle consolidation leaves unconsolidated
+
+SAVE_MEMORY = tool_spec(
+    "save_memory",
+    "Save the consolidated memory. Call exactly once.",
+    {
+        "type": "object",
+        "properties": {
+            "history_entry": {"type": "string", "description": "Summary paragraph starting with [YYYY-MM-DD HH:MM]."},
+            "memory_update": {"type": "string", "description": "The complete new MEMORY.md."},
+            "removed_facts": {
+                "type": "array",
+                "description": "Facts removed from memory, each with the reason.",
+                "items": {
+                    "type": "object",
+                    "properties": {"fact": {"type": "string"}, "reason": {"type": "string"}},
+                    "required": ["fact", "reason"],
+                },
+            },
+        },
+        "required": ["history_entry", "memory_update", "removed_facts"],
+    },
+)
+
+
+class ConsolidationFailedError(MemtrayError):
+    """A consolidation did not produce a memory revision (memory and pointer unchanged)."""
+
+    hint = "Nothing was lost; it will be retried. See `memtray memory log` for the reason."
+
+
+@dataclass
+class Outcome:
+    consolidation: str
+    session: str
+    start: int
+    end: int
+    added: int = 0
+    removed: int = 0
+    changed: int = 0
+    kept: int = 0
+    flagged: int = 0
+    nothing_to_do: bool = False
+    memory_seq: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if self.nothing_to_do:
+            return "nothing to consolidate"
+        parts = [f"{self.added} fact(s) added", f"{self.removed} removed", f"{self.changed} changed"]
+        if self.kept:
+            parts.append(f"{self.kept} silently dropped fact(s) kept")
+        if self.flagged:
+            parts.append(f"{self.flagged} flagged for review")
+        return ", ".join(parts)
+
+
+@dataclass
+class Guarded:
+    memory: str
+    flagged: list[dict[str, Any]]
+    kept: list[factdiff.Fact]
+    reasons: dict[str, str]
+    notes: list[str]
+
+
+def format_messages(messages: list[dict[str, Any]]) -> str:
+    lines = []
+    for m in messages:
+        role = m.get("role")
+        content = m.get("content") or ""
+        if role == "tool":
+            continue
+        if role == "assistant" and m.get("tool_calls") and not content:
+            names = ", ".join(tc.get("function", {}).get("name", "?") for tc in m["tool_calls"])
+            content = f"(used tools: {names})"
+        ts = m.get("ts", "")[:16].replace("T", " ")
+        lines.append(f"[{ts}] {str(role).upper()}: {content}")
+    return "\n".join(lines)
+
+
+def parse_arguments(raw: str) -> tuple[str, str, list[dict[str, str]]]:
+    """Validate save_memory's arguments; raise ValueError with a plain reason."""
+    try:
+        args = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"save_memory arguments are not valid JSON ({exc.msg})") from None
+    if not isinstance(args, dict):
+        raise ValueError("save_memory arguments are not an object")
+    entry, update = args.get("history_entry"), args.get("memory_update")
+    removed = args.get("removed_facts", [])
+    if not isinstance(entry, str):
+        raise ValueError("history_entry must be a string")
+    if not isinstance(update, str):
+        raise ValueError("memory_update must be a string")
+    if removed is None:
+        removed = []
+    if not isinstance(removed, list) or not all(isinstance(x, dict | str) for x in removed):
+        raise ValueError("removed_facts must be a list of {fact, reason}")
+    if len(entry) > MAX_HISTORY_ENTRY:
+        raise ValueError(f"history_entry is too long ({len(entry):,} characters)")
+    if len(update) > MAX_MEMORY_UPDATE:
+        raise ValueError(f"memory_update is too long ({len(update):,} characters)")
+    clean: list[dict[str, str]] = []
+    for x in removed:
+        if isinstance(x, str):
+            clean.append({"fact": x, "reason": ""})
+        else:
+            clean.append({"fact": str(x.get("fact", "")), "reason": str(x.get("reason", ""))})
+    return entry, update, clean
+
+
+def guard(old: str, new: str, removed: list[dict[str, str]], policy: str, *, enabled: bool = True) -> Guarded:
+    """Apply the no-silent-forgetting rules to a proposed MEMORY.md. Pure.
+
+    Raises ValueError when the proposal is unusable (empty, or silently drops
+    more than :data:`SHRINK_LIMIT` of the facts).
+    """
+    old_facts = factdiff.parse(old)
+    d = factdiff.diff(old, new)
+    notes: list[str] = []
+    reasons: dict[str, str] = {}
+    for item in removed:
+        f = factdiff.match_fact(old_facts, item["fact"])
+        if f is None:
+            notes.append(f"removed_facts names a fact not in memory: {item['fact'][:80]!r}")
+            continue
+        for twin in old_facts:  # every copy of the fact goes
+            if twin.norm == f.norm:
+                reasons[twin.id] = item["reason"] or "removed by the model"
+    # A reworded fact whose old wording was listed as removed is a listed change. An
+    # unlisted pair that lost a word may be two different facts: guard the old one.
+    silent = [f for f in d.dropped if f.id not in reasons]
+    silent += [o for o, n in d.changed if o.id not in reasons and not same_fact(o.text, n.text)]
+    # a duplicate that collapsed into its twin is not gone
+    still = {f.norm for f in factdiff.parse(new)}
+    silent = [f for f in silent if f.norm not in still]
+    flagged: list[dict[str, Any]] = []
+    kept: list[factdiff.Fact] = []
+    out = new
+    if enabled:
+        if old_facts and not factdiff.parse(new):
+            raise ValueError("memory_update is empty: it would erase every fact")
+        if old_facts and len(silent) > SHRINK_LIMIT * len(old_facts) and len(silent) > 2:
+            raise ValueError(
+                f"memory_update silently drops {len(silent)} of {len(old_facts)} facts; refusing a shrunken memory"
+            )
+        for f in silent:
+            if policy == "keep":
+                out = factdiff.add_fact(out, f.text, f.section or None)
+                kept.append(f)
+            else:
+                flagged.append(review_item("silent-drop", f.text, f.section, f.id, "dropped without a reason"))
+        d2 = factdiff.diff(old, out)
+        for f in d2.added:
+            if looks_like_instruction(f.text):
+                out = factdiff.remove_fact(out, f)
+                flagged.append(review_item("instruction", f.text, f.section, f.id, why_flagged(f.text)))
+        for o, n in d2.changed:
+            if looks_like_instruction(n.text):
+                # the old wording stays: only the instruction-like rewording is held
+                out = factdiff.remove_fact(out, n)
+                if o.id not in reasons:
+                    out = factdiff.add_fact(out, o.text, o.section or None)
+                flagged.append(review_item("instruction", n.text, n.section, n.id, why_flagged(n.text)))
+    return Guarded(out, flagged, kept, reasons, notes)
+
+
+_CONTRACTIONS = (("can't", "can not"), ("cannot", "can not"), ("won't", "will not"), ("n't", " not"))
+
+
+def _uncontract(text: str) -> str:
+    """ "doesn't" -> "does not", so a contraction and its long form are the same words."""
+    if "'" in text or "cannot" in text:
+        for short, long in _CONTRACTIONS:
+            text = text.replace(short, long)
+    return text
+
+
+def _content_words(text: str) -> set[str]:
+    out = set()
+    for w in _WORD_RE.findall(_uncontract(factdiff.normalize(text))):
+        if w in _FILLER_WORDS:
+            continue
+        out.add(w.removesuffix("s") if len(w) > 3 and not w.endswith("ss") else w)
+    return out
+
+
+def same_fact(old: str, new: str) -> bool:
+    """Whether ``new`` can stand for ``old`` without anything being forgotten: it keeps
+    every content word of ``old`` (a word of five letters or more may change its ending,
+    "learning" -> "learn"). It may add words, reorder them, change case, punctuation and
+    filler words, but not say the opposite (differ only by a negation). Pure."""
+    if factdiff.flipped(old, new):
+        return False  # "likes tea" -> "doesn't like tea" keeps every word and forgets the fact
+    kept = _content_words(new)
+    for w in _content_words(old):
+        if w in kept:
+            continue
+        if len(w) >= 5 and any(k.startswith(w[:5]) for k in kept):
+            continue
+        return False
+    return True
+
+
+async def request_save_memory(
+    app: App, memory: str, messages: list[dict[str, Any]], model: str | None, template: str | None = None
+) -> LLMResult:
+    """Ask the model for ``save_memory`` over ``messages`` on top of ``memory`` (forced tool call).
+
+    Shared by consolidation, redo and rebuilds so every path sends the same request.
+    """
+    text = template if template is not None else resources.text("prompts/consolidation.md")
+    prompt = text.replace("{memory}", memory.strip() or "(empty)").replace(
+        "{conversation}", format_messages(messages))
+    return await asyncio.wait_for(
+        app.llm.complete(Request(
+            messages=[{"role": "system", "content": "You consolidate memory by calling save_memory."},
+                      {"role": "user", "content": prompt}],
+            tools=[SAVE_MEMORY],
+            tool_choice={"type": "function", "function": {"name": "save_memory"}},
+            model=model,
+            temperature=0.0,
+        )),
+        timeout=app.config.consolidation_timeout,
+    )
+
+
+class ConsolidationService:
+    def __init__(self, app: App, memory: MemoryService) -> None:
+        self.app = app
+        self.memory = memory
+        self.in_flight: set[str] = set()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._retry_at: dict[str, datetime] = {}
+        self._failures: dict[str, int] = {}
+        self._tasks: set[asyncio.Future[Any]] = set()
+        #: test-only switch (never exposed in config): run without the no-silent-forgetting guard
+        self.guard_enabled = True
+
+    # --- triggers ---------------------------------------------------------------------
+
+    def after_turn(self, session: str) -> None:
+        """Called after each turn (on the worker): start a background consolidation if due."""
+        trigger = self.trigger(session)
+        if trigger is not None and session not in self.in_flight:
+            self._start(session, trigger)
+
+    def _start(self, session: str, trigger: str) -> asyncio.Future[Any]:
+        # Claimed before the task first runs, so a second trigger in the meantime is a no-op.
+        self.in_flight.add(session)
+        task = asyncio.ensure_future(self._background(session, trigger))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def due(self, session: str) -> bool:
+        return self.trigger(session) is not None
+
+    def trigger(self, session: str) -> str | None:
+        """``window`` or ``budget`` if the session should be consolidated now, else None."""
+        s = self.app.store.state.sessions.get(session)
+        if s is None or self.app.store.readonly:
+            return None
+        retry = self._retry_at.get(session)
+        if retry is not None and self.app.clock.now() < retry:
+            return None
+        if s.unconsolidated >= self.app.config.memory_window:
+            return "window"
+        if s.unconsolidated >= 2 and self._over_budget(session):
+            return "budget"
+        return None
+
+    def idle_due(self, session: str, now: datetime) -> bool:
+        s = self.app.store.state.sessions.get(session)
+        minutes = self.app.config.idle_consolidate_minutes
+        if s is None or not minutes or s.last_ts is None or s.unconsolidated < 4:
+            return False
+        retry = self._retry_at.get(session)
+        if retry is not None and now < retry:
+            return False
+        return now - parse_ts(s.last_ts) >= timedelta(minutes=minutes)
+
+    def _over_budget(self, session: str) -> bool:
+        budget = self.app.config.context_tokens or _model_window(self.app.config.model)
+        chars = self.app.agent.last_request_chars.get(session)
+        if chars is None:  # no turn yet in this process: build the prompt once to measure it
+            chars = sum(len(m.get("content") or "") for m in self.app.agent.messages_for(session))
+        return chars / 4 > 0.75 * budget
+
+    async def _background(self, session: str, trigger: str) -> None:
+        try:
+            await self.consolidate(session, trigger=trigger)
+        except ConsolidationFailedError as exc:
+            log.warning("background consolidation of %s failed: %s", session, exc)
+        except Exception:
+            log.exception("background consolidation of %s crashed", session)
+        finally:
+            self.in_flight.discard(session)
+
+    async def sweep(self) -> None:
+        """The periodic check: record a hand edit of the work tree, then consolidate every
+        session that is due (window, budget), idle, or whose failed attempt's backoff is over."""
+        if self.app.store.readonly:
+            return
+        try:
+            self.memory.check_worktree()
+        except MemtrayError as exc:
+            log.warning("could not check the memory work tree: %s", exc)
+        now = self.app.clock.now()
+        started = []
+        for key in list(self.app.store.state.sessions):
+            if key in self.in_flight:
+                continue
+            trigger = self.trigger(key) or ("idle" if self.idle_due(key, now) else None)
+            if trigger is not None:
+                started.append(self._start(key, trigger))
+        if started:
+            await asyncio.gather(*started, return_exceptions=True)
+
+    idle_sweep = sweep
+
+    # --- the work ---------------------------------------------------------------------
+
+    def _lock(self, session: str) -> asyncio.Lock:
+        if session not in self._locks:
+            self._locks[session] = asyncio.Lock()
+        return self._locks[session]
+
+    async def archive(self, session: str) -> Outcome:
+        """``/new``: consolidate everything. Raises if that fails (the session is then kept)."""
+        return await self.consolidate(session, archive_all=True, trigger="new")
+
+    async def consolidate(
+        self,
+        session: str,
+        *,
+        archive_all: bool = False,
+        trigger: str = "manual",
+        model: str | None = None,
+    ) -> Outcome:
+        async with self._lock(session):
+            self.in_flight.add(session)
+            try:
+                state = self.app.store.state
+                s = state.sessions.get(session)
+                if s is None:  # never create a session the log does not have
+                    return Outcome(self.app.store.log.ids.new(), session, 0, 0, nothing_to_do=True)
+                start = s.last_consolidated
+                window = self.app.config.memory_window
+                if archive_all:
+                    keep = 0
+                elif trigger == "budget":
+                    # the prompt is too long even below the window: fold the older half
+                    keep = min(window // 2, (s.count - start) // 2)
+                elif trigger == "idle":
+                    # the conversation went quiet: fold it, keeping the last exchange for context
+                    keep = min(window // 2, IDLE_KEEP)
+                else:
+                    keep = window // 2
+                end = max(start, s.count - keep)
+                if trigger == "manual" and end == start and s.count > start:
+                    end = s.count
+                cid = self.app.store.log.ids.new()
+                if end <= start:
+                    return Outcome(cid, session, start, end, nothing_to_do=True)
+                messages = s.slice(start, end)
+                return await self._run(cid, session, start, end, messages, model, trigger, redo_of=None)
+            finally:
+                self.in_flight.discard(session)
+
+    async def redo(self, consolidation: str, model: str | None = None) -> Outcome:
+        """Re-run a consolidation's message range on the memory as it was before it."""
+        c = self.app.store.consolidation(consolidation, prefix=True)
+        if c is None:
+            raise ConsolidationFailedError(f"unknown consolidation {consolidation!r} (or the prefix is not unique)",
+                                           hint="See `memtray memory log` for consolidation ids.")
+        if c.first_seq is None or c.last_seq is None:
+            raise ConsolidationFailedError(f"consolidation {c.id} has no recorded message range")
+        messages = []
+        for rec in self.app.store.log.records(c.first_seq - 1):
+            if rec.seq > c.last_seq:
+                break
+            if rec.type == "message" and rec.session == c.session:
+                messages.append({**rec.data, "seq": rec.seq, "ts": rec.ts})
+        base: str | None = None  # a consolidation that never completed is simply run again
+        if c.memory_seq:
+            sha = self.memory.resolve(f"seq:{c.memory_seq}")
+            parents = self.memory.git.info(sha).parents
+            base = self.memory.git.read(parents[0], "MEMORY.md") if parents else ""
+        cid = self.app.store.log.ids.new()
+        async with self._lock(c.session):
+            return await self._run(cid, c.session, c.start, c.end, messages, model, "redo", redo_of=c.id, base=base)
+
+    async def _run(
+        self,
+        cid: str,
+        session: str,
+        start: int,
+        end: int,
+        messages: list[dict[str, Any]],
+        model: str | None,
+        trigger: str,
+        *,
+        redo_of: str | None,
+        base: str | None = None,
+    ) -> Outcome:
+        app = self.app
+        use_model = model or app.config.model
+        seqs = [m["seq"] for m in messages if "seq" in m]
+        app.store.append(
+            ConsolidationStarted.TYPE,
+            ConsolidationStarted(
+                consolidation=cid, start=start, end=end, model=use_model,
+                first_seq=min(seqs) if seqs else None, last_seq=max(seqs) if seqs else None,
+                trigger=trigger, redo_of=redo_of,
+            ).to_data(),
+            session=session,
+        )
+        crash_point("consolidation.started")
+        try:
+            self.memory.check_worktree()  # a hand edit made before this started is what the model sees
+            snapshot = app.store.state.memory
+            prompt_memory = snapshot if base is None else base
+            result = await request_save_memory(app, prompt_memory, messages, model)
+            crash_point("consolidation.replied")
+            call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
+            if call is None:
+                raise ValueError("the model answered without calling save_memory")
+            entry, update, removed = parse_arguments(call.arguments)
+            update, entry = redact(update), redact(entry)
+            # Memory may have changed while the model worked (agent tools, a hand edit):
+            # keep those changes rather than undo them with a proposal made before them.
+            self.memory.check_worktree()
+            current = app.store.state.memory
+            update = factdiff.rebase(update, snapshot, current)
+            g = guard(current, update, removed, app.config.drop_policy, enabled=self.guard_enabled)
+            d = factdiff.diff(current, g.memory)
+            recs = self.memory.write(
+                g.memory,
+                reason="redo" if redo_of else "consolidation",
+                source="model",
+                model=use_model,
+                consolidation=cid,
+                history_append=entry,
+                flagged=g.flagged,
+                dropped_reasons=g.reasons,
+                provenance={f.id: {"consolidation": cid} for f in d.added + [n for _o, n in d.changed]} or None,
+                session=session,
+                extra=[(
+                    ConsolidationCompleted.TYPE,
+                    ConsolidationCompleted(
+                        consolidation=cid, end=end, memory_seq=0,  # write() fills in the real seq
+                        added=len(d.added), removed=len(d.dropped), changed=len(d.changed),
+                        kept=len(g.kept), flagged=len(g.flagged),
+                    ).to_data(),
+                    session,
+                )],
+            )
+        except asyncio.CancelledError:
+            if not self._completed(cid):
+                self._fail(cid, session, "cancelled")
+            raise
+        except Exception as exc:
+            if self._completed(cid):
+                raise  # the revision is durable; only something that follows the log failed
+            if isinstance(exc, TimeoutError):
+                reason = f"timed out after {app.config.consolidation_timeout:g}s"
+            elif isinstance(exc, LLMError | ValueError | MemtrayError):
+                reason = str(exc)
+            else:
+                log.exception("consolidation %s crashed", cid)
+                reason = f"internal error: {type(exc).__name__}: {exc}"
+            self._fail(cid, session, reason)
+            raise ConsolidationFailedError(f"consolidation failed: {reason}") from None
+        self._failures.pop(session, None)
+        self._retry_at.pop(session, None)
+        out = Outcome(cid, session, start, end, len(d.added), len(d.dropped), len(d.changed), len(g.kept),
+                      len(g.flagged), memory_seq=recs[0].seq, notes=g.notes)
+        self._notify(out)
+        return out
+
+    def restore_backoff(self) -> None:
+        """Pick up where the backoff was: a session whose last consolidation failed is not
+        retried before its recorded delay is over, and the next delay keeps growing, across
+        restarts (a provider that is down is not hit again at every start)."""
+        last: dict[str, ConsolidationState] = {}
+        for c in self.app.store.state.consolidations.values():
+            if c.redo_of is None and (c.session not in last or c.started_seq > last[c.session].started_seq):
+                last[c.session] = c
+        for session, c in last.items():
+            if c.status != "failed" or c.ts is None:
+                continue
+            self._failures[session] = c.failed_attempt or 1
+            if c.retry_after is not None:
+                self._retry_at[session] = parse_ts(c.ts) + timedelta(seconds=c.retry_after)
+
+    def _completed(self, cid: str) -> bool:
+        c = self.app.store.state.consolidations.get(cid)
+        return c is not None and c.status == "completed"
+
+    def _fail(self, cid: str, session: str, reason: str) -> None:
+        n = self._failures.get(session, 0) + 1
+        self._failures[session] = n
+        delay = BACKOFF[min(n - 1, len(BACKOFF) - 1)]
+        self._retry_at[session] = self.app.clock.now() + timedelta(seconds=delay)
+        self.app.store.append(
+            ConsolidationFailed.TYPE,
+            ConsolidationFailed(consolidation=cid, reason=redact(reason), attempt=n, retry_after=delay).to_data(),
+            session=session,
+        )
+        notifier = self.app.services.get("notifier")
+        if notifier is not None:
+            notifier.notify("Memory consolidation failed", f"{reason}. Nothing was lost; it will be retried.",
+                            kind="failure", target=f"consolidation:{cid}")
+
+    def _notify(self, out: Outcome) -> None:
+        notifier = self.app.services.get("notifier")
+        if notifier is None or not (out.added or out.removed or out.changed or out.flagged or out.kept):
+            return
+        body = out.summary()
+        if out.flagged or out.removed:
+            body += " — review"
+        notifier.notify("Memory updated", body, kind="memory", target=f"consolidation:{out.consolidation}")
+
+    def close(self, timeout: float = 120.0) -> None:
+        """Let background consolidations finish (bounded) before the app stops."""
+        if not self._tasks or self.app.worker.in_worker:
+            return
+
+        async def wait() -> None:
+            await asyncio.wait(set(self._tasks), timeout=timeout)
+
+        try:
+            self.app.run(wait())
+        except Exception:
+            log.warning("background consolidation still running at exit; it will be retried")
+
+    def recover(self) -> None:
+        """After a crash between ``memory.written`` and ``consolidation.completed``: complete it."""
+        state = self.app.store.state
+        for c in list(state.consolidations.values()):
+            if c.status != "started":
+                continue
+            written = None
+            for rec in self.app.store.log.records(c.started_seq):
+                if rec.type == "memory.written" and rec.data.get("consolidation") == c.id:
+                    written = rec
+                    break
+            if written is not None:
+                diff = written.data.get("diff") or {}
+                self.app.store.append(
+                    ConsolidationCompleted.TYPE,
+                    ConsolidationCompleted(consolidation=c.id, end=c.end, memory_seq=written.seq,
+                                           added=len(diff.get("added", [])), removed=len(diff.get("dropped", [])),
+                                           changed=len(diff.get("changed", []))).to_data(),
+                    session=c.session,
+                )
+            else:
+                # counts as a failed attempt: quitting while a provider hangs must not reset the backoff
+                before = [o for o in state.consolidations.values()
+                          if o.session == c.session and o.redo_of is None and o.started_seq < c.started_seq]
+                last = max(before, key=lambda o: o.started_seq, default=None)
+                n = (last.failed_attempt or 1) + 1 if last is not None and last.status == "failed" else 1
+                self.app.store.append(
+                    ConsolidationFailed.TYPE,
+                    ConsolidationFailed(consolidation=c.id, reason="interrupted (memtray stopped while it ran)",
+                                        attempt=n, retry_after=BACKOFF[min(n - 1, len(BACKOFF) - 1)]).to_data(),
+                    session=c.session,
+                )
+
+
+@functools.lru_cache(maxsize=32)
+def _model_window(model: str) -> int:
+    try:
+        from memtray.core.llm.client import load_litellm
+
+        info = load_litellm().get_model_info(model)
+        return int(info.get("max_input_tokens") or info.get("max_tokens") or 32_000)
+    except Exception:
+        return 32_000
+
+
+def install(app: App, *, start: bool = True) -> None:
+    memory = app.services["memory"]
+    svc = ConsolidationService(app, memory)
+    app.services["consolidation"] = svc
+    if not app.store.readonly:
+        svc.recover()
+    svc.restore_backoff()  # after recover: an interrupted consolidation is a failed attempt too
+    app.agent.after_turn.append(svc.after_turn)

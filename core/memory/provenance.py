@@ -1,0 +1,162 @@
+"""Provenance coverage: every fact in MEMORY.md traced to the events it came from.
+
+:func:`trace` folds the ``memory.written`` events of the log (each records
+its fact diff) and gives every fact of the current memory an origin:
+
+* added by a consolidation (or redo): the consolidation and its message range;
+* added by the agent's ``remember``: the user message it answered;
+* written by the user (hand edit, review): that event;
+* brought back by a restore or rollback: the origin it had before it was
+  dropped (the restore / rollback event is kept in ``via``);
+* brought in by adopting a rebuild: the rebuild step and its messages;
+* reworded: the old wording's origin plus the rewording event.
+
+A model-written fact whose sources are unknown has *no provenance*;
+:func:`check_provenance` reports those for ``memtray doctor``. Read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memtray.core.log.events import Record
+from memtray.core.memory import factdiff
+
+if TYPE_CHECKING:
+    from memtray.core.base.findings import Finding
+    from memtray.core.base.home import Home
+
+USER_REASONS = ("user-edit", "review")
+RETURN_REASONS = ("restore", "rollback", "adopt", "rebuild")
+
+
+@dataclass
+class Origin:
+    fact_id: str
+    text: str
+    event_seq: int  # the memory.written that introduced the fact
+    reason: str
+    source: str
+    consolidation: str | None = None
+    message_seqs: list[int] = field(default_factory=list)
+    first_seq: int | None = None  # message range of a consolidation
+    last_seq: int | None = None
+    session: str | None = None
+    rebuild: str | None = None
+    via: list[int] = field(default_factory=list)  # later events that changed or brought it back
+    problem: str | None = None  # why it has no provenance
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def trace(records: Iterable[Record]) -> tuple[str, dict[str, Origin]]:
+    """(current memory, origin of each of its facts by fact id)."""
+    cons: dict[str, tuple[str, int | None, int | None]] = {}
+    current: dict[str, Origin] = {}
+    gone: dict[str, Origin] = {}
+    memory = ""
+    for rec in records:
+        d = rec.data
+        if rec.type == "consolidation.started":
+            cons[d["consolidation"]] = (rec.session or "default", d.get("first_seq"), d.get("last_seq"))
+            continue
+        if rec.type != "memory.written":
+            continue
+        diff = d.get("diff") or {}
+        for item in diff.get("dropped", []):
+            o = current.pop(item["id"], None)
+            if o is not None:
+                gone[o.fact_id] = o
+        for ch in diff.get("changed", []):
+            old = current.pop(ch["old"]["id"], None)
+            new = _origin(rec, ch["new"], cons, gone)
+            if old is not None:
+                gone[old.fact_id] = old
+                if d.get("source") == "model" and new.ok:
+                    new.via = [*old.via, old.event_seq]  # the model rewrote an older fact from new messages
+                else:  # a rewording by the user (or a restore) keeps where the fact came from
+                    new = Origin(**{**old.to_json(), "fact_id": new.fact_id, "text": new.text,
+                                    "via": [*old.via, rec.seq]})
+            current[new.fact_id] = new
+        for item in diff.get("added", []):
+            current[item["id"]] = _origin(rec, item, cons, gone)
+        memory = str(d["memory"])
+        facts = factdiff.parse(memory)
+        ids = {f.id for f in facts}
+        for f in facts:  # a fact the recorded diff does not explain (should not happen)
+            if f.id not in current:
+                current[f.id] = _origin(rec, {"id": f.id, "text": f.text}, cons, gone)
+        for fid in [k for k in current if k not in ids]:
+            gone[fid] = current.pop(fid)
+    return memory, current
+
+
+def _origin(rec: Record, item: dict[str, Any], cons: dict[str, tuple[str, int | None, int | None]],
+            gone: dict[str, Origin]) -> Origin:
+    d = rec.data
+    reason = str(d.get("reason", "?"))
+    source = str(d.get("source", "memtray"))
+    prov = (d.get("provenance") or {}).get(item["id"]) or {}
+    o = Origin(item["id"], item["text"], rec.seq, reason, source, consolidation=d.get("consolidation"))
+    seqs = [int(s) for s in prov.get("source_seqs") or [] if s]
+    if reason in ("consolidation", "redo"):
+        c = cons.get(o.consolidation or "")
+        if c is None or c[1] is None or c[2] is None:
+            o.problem = f"consolidation {o.consolidation} has no recorded message range"
+        else:
+            o.session, o.first_seq, o.last_seq = c
+        return o
+    if reason in RETURN_REASONS:
+        earlier = gone.get(item["id"])
+        if earlier is not None:
+            return Origin(**{**earlier.to_json(), "via": [*earlier.via, rec.seq]})
+        o.rebuild = prov.get("rebuild")
+        if seqs:
+            o.message_seqs = seqs
+        elif source != "user" or (reason in ("adopt", "rebuild") and not prov):
+            o.problem = f"{reason} event {rec.seq} does not say where the fact came from"
+        return o
+    if seqs:
+        o.message_seqs = seqs
+        return o
+    if source == "user" or reason in USER_REASONS:
+        return o
+    o.problem = f"{reason} by the {source} at event {rec.seq} without a source message"
+    return o
+
+
+def check_provenance(home: Home) -> list[Finding]:
+    """Doctor: every fact in MEMORY.md maps to the event(s) it came from or the user edit that wrote it."""
+    from memtray.core.base.errors import MemtrayError
+    from memtray.core.base.findings import Finding
+    from memtray.core.log.eventlog import EventLog
+
+    if not home.events.exists():
+        return []
+    elog = EventLog.open(home.events, readonly=True)
+    try:
+        memory, origins = trace(elog.records())
+    except MemtrayError:
+        return []  # the log check reports the damage
+    finally:
+        elog.close()
+    facts = factdiff.parse(memory)
+    if not facts:
+        return []
+    missing = [o for o in origins.values() if not o.ok]
+    if not missing:
+        return [Finding(True, f"provenance: all {len(facts)} facts in MEMORY.md trace to the events they came from",
+                        code="provenance")]
+    shown = "; ".join(f"{o.text[:60]!r} ({o.problem})" for o in missing[:3])
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return [Finding(
+        False, f"{len(missing)} of {len(facts)} facts in MEMORY.md have no provenance", shown + more,
+        code="provenance",
+    )]

@@ -1,0 +1,63 @@
+"""Agent tools for memory: ``remember`` and ``forget`` (immediate, committed edits).
+
+Both write a ``memory.written`` event (reason ``agent``) and so one commit. A
+fact that reads like an instruction is held for review, never written.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memtray.core.llm.tools import Tool, ToolContext, ToolError
+
+if TYPE_CHECKING:
+    from memtray.core.app import App
+    from memtray.core.memory.service import MemoryService
+
+
+def _last_user_seq(app: App, session: str) -> int | None:
+    s = app.store.state.sessions.get(session)
+    if s is None:
+        return None
+    for m in reversed(s.messages):
+        if m.get("role") == "user":
+            return int(m["seq"])
+    return None
+
+
+def register(app: App, svc: MemoryService) -> None:
+    async def remember(args: dict[str, Any], ctx: ToolContext) -> str:
+        fact = str(args["fact"]).strip()
+        if len(fact) > 500:
+            raise ToolError("a fact must be one short sentence (at most 500 characters)")
+        return svc.remember(fact, args.get("section"), model=app.config.model, source_seq=_last_user_seq(app, ctx.session))
+
+    async def forget(args: dict[str, Any], ctx: ToolContext) -> str:
+        return svc.forget(str(args["fact"]), str(args.get("reason") or ""), model=app.config.model)
+
+    app.tools.add(Tool(
+        "remember",
+        "Save one durable fact about the user to long-term memory (e.g. name, preferences, projects).",
+        {
+            "type": "object",
+            "properties": {
+                "fact": {"type": "string", "description": "The fact, one short sentence."},
+                "section": {"type": "string", "description": "Heading to file it under, e.g. 'Preferences'."},
+            },
+            "required": ["fact"],
+        },
+        remember,
+    ))
+    app.tools.add(Tool(
+        "forget",
+        "Remove a fact from long-term memory because the user asked or it is no longer true.",
+        {
+            "type": "object",
+            "properties": {
+                "fact": {"type": "string", "description": "The fact to remove (its text or id)."},
+                "reason": {"type": "string", "description": "Why it is removed."},
+            },
+            "required": ["fact", "reason"],
+        },
+        forget,
+    ))

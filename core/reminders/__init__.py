@@ -1,0 +1,3 @@
+"""Reminders: parsing and computing schedules (spec) and the service that schedules,
+lists, cancels and delivers them.
+"""

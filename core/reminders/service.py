@@ -1,0 +1,615 @@
+"""Reminders: the service that schedules, delivers and cancels them, and its agent tools.
+
+The event log is the only store: ``reminder.scheduled``, ``reminder.fired`` and
+``reminder.cancelled`` fold into ``State.reminders``; the apscheduler
+BackgroundScheduler (memory job store) is rebuilt from that state by
+:meth:`ReminderService.start` and kept in step by a store listener. There is no
+second database.
+
+Firing is split so tests drive time without sleeping: :func:`reminder_spec.due`
+says which occurrences are due at a given ``now`` (pure), :meth:`fire` delivers
+one. In production apscheduler is only the timer that calls into them.
+
+Delivery order (never lose, never log twice): the notification is shown
+*first*, then ``reminder.fired`` is appended, and before either the projection
+is checked for that occurrence key. A crash between the two means the
+occurrence is not in the log, so the next start delivers it again (marked
+late); the log records it exactly once. The reverse order could lose a
+reminder for good in the same window. Several missed occurrences of a
+recurring reminder coalesce into the newest one; a late one is delivered only
+within ``config.reminder_grace_hours``; a one-shot missed beyond that is
+recorded as ``reminder.cancelled`` with reason ``expired`` (never delivered).
+
+Threads: apscheduler's threads only hand work to the app worker; all log
+writes, agent turns and notifier calls for reminders happen there. Notifiers
+are looked up at delivery time (``app.services["notifier"]``). A no-op job
+wakes the scheduler every minute, since its sleep does not advance while the
+machine is suspended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import logging
+import threading
+from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from memtray import resources
+from memtray.core.base.clock import parse_ts
+from memtray.core.base.errors import MemtrayError
+from memtray.core.base.notify import notifier_of
+from memtray.core.base.redact import redact
+from memtray.core.llm.tools import Tool, ToolContext, ToolError
+from memtray.core.log.events import Record, ReminderCancelled, ReminderFired, ReminderScheduled
+from memtray.core.log.projections import ReminderState
+from memtray.core.reminders.spec import (
+    MODES,
+    Occurrence,
+    ReminderError,
+    Schedule,
+    check_text,
+    describe_time,
+    due,
+    local,
+    make_spec,
+    zone,
+)
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.background import BackgroundScheduler
+    from memtray.core.app import App
+
+__all__ = ["Occurrence", "ReminderError", "ReminderService", "install"]
+
+log = logging.getLogger(__name__)
+
+_JOB_PREFIX = "reminder:"
+_MAINT_PREFIX = "maintenance:"
+_WAKE_JOB = "memtray:wake"
+#: the scheduler re-reads the wall clock at least this often
+WAKE_SECONDS = 60
+
+
+def session_of(reminder_id: str) -> str:
+    """The session an agent-mode reminder's turns run in."""
+    return f"reminder:{reminder_id}"
+
+
+@functools.cache
+def _schedule_trigger_class() -> type:
+    """An apscheduler trigger over a :class:`Schedule`, so the timer and ``due`` agree
+    (including the repeated-hour rule apscheduler's own CronTrigger does not apply).
+
+    Built on first use: apscheduler is imported when delivery starts, after the
+    desktop has shown itself, not while ``memtray`` starts.
+    """
+    from apscheduler.triggers.base import BaseTrigger
+
+    class _ScheduleTrigger(BaseTrigger):  # type: ignore[misc]
+        __slots__ = ("schedule",)
+
+        def __init__(self, schedule: Schedule) -> None:
+            self.schedule = schedule
+
+        def get_next_fire_time(self, previous_fire_time: datetime | None, now: datetime) -> datetime | None:
+            if previous_fire_time is None:
+                return self.schedule.first_at_or_after(now)
+            return self.schedule.next_after(previous_fire_time)
+
+        def __str__(self) -> str:
+            return self.schedule.describe()
+
+    return _ScheduleTrigger
+
+
+class ReminderService:
+    """Schedules, lists, cancels and delivers reminders for one App."""
+
+    def __init__(self, app: App, *, can_start: bool) -> None:
+        self.app = app
+        self._can_start = can_start
+        self._lock = threading.RLock()
+        self._scheduler: BackgroundScheduler | None = None
+        self._schedules: dict[str, Schedule] = {}
+        self._inflight: set[tuple[str, str]] = set()
+        self._maintenance: dict[str, tuple[float, Callable[[], Any]]] = {}
+        self._closed = False
+        app.store.subscribe(self._on_records)
+
+    # --- settings -------------------------------------------------------------------
+
+    def default_zone(self) -> str:
+        """config.timezone, else the system's zone (UTC if that is not a usable IANA name)."""
+        name = self.app.config.timezone or self.app.clock.local_zone_name()
+        try:
+            zone(name)
+        except ReminderError:
+            log.warning("the system time zone %r is not an IANA zone; reminders default to UTC", name)
+            return "UTC"
+        return name
+
+    @property
+    def grace(self) -> timedelta:
+        return timedelta(hours=self.app.config.reminder_grace_hours)
+
+    @property
+    def running(self) -> bool:
+        return self._scheduler is not None
+
+    def schedule_of(self, r: ReminderState) -> Schedule:
+        s = self._schedules.get(r.id)
+        if s is None:
+            s = self._schedules[r.id] = Schedule.of(r)
+        return s
+
+    # --- commands -------------------------------------------------------------------
+
+    def schedule(
+        self,
+        text: str,
+        *,
+        at: str | None = None,
+        every: str | None = None,
+        cron: str | None = None,
+        tz: str | None = None,
+        mode: str = "notify",
+        session: str | None = None,
+    ) -> ReminderState:
+        """Validate and append ``reminder.scheduled``. Raises ReminderError; nothing is
+        written then."""
+        text = check_text(redact(text))
+        if mode not in MODES:
+            raise ReminderError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+        spec = make_spec(at=at, every=every, cron=cron, tz=tz or self.default_zone(), now=self.app.clock.now())
+        rid = self.app.store.log.ids.new()
+        payload = ReminderScheduled(reminder=rid, text=text, kind=spec.kind, spec=spec.spec, tz=spec.tz, mode=mode)
+        self.app.store.append(ReminderScheduled.TYPE, payload.to_data(), session=session)
+        return self.app.store.state.reminders[rid]
+
+    def find(self, ident: str) -> ReminderState:
+        """A reminder by id or unique id prefix (case-insensitive)."""
+        reminders = self.app.store.state.reminders
+        key = ident.strip()
+        if key in reminders:
+            return reminders[key]
+        up = key.upper()
+        matches = [r for rid, r in reminders.items() if rid.upper().startswith(up)] if len(up) >= 4 else []
+        if len(matches) > 1:
+            active = [r for r in matches if r.active]
+            if len(active) == 1:
+                return active[0]
+            raise ReminderError(f"{ident!r} matches {len(matches)} reminders; give more of the id")
+        if not matches:
+            raise ReminderError(f"no reminder with id {ident!r}", hint="See `memtray remind list`.")
+        return matches[0]
+
+    def cancel(self, ident: str, *, reason: str = "user") -> ReminderState:
+        r = self.find(ident)
+        if not r.active:
+            raise ReminderError(f"reminder {r.id} is not active (it already fired or was cancelled)")
+        self.app.store.append(ReminderCancelled.TYPE, ReminderCancelled(reminder=r.id, reason=reason).to_data())
+        return r
+
+    def reminders(self, *, include_inactive: bool = False) -> list[ReminderState]:
+        rs = [r for r in self.app.store.state.reminders.values() if include_inactive or r.active]
+        return sorted(rs, key=lambda r: r.scheduled_seq)
+
+    def next_fire(self, r: ReminderState, now: datetime | None = None) -> datetime | None:
+        """When ``r`` fires next (a one-shot still awaiting catch-up: its own time)."""
+        if not r.active:
+            return None
+        try:
+            s = self.schedule_of(r)
+        except ReminderError:
+            return None
+        if r.kind == "at":
+            return parse_ts(r.spec).astimezone(UTC)
+        return s.first_at_or_after(now or self.app.clock.now())
+
+    def describe(self, r: ReminderState) -> str:
+        try:
+            return self.schedule_of(r).describe()
+        except ReminderError as exc:
+            return f"{r.kind} {r.spec!r} ({exc})"
+
+    def as_json(self, r: ReminderState, now: datetime | None = None) -> dict[str, Any]:
+        nxt = self.next_fire(r, now)
+        status = "active" if r.active else ("done" if r.kind == "at" and r.fired else "cancelled")
+        return {
+            "id": r.id,
+            "text": r.text,
+            "kind": r.kind,
+            "spec": r.spec,
+            "tz": r.tz,
+            "mode": r.mode,
+            "status": status,
+            "next": local(nxt, r.tz).isoformat() if nxt is not None else None,
+            "last_fired": r.last_fired,
+            "scheduled": r.scheduled_ts,
+        }
+
+    # --- firing ---------------------------------------------------------------------
+
+    def due(self, now: datetime | None = None, ids: list[str] | None = None) -> list[Occurrence]:
+        now = now or self.app.clock.now()
+        return due(self.app.store.state, now, grace=self.grace, ids=ids, schedule_of=self.schedule_of)
+
+    def _still_due(self, occ: Occurrence) -> ReminderState | None:
+        r = self.app.store.state.reminders.get(occ.reminder)
+        if r is None or not r.active or occ.key in r.fired:
+            return None
+        if r.kind != "at" and r.last_fired is not None and occ.key <= r.last_fired:
+            return None
+        return r
+
+    async def fire(self, occ: Occurrence) -> bool:
+        """Deliver ``occ`` at most once per log: notify, then append ``reminder.fired``.
+
+        Returns True if it was delivered now. Runs on the app worker.
+        """
+        key = (occ.reminder, occ.key)
+        if key in self._inflight or self._still_due(occ) is None:
+            return False
+        self._inflight.add(key)
+        try:
+            r = self._still_due(occ)
+            assert r is not None
+            if occ.expired:
+                log.warning(
+                    "reminder %s missed its time %s by more than the grace period; recorded as expired",
+                    r.id, occ.key,
+                )
+                self.app.store.append(
+                    ReminderCancelled.TYPE, ReminderCancelled(reminder=r.id, reason="expired").to_data()
+                )
+                return False
+            reply: str | None = None
+            body = r.text
+            if r.mode == "agent":
+                reply, body = await self._agent_body(r, occ)
+                if self._still_due(occ) is None:
+                    return False  # cancelled while the agent ran
+            self._notify(r, occ, body)
+            fired = ReminderFired(reminder=r.id, occurrence=occ.key, late=occ.late, reply=reply)
+            # a deterministic id: even a duplicate append of this occurrence is a no-op
+            self.app.store.append(ReminderFired.TYPE, fired.to_data(), id=f"reminder.fired:{r.id}:{occ.key}")
+            return True
+        finally:
+            self._inflight.discard(key)
+
+    async def fire_due(self, ids: list[str] | None = None, now: datetime | None = None) -> list[Occurrence]:
+        """Fire everything due now; one failure does not stop the others."""
+        delivered = []
+        for occ in self.due(now, ids):
+            try:
+                if await self.fire(occ):
+                    delivered.append(occ)
+            except MemtrayError as exc:
+                log.error("reminder %s (%s) could not be recorded: %s", occ.reminder, occ.key, exc)
+        return delivered
+
+    def tick(self) -> list[Occurrence]:
+        """Fire what is due at the app clock's now, waiting for it (not from the worker)."""
+        return self.app.run(self.fire_due())
+
+    def _notify(self, r: ReminderState, occ: Occurrence, body: str) -> None:
+        title = "Reminder"
+        if occ.late:
+            title = f"Reminder (late: was due {describe_time(occ.at, r.tz)})"
+        try:
+            notifier_of(self.app.services).notify(title, body, kind="reminder", target=session_of(r.id))
+        except Exception:  # a broken notifier must not block the log
+            log.exception("the notifier failed for reminder %s; its text was: %s", r.id, body)
+
+    async def _agent_body(self, r: ReminderState, occ: Occurrence) -> tuple[str | None, str]:
+        session = session_of(r.id)
+        marker = f"occurrence {occ.key}"
+        prior = _reply_after(self.app.store.state.sessions.get(session), marker)
+        if prior is not None:  # delivered before a crash, not yet logged: do not ask again
+            return prior, prior
+        prompt = resources.text("prompts/reminder_turn.txt").format(
+            reminder=r.id, occurrence=occ.key, late=", delivered late" if occ.late else "", text=r.text
+        )
+        try:
+            result = await self.app.agent.turn(
+                session, prompt, stream=False, tool_ctx=ToolContext(session=session, in_reminder=True)
+            )
+        except MemtrayError as exc:
+            log.warning("reminder %s: the agent run failed (%s); delivering its text", r.id, exc)
+            return None, f"{r.text} (the assistant could not run: {exc})"
+        reply = result.reply.strip()
+        return (reply, reply) if reply else (None, r.text)
+
+    # --- the timer ------------------------------------------------------------------
+
+    def start(self) -> bool:
+        """Start delivery: rebuild the jobs from the state, then catch up on missed ones.
+
+        Only the daemon and the desktop call this; a service installed with
+        ``start=False`` (and every one-shot CLI command) never fires.
+        """
+        if not self._can_start:
+            log.info("reminder delivery is disabled for this App")
+            return False
+        if self.app.store.readonly:
+            log.warning("the event log is read-only; reminders are not delivered until it is repaired")
+            return False
+        with self._lock:
+            if self._closed:  # the app is quitting (the desktop starts delivery on the worker)
+                return False
+            if self._scheduler is not None:
+                return True
+            from apscheduler.executors.pool import ThreadPoolExecutor
+            from apscheduler.schedulers.background import BackgroundScheduler
+            from apscheduler.triggers.interval import IntervalTrigger
+
+            _quiet_apscheduler()
+            self._scheduler = BackgroundScheduler(
+                timezone=UTC,
+                executors={"default": ThreadPoolExecutor(4)},
+                job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
+            )
+            now = self.app.clock.now()
+            # what was missed while off or asleep (computed first: it also warms the
+            # schedules the jobs below ask for their next fire time)
+            missed = self.due(now)
+            for r in list(self.app.store.state.reminders.values()):
+                if r.active:
+                    self._add_job(r, now)
+            for name, (seconds, fn) in self._maintenance.items():
+                self._add_maintenance_job(name, seconds, fn)
+            # apscheduler sleeps on a monotonic timeout, which stands still while the
+            # machine is suspended; waking it every minute bounds how late a reminder
+            # that fell due during sleep is delivered after resume (or a clock change)
+            self._scheduler.add_job(
+                _wake, trigger=IntervalTrigger(seconds=WAKE_SECONDS, timezone=UTC), id=_WAKE_JOB,
+                name="wake up", replace_existing=True,
+            )
+            self._scheduler.start()
+        if missed:
+            self._submit(self._fire_all(missed))  # once each, marked late
+        return True
+
+    async def _fire_all(self, occurrences: list[Occurrence]) -> None:
+        for occ in occurrences:
+            try:
+                await self.fire(occ)
+            except MemtrayError as exc:
+                log.error("reminder %s (%s) could not be recorded: %s", occ.reminder, occ.key, exc)
+
+    def add_maintenance(self, name: str, seconds: float, fn: Callable[[], Any]) -> None:
+        """Run ``fn`` every ``seconds`` on the scheduler's threads once started.
+
+        ``fn`` may return a coroutine; it then runs on the app worker. Failures
+        are logged, never raised.
+        """
+        if seconds <= 0:
+            raise ValueError(f"maintenance interval must be positive, not {seconds}")
+        with self._lock:
+            self._maintenance[name] = (seconds, fn)
+            if self._scheduler is not None:
+                self._add_maintenance_job(name, seconds, fn)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            sched, self._scheduler = self._scheduler, None
+        if sched is not None:
+            sched.shutdown(wait=True)
+
+    def _add_job(self, r: ReminderState, now: datetime | None = None) -> None:
+        sched = self._scheduler
+        if sched is None or not r.active:
+            return
+        try:
+            s = self.schedule_of(r)
+        except ReminderError as exc:
+            log.warning("reminder %s cannot be scheduled (%s); it stays in the log", r.id, exc)
+            return
+        if r.kind == "at" and s.first_at_or_after(now or self.app.clock.now()) is None:
+            return  # a one-shot whose time has passed: the catch-up delivers it
+        sched.add_job(
+            self._on_timer, trigger=_schedule_trigger_class()(s), args=(r.id,), id=_JOB_PREFIX + r.id,
+            name=f"reminder {r.id}", replace_existing=True,
+        )
+
+    def _remove_job(self, rid: str) -> None:
+        sched = self._scheduler
+        if sched is not None:
+            from apscheduler.jobstores.base import JobLookupError
+
+            try:
+                sched.remove_job(_JOB_PREFIX + rid)
+            except JobLookupError:
+                pass
+
+    def _add_maintenance_job(self, name: str, seconds: float, fn: Callable[[], Any]) -> None:
+        from apscheduler.triggers.interval import IntervalTrigger
+
+        assert self._scheduler is not None
+        self._scheduler.add_job(
+            self._run_maintenance, trigger=IntervalTrigger(seconds=seconds, timezone=UTC),
+            args=(name, fn), id=_MAINT_PREFIX + name, name=f"maintenance {name}", replace_existing=True,
+        )
+
+    def _run_maintenance(self, name: str, fn: Callable[[], Any]) -> None:
+        try:
+            result = fn()
+            if asyncio.iscoroutine(result):
+                fut = self.app.worker.submit(result)
+                while True:
+                    try:
+                        fut.result(timeout=1.0)
+                        break
+                    except TimeoutError:
+                        if self._closed:  # quitting: do not hold the exit for a chore (it is crash-safe)
+                            fut.cancel()
+                            log.info("maintenance task %s cancelled: memtray is quitting", name)
+                            return
+        except concurrent.futures.CancelledError:
+            log.info("maintenance task %s cancelled", name)
+        except Exception:  # a failing chore must not stop the scheduler
+            log.exception("maintenance task %s failed", name)
+
+    def _on_timer(self, rid: str) -> None:
+        self._submit(self.fire_due(ids=[rid]))
+
+    def _submit(self, coro: Coroutine[Any, Any, Any]) -> None:
+        try:
+            fut = self.app.worker.submit(coro)
+        except RuntimeError:  # the worker has stopped (shutting down)
+            coro.close()
+            return
+        fut.add_done_callback(_log_failure)
+
+    def _on_records(self, records: list[Record], _state: Any) -> None:
+        """Keep the timer in step with the log, whoever appended."""
+        for rec in records:
+            if not rec.type.startswith("reminder."):
+                continue
+            rid = str(rec.data.get("reminder"))
+            r = self.app.store.state.reminders.get(rid)
+            if rec.type == "reminder.scheduled":
+                self._schedules.pop(rid, None)
+                if r is not None:
+                    self._add_job(r)
+            elif r is None or not r.active:
+                self._remove_job(rid)
+                self._schedules.pop(rid, None)
+
+
+def _wake() -> None:
+    """Nothing: running at all makes the scheduler compare its jobs with the wall clock."""
+
+
+def _log_failure(fut: concurrent.futures.Future[Any]) -> None:
+    if fut.cancelled():
+        return
+    exc = fut.exception()
+    if exc is not None:
+        log.error("reminder delivery failed", exc_info=exc)
+
+
+def _quiet_apscheduler() -> None:
+    """apscheduler logs every job add/run at INFO; with thousands of reminders that is noise."""
+    aps = logging.getLogger("apscheduler")
+    if aps.level == logging.NOTSET:
+        aps.setLevel(logging.WARNING)
+
+
+def _reply_after(session: Any, marker: str) -> str | None:
+    """The assistant's final reply to the user message containing ``marker``, if any."""
+    if session is None:
+        return None
+    msgs = session.messages
+    for i in range(len(msgs) - 1, -1, -1):
+        m = msgs[i]
+        if m.get("role") == "user" and marker in (m.get("content") or ""):
+            for later in msgs[i + 1 :]:
+                if later.get("role") == "user":
+                    return None
+                if later.get("role") == "assistant" and not later.get("tool_calls") and not later.get("stop"):
+                    text = str(later.get("content") or "").strip()
+                    return text or None
+            return None
+    return None
+
+
+# --- agent tools -------------------------------------------------------------------------
+
+
+def _tool_error(exc: MemtrayError) -> ToolError:
+    return ToolError(f"{exc}" + (f" ({exc.hint})" if exc.hint else ""))
+
+
+def _opt_str(args: dict[str, Any], key: str) -> str | None:
+    v = args.get(key)
+    return str(v) if v not in (None, "") else None
+
+
+def register_tools(app: App, svc: ReminderService) -> None:
+    async def schedule_reminder(args: dict[str, Any], ctx: ToolContext) -> str:
+        if ctx.in_reminder:
+            raise ToolError("a reminder's own run cannot schedule new reminders")
+        try:
+            r = svc.schedule(
+                str(args["text"]), at=_opt_str(args, "at"), every=_opt_str(args, "every"),
+                cron=_opt_str(args, "cron"), tz=_opt_str(args, "tz"), mode=_opt_str(args, "mode") or "notify",
+                session=ctx.session,
+            )
+        except MemtrayError as exc:
+            raise _tool_error(exc) from None
+        nxt = svc.next_fire(r)
+        when = describe_time(nxt, r.tz) if nxt is not None else "never"
+        return f"scheduled reminder {r.id}: {r.text!r}, {svc.describe(r)}; next: {when}"
+
+    async def list_reminders(args: dict[str, Any], ctx: ToolContext) -> str:
+        rs = svc.reminders()
+        if not rs:
+            return "no active reminders"
+        lines = []
+        for r in rs:
+            nxt = svc.next_fire(r)
+            when = describe_time(nxt, r.tz) if nxt is not None else "-"
+            lines.append(f"- {r.id}: {r.text!r}, {svc.describe(r)}, mode {r.mode}, next {when}")
+        return "\n".join(lines)
+
+    async def cancel_reminder(args: dict[str, Any], ctx: ToolContext) -> str:
+        try:
+            r = svc.cancel(str(args["id"]), reason="agent")
+        except MemtrayError as exc:
+            raise _tool_error(exc) from None
+        return f"cancelled reminder {r.id}: {r.text!r}"
+
+    app.tools.add(Tool(
+        "schedule_reminder",
+        "Schedule a reminder for the user. Give exactly one of `at` (an absolute ISO 8601 time, "
+        "with offset), `every` (a duration like 30m, 2h, 1d) or `cron` (5-field cron). "
+        "mode 'agent' runs you at that time and shows your reply instead of the text.",
+        {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "description": "What to remind the user of."},
+                "at": {"type": "string", "description": "One-off time, ISO 8601, e.g. 2026-12-01T09:30:00+01:00."},
+                "every": {"type": "string", "description": "Repeat interval, e.g. 90m, 2h, 1d (minimum 1m)."},
+                "cron": {"type": "string", "description": "Cron expression, e.g. '30 9 * * mon-fri'."},
+                "tz": {"type": "string", "description": "IANA time zone; default: the user's."},
+                "mode": {"type": "string", "enum": list(MODES), "description": "notify (default) or agent."},
+            },
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+        schedule_reminder,
+    ))
+    app.tools.add(Tool(
+        "list_reminders",
+        "List the user's active reminders with their ids and next times.",
+        {"type": "object", "properties": {}, "additionalProperties": False},
+        list_reminders,
+    ))
+    app.tools.add(Tool(
+        "cancel_reminder",
+        "Cancel a reminder by its id (from list_reminders).",
+        {
+            "type": "object",
+            "properties": {"id": {"type": "string", "description": "The reminder id."}},
+            "required": ["id"],
+            "additionalProperties": False,
+        },
+        cancel_reminder,
+    ))
+
+
+def install(app: App, *, start: bool = True) -> None:
+    """Put the service in ``app.services["reminders"]`` and register its tools.
+
+    Delivery does not begin here: the daemon and the desktop call
+    ``app.services["reminders"].start()``; with ``start=False`` it never can.
+    """
+    svc = ReminderService(app, can_start=start)
+    app.services["reminders"] = svc
+    register_tools(app, svc)
