@@ -14,7 +14,7 @@ from typing import Any
 
 from memtray.core.base import config as cfgmod
 
-from . import autostart, providers
+from . import autostart, providers, texts
 from .bridge import Task
 from .context import Context
 from .hotkeys import HotkeyStatus
@@ -43,6 +43,7 @@ from .qt import (
 log = logging.getLogger(__name__)
 
 TEST_PROMPT = "Reply with the single word OK."
+DROP_POLICIES = ("keep", "review")  # config.drop_policy; each has a label and help in texts.toml
 
 
 def _label(text: str, **props: Any) -> QLabel:
@@ -376,9 +377,16 @@ class SettingsPage(QScrollArea):
         self.memory_window.setSuffix(" messages")
         f.addRow("Consolidate after", self.memory_window)
         self.drop_policy = QComboBox()
-        self.drop_policy.addItem("Apply removals, flag them for review", "keep")
-        self.drop_policy.addItem("Hold removals until I review them", "review")
+        for policy in DROP_POLICIES:
+            self.drop_policy.addItem(texts.text(f"drop_policy.{policy}"), policy)
+            self.drop_policy.setItemData(self.drop_policy.count() - 1, texts.text(f"drop_policy.{policy}_help"),
+                                         Qt.ItemDataRole.ToolTipRole)
+        self.drop_policy.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.drop_policy.setMinimumContentsLength(20)
         f.addRow("When a fact is dropped", self.drop_policy)
+        self.drop_policy_help = _label("", muted=True)
+        f.addRow("", self.drop_policy_help)
+        self.drop_policy.currentIndexChanged.connect(self._policy_changed)
         col.addWidget(card)
 
         card, f = _card("General")
@@ -426,8 +434,13 @@ class SettingsPage(QScrollArea):
         self.hotkey.setKeySequence(QKeySequence(cfg.hotkey))
         self.memory_window.setValue(cfg.memory_window)
         self.drop_policy.setCurrentIndex(max(0, self.drop_policy.findData(cfg.drop_policy)))
+        self._policy_changed()
         self.launch.setChecked(cfg.launch_at_login)
         _set_state(self.result, "", "muted")
+
+    def _policy_changed(self) -> None:
+        policy = self.drop_policy.currentData()
+        self.drop_policy_help.setText(texts.text(f"drop_policy.{policy}_help") if policy else "")
 
     def values(self) -> dict[str, Any]:
         v = self.model_form.values()

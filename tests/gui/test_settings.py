@@ -131,3 +131,49 @@ def test_onboarding_saves_model_and_key(qtbot: Any, desktop: Any, keyring_backen
         dlg.finish()
     assert sig.args[0].model == "anthropic/claude-haiku-4-5" and sig.args[0].onboarded
     assert keyring_backend.store[("memtray", "anthropic")] == "sk-ant-1"
+
+
+@pytest.mark.parametrize("policy", ["keep", "review"])
+def test_drop_policy_label_says_what_a_consolidation_does(
+    qtbot: Any, desktop: Any, llm_server: Any, policy: str
+) -> None:
+    """The words in Settings are checked against what the guard really does with them."""
+    from tests.fixtures.llm_server import tool_call
+
+    app = desktop.app
+    mem = app.services["memory"]
+    app.worker.call(lambda: mem.write("# About the user\n\n- Likes green tea\n- Lives in Lyon\n- Has a cat\n",
+                                      reason="agent", source="model"))
+    page = _settings(desktop)
+    page.drop_policy.setCurrentIndex(page.drop_policy.findData(policy))
+    label = page.drop_policy.currentText()
+    help_text = page.drop_policy_help.text()
+    if app.config.drop_policy != policy:
+        with qtbot.waitSignal(page.saved, timeout=10000):
+            page.save()
+    assert app.config.drop_policy == policy
+    llm_server.script(reply("noted"))
+    pane = desktop.popup.pane
+    with qtbot.waitSignal(pane.turn_done, timeout=20000):
+        pane.send("My cat went to live with my sister")
+    # "Lives in Lyon" vanishes without a reason; "Has a cat" is removed with one
+    llm_server.script(tool_call("save_memory", {
+        "history_entry": "Talked about the cat.", "memory_update": "# About the user\n\n- Likes green tea\n",
+        "removed_facts": [{"fact": "Has a cat", "reason": "the cat lives with the sister now"}],
+    }))
+    app.run(app.services["consolidation"].archive("quick"))
+    memory = (app.home.memory / "MEMORY.md").read_text(encoding="utf-8")
+    held = [d for d in app.worker.call(mem.dropped) if d["text"] == "Lives in Lyon"]
+    assert "Has a cat" not in memory  # an explained removal applies under both policies
+    assert "explains" in help_text or "Removals the model explains" in help_text
+    if policy == "keep":
+        assert "Put back" in label and "without saying why" in label
+        assert "Lives in Lyon" in memory
+        assert not held
+    else:
+        assert "Let unexplained drops go" in label and "review" in label
+        assert "Lives in Lyon" not in memory
+        assert held and not held[0]["present_now"]
+        desktop.open("memory")
+        browser = desktop.window.memory
+        qtbot.waitUntil(lambda: browser.review_btn.text() == "Review (1)", timeout=10000)
