@@ -456,7 +456,8 @@ def prompt_template(custom: str | None) -> str:
 async def _consolidate(
     app: App, memory: str, messages: list[dict[str, Any]], model: str, template: str
 ) -> dict[str, Any]:
-    from memtray.core.memory.consolidation import guard, parse_arguments, request_save_memory
+    from memtray.core.memory.consolidation import request_save_memory
+    from memtray.core.memory.guard import guard, parse_arguments
 
     result = await request_save_memory(app, memory, messages, model, template)
     call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)

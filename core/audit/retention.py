@@ -389,7 +389,7 @@ class _RecordingLLM(LLMClient):
 
 def proposal_drops(before: str, proposed: str, removed: list[dict[str, str]]) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Silently dropped facts of a proposal and the listed removals, as the guard judges them."""
-    from memtray.core.memory.consolidation import guard
+    from memtray.core.memory.guard import guard
 
     try:
         g = guard(before, proposed, removed, "review", enabled=True)
@@ -414,7 +414,8 @@ def run_eval(
     """Replay ``corpus`` through ``consolidations`` consolidations in a throw-away data home."""
     from memtray.core.app import App
     from memtray.core.base.home import Home
-    from memtray.core.memory.consolidation import ConsolidationFailedError, parse_arguments
+    from memtray.core.memory.consolidation import ConsolidationFailedError
+    from memtray.core.memory.guard import parse_arguments
 
     model = config.model or LLMClient(config).model  # the offline model when none is configured
     if not model:

@@ -54,6 +54,7 @@ from memtray.core.memory.gitrepo import (
     hand_edits,
     probe,
 )
+from memtray.core.memory.guard import review_item
 
 if TYPE_CHECKING:
     from memtray.core.app import App
@@ -611,7 +612,7 @@ class MemoryService:
 
         self._adopt_worktree()
         if looks_like_instruction(fact):
-            item = _review_item("instruction", fact, section or "General", None, "looks like an instruction")
+            item = review_item("instruction", fact, section or "General", None, "looks like an instruction")
             self.write(self.store.state.memory, reason="agent", source="model", model=model, flagged=[item])
             return "held for the user's review: it looks like an instruction rather than a fact"
         current = self.store.state.memory
@@ -717,18 +718,6 @@ def _msg_json(r: Record) -> dict[str, Any]:
 
 def _redact_item(item: dict[str, Any]) -> dict[str, Any]:
     return {k: redact(v) if k in ("text", "reason", "section") and isinstance(v, str) else v for k, v in item.items()}
-
-
-def _review_item(kind: str, text: str, section: str, fact_id: str | None, reason: str) -> dict[str, Any]:
-    import hashlib
-
-    norm = factdiff.normalize(text)
-    item_id = hashlib.sha1(f"{kind}:{norm}".encode()).hexdigest()[:10]
-    return {"id": item_id, "kind": kind, "text": text, "section": section,
-            "fact_id": fact_id or hashlib.sha1(norm.encode()).hexdigest()[:8], "reason": reason}
-
-
-review_item = _review_item
 
 
 def install(app: App, *, start: bool = True) -> None:

@@ -250,7 +250,7 @@ def test_real_consolidation_through_the_offline_model(home: Home, local_enabled:
 
 
 def test_forced_tool_schema_is_bounded_so_the_json_always_closes() -> None:
-    from memtray.core.memory.consolidation import SAVE_MEMORY
+    from memtray.core.memory.guard import SAVE_MEMORY
 
     params = localmodel.bounded_schema(SAVE_MEMORY["function"]["parameters"])
     props = params["properties"]

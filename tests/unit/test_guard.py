@@ -14,14 +14,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from memtray.core.base.faults import crash_point
 from memtray.core.memory import factdiff
-from memtray.core.memory.consolidation import (
+from memtray.core.memory.factdiff import rebase
+from memtray.core.memory.guard import (
     MAX_HISTORY_ENTRY,
     MAX_MEMORY_UPDATE,
     guard,
     parse_arguments,
     same_fact,
 )
-from memtray.core.memory.factdiff import rebase
 from memtray.core.memory.poison import looks_like_instruction, why_flagged
 
 OLD = """# Memory

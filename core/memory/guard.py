@@ -1,0 +1,219 @@
+"""The consolidation guard: what a ``save_memory`` reply may do to MEMORY.md (pure).
+
+:func:`parse_arguments` validates the tool call's arguments; :func:`guard`
+compares the reply with the current memory: a fact that disappeared without
+being listed in ``removed_facts`` is a *silent drop* (put back under policy
+``keep``, held for review under ``review``), instruction-like text is held for
+review, and an empty or shrunken memory is refused. No I/O, no clock: the
+consolidation service, redo and rebuilds all call the same functions.
+
+A fact the fact diff pairs with a new wording counts as the same fact reworded
+only if the new wording keeps every content word of the old one
+(:func:`same_fact`); "works on Beacon with Greta" -> "works on Beacon with Mia"
+is a different fact, so unless ``removed_facts`` lists it the old one is a
+silent drop like any other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from memtray.core.llm.tools import tool_spec
+from memtray.core.memory import factdiff
+from memtray.core.memory.poison import looks_like_instruction, why_flagged
+
+MAX_HISTORY_ENTRY = 20_000
+MAX_MEMORY_UPDATE = 100_000
+SHRINK_LIMIT = 0.5  # dropping more than half of the facts silently is a failure, not a policy case
+# Words that say nothing about which fact it is; every other word of a fact must survive
+# an unlisted rewording.
+_FILLER_WORDS = frozenset({
+    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from",
+    "as", "into", "about", "is", "are", "was", "were", "be", "been", "being", "am", "has", "have",
+    "had", "do", "does", "did", "it", "its", "this", "that", "these", "those", "there", "he", "she",
+    "they", "them", "his", "her", "their", "i", "me", "my", "we", "our", "you", "your", "user",
+    "users", "also", "too", "very", "really", "still", "now", "currently",
+})
+_WORD_RE = re.compile(r"\w+")
+
+SAVE_MEMORY = tool_spec(
+    "save_memory",
+    "Save the consolidated memory. Call exactly once.",
+    {
+        "type": "object",
+        "properties": {
+            "history_entry": {"type": "string", "description": "Summary paragraph starting with [YYYY-MM-DD HH:MM]."},
+            "memory_update": {"type": "string", "description": "The complete new MEMORY.md."},
+            "removed_facts": {
+                "type": "array",
+                "description": "Facts removed from memory, each with the reason.",
+                "items": {
+                    "type": "object",
+                    "properties": {"fact": {"type": "string"}, "reason": {"type": "string"}},
+                    "required": ["fact", "reason"],
+                },
+            },
+        },
+        "required": ["history_entry", "memory_update", "removed_facts"],
+    },
+)
+
+
+@dataclass
+class Guarded:
+    memory: str
+    flagged: list[dict[str, Any]]
+    kept: list[factdiff.Fact]
+    reasons: dict[str, str]
+    notes: list[str]
+
+
+def format_messages(messages: list[dict[str, Any]]) -> str:
+    lines = []
+    for m in messages:
+        role = m.get("role")
+        content = m.get("content") or ""
+        if role == "tool":
+            continue
+        if role == "assistant" and m.get("tool_calls") and not content:
+            names = ", ".join(tc.get("function", {}).get("name", "?") for tc in m["tool_calls"])
+            content = f"(used tools: {names})"
+        ts = m.get("ts", "")[:16].replace("T", " ")
+        lines.append(f"[{ts}] {str(role).upper()}: {content}")
+    return "\n".join(lines)
+
+
+def parse_arguments(raw: str) -> tuple[str, str, list[dict[str, str]]]:
+    """Validate save_memory's arguments; raise ValueError with a plain reason."""
+    try:
+        args = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"save_memory arguments are not valid JSON ({exc.msg})") from None
+    if not isinstance(args, dict):
+        raise ValueError("save_memory arguments are not an object")
+    entry, update = args.get("history_entry"), args.get("memory_update")
+    removed = args.get("removed_facts", [])
+    if not isinstance(entry, str):
+        raise ValueError("history_entry must be a string")
+    if not isinstance(update, str):
+        raise ValueError("memory_update must be a string")
+    if removed is None:
+        removed = []
+    if not isinstance(removed, list) or not all(isinstance(x, dict | str) for x in removed):
+        raise ValueError("removed_facts must be a list of {fact, reason}")
+    if len(entry) > MAX_HISTORY_ENTRY:
+        raise ValueError(f"history_entry is too long ({len(entry):,} characters)")
+    if len(update) > MAX_MEMORY_UPDATE:
+        raise ValueError(f"memory_update is too long ({len(update):,} characters)")
+    clean: list[dict[str, str]] = []
+    for x in removed:
+        if isinstance(x, str):
+            clean.append({"fact": x, "reason": ""})
+        else:
+            clean.append({"fact": str(x.get("fact", "")), "reason": str(x.get("reason", ""))})
+    return entry, update, clean
+
+
+def guard(old: str, new: str, removed: list[dict[str, str]], policy: str, *, enabled: bool = True) -> Guarded:
+    """Apply the no-silent-forgetting rules to a proposed MEMORY.md. Pure.
+
+    Raises ValueError when the proposal is unusable (empty, or silently drops
+    more than :data:`SHRINK_LIMIT` of the facts).
+    """
+    old_facts = factdiff.parse(old)
+    d = factdiff.diff(old, new)
+    notes: list[str] = []
+    reasons: dict[str, str] = {}
+    for item in removed:
+        f = factdiff.match_fact(old_facts, item["fact"])
+        if f is None:
+            notes.append(f"removed_facts names a fact not in memory: {item['fact'][:80]!r}")
+            continue
+        for twin in old_facts:  # every copy of the fact goes
+            if twin.norm == f.norm:
+                reasons[twin.id] = item["reason"] or "removed by the model"
+    # A reworded fact whose old wording was listed as removed is a listed change. An
+    # unlisted pair that lost a word may be two different facts: guard the old one.
+    silent = [f for f in d.dropped if f.id not in reasons]
+    silent += [o for o, n in d.changed if o.id not in reasons and not same_fact(o.text, n.text)]
+    # a duplicate that collapsed into its twin is not gone
+    still = {f.norm for f in factdiff.parse(new)}
+    silent = [f for f in silent if f.norm not in still]
+    flagged: list[dict[str, Any]] = []
+    kept: list[factdiff.Fact] = []
+    out = new
+    if enabled:
+        if old_facts and not factdiff.parse(new):
+            raise ValueError("memory_update is empty: it would erase every fact")
+        if old_facts and len(silent) > SHRINK_LIMIT * len(old_facts) and len(silent) > 2:
+            raise ValueError(
+                f"memory_update silently drops {len(silent)} of {len(old_facts)} facts; refusing a shrunken memory"
+            )
+        for f in silent:
+            if policy == "keep":
+                out = factdiff.add_fact(out, f.text, f.section or None)
+                kept.append(f)
+            else:
+                flagged.append(review_item("silent-drop", f.text, f.section, f.id, "dropped without a reason"))
+        d2 = factdiff.diff(old, out)
+        for f in d2.added:
+            if looks_like_instruction(f.text):
+                out = factdiff.remove_fact(out, f)
+                flagged.append(review_item("instruction", f.text, f.section, f.id, why_flagged(f.text)))
+        for o, n in d2.changed:
+            if looks_like_instruction(n.text):
+                # the old wording stays: only the instruction-like rewording is held
+                out = factdiff.remove_fact(out, n)
+                if o.id not in reasons:
+                    out = factdiff.add_fact(out, o.text, o.section or None)
+                flagged.append(review_item("instruction", n.text, n.section, n.id, why_flagged(n.text)))
+    return Guarded(out, flagged, kept, reasons, notes)
+
+
+_CONTRACTIONS = (("can't", "can not"), ("cannot", "can not"), ("won't", "will not"), ("n't", " not"))
+
+
+def _uncontract(text: str) -> str:
+    """ "doesn't" -> "does not", so a contraction and its long form are the same words."""
+    if "'" in text or "cannot" in text:
+        for short, long in _CONTRACTIONS:
+            text = text.replace(short, long)
+    return text
+
+
+def _content_words(text: str) -> set[str]:
+    out = set()
+    for w in _WORD_RE.findall(_uncontract(factdiff.normalize(text))):
+        if w in _FILLER_WORDS:
+            continue
+        out.add(w.removesuffix("s") if len(w) > 3 and not w.endswith("ss") else w)
+    return out
+
+
+def same_fact(old: str, new: str) -> bool:
+    """Whether ``new`` can stand for ``old`` without anything being forgotten: it keeps
+    every content word of ``old`` (a word of five letters or more may change its ending,
+    "learning" -> "learn"). It may add words, reorder them, change case, punctuation and
+    filler words, but not say the opposite (differ only by a negation). Pure."""
+    if factdiff.flipped(old, new):
+        return False  # "likes tea" -> "doesn't like tea" keeps every word and forgets the fact
+    kept = _content_words(new)
+    for w in _content_words(old):
+        if w in kept:
+            continue
+        if len(w) >= 5 and any(k.startswith(w[:5]) for k in kept):
+            continue
+        return False
+    return True
+
+
+def review_item(kind: str, text: str, section: str, fact_id: str | None, reason: str) -> dict[str, Any]:
+    """One entry of the review queue: a fact the guard held back, and why."""
+    norm = factdiff.normalize(text)
+    item_id = hashlib.sha1(f"{kind}:{norm}".encode()).hexdigest()[:10]
+    return {"id": item_id, "kind": kind, "text": text, "section": section,
+            "fact_id": fact_id or hashlib.sha1(norm.encode()).hexdigest()[:8], "reason": reason}
