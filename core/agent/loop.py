@@ -34,7 +34,14 @@ from memtray.core.base.errors import LLMError, MemtrayError
 from memtray.core.base.redact import redact, redact_obj
 from memtray.core.llm.client import DeltaCallback, LLMClient, Request
 from memtray.core.llm.tools import ToolContext, ToolRegistry
-from memtray.core.log.events import ContextChanged, Message, Record, TurnFailed
+from memtray.core.log.events import (
+    ContextChanged,
+    Message,
+    Record,
+    TurnFailed,
+    scrub_obj,
+    scrub_text,
+)
 from memtray.core.log.sessions import get_history
 from memtray.core.log.store import Store
 
@@ -49,16 +56,7 @@ class InputTooLarge(MemtrayError):
 
 def clean_text(text: str) -> str:
     """Make user input storable: undecodable bytes become U+FFFD, NULs are dropped."""
-    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") if _has_surrogates(text) else text
-    return text.replace("\x00", "")
-
-
-def _has_surrogates(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-        return False
-    except UnicodeEncodeError:
-        return True
+    return scrub_text(text)
 
 
 def request_hash(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
@@ -201,21 +199,23 @@ class Agent:
                         )
                     )
                     raise
-                content = redact(result.content)
+                content = redact(scrub_text(result.content or ""))  # a model's reply is kept, made storable
                 if result.tool_calls and rounds < self.config.max_tool_iterations:
                     rounds += 1
-                    calls = [redact_obj(tc.to_message()) for tc in result.tool_calls]
+                    calls = [redact_obj(scrub_obj(tc.to_message())) for tc in result.tool_calls]
                     records.append(
                         self._append_assistant(session, Message(
                             role="assistant", content=content or None, tool_calls=calls,
-                            model=result.model, usage=result.usage, request_hash=rhash, basis_seq=basis,
+                            model=scrub_obj(result.model), usage=scrub_obj(result.usage),
+                            request_hash=rhash, basis_seq=basis,
                         ), pctx)
                     )
                     for tc in result.tool_calls:
                         out = await self.tools.call(tc.name, tc.arguments, ctx)
                         records.append(
                             self._append_msg(session, Message(
-                                role="tool", content=redact(out), tool_call_id=tc.id, name=tc.name,
+                                role="tool", content=redact(scrub_text(out)), tool_call_id=scrub_text(tc.id),
+                                name=scrub_text(tc.name),
                             ))
                         )
                     continue
@@ -227,8 +227,8 @@ class Agent:
                     )
                 records.append(
                     self._append_assistant(session, Message(
-                        role="assistant", content=content, model=result.model, usage=result.usage,
-                        request_hash=rhash, stop=stop, basis_seq=basis,
+                        role="assistant", content=content, model=scrub_obj(result.model),
+                        usage=scrub_obj(result.usage), request_hash=rhash, stop=stop, basis_seq=basis,
                     ), pctx)
                 )
                 self.last_request_chars[session] += len(content)  # the reply is in the next prompt

@@ -134,3 +134,16 @@ class LLMBadResponse(LLMError):
 
 class LLMCancelled(MemtrayError):
     """The user stopped the reply."""
+
+
+# --- text entering the log -------------------------------------------------------------
+
+
+class InvalidText(MemtrayError):
+    """A text meant for an event is not valid Unicode (a lone surrogate) or holds a NUL.
+
+    Refused before anything is written: such text cannot be stored in git, searched,
+    or sent to a model, so one of them would break every later command.
+    """
+
+    hint = "Nothing was written. Remove the invalid characters (or the undecodable bytes) and try again."

@@ -127,8 +127,15 @@ class HomeLock:
         except OSError as exc:
             os.close(fd)
             raise EnvironmentProblem(f"could not lock {path}: {exc.strerror}") from exc
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        # The pid only lets a second process say who holds the home: on a full disk the
+        # lock (which needs no space) is still ours, so a failed write is not fatal.
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as exc:
+            import logging
+
+            logging.getLogger(__name__).warning("could not write the pid into %s: %s", path, exc.strerror)
         self._fd = fd
         return self
 

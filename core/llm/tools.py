@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtray.core.llm.client import tool_spec
+from memtray.core.log.events import find_invalid
 
 
 class ToolError(Exception):
@@ -68,6 +69,9 @@ class ToolRegistry:
             return f"error: the arguments for {name} are not valid JSON ({exc.msg} at char {exc.pos})"
         if not isinstance(args, dict):
             return f"error: the arguments for {name} must be a JSON object"
+        bad = find_invalid(args)
+        if bad is not None:  # refused here, before a handler could try to log it
+            return f"error: {name}: argument {bad[0]} contains {bad[1]}; send valid Unicode text without NUL"
         problem = check_args(tool.parameters, args)
         if problem:
             return f"error: {name}: {problem}"

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import operator
+import re
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import orjson
-from memtray.core.base.errors import UnknownEventVersion
+from memtray.core.base.errors import InvalidText, UnknownEventVersion
 
 _CRC_PREFIX = b',"crc":"'
 _SUFFIX_LEN = len(_CRC_PREFIX) + 8 + 2  # ,"crc":"xxxxxxxx"}
@@ -59,17 +60,113 @@ class BadRecord(ValueError):
     """A line that is not a valid record (torn, corrupt checksum, bad JSON)."""
 
 
+# --- text validation: the one door every event goes through ------------------------------
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` may not enter an event (a NUL, a lone surrogate), or None if it may.
+
+    Every string of an event must be a sequence of Unicode scalar values without NUL:
+    a lone surrogate cannot be encoded as UTF-8 (git, SQLite and every model API then
+    fail on it) and a NUL ends strings in C libraries (FTS5, git commit messages).
+    """
+    nul = text.find("\x00")
+    m = _SURROGATES.search(text)
+    if m is not None and (nul < 0 or m.start() < nul):
+        return f"a lone surrogate (U+{ord(m.group()):04X}) at character {m.start():,}"
+    if nul >= 0:
+        return f"a NUL character at character {nul:,}"
+    return None
+
+
+def find_invalid(obj: Any, path: str = "") -> tuple[str, str] | None:
+    """The first (path, problem) of a string (value or key) in ``obj`` that may not enter
+    an event, or None. ``path`` reads like ``data.tool_calls[0].function.arguments``."""
+    if isinstance(obj, str):
+        problem = text_problem(obj)
+        return (path or "text", problem) if problem else None
+    if isinstance(obj, Mapping):
+        for key, value in obj.items():
+            where = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and (problem := text_problem(key)):
+                return f"{path or 'data'} (a key)", problem
+            found = find_invalid(value, where)
+            if found:
+                return found
+    elif isinstance(obj, list | tuple):
+        for i, value in enumerate(obj):
+            found = find_invalid(value, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def check_text(obj: Any, what: str = "the text") -> None:
+    """Raise :class:`InvalidText` if any string in ``obj`` may not enter an event.
+
+    For friendly checks where the user typed the text (the codec checks every event
+    again, so nothing can bypass the rule)."""
+    found = find_invalid(obj)
+    if found is not None:
+        where, problem = found
+        raise InvalidText(f"{what} ({where}) contains {problem}; memtray stores only valid Unicode text")
+
+
+def scrub_text(text: str) -> str:
+    """``text`` made storable: undecodable bytes (surrogate escapes) and other lone
+    surrogates become U+FFFD, NULs are dropped. For text memtray itself must keep (a
+    user's message, a model's reply), where refusing would lose it."""
+    return _SURROGATES.sub("\ufffd", text).replace("\x00", "")
+
+
+def scrub_obj(obj: Any) -> Any:
+    """:func:`scrub_text` applied to every string (values and keys) in ``obj``."""
+    if isinstance(obj, str):
+        return scrub_text(obj)
+    if isinstance(obj, Mapping):
+        return {scrub_text(k) if isinstance(k, str) else k: scrub_obj(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [scrub_obj(v) for v in obj]
+    return obj
+
+
 def _dumps(obj: Any) -> bytes:
     try:
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        body = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     except UnicodeEncodeError:
-        # Lone surrogates (e.g. undecodable bytes from argv): escape them so the line
-        # is valid UTF-8 JSON and decodes back to exactly the same string.
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        body = b""  # a lone surrogate somewhere: find_invalid says where
+    if not body or b"\\u0000" in body:  # json writes NUL as \u0000 (or it is an escaped backslash)
+        found = find_invalid(obj.get("data", obj)) if isinstance(obj, dict) else find_invalid(obj)
+        if found is None and isinstance(obj, dict):
+            found = find_invalid({k: v for k, v in obj.items() if k != "data"})
+        if found is not None:
+            where, problem = found
+            kind = obj.get("type", "an event") if isinstance(obj, dict) else "an event"
+            raise InvalidText(f"refused to log {kind}: {where} contains {problem}")
+    return body
+
+
+def legacy_line(rec: Record) -> bytes:
+    """The line of a record already in the log, re-encoded (a repair or a purge rewriting
+    it): text older versions accepted (escaped lone surrogates) is kept exactly. Never
+    for new events, which go through :func:`encode`."""
+    obj = rec.to_json()
+    try:
+        body = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        body = json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    crc = zlib.crc32(body)
+    return body[:-1] + _CRC_PREFIX + f"{crc:08x}".encode() + b'"}\n'
 
 
 def encode(rec: Record) -> bytes:
-    """The record's line, newline-terminated, with its checksum."""
+    """The record's line, newline-terminated, with its checksum.
+
+    Raises :class:`InvalidText` (before anything is written) if any text of the event
+    is not valid Unicode or holds a NUL: this is the one door every new event passes.
+    """
     body = _dumps(rec.to_json())
     crc = zlib.crc32(body)
     return body[:-1] + _CRC_PREFIX + f"{crc:08x}".encode() + b'"}\n'
@@ -513,3 +610,4 @@ class RebuildAdopted(Payload):
     TYPE: ClassVar[str] = "rebuild.adopted"
     rebuild: str
     memory_seq: int
+

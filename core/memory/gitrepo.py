@@ -4,7 +4,9 @@ Layer: objects -> refs -> work tree. A commit is built at the object level
 (blobs, one tree, a commit whose time is the event's time and whose author is
 fixed), so rebuilding the repository from the log reproduces the same SHAs.
 The work tree and the index are then updated to match, so the real ``git``
-binary sees a clean checkout. ``core.fsyncObjectFiles=true``, ``gc.auto=0``.
+binary sees a clean checkout. ``core.fsync=objects,derived-metadata,reference`` (the
+key current git reads; dulwich's object store is told directly), ``gc.auto=0``.
+Errors from dulwich and the OS leave this module as :class:`GitError`.
 
 The index doubles as the record of what memtray last wrote to the work tree:
 :meth:`GitRepo.worktree_status` tells a work tree that a crash left one commit
@@ -37,15 +39,61 @@ log = logging.getLogger(__name__)
 BRANCH = b"refs/heads/main"
 AUTHOR = b"memtray <memtray@localhost>"
 FILES = ("MEMORY.md", "HISTORY.md")
-_LOCKS = ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock", "refs/heads/main.lock")
+_LOCKS = ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock", "shallow.lock")
+#: what every memory repository is set to (existing ones are migrated at open). ``core.fsync``
+#: is the key current git reads (``core.fsyncObjectFiles`` is deprecated).
+_CONFIG = (
+    ((b"core",), b"fsync", b"objects,derived-metadata,reference"),
+    ((b"core",), b"fsyncMethod", b"fsync"),
+    ((b"gc",), b"auto", b"0"),
+    ((b"core",), b"autocrlf", b"false"),
+)
 
 
+def _describe(exc: BaseException) -> str:
+    """A plain reason for an error from dulwich or the OS (never a traceback)."""
+    from memtray.core.base.fsutil import describe_oserror
+
+    if isinstance(exc, OSError):
+        return describe_oserror(exc)
+    name = type(exc).__name__
+    if name == "FileLocked":
+        return "a lock file is in the way (left by a process that was killed?)"
+    return f"{name}: {exc}"
+
+
+@contextlib.contextmanager
+def translated(what: str) -> Iterator[None]:
+    """Let MemtrayErrors through; turn anything dulwich or the OS raises into GitError."""
+    try:
+        yield
+    except MemtrayError:
+        raise
+    except Exception as exc:
+        raise GitError(f"{what}: {_describe(exc)}") from exc
+
+
+def encode_text(name: str, text: str) -> bytes:
+    """``text`` as the UTF-8 bytes of file ``name``; GitError if it cannot be (a lone
+    surrogate in an event written before memtray refused them)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UnstorableText(f"{name} holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character "
+                             f"{exc.start:,}, which git cannot store") from None
 
 
 class GitError(EnvironmentProblem):
     """The memory repository could not be read or written."""
 
     hint = "Run `memtray doctor`; the repository can be rebuilt from the event log."
+
+
+class UnstorableText(GitError):
+    """An event's text cannot become a file (it is not valid Unicode): the revision is
+    quarantined (skipped by git, kept in the log) and ``memtray doctor`` reports it."""
+
+    hint = "Run `memtray doctor`: it names the event; `memtray doctor --repair` writes a clean revision."
 
 
 class BadRevision(MemtrayError):
@@ -105,11 +153,12 @@ class GitRepo:
                 repo = Repo(str(self.path))
             cfg = repo.get_config()
             changed = False
-            for section, key, value in (
-                ((b"core",), b"fsyncObjectFiles", b"true"),
-                ((b"gc",), b"auto", b"0"),
-                ((b"core",), b"autocrlf", b"false"),
-            ):
+            core = cfg[(b"core",)] if cfg.has_section((b"core",)) else None
+            if core is not None and b"fsyncObjectFiles" in core:
+                # deprecated since git 2.36 (plain `git log` warns about it); core.fsync replaces it
+                del core[b"fsyncObjectFiles"]
+                changed = True
+            for section, key, value in _CONFIG:
                 try:
                     current = cfg.get(section, key)
                 except KeyError:
@@ -119,26 +168,48 @@ class GitRepo:
                     changed = True
             if changed:
                 cfg.write_to_path()
-                repo = Repo(str(self.path))  # re-read so the object store honours fsync
+                repo = Repo(str(self.path))
         except MemtrayError:
             raise
         except Exception as exc:
-            raise GitError(f"cannot open the memory repository {self.path}: {exc}") from exc
+            raise GitError(f"cannot open the memory repository {self.path}: {_describe(exc)}") from exc
+        # dulwich reads only the deprecated key: tell its object store directly to fsync
+        # every object it writes (refs and the index are fsynced by dulwich anyway)
+        repo.object_store.fsync_object_files = True
         self._repo = repo
         return self
 
     def clean_stale_locks(self) -> list[str]:
-        """Remove git lock files left by a crash (call only under the app lock)."""
+        """Remove git lock files left by a killed process (call only under the app lock).
+
+        dulwich writes every file through ``<name>.lock`` (created exclusively, renamed
+        into place): loose objects (``objects/95/de5c....lock``), refs, the index,
+        HEAD, config. One left behind blocks every later write of that file, so all of
+        them go, with half-written pack temporaries. Returns what was removed (relative
+        to ``.git``).
+        """
+        git = self.path / ".git"
+        found: list[Path] = [git / name for name in _LOCKS]
+        for sub in ("objects", "refs"):
+            top = git / sub
+            if top.is_dir() and not top.is_symlink():
+                for root, dirs, names in os.walk(top, followlinks=False):
+                    if sub == "objects" and Path(root) == top:
+                        dirs[:] = [d for d in dirs if len(d) == 2 or d == "pack"]
+                    found += [Path(root) / n for n in names
+                              if n.endswith(".lock") or (n.startswith("tmp_pack_") and sub == "objects")]
         removed = []
-        for name in _LOCKS:
-            p = self.path / ".git" / name
-            if p.exists():
-                with contextlib.suppress(FileNotFoundError):
-                    p.unlink()
-                    removed.append(name)
+        for p in found:
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise GitError(f"cannot remove the stale lock {p}: {exc.strerror or exc}") from exc
+            removed.append(p.relative_to(git).as_posix())
         if removed:
-            log.warning("removed stale git lock files: %s", ", ".join(removed))
-        return removed
+            log.warning("removed stale git lock files: %s", ", ".join(sorted(set(removed))))
+        return sorted(set(removed))
 
     @property
     def repo(self) -> Any:
@@ -226,7 +297,7 @@ class GitRepo:
             tree = Tree()
             blobs = []
             for name in sorted(files):
-                blob = Blob.from_string(files[name].encode("utf-8"))
+                blob = Blob.from_string(encode_text(name, files[name]))
                 blobs.append(blob)
                 tree.add(name.encode(), 0o100644, blob.id)
             commit = Commit()
@@ -237,7 +308,7 @@ class GitRepo:
             commit.author_time = commit.commit_time = ts
             commit.author_timezone = commit.commit_timezone = 0
             commit.encoding = b"UTF-8"
-            commit.message = message.encode("utf-8")
+            commit.message = encode_text("the commit message", message.replace("\x00", ""))
             store = repo.object_store
             for obj in (*blobs, tree, commit):
                 if obj.id not in store:
@@ -246,8 +317,8 @@ class GitRepo:
                 raise GitError("the memory branch moved during a commit (another writer?)")
         except MemtrayError:
             raise
-        except OSError as exc:
-            raise GitError(f"cannot write the memory repository: {exc.strerror or exc}") from exc
+        except Exception as exc:  # OSError (a full disk), dulwich's FileLocked, ...
+            raise GitError(f"cannot write the memory repository: {_describe(exc)}") from exc
         crash_point("git.ref-updated")
         if update_worktree and branch == BRANCH:
             self.checkout_files(files)
@@ -255,21 +326,26 @@ class GitRepo:
 
     def set_ref(self, name: str, sha: str | None) -> None:
         ref = name.encode()
-        if sha is None:
-            with contextlib.suppress(KeyError):
-                del self.repo.refs[ref]
-        else:
-            self.repo.refs[ref] = sha.encode()
+        with translated("cannot update a ref of the memory repository"):
+            if sha is None:
+                with contextlib.suppress(KeyError):
+                    del self.repo.refs[ref]
+            else:
+                self.repo.refs[ref] = sha.encode()
 
     def checkout_files(self, files: dict[str, str]) -> None:
         """Write the work tree files and make the index match them."""
+        with translated("cannot write the memory work tree"):
+            self._checkout_files(files)
+
+    def _checkout_files(self, files: dict[str, str]) -> None:
         from dulwich.index import index_entry_from_stat
         from dulwich.objects import Blob
 
         index = self.repo.open_index()
         changed = False
         for name, text in files.items():
-            data = text.encode("utf-8")
+            data = encode_text(name, text)
             blob_id = Blob.from_string(data).id
             if self._unchanged(index, name, blob_id):
                 continue  # e.g. HISTORY.md when only MEMORY.md changed: spare two fsyncs
@@ -353,7 +429,8 @@ class GitRepo:
         """Pack loose objects (run at idle)."""
         from dulwich import porcelain
 
-        porcelain.gc(self.repo, auto=False, prune=False)
+        with translated("cannot pack the memory repository"):
+            porcelain.gc(self.repo, auto=False, prune=False)
         self.close()  # re-open on next use so the new pack is seen
 
 

@@ -229,16 +229,49 @@ def test_unknown_type_and_newer_version_are_kept(tmp_path: Path) -> None:
     assert recs[1].data == {"x": 1} and recs[2].v == 99
 
 
-def test_non_utf8_and_large_payloads_round_trip(tmp_path: Path) -> None:
-    weird = "bytes \udcff\udcfe and NUL-free text " + "é" * 10
+def _plant_legacy(elog: EventLog, directory: Path, content: str) -> None:
+    """Append a record as memtray <= 0.x wrote lone surrogates: escaped in the JSON."""
+    from memtray.core.log.events import Record, legacy_line
+
+    seq = elog.last_seq + 1
+    elog.close()
+    rec = Record(seq, f"legacy{seq:020d}", "2026-11-30T09:00:00.000Z", "message", 1, None,
+                 {"role": "user", "content": content})
+    with open(directory / "000001.jsonl", "ab") as fh:
+        fh.write(legacy_line(rec))
+
+
+def test_non_utf8_is_refused_and_large_payloads_round_trip(tmp_path: Path) -> None:
+    from memtray.core.base.errors import InvalidText
+
     big = "x" * 3_000_000
     elog = _open(tmp_path)
-    elog.append("message", {"role": "user", "content": weird})
+    for bad in ("bytes \udcff\udcfe", "lone \ud800", "nul \x00 inside", "\udfff"):
+        with pytest.raises(InvalidText, match=r"refused to log message: content contains a (lone surrogate|NUL)"):
+            elog.append("message", {"role": "user", "content": bad})
+    with pytest.raises(InvalidText, match="session contains a NUL"):
+        elog.append("message", {"role": "user", "content": "ok"}, session="a\x00b")
+    with pytest.raises(InvalidText, match=r"tool_calls\[0\]\.function \(a key\)"):
+        elog.append("message", {"role": "assistant", "tool_calls": [{"function": {"\ud800": 1}}]})
+    assert elog.last_seq == 0 and not (tmp_path / "000001.jsonl").exists()  # nothing was written
+    ok = "an escaped backslash-u0000 is text: \\u0000, and 🎉 é 東京"
+    elog.append("message", {"role": "user", "content": ok})
     elog.append("message", {"role": "user", "content": big})
     elog.close()
     recs = list(_open(tmp_path).records())
-    assert recs[0].data["content"] == weird
+    assert recs[0].data["content"] == ok
     assert recs[1].data["content"] == big
+
+
+def test_records_older_versions_wrote_with_surrogates_still_read(tmp_path: Path) -> None:
+    weird = "bytes \udcff\udcfe and NUL-free text " + "é" * 10
+    elog = _open(tmp_path)
+    _fill(elog, 2)
+    _plant_legacy(elog, tmp_path, weird)
+    again = _open(tmp_path)
+    assert [r.data["content"] for r in again.records()][-1] == weird
+    again.append("message", {"role": "user", "content": "after"})
+    assert verify(tmp_path) == (4, [])
 
 
 def test_group_commit_writes_all_in_one_append(tmp_path: Path) -> None:
@@ -278,7 +311,8 @@ def test_bulk_scan_finds_exactly_what_the_line_by_line_scan_finds(tmp_path: Path
         elog = _open(tmp_path / name)
         _fill(elog, 5)
         if odd is not None:
-            elog.append("message", {"role": "user", "content": odd})
+            _plant_legacy(elog, tmp_path / name, odd)  # older versions wrote these
+            elog = _open(tmp_path / name)
         _fill(elog, 2)
         elog.close()
         raws.append((tmp_path / name / "000001.jsonl").read_bytes())
