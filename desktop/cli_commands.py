@@ -14,7 +14,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from memtray.core.base.errors import EnvironmentProblem, MemtrayError
 from memtray.core.base.home import Home
@@ -61,15 +62,25 @@ def cmd_quit(args: argparse.Namespace, home: Home) -> int:
         return 0
 
 
+class Child(Protocol):
+    """What :func:`forward` needs of the started app: whether it ended (``Popen.poll``)."""
+
+    def poll(self) -> int | None: ...
+
+
 def forward(
     home: Home,
     argv: list[str],
     *,
     start: bool,
-    spawn: Callable[[Home], None] | None = None,
+    spawn: Callable[[Home], Child | None] | None = None,
     timeout: float = START_TIMEOUT,
 ) -> int:
-    """Send ``argv`` to the running app; start one first when ``start`` and none runs."""
+    """Send ``argv`` to the running app; start one first when ``start`` and none runs.
+
+    While waiting for the new app to listen, its exit is noticed at once: the error
+    it printed (e.g. no display) is reported instead of waiting for ``timeout``.
+    """
     from memtray.core.base import ipc
 
     _refuse_inside_instance()
@@ -78,17 +89,43 @@ def forward(
     except ipc.NoInstance:
         if not start:
             raise
-    (spawn or spawn_app)(home)
+    child = (spawn or spawn_app)(home)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if ipc.is_running(home):
             # a fresh instance shows itself when asked to show; toggle means "show" here
             return ipc.request(home, _message(["show", *argv[1:]]), _relay, timeout=30.0)
+        code = child.poll() if child is not None else None
+        if code is not None and not ipc.is_running(home):
+            raise died(home, code)
         time.sleep(0.1)
     raise NotStarted(f"started memtray, but it did not answer at {ipc.socket_path(home)} within {timeout:.0f}s")
 
 
-def spawn_app(home: Home) -> None:
+def start_log(home: Home) -> Path:
+    """Where the started app's stderr goes (read back if it dies at once)."""
+    return home.logs / "desktop-start.err"
+
+
+def died(home: Home, code: int) -> NotStarted:
+    """The error for an app that exited before it listened, with the reason it gave."""
+    try:
+        lines = start_log(home).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    errors = [i for i, line in enumerate(lines) if line.startswith("memtray: error:")]
+    status = f"signal {-code}" if code < 0 else f"status {code}"
+    if not errors:
+        return NotStarted(f"started memtray, but it exited at once ({status})")
+    i = errors[-1]
+    exc = NotStarted(f"started memtray, but it exited at once ({status}): "
+                     + lines[i].removeprefix("memtray: error:").strip())
+    if i + 1 < len(lines) and lines[i + 1].startswith("  "):
+        exc.hint = lines[i + 1].strip()
+    return exc
+
+
+def spawn_app(home: Home) -> subprocess.Popen[bytes]:
     """Start ``memtray`` detached from this terminal (AppImage-aware)."""
     env = dict(os.environ)
     env.pop("MEMTRAY_NO_DESKTOP", None)
@@ -98,10 +135,16 @@ def spawn_app(home: Home) -> None:
         cmd = [appimage, "--home", str(home.root)]
     else:
         cmd = [sys.executable, "-m", "memtray.core.cli", "--home", str(home.root)]
+    err: int | None = None
+    try:
+        start_log(home).parent.mkdir(parents=True, exist_ok=True)
+        err = os.open(start_log(home), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError:
+        err = None  # the reason of an early exit is then unknown, not the start
     kwargs: dict[str, Any] = {
         "stdin": subprocess.DEVNULL,
         "stdout": subprocess.DEVNULL,
-        "stderr": subprocess.DEVNULL,
+        "stderr": err if err is not None else subprocess.DEVNULL,
         "env": env,
         "close_fds": True,
     }
@@ -112,9 +155,12 @@ def spawn_app(home: Home) -> None:
     else:
         kwargs["start_new_session"] = True
     try:
-        subprocess.Popen(cmd, **kwargs)
+        return subprocess.Popen(cmd, **kwargs)
     except OSError as exc:
         raise NotStarted(f"could not start memtray ({cmd[0]}): {exc.strerror or exc}") from exc
+    finally:
+        if err is not None:
+            os.close(err)
 
 
 def _message(argv: list[str]) -> dict[str, Any]:

@@ -362,6 +362,16 @@ def run(home: Home, argv: list[str]) -> int:
     from memtray.core.base.errors import AlreadyRunning
 
     logsetup.setup(home)
+    if QApplication.instance() is None:
+        # Qt aborts (SIGABRT) when it finds no display or its platform plugin cannot
+        # load: look first, and say what is missing in one error line
+        from .display import DisplayUnavailable, check
+
+        try:
+            check()
+        except DisplayUnavailable as exc:
+            log.info("not started: %s", exc)  # INFO: the file log only; stderr gets the one error line
+            raise
     try:
         app = App.open(home)
     except AlreadyRunning:
