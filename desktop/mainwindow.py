@@ -16,12 +16,14 @@ from .memory_browser import MemoryBrowser
 from .qt import (
     QCloseEvent,
     QFrame,
+    QGuiApplication,
     QHBoxLayout,
     QLabel,
     QListWidget,
     QListWidgetItem,
     QMainWindow,
     QPushButton,
+    QSize,
     QSplitter,
     QStackedWidget,
     Qt,
@@ -138,6 +140,16 @@ class ChatsPage(QWidget):
         self.pane.focus_input()
 
 
+def default_size() -> QSize:
+    """1280x720, or the screen's free area when that is smaller (e.g. 1366x768 at 200 %)."""
+    want = QSize(1280, 720)
+    screen = QGuiApplication.primaryScreen()
+    if screen is None:
+        return want
+    free = screen.availableGeometry().size()
+    return QSize(min(want.width(), free.width()), min(want.height(), free.height()))
+
+
 class MainWindow(QMainWindow):
     closing = Signal()
     #: a page was built on first use: ("memory" | "settings", the page)
@@ -148,8 +160,8 @@ class MainWindow(QMainWindow):
         self.ctx = ctx
         self.quit_on_close = quit_on_close
         self.setWindowTitle("memtray")
-        self.resize(1100, 720)
         self.setMinimumSize(760, 520)
+        self.resize(default_size())
         central = QWidget()
         outer = QHBoxLayout(central)
         outer.setContentsMargins(0, 0, 0, 0)

@@ -46,6 +46,15 @@ log = logging.getLogger(__name__)
 #: Revisions the browser loads at a time (newest first; "Show older revisions" loads the next page).
 REVISION_PAGE = 200
 
+#: the revision list's columns and their header tooltips
+COLUMNS = (
+    ("Time", "When the revision was written"),
+    ("What", "What made the revision (the tooltip of a row has its commit message)"),
+    ("Model", "The model that wrote it, if any"),
+    ("Facts", "Facts added (+), removed (−) and reworded (~)"),
+    ("⚑", "Facts held for review"),
+)
+
 REASON_LABELS = {
     "consolidation": "Consolidation", "agent": "From a chat", "user-edit": "Edited by hand",
     "restore": "Fact restored", "rollback": "Rolled back", "redo": "Consolidation redone",
@@ -216,21 +225,22 @@ class MemoryBrowser(QWidget):
 
         split = QSplitter(Qt.Orientation.Horizontal)
         self.list = QTreeWidget()
-        self.list.setHeaderLabels(["Time", "What", "Model", "Facts", "⚑"])
+        self.list.setHeaderLabels([c for c, _tip in COLUMNS])
+        for n, (_c, tip) in enumerate(COLUMNS):
+            self.list.headerItem().setToolTip(n, tip)
         self.list.setRootIsDecorated(False)
         self.list.setUniformRowHeights(True)
         self.list.setAlternatingRowColors(False)
         self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         hdr = self.list.header()
         hdr.setStretchLastSection(False)
-        hdr.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        hdr.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        hdr.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
-        hdr.setSectionResizeMode(3, QHeaderView.ResizeMode.ResizeToContents)
-        hdr.setSectionResizeMode(4, QHeaderView.ResizeMode.ResizeToContents)
-        hdr.resizeSection(2, 100)
+        # every column as wide as its contents except Model, which takes what is left and
+        # elides in the middle (the full name is its tooltip); past that the list scrolls
+        for n in range(len(COLUMNS)):
+            hdr.setSectionResizeMode(n, QHeaderView.ResizeMode.ResizeToContents)
+        hdr.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.list.setTextElideMode(Qt.TextElideMode.ElideMiddle)
-        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.list.currentItemChanged.connect(self._selected)
         left = QWidget()
         ll = QVBoxLayout(left)
@@ -257,9 +267,14 @@ class MemoryBrowser(QWidget):
         self.rollback_btn.clicked.connect(self.rollback_current)
         actions.addWidget(self.rollback_btn)
         actions.addStretch(1)
+        rl.addLayout(actions)
+        # redo on a row of its own: one row of all the actions would not fit beside the
+        # list at 1100 px (or 1280 px at 200 %) and squeezed the list's columns to "C…e"
+        actions = QHBoxLayout()
+        actions.addStretch(1)
         self.redo_model = QComboBox()
         self.redo_model.setEditable(True)
-        self.redo_model.setMinimumWidth(180)
+        self.redo_model.setMinimumWidth(160)
         self.redo_model.lineEdit().setPlaceholderText("model (default: current)")
         actions.addWidget(self.redo_model)
         self.redo_btn = QPushButton("Redo consolidation")
@@ -292,6 +307,8 @@ class MemoryBrowser(QWidget):
         self.tabs.addTab(self.timeline, "Timeline")
         rl.addWidget(self.tabs, 1)
         split.addWidget(right)
+        split.setChildrenCollapsible(False)
+        self.list_pane = left
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 1)
         split.setSizes([500, 620])
@@ -387,6 +404,15 @@ class MemoryBrowser(QWidget):
             if r.removed:
                 item.setForeground(3, self.palette().brush(self.foregroundRole()))
             self.list.addTopLevelItem(item)
+        self._fit_list()
+
+    def _fit_list(self) -> None:
+        """Keep the list pane wide enough that no column but Model is cut."""
+        need = sum(max(self.list.sizeHintForColumn(n), self.list.header().sectionSizeHint(n))
+                   for n in range(len(COLUMNS)) if n != 2)
+        need += self.list.header().sectionSizeHint(2) + 2 * self.list.frameWidth()
+        need += self.list.verticalScrollBar().sizeHint().width()
+        self.list_pane.setMinimumWidth(need)
 
     def _load_timeline(self, revisions: list[Any]) -> None:
         mem = self.memory

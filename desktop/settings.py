@@ -332,8 +332,8 @@ class ModelForm(QWidget):
         self.tested.emit(False, str(exc))
 
 
-class SettingsPage(QScrollArea):
-    """The settings view of the main window."""
+class SettingsPage(QWidget):
+    """The settings view of the main window: the cards scroll, Save and Revert stay in view."""
 
     saved = Signal(object)  # the new Config
     hotkey_help = Signal()
@@ -341,8 +341,13 @@ class SettingsPage(QScrollArea):
     def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ctx = ctx
-        self.setWidgetResizable(True)
-        self.setFrameShape(QFrame.Shape.NoFrame)
+        page = QVBoxLayout(self)
+        page.setContentsMargins(0, 0, 0, 0)
+        page.setSpacing(0)
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        page.addWidget(self.scroll, 1)
         inner = QWidget()
         col = QVBoxLayout(inner)
         col.setContentsMargins(24, 20, 24, 24)
@@ -405,7 +410,12 @@ class SettingsPage(QScrollArea):
         f.addRow("Data folder", fw)
         col.addWidget(card)
 
-        row = QHBoxLayout()
+        col.addStretch(1)
+        footer = QFrame()
+        footer.setObjectName("settingsFooter")
+        footer.setStyleSheet(f"QFrame#settingsFooter {{ border-top: 1px solid {ctx.theme.border}; }}")
+        row = QHBoxLayout(footer)
+        row.setContentsMargins(24, 10, 24, 12)
         self.result = _label("", muted=True)
         row.addWidget(self.result, 1)
         self.revert_btn = QPushButton("Revert")
@@ -415,8 +425,7 @@ class SettingsPage(QScrollArea):
         self.save_btn.setProperty("primary", True)
         self.save_btn.clicked.connect(self.save)
         row.addWidget(self.save_btn)
-        col.addLayout(row)
-        col.addStretch(1)
+        page.addWidget(footer)
         inner.setMaximumWidth(880)
         holder = QWidget()
         hl = QHBoxLayout(holder)
@@ -425,7 +434,7 @@ class SettingsPage(QScrollArea):
         hl.addStretch(0)
         for form in inner.findChildren(QFormLayout):
             _align_labels(form)
-        self.setWidget(holder)
+        self.scroll.setWidget(holder)
         self.load()
 
     def load(self) -> None:

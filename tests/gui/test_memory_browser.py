@@ -193,3 +193,42 @@ def test_older_revisions_load_page_by_page(qtbot: Any, desktop: Any, monkeypatch
     revs = [browser.list.topLevelItem(i).data(0, Qt.ItemDataRole.UserRole) for i in range(7)]
     assert revs == [r.rev for r in mem.revisions(limit=10)]  # newest first, no gaps or repeats
     qtbot.waitUntil(lambda: len(browser.timeline.points) == 7, timeout=10000)  # the Timeline follows
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1100, 720)])
+def test_browser_columns_are_not_cut_at_the_default_size(qtbot: Any, seeded: Any, size: tuple[int, int]) -> None:
+    from memtray.desktop.qt import QApplication
+
+    mem = seeded.app.memory
+    for reason in ("redo", "rollback", "restore", "consolidation"):  # the longest "What" labels
+        seeded.app.worker.call(lambda r=reason: mem.write(REV1 + f"- A fact for {r}\n", reason=r, source="model",
+                                                          model="openai/gpt-4o-mini-2024-07-18"))
+    window = seeded.main_window()
+    window.resize(*size)
+    browser = _browser(qtbot, seeded)
+    qtbot.waitUntil(lambda: browser.list.topLevelItemCount() == 6, timeout=10000)
+    QApplication.processEvents()
+    hdr = browser.list.header()
+    for n in range(hdr.count()):
+        # the header's own text, and every cell but Model (which elides, with a tooltip)
+        assert hdr.sectionSize(n) >= hdr.sectionSizeHint(n), browser.list.headerItem().text(n)
+        assert browser.list.headerItem().toolTip(n)
+        if n != 2:
+            assert hdr.sectionSize(n) >= browser.list.sizeHintForColumn(n), browser.list.headerItem().text(n)
+    assert hdr.length() <= browser.list.viewport().width()  # and nothing scrolled out of view
+    for btn in (browser.rollback_btn, browser.redo_btn, browser.review_btn, browser.rebuild_btn):
+        assert not btn.visibleRegion().isEmpty(), btn.text()
+
+
+def test_settings_save_stays_in_view(qtbot: Any, desktop: Any) -> None:
+    from memtray.desktop.qt import QApplication
+
+    window = desktop.main_window()
+    window.resize(1280, 720)
+    desktop.open("settings")
+    page = window.settings
+    QApplication.processEvents()
+    assert page.scroll.verticalScrollBar().maximum() > 0  # the cards do not fit: they scroll
+    for btn in (page.save_btn, page.revert_btn):
+        assert not btn.visibleRegion().isEmpty(), btn.text()
+        assert window.rect().contains(btn.mapTo(window, btn.rect().bottomRight()))
