@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from memtray.core.base.errors import MemtrayError
+from memtray.core.memory import wording
+from memtray.core.memory.wording import flipped, normalize, similarity
 
 __all__ = [
     "DEFAULT_SECTION",
@@ -48,7 +49,9 @@ __all__ = [
     "parse",
     "rebase",
     "remove_fact",
+    "replace_fact",
     "similarity",
+    "spans",
 ]
 
 #: Section that :func:`add_fact` uses when none is given.
@@ -124,29 +127,6 @@ class FactDiff:
 
 def _fact_json(fact: Fact) -> dict[str, str]:
     return {"id": fact.id, "section": fact.section, "text": fact.text}
-
-
-# --- normalisation ---------------------------------------------------------------------
-
-_QUOTES = str.maketrans({"‘": "'", "’": "'", "‚": "'", "“": '"', "”": '"', "„": '"'})
-_ESCAPE_RE = re.compile(r"\\([!-/:-@\[-`{-~])")
-_EMPHASIS_RE = re.compile(r"\*\*|__|~~|`+")
-_EMPHASIS_EDGE_RE = re.compile(r"(?<!\w)[*_]+|[*_]+(?!\w)")
-_MARKUP_RE = re.compile(r"[\\*_~`]")
-_TRAILING = ".,;:!? "
-
-
-def normalize(text: str) -> str:
-    """Casefold, drop markdown emphasis and escapes, collapse whitespace, strip end punctuation."""
-    if not text.isascii():
-        if not unicodedata.is_normalized("NFKC", text):
-            text = unicodedata.normalize("NFKC", text)
-        text = text.translate(_QUOTES)
-    if _MARKUP_RE.search(text):
-        text = _ESCAPE_RE.sub(r"\1", text)
-        text = _EMPHASIS_RE.sub("", text)
-        text = _EMPHASIS_EDGE_RE.sub("", text)
-    return " ".join(text.casefold().split()).rstrip(_TRAILING)
 
 
 def _fact_id(norm: str) -> str:
@@ -326,6 +306,32 @@ def parse(text: str) -> list[Fact]:
     return [fact for fact, _ in _facts(_scan(text))]
 
 
+def spans(text: str) -> list[tuple[Fact, int, int]]:
+    """Each fact of :func:`parse` with the lines it spans: ``(fact, first, end)``, ``end``
+    exclusive, counted in ``text.split("\\n")``."""
+    return [(fact, block.start, block.end) for fact, block in _facts(_scan(text))]
+
+
+def replace_fact(text: str, index: int, new_text: str) -> str:
+    """``text`` with the ``index``-th fact of :func:`parse` reworded to ``new_text`` in place
+    (same list marker, same line; continuation lines folded into it). Raises :class:`FactError`
+    for an empty text and :class:`FactNotFound` for an index out of range."""
+    body = _LEADING_MARKER_RE.sub("", _one_line(new_text), count=1)
+    if not normalize(body):
+        raise FactError("A fact needs some text.")
+    doc = _scan(text)
+    pairs = _facts(doc)
+    if not 0 <= index < len(pairs):
+        raise FactNotFound(f"No fact number {index + 1} in the memory.")
+    block = pairs[index][1]
+    units = list(doc.lines)
+    last = units[block.end - 1]
+    ending = "\r\n" if last.endswith("\r\n") else "\n" if last.endswith("\n") else ""
+    line = _bullet_line(block.bullet, body) if block.bullet else body
+    units[block.start : block.end] = [line + ending]
+    return "".join(units)
+
+
 # --- editing ---------------------------------------------------------------------------
 
 _LEADING_MARKER_RE = re.compile(r"\A(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|\Z)")
@@ -442,105 +448,6 @@ def remove_fact(text: str, fact: Fact | str) -> str:
 
 # --- matching --------------------------------------------------------------------------
 
-_WORD_RE = re.compile(r"\w+(?:'\w+)*")
-# Words that say nothing about which fact is which (in a memory, "user" is everywhere).
-_STOPWORD_TEXT = """
-    a an the and or but nor of to in on at for with by from as into onto about over
-    under than then so such very also too just is are was were be been being am has
-    have had having do does did it its this that these those there here he she they
-    them his her hers their theirs i me my mine we us our ours you your yours who whom
-    which what when where how user users s
-"""
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-# Words that negate ("doesn't like tea", "no longer lives in Oslo", "never drinks coffee").
-# They all count as one word, "not", so "can't" / "cannot" / "can not" read alike; a pair
-# of facts that differ *only* in negation (and the words that go with it: "no longer",
-# "not anymore") is a flip, never a rewording: the old fact is dropped and needs a reason.
-_NEGATOR_TEXT = """
-    not no never cannot cant dont doesnt didnt isnt arent wasnt werent wont wouldnt hasnt
-    havent hadnt shouldnt couldnt mustnt neednt aint
-"""
-_NEGATORS = frozenset(_NEGATOR_TEXT.split())
-_NEGATION_COMPANIONS = frozenset({"longer", "anymore", "more", "ever"})
-_NEGATOR_STEMS = {"cant": "can", "cannot": "can", "wont": "will", "couldnt": "could", "shouldnt": "should",
-                  "wouldnt": "would", "mustnt": "must", "neednt": "need"}
-
-
-class _Prepared(NamedTuple):
-    tokens: frozenset[str]  # content words, lightly stemmed
-    grams: frozenset[str]  # character trigrams of the content words in order
-    n_tokens: int
-    n_grams: int
-
-
-def _prepare(norm: str) -> _Prepared:
-    words: list[str] = []
-    content: list[str] = []
-    for raw in _WORD_RE.findall(norm):
-        word = raw.removesuffix("'s").replace("'", "")
-        words.append(word)
-        if word in _STOPWORDS:
-            continue
-        if word in _NEGATORS:
-            stem = _NEGATOR_STEMS.get(word)
-            if stem is not None:  # "can't" / "cannot" / "can not" alike
-                content.append(stem)
-            word = "not"
-        elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        content.append(word)
-    key = f" {' '.join(content)} " if content else f" {norm} "
-    grams = frozenset(key[i : i + 3] for i in range(len(key) - 2))
-    tokens = frozenset(content or words)
-    return _Prepared(tokens, grams, len(tokens), len(grams))
-
-
-def _flip(a: _Prepared, b: _Prepared) -> bool:
-    only = a.tokens ^ b.tokens
-    return "not" in only and only <= _NEGATION_COMPANIONS | {"not"}
-
-
-def flipped(a: str, b: str) -> bool:
-    """Whether two fact texts differ only by a negation ("likes tea" / "doesn't like tea",
-    "lives in Oslo" / "no longer lives in Oslo"): the same words saying the opposite."""
-    return _flip(_prepare(normalize(a)), _prepare(normalize(b)))
-
-
-def _dice(a: frozenset[str], b: frozenset[str]) -> float:
-    return 2 * len(a & b) / (len(a) + len(b)) if a or b else 0.0
-
-
-def _score(a: _Prepared, b: _Prepared) -> float:
-    if _flip(a, b):
-        return 0.0  # "likes tea" -> "doesn't like tea" is a different fact, not a rewording
-    # Character trigrams catch "Sam" -> "Samuel" and typo fixes; word overlap
-    # catches reordering. difflib's ratio was the first choice but costs ~0.2 ms
-    # per pair in pure Python, 20x the budget of a 500-fact diff.
-    total = a.n_grams + b.n_grams
-    score = 2 * len(a.grams & b.grams) / total if total else 0.0
-    inter = len(a.tokens & b.tokens)
-    if inter:
-        score = max(score, 2 * inter / (a.n_tokens + b.n_tokens))
-        if inter >= 2 and inter == min(a.n_tokens, b.n_tokens):
-            # "lives in Berlin" inside "lives in Berlin, Germany": the fact only
-            # gained detail. One shared word is too weak a sign for this.
-            score = max(score, 0.9)
-    return score
-
-
-def similarity(a: str, b: str) -> float:
-    """How alike two fact texts are, 0..1.
-
-    The largest of: Dice overlap of character trigrams, Dice overlap of content
-    words (stop words such as "the", "is", "user" left out, plurals folded), and
-    0.9 when one fact's words (at least two) all appear in the other. 0 when the two
-    differ only by a negation ("not", "never", "doesn't", "no longer"...).
-    """
-    na, nb = normalize(a), normalize(b)
-    if na == nb:
-        return 1.0
-    return _score(_prepare(na), _prepare(nb))
-
 
 def diff(old: str, new: str, *, threshold: float = DEFAULT_THRESHOLD) -> FactDiff:
     """Compare two MEMORY.md texts; see :func:`diff_facts`."""
@@ -573,14 +480,14 @@ def diff_facts(
 
     pairs: list[tuple[float, bool, int, int]] = []
     if left_old and left_new:
-        prep_new = {j: _prepare(new[j].norm) for j in left_new}
+        prep_new = {j: wording.prepare(new[j].norm) for j in left_new}
         index: dict[str, list[int]] = defaultdict(list)
         for j in left_new:
             for token in prep_new[j].tokens:
                 index[token].append(j)
         common = max(_COMMON_TOKEN_MIN, len(left_new) // 2)
         for i in left_old:
-            prep = _prepare(old[i].norm)
+            prep = wording.prepare(old[i].norm)
             postings = sorted((index[t] for t in prep.tokens if t in index), key=len)
             candidates: set[int] = set()
             for k, posting in enumerate(postings):
@@ -588,7 +495,7 @@ def diff_facts(
                     break
                 candidates.update(posting)
             for j in candidates:
-                score = _score(prep, prep_new[j])
+                score = wording.score(prep, prep_new[j])
                 if score >= threshold:
                     pairs.append((-score, old[i].section != new[j].section, i, j))
     pairs.sort()
@@ -638,15 +545,15 @@ def match_fact(
     norm = normalize(query)
     if not norm:
         return None
-    q = _prepare(norm)
+    q = wording.prepare(norm)
     best: Fact | None = None
     best_score = -1.0
     tie = False
     for fact in facts:
-        p = _prepare(fact.norm)
+        p = wording.prepare(fact.norm)
         coverage = len(q.tokens & p.tokens) / len(q.tokens) if q.tokens else 0.0
         # The trigram term breaks ties between facts that contain all the query's words.
-        score = max(_score(q, p), 0.9 * coverage + 0.1 * _dice(q.grams, p.grams))
+        score = max(wording.score(q, p), 0.9 * coverage + 0.1 * wording.dice(q.grams, p.grams))
         if score > best_score + 1e-9:
             best, best_score, tie = fact, score, False
         elif abs(score - best_score) <= 1e-9:
