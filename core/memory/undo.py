@@ -1,0 +1,166 @@
+"""Fact changes by id, carried onto another revision: undo one consolidation, rebase a reply (pure).
+
+A change set is what happened to each fact id between two ledgers: added, removed,
+reworded (or moved). :func:`undo` applies the inverse of one revision's change set to
+the current memory, keeping everything that happened after it, and says, fact by
+fact, what it could not undo and why (the fact was changed or removed again since).
+:func:`carry` applies the changes made between two revisions onto a third (a
+consolidation reply made from an older memory), so a ``remember``, ``forget`` or a
+hand edit made while the model worked is neither undone nor doubled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memtray.core.memory import factdiff
+from memtray.core.memory.factdiff import Fact
+from memtray.core.memory.facts import Ledger
+
+
+@dataclass(frozen=True)
+class Change:
+    id: str
+    before: Fact | None  # None: the fact was added
+    after: Fact | None  # None: the fact was removed
+
+    @property
+    def kind(self) -> str:
+        return "added" if self.before is None else "removed" if self.after is None else "changed"
+
+
+def changes(before: Ledger, after: Ledger) -> list[Change]:
+    """What happened to each fact id from ``before`` to ``after`` (unchanged ids left out)."""
+    a = {f.id: f for f in before.facts}
+    b = {f.id: f for f in after.facts}
+    out = [Change(i, a[i], None) for i in a if i not in b]
+    out += [Change(i, a[i], b[i]) for i in a if i in b and (a[i].norm != b[i].norm or
+                                                          a[i].section.casefold() != b[i].section.casefold())]
+    out += [Change(i, None, b[i]) for i in b if i not in a]
+    return out
+
+
+@dataclass
+class Undone:
+    memory: str
+    ledger: Ledger
+    done: list[dict[str, Any]] = field(default_factory=list)  # {id, text, action}
+    not_done: list[dict[str, Any]] = field(default_factory=list)  # {id, text, why}
+
+
+def _index(ledger: Ledger, fid: str) -> int | None:
+    return next((k for k, f in enumerate(ledger.facts) if f.id == fid), None)
+
+
+def _relabel(text: str, ledger: Ledger, ids: dict[str, str]) -> Ledger:
+    """Ids for ``text`` after one edit of the text ``ledger`` names: by normalised text, ``ids``
+    (norm -> id) first."""
+    plan = dict(ids)
+    for f in ledger.facts:
+        plan.setdefault(f.norm, f.id)
+    out: list[str] = []
+    nxt = ledger.next
+    seen: set[str] = set()
+    for f in factdiff.parse(text):
+        fid = plan.get(f.norm)
+        if fid is None or fid in seen:
+            fid = f"F{nxt}"
+            nxt += 1
+        seen.add(fid)
+        out.append(fid)
+    return Ledger.with_ids(text, out, nxt)
+
+
+def _put(text: str, ledger: Ledger, fact: Fact) -> tuple[str, Ledger]:
+    new = factdiff.add_fact(text, fact.text, fact.section or None)
+    return new, _relabel(new, ledger, {fact.norm: fact.id})
+
+
+def _drop(text: str, ledger: Ledger, fid: str) -> tuple[str, Ledger]:
+    k = _index(ledger, fid)
+    assert k is not None
+    new = factdiff.remove_fact(text, factdiff.parse(text)[k])
+    return new, _relabel(new, Ledger(tuple(f for f in ledger.facts if f.id != fid), ledger.next), {})
+
+
+def _set(text: str, ledger: Ledger, fid: str, fact: Fact) -> tuple[str, Ledger]:
+    k = _index(ledger, fid)
+    assert k is not None
+    if ledger.facts[k].section.casefold() != fact.section.casefold():
+        text, ledger = _drop(text, ledger, fid)
+        return _put(text, ledger, fact)
+    new = factdiff.replace_fact(text, k, fact.text)
+    return new, _relabel(new, Ledger(tuple(f for f in ledger.facts if f.id != fid), ledger.next), {fact.norm: fid})
+
+
+def undo(before: Ledger, after: Ledger, text: str, current: Ledger) -> Undone:
+    """Revert the fact changes from ``before`` to ``after`` (one revision) in the current
+    memory (``text``, ``current``): re-add what it removed, restore what it reworded,
+    remove what it added. A fact changed again since is left as it is, and said so."""
+    out = Undone(text, current)
+    for ch in changes(before, after):
+        now = current_fact = out.ledger.get(ch.id)
+        if ch.kind == "added":
+            assert ch.after is not None
+            if now is None:
+                out.not_done.append({"id": ch.id, "text": ch.after.text, "why": "already gone"})
+            elif current_fact is not None and current_fact.norm != ch.after.norm:
+                out.not_done.append({"id": ch.id, "text": now.text,
+                                     "why": "changed by a later revision; left in memory"})
+            else:
+                out.memory, out.ledger = _drop(out.memory, out.ledger, ch.id)
+                out.done.append({"id": ch.id, "text": ch.after.text, "action": "removed"})
+        elif ch.kind == "removed":
+            assert ch.before is not None
+            if now is not None:
+                out.not_done.append({"id": ch.id, "text": now.text, "why": "already back in memory"})
+            elif any(f.norm == ch.before.norm for f in out.ledger.facts):
+                out.not_done.append({"id": ch.id, "text": ch.before.text,
+                                     "why": "the same words are in memory under another id"})
+            else:
+                out.memory, out.ledger = _put(out.memory, out.ledger, ch.before)
+                out.done.append({"id": ch.id, "text": ch.before.text, "action": "restored"})
+        else:
+            assert ch.before is not None and ch.after is not None
+            if now is None:
+                out.not_done.append({"id": ch.id, "text": ch.after.text,
+                                     "why": "removed by a later revision; not brought back"})
+            elif now.norm != ch.after.norm:
+                out.not_done.append({"id": ch.id, "text": now.text, "why": "changed again by a later revision"})
+            else:
+                out.memory, out.ledger = _set(out.memory, out.ledger, ch.id, ch.before)
+                out.done.append({"id": ch.id, "text": ch.before.text, "action": "reverted",
+                                 "from": ch.after.text})
+    return out
+
+
+def carry(base: Ledger, now: Ledger, text: str, proposed: Ledger) -> tuple[str, Ledger, dict[str, str]]:
+    """Apply the changes made from ``base`` to ``now`` onto ``proposed`` (made from ``base``):
+    facts removed meanwhile stay removed, rewordings stay, additions are kept once. The ids
+    ``proposed`` gave its new facts are renumbered after ``now``'s (returned: old -> new)."""
+    renames: dict[str, str] = {}
+    nxt = max(now.next, proposed.next)
+    known = {f.id for f in base.facts}
+    facts = []
+    for f in proposed.facts:
+        if f.id not in known and base.next != now.next:
+            renames[f.id] = f"F{nxt}"
+            nxt += 1
+            f = Fact(renames[f.id], f.section, f.text, f.norm)
+        facts.append(f)
+    led = Ledger(tuple(facts), nxt)
+    for ch in changes(base, now):
+        have = led.get(ch.id)
+        if ch.kind == "removed":
+            if have is not None:
+                text, led = _drop(text, led, ch.id)
+        elif ch.kind == "added":
+            assert ch.after is not None
+            if have is None and not any(f.norm == ch.after.norm for f in led.facts):
+                text, led = _put(text, led, ch.after)
+        else:
+            assert ch.after is not None
+            if have is not None:
+                text, led = _set(text, led, ch.id, ch.after)
+    return text, Ledger(led.facts, max(led.next, now.next)), renames
