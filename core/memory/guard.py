@@ -47,10 +47,30 @@ SAVE_MEMORY = tool_spec(
         "type": "object",
         "properties": {
             "history_entry": {"type": "string", "description": "Summary paragraph starting with [YYYY-MM-DD HH:MM]."},
-            "memory_update": {"type": "string", "description": "The complete new MEMORY.md."},
+            "memory_update": {"type": "string", "description": (
+                "The complete new MEMORY.md: every kept or reworded fact keeps its [ID]; new facts have no id "
+                "and end with the numbers of the messages they come from, e.g. [#3, #7]. Omit it when you send edits.")},
+            "edits": {
+                "type": "array",
+                "description": "Instead of memory_update: only the changes, by fact id.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "op": {"type": "string", "enum": ["update", "add", "remove", "merge"]},
+                        "id": {"type": "string", "description": "The fact's id (update, remove)."},
+                        "ids": {"type": "array", "items": {"type": "string"}, "description": "merge: the ids merged."},
+                        "text": {"type": "string", "description": "The fact's new wording (update, add, merge)."},
+                        "section": {"type": "string"},
+                        "sources": {"type": "array", "items": {"type": "integer"},
+                                    "description": "Numbers of the messages the fact comes from."},
+                        "reason": {"type": "string", "description": "remove: why."},
+                    },
+                    "required": ["op"],
+                },
+            },
             "removed_facts": {
                 "type": "array",
-                "description": "Facts removed from memory, each with the reason.",
+                "description": "Facts removed from memory (by id), each with the reason.",
                 "items": {
                     "type": "object",
                     "properties": {"fact": {"type": "string"}, "reason": {"type": "string"}},
@@ -58,9 +78,49 @@ SAVE_MEMORY = tool_spec(
                 },
             },
         },
-        "required": ["history_entry", "memory_update", "removed_facts"],
+        "required": ["history_entry", "removed_facts"],
     },
 )
+
+#: most edits one reply may carry
+MAX_EDITS = 2_000
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A validated ``save_memory`` reply: the whole memory or edits, and the removals."""
+
+    history_entry: str
+    memory_update: str | None
+    edits: list[dict[str, Any]] | None
+    removed: list[dict[str, str]]
+
+
+def parse_reply(raw: str) -> Reply:
+    """Validate save_memory's arguments (either form); raise ValueError with a plain reason."""
+    try:
+        args = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"save_memory arguments are not valid JSON ({exc.msg})") from None
+    if not isinstance(args, dict):
+        raise ValueError("save_memory arguments are not an object")
+    edits = args.get("edits")
+    if edits is not None:
+        if not isinstance(edits, list) or not all(isinstance(e, dict) for e in edits):
+            raise ValueError("edits must be a list of {op, id, text, ...}")
+        if len(edits) > MAX_EDITS:
+            raise ValueError(f"too many edits ({len(edits):,})")
+        for e in edits:
+            for key in ("text", "section", "reason"):
+                if key in e and e[key] is not None and not isinstance(e[key], str):
+                    raise ValueError(f"edit member {key!r} must be a string")
+            if len(str(e.get("text") or "")) > MAX_MEMORY_UPDATE // 10:
+                raise ValueError("an edit's text is too long")
+    update = args.get("memory_update")
+    if edits and update in (None, ""):
+        args = {**args, "memory_update": ""}
+    entry, text, removed = parse_arguments(json.dumps(args) if edits else raw)
+    return Reply(entry, None if edits and not text else text, list(edits) if edits else None, removed)
 
 
 @dataclass
