@@ -144,6 +144,9 @@ def check(home: Home) -> list[Finding]:
 
     out.extend(check_provenance(home))
     out.extend(check_rebuilds(home))
+    from memtray.core.search.health import check_search
+
+    out.extend(check_search(home, cfg.embedding_model if cfg is not None else ""))
     return out
 
 

@@ -351,12 +351,11 @@ def _purge_locked(app: App, m: Matcher, by: str) -> Report:
 
 
 def _clear_state(app: App) -> None:
-    """Empty state/: the checkpoint and the search index hold copies of the log's text."""
+    """Empty state/: the checkpoint and the search index (words and embeddings) hold
+    copies of the log's text. The search service closes its file meanwhile and reopens
+    it after, empty: it is rebuilt from the purged log (and embedded again)."""
     search = app.services.get("search")
-    lock = getattr(search, "_sync_lock", None) if search is not None else None
-    with lock if lock is not None else contextlib.nullcontext():
-        if search is not None:
-            search.index.close()
+    with search.detached() if search is not None else contextlib.nullcontext():
         state = app.home.state
         if state.is_dir():
             for p in state.iterdir():
@@ -364,11 +363,6 @@ def _clear_state(app: App) -> None:
                     shutil.rmtree(p)
                 else:
                     p.unlink()
-        if search is not None:
-            from memtray.core.search.index import SearchIndex, index_path
-
-            search.index = SearchIndex.open(index_path(app.home))
-            search._dirty = True
 
 
 def _refs(memory: Any) -> list[str]:

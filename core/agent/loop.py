@@ -13,10 +13,10 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.agent.context import (
     PROMPT_FORMAT,
@@ -44,6 +44,9 @@ from memtray.core.log.events import (
 )
 from memtray.core.log.sessions import get_history
 from memtray.core.log.store import Store
+
+if TYPE_CHECKING:
+    from memtray.core.search.service import Recall
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +107,9 @@ class Agent:
         #: characters of content in the last request sent per session (the budget trigger reads it
         #: instead of building the whole prompt a second time after every turn)
         self.last_request_chars: dict[str, int] = {}
+        #: (session, text, zone, limit) -> past snippets for a turn (search.service.Recall) or None;
+        #: set by the search service, used when the ``recall`` setting is on
+        self.recall: Callable[[str, str, str, int], Awaitable[Recall | None]] | None = None
 
     # --- prompt ---------------------------------------------------------------------
 
@@ -130,12 +136,13 @@ class Agent:
             lock = self._locks[session] = asyncio.Lock()
         return lock
 
-    def log_user(self, session: str, text: str) -> Record:
+    def log_user(self, session: str, text: str, recall: Recall | None = None) -> Record:
         text = clean_text(text)
         if len(text) > MAX_INPUT_CHARS:
             raise InputTooLarge(f"the message is {len(text):,} characters; the limit is {MAX_INPUT_CHARS:,}")
         ctx = runtime_context(self.clock.now(), self.zone())
-        msg = Message(role="user", content=redact(text), context=ctx)
+        msg = Message(role="user", content=redact(text), context=ctx,
+                      recall=recall.text if recall else None, recalled=recall.seqs if recall else None)
         return self.store.append(Message.TYPE, msg.to_data(), session=session)
 
     async def turn(
@@ -149,8 +156,19 @@ class Agent:
     ) -> TurnResult:
         """One user turn. Raises LLMError after logging ``turn.failed``."""
         async with self._lock(session):
-            user = self.log_user(session, text)
+            recall = await self._recall(session, text)
+            user = self.log_user(session, text, recall)
             return await self._run(session, [user], on_delta, stream, tool_ctx)
+
+    async def _recall(self, session: str, text: str) -> Recall | None:
+        """Past snippets for this turn when ``recall`` is on; never fails the turn."""
+        if not self.config.recall or self.recall is None or len(text) > MAX_INPUT_CHARS:
+            return None
+        try:
+            return await self.recall(session, redact(clean_text(text)), self.zone(), self.config.recall_limit)
+        except Exception:  # recall is a help, not a step a turn depends on
+            log.exception("recall failed; the turn goes on without it")
+            return None
 
     async def retry(self, session: str, *, on_delta: DeltaCallback | None = None, stream: bool = True) -> TurnResult:
         """Answer the last user message again (after a failure or a stop)."""
@@ -207,7 +225,7 @@ class Agent:
                         self._append_assistant(session, Message(
                             role="assistant", content=content or None, tool_calls=calls,
                             model=scrub_obj(result.model), usage=scrub_obj(result.usage),
-                            request_hash=rhash, basis_seq=basis,
+                            request_hash=rhash, basis_seq=basis, recalled=self._recalled(session),
                         ), pctx)
                     )
                     for tc in result.tool_calls:
@@ -229,6 +247,7 @@ class Agent:
                     self._append_assistant(session, Message(
                         role="assistant", content=content, model=scrub_obj(result.model),
                         usage=scrub_obj(result.usage), request_hash=rhash, stop=stop, basis_seq=basis,
+                        recalled=self._recalled(session),
                     ), pctx)
                 )
                 self.last_request_chars[session] += len(content)  # the reply is in the next prompt
@@ -240,6 +259,13 @@ class Agent:
             if text:
                 records.append(self._append_msg(session, Message(role="assistant", content=text, stop="cancelled")))
             raise
+
+    def _recalled(self, session: str) -> list[int] | None:
+        """The seqs recalled for the turn being answered (on its user message)."""
+        for m in reversed(self.store.state.session(session).messages):
+            if m.get("role") == "user":
+                return list(m["recalled"]) if m.get("recalled") else None
+        return None
 
     def _append_msg(self, session: str, msg: Message) -> Record:
         return self.store.append(Message.TYPE, msg.to_data(), session=session)

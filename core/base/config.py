@@ -37,6 +37,11 @@ class Config:
     reminder_grace_hours: float = 24.0
     launch_at_login: bool = False
     onboarded: bool = False
+    #: litellm embedding model for semantic history search ("": keyword search only)
+    embedding_model: str = ""
+    embedding_api_base: str = ""  # empty: api_base when the provider is the chat model's
+    recall: bool = False  # give each turn a few relevant past messages
+    recall_limit: int = 3
 
 
 _CHOICES = {"drop_policy": ("keep", "review")}
@@ -51,6 +56,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "idle_consolidate_minutes": (0, 100_000),
     "consolidation_timeout": (1, 3600),
     "reminder_grace_hours": (0, 24 * 365),
+    "recall_limit": (1, 20),
 }
 ENV_OVERRIDES = {"model": "MEMTRAY_MODEL", "api_base": "MEMTRAY_API_BASE"}
 

@@ -379,6 +379,10 @@ class Message(Payload):
     stop: str | None = None
     #: the log seq an assistant message's request was built from (prompt time travel).
     basis_seq: int | None = None
+    #: on a user message: the quoted past snippets it was sent with (recall; see sessions.render)
+    recall: str | None = None
+    #: the seqs of the past messages quoted in ``recall`` (on the user message and its replies)
+    recalled: list[int] | None = None
 
 
 @SCHEMA.register

@@ -14,11 +14,15 @@ from typing import Any
 from memtray.core.log.projections import SessionState
 
 
-def render(msg: dict[str, Any]) -> dict[str, Any]:
-    """A stored message as the provider sees it."""
+def render(msg: dict[str, Any], *, recall: bool = False) -> dict[str, Any]:
+    """A stored message as the provider sees it; ``recall``: with the past snippets it was
+    sent with (only the newest user message carries them, so they stay late in the request
+    and the snippets of earlier turns are not sent again)."""
     role = msg["role"]
     out: dict[str, Any] = {"role": role}
     content = msg.get("content")
+    if role == "user" and recall and msg.get("recall"):
+        content = f"{msg['recall']}\n\n{content or ''}"
     if role == "user" and msg.get("context"):
         content = f"{msg['context']}\n\n{content or ''}"
     out["content"] = content if content is not None else ""
@@ -71,4 +75,6 @@ def get_history(session: SessionState, max_messages: int | None = None) -> list[
     msgs = session.slice(session.last_consolidated, session.count)
     if max_messages is not None and len(msgs) > max_messages:
         msgs = msgs[-max_messages:]
-    return [render(m) for m in clean(msgs)]
+    out = clean(msgs)
+    last_user = max((i for i, m in enumerate(out) if m["role"] == "user"), default=-1)
+    return [render(m, recall=i == last_user) for i, m in enumerate(out)]

@@ -1,7 +1,7 @@
-"""History search: a derived SQLite FTS5 index over the diary and the message log.
+"""The keyword half of history search: a derived SQLite FTS5 index over the diary and the log.
 
-Owns ``state/search.sqlite``, the ``search`` service and the ``search_history`` agent
-tool; the ``memtray history search`` command is in :mod:`cli_search`.
+Owns ``state/search.sqlite`` (the vectors of :mod:`vectors` live in the same file)
+and the keyword rules; the service that keeps it up to date is in :mod:`service`.
 
 The index is *derived*: every document comes from an event, so deleting the file
 (or a format change, or a log that no longer matches it) just rebuilds it from
@@ -12,13 +12,17 @@ the log. One document per event, its rowid being the event's seq:
   indexed: they are machine output (including this tool's own results, which
   would otherwise echo every earlier search back).
 * ``memory.written`` events with a ``history_append``: the diary entry, as one
-  ``history`` document.
+  ``history`` document; with a ``reason`` other than consolidation, the memory
+  revision itself too is a ``memory`` document (the facts it added or changed).
 * ``memory.purged`` means content left the log: the index is rebuilt from scratch.
 
 Tables: ``documents`` (seq, kind, session, role, ts, text), the FTS5 index
-``docs`` over its text (external content, ``unicode61 remove_diacritics 2``) and
-``meta`` (format, last indexed seq/id and its log position, so a sync reads only
-the log's tail).
+``docs`` over its text (external content, ``porter unicode61 remove_diacritics 2``:
+English word forms share a stem, so "running" finds "runs") and ``meta`` (format,
+last indexed seq/id and its log position, so a sync reads only the log's tail).
+Scripts without spaces between words (Chinese, Japanese, Korean) are indexed as
+overlapping character pairs, the usual CJK bigram scheme, so "老师" is found
+inside "我女儿的老师"; a query is split the same way and its pairs must be adjacent.
 
 Queries never reach FTS5 as syntax: each word becomes a quoted string, the words
 are AND-ed, and a trailing ``*`` asks for a prefix match. Hits are ranked by BM25
@@ -30,7 +34,6 @@ Python regular expression (case-insensitive) over the stored texts, newest first
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -39,69 +42,48 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
-from datetime import datetime, tzinfo
-from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memtray.core.base.errors import LogError, MemtrayError
 from memtray.core.base.fsutil import FILE_MODE, ensure_dir
 from memtray.core.base.home import Home
-from memtray.core.llm.tools import Tool, ToolContext, ToolError
 from memtray.core.log.eventlog import EventLog, Position
 from memtray.core.log.events import Record
 from memtray.core.log.store import Store, record_ending_at
-
-if TYPE_CHECKING:
-    from memtray.core.app import App
+from memtray.core.search.text import (
+    CLOSE,
+    ELLIPSIS,
+    OPEN,
+    Hit,
+    SearchError,
+    cjk_split,
+    compile_regex,
+    excerpt,
+    fts_query,
+    has_cjk,
+    like_escape,
+    regexp,
+    substring_pieces,
+    tidy,
+    words_pattern,
+)
 
 log = logging.getLogger(__name__)
 
 INDEX_NAME = "search.sqlite"
-FORMAT = 1
-KINDS = ("history", "message")
+FORMAT = 2  # 2: porter stemming, CJK bigrams, memory documents
+KINDS = ("history", "memory", "message")
 _INDEXED_ROLES = frozenset({"user", "assistant"})
 _BATCH = 2000  # records per transaction (and between checks for "stop")
 _SNIPPET_TOKENS = 16
 _RANK_WINDOW = 2000  # newest full-text matches ranked per query
-_SNIPPET_CHARS = 240
-_OPEN, _CLOSE, _ELLIPSIS = "«", "»", "…"
-
-
-class SearchError(MemtrayError):
-    """A search could not run: bad pattern or query, or the index is unusable."""
+#: a word in more documents than this is too common to rank by on its own (see ranked())
+COMMON_DOCS = 3000
 
 
 def index_path(home: Home) -> Path:
     return home.state / INDEX_NAME
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One match. ``score`` is the negated BM25 rank (higher is better); 0.0 for
-    substring and regex matches, which come newest first."""
-
-    kind: str
-    seq: int
-    session: str | None
-    role: str | None
-    ts: str
-    snippet: str
-    score: float
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def line(self, tz: tzinfo | None = None) -> str:
-        """``[2026-11-30 10:15] (cli/user) …snippet…``: the time in ``tz`` (default: local),
-        and "history" in place of the role for diary entries."""
-        try:
-            when = datetime.fromisoformat(self.ts.replace("Z", "+00:00")).astimezone(tz)
-            stamp = when.strftime("%Y-%m-%d %H:%M")
-        except ValueError:
-            stamp = self.ts
-        return f"[{stamp}] ({self.session or '-'}/{self.role or self.kind}) {self.snippet}"
 
 
 # --- documents ---------------------------------------------------------------------------
@@ -128,75 +110,39 @@ def document_of(rec: Record) -> _Doc | None:
         text = d.get("history_append")
         if isinstance(text, str) and text.strip():
             return _Doc(rec.seq, "history", rec.session, None, rec.ts, text)
+        facts = revision_text(d)
+        if facts:
+            return _Doc(rec.seq, "memory", rec.session, None, rec.ts, facts)
     return None
 
 
-# --- query handling ----------------------------------------------------------------------
+def revision_text(data: dict[str, Any]) -> str:
+    """What a memory revision (remember, hand edit, restore...) said: its added and
+    changed facts, one per line. Consolidations are covered by their diary entry."""
+    if data.get("reason") == "consolidation":
+        return ""
+    diff = data.get("diff")
+    lines: list[str] = []
+    if isinstance(diff, dict):
+        for key in ("added", "changed"):
+            for item in diff.get(key) or []:
+                text = _fact_text(item)
+                if text:
+                    lines.append(text)
+    return "\n".join(lines)
 
 
-def fts_query(query: str) -> str | None:
-    """``query`` as a safe FTS5 expression (quoted words, AND-ed), or None if it has no words.
-
-    A word is a whitespace-separated piece with at least one letter or digit; a
-    trailing ``*`` makes it a prefix. Everything else (quotes, brackets,
-    AND/OR/NOT/NEAR, ``-``, ``:``) is literal text inside a quoted string.
-    """
-    terms = []
-    for piece in query.replace("\x00", " ").split():  # FTS5 strings end at a NUL
-        core = piece.rstrip("*")
-        if not any(ch.isalnum() for ch in core):
-            continue
-        quoted = '"' + core.replace('"', '""') + '"'
-        terms.append(quoted + "*" if core != piece else quoted)
-    return " AND ".join(terms) if terms else None
-
-
-def _substring_pieces(query: str) -> list[str]:
-    return [p for p in (piece.rstrip("*") or piece for piece in query.split()) if p]
-
-
-def _like_escape(text: str) -> str:
-    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
-@lru_cache(maxsize=64)
-def _compile(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
-
-
-def compile_regex(pattern: str) -> re.Pattern[str]:
-    try:
-        return _compile(pattern)
-    except (re.error, RecursionError, OverflowError) as exc:
-        raise SearchError(
-            f"invalid regular expression {pattern!r}: {exc}",
-            hint="Use Python `re` syntax (it is case-insensitive), or drop --regex to search plain words.",
-        ) from None
-
-
-def _regexp(pattern: str, text: str | None) -> bool:
-    return text is not None and _compile(pattern).search(text) is not None
-
-
-def _tidy(text: str) -> str:
-    text = " ".join(text.split())
-    if len(text) > _SNIPPET_CHARS:
-        text = text[: _SNIPPET_CHARS - 1].rstrip() + _ELLIPSIS
-    return text
-
-
-def excerpt(text: str, pattern: re.Pattern[str]) -> str:
-    """A window of ``text`` around the first match of ``pattern``, matches marked « »."""
-    m = pattern.search(text)
-    if m is None or m.end() == m.start():
-        return _tidy(text)
-    start = max(0, m.start() - 60)
-    if start:
-        space = text.find(" ", start, m.start())
-        start = space + 1 if space >= 0 else start
-    end = min(len(text), max(m.end(), start) + 120)
-    body = pattern.sub(lambda x: f"{_OPEN}{x.group()}{_CLOSE}" if x.group() else "", text[start:end])
-    return _tidy((_ELLIPSIS if start else "") + body + (_ELLIPSIS if end < len(text) else ""))
+def _fact_text(item: Any) -> str:
+    if isinstance(item, str):
+        return item.strip()
+    if isinstance(item, dict):
+        for key in ("new", "text", "fact"):
+            value = item.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+            if isinstance(value, dict):
+                return _fact_text(value)
+    return ""
 
 
 # --- the index ---------------------------------------------------------------------------
@@ -215,18 +161,20 @@ _SCHEMA = (
     "session TEXT, role TEXT, ts TEXT NOT NULL, text TEXT NOT NULL)",
     # The full-text index over documents.text (external content: the text is stored once).
     "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(text, content='documents', "
-    "content_rowid='seq', tokenize='unicode61 remove_diacritics 2')",
+    "content_rowid='seq', tokenize='porter unicode61 remove_diacritics 2')",
 )
 _CLEAR = ("DELETE FROM documents", "INSERT INTO docs(docs) VALUES ('delete-all')")
 
 
 class SearchIndex:
-    """The FTS5 index file. Thread-safe: every operation holds one lock."""
+    """The FTS5 index file. Thread-safe: every operation holds :attr:`lock`, which the
+    vector table in the same file (:class:`~memtray.core.search.vectors.VectorStore`)
+    shares with it, as it shares :attr:`db`."""
 
     def __init__(self, path: Path, db: sqlite3.Connection) -> None:
         self.path = path
-        self._db = db
-        self._lock = threading.RLock()
+        self.db = db
+        self.lock = threading.RLock()
         self._validated = False  # the stored position was checked against the log
 
     # --- opening -----------------------------------------------------------------------
@@ -251,8 +199,8 @@ class SearchIndex:
         return cls(path, db)
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        with self.lock:
+            self.db.close()
 
     # --- keeping up with the log -------------------------------------------------------
 
@@ -264,7 +212,7 @@ class SearchIndex:
         polled between batches; what was indexed so far is kept.
         """
         elog = source.log if isinstance(source, Store) else source
-        with self._lock, self._translate():
+        with self.lock, self._translate():
             meta = self._meta()
             if meta.last_seq > elog.last_seq or (meta.last_seq and meta.position is None):
                 return self._rebuild(elog, should_stop)
@@ -283,14 +231,16 @@ class SearchIndex:
     def rebuild(self, source: Store | EventLog) -> int:
         """Drop every document and index the whole log again."""
         elog = source.log if isinstance(source, Store) else source
-        with self._lock, self._translate():
+        with self.lock, self._translate():
             return self._rebuild(elog, None)
 
     def _rebuild(self, elog: EventLog, should_stop: Callable[[], bool] | None) -> int:
         with self._tx():
             for stmt in _CLEAR:
-                self._db.execute(stmt)
-            self._db.execute("DELETE FROM meta WHERE key != 'format'")
+                self.db.execute(stmt)
+            # vec_* keys belong to the vector table, which keeps its rows (see vectors.py)
+            self.db.execute("DELETE FROM meta WHERE key != 'format' AND key NOT LIKE 'vec\\_%' ESCAPE '\\'")
+            self.db.execute("INSERT INTO meta(key, value) VALUES ('generation', ?)", (os.urandom(8).hex(),))
         self._validated = True
         return self._consume(elog, _Meta(), should_stop, rebuilding=True)
 
@@ -332,11 +282,13 @@ class SearchIndex:
         with self._tx():
             # Plain INSERTs: a seq indexed twice would be a bug, and the meta row
             # committed with them is what makes a retry skip them.
-            self._db.executemany(
+            self.db.executemany(
                 "INSERT INTO documents(seq, text, kind, session, role, ts) VALUES (?,?,?,?,?,?)", rows
             )
-            self._db.executemany("INSERT INTO docs(rowid, text) VALUES (?, ?)", [r[:2] for r in rows])
-            self._db.executemany(
+            self.db.executemany(
+                "INSERT INTO docs(rowid, text) VALUES (?, ?)", [(r[0], cjk_split(r[1])) for r in rows]
+            )
+            self.db.executemany(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                 [("last_seq", str(rec.seq)), ("last_id", rec.id),
                  ("position", json.dumps(pos.to_json()))],
@@ -346,16 +298,16 @@ class SearchIndex:
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
         """One transaction (the connection is in autocommit mode otherwise)."""
-        self._db.execute("BEGIN IMMEDIATE")
+        self.db.execute("BEGIN IMMEDIATE")
         try:
             yield
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self.db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
+        self.db.execute("COMMIT")
 
     def _meta(self) -> _Meta:
-        values = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        values = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
         try:
             pos = Position.from_json(json.loads(values["position"])) if "position" in values else None
             return _Meta(int(values.get("last_seq", 0)), values.get("last_id", ""), pos)
@@ -364,12 +316,50 @@ class SearchIndex:
 
     @property
     def last_seq(self) -> int:
-        with self._lock:
+        with self.lock:
             return self._meta().last_seq
 
     def count(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT count(*) FROM documents").fetchone()[0])
+        with self.lock:
+            return int(self.db.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    @property
+    def generation(self) -> str:
+        """Changes whenever the documents are rebuilt (derived data keyed by seq re-checks then)."""
+        with self.lock:
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            return "" if row is None else str(row[0])
+
+    def documents_after(self, seq: int, limit: int) -> list[tuple[int, str]]:
+        """``(seq, text)`` of the next ``limit`` documents after ``seq``, oldest first."""
+        with self.lock, self._translate():
+            rows = self.db.execute(
+                "SELECT seq, text FROM documents WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+            ).fetchall()
+        return [(int(a), str(b)) for a, b in rows]
+
+    def documents(self, seqs: Iterable[int]) -> dict[int, tuple[str, str | None, str | None, str, str]]:
+        """``seq -> (kind, session, role, ts, text)`` for the seqs that are documents."""
+        wanted = list(seqs)
+        out: dict[int, tuple[str, str | None, str | None, str, str]] = {}
+        with self.lock, self._translate():
+            for i in range(0, len(wanted), 500):
+                chunk = wanted[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                for seq, k, s, r, ts, text in self.db.execute(
+                    f"SELECT seq, kind, session, role, ts, text FROM documents WHERE seq IN ({marks})", chunk
+                ):
+                    out[int(seq)] = (k, s, r, ts, text)
+        return out
+
+    def allowed(self, kind: str | None, session: str | None) -> set[int] | None:
+        """The seqs that pass the filters (None: no filter)."""
+        if kind is None and session is None:
+            return None
+        filters, params = _filters(kind, session)
+        with self.lock, self._translate():
+            rows = self.db.execute(f"SELECT seq FROM documents AS d WHERE 1{filters}", params).fetchall()
+        return {int(r[0]) for r in rows}
 
     @contextlib.contextmanager
     def _translate(self) -> Iterator[None]:
@@ -407,22 +397,60 @@ class SearchIndex:
             return []
         match = fts_query(query)
         if match is not None:
-            hits = self._fts(match, filters, params, limit)
+            hits = self._fts(match, substring_pieces(query), filters, params, limit)
             if hits:
                 return hits
-        pieces = _substring_pieces(query)
+        pieces = substring_pieces(query)
         where, args = [], []
         for piece in pieces:
             if piece.isascii():
                 where.append("text LIKE ? ESCAPE '\\'")
-                args.append(_like_escape(piece))
+                args.append(like_escape(piece))
             else:  # LIKE folds ASCII only
                 where.append("text REGEXP ?")
                 args.append(re.escape(piece))
-        pattern = _compile("|".join(re.escape(p) for p in sorted(pieces, key=len, reverse=True)))
+        pattern = words_pattern(pieces)
         return self._scan(" AND ".join(where), args, filters, params, pattern, limit)
 
-    def _fts(self, match: str, filters: str, params: list[Any], limit: int) -> list[Hit]:
+    def ranked(
+        self, query: str, *, limit: int = 20, kind: str | None = None, session: str | None = None
+    ) -> list[Hit]:
+        """The keyword half of hybrid search: documents with every word (BM25-ranked), then,
+        if those are fewer than ``limit``, documents with any of the informative words.
+
+        A word found in more than :data:`COMMON_DOCS` documents is not informative ("the",
+        "je") and is left out of the second query, which is then ranked over all its
+        matches rather than the newest few thousand. No substring fallback.
+        """
+        filters, params = _filters(kind, session)
+        words = substring_pieces(query)
+        match = fts_query(query)
+        if match is None:
+            return []
+        hits = self._fts(match, words, filters, params, limit)
+        if len(hits) >= limit or len(words) < 2:
+            return hits
+        terms = [t for t in (fts_query(w) for w in words) if t is not None and self._informative(t)]
+        if not terms:
+            return hits
+        seen = {h.seq for h in hits}
+        extra = self._fts(" OR ".join(dict.fromkeys(terms)), words, filters, params, limit, windowed=False)
+        return hits + [h for h in extra if h.seq not in seen][: limit - len(hits)]
+
+    def _informative(self, term: str) -> bool:
+        with self.lock:
+            try:
+                (n,) = self.db.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ? LIMIT ?)", (term, COMMON_DOCS + 1)
+                ).fetchone()
+            except sqlite3.OperationalError:
+                return False
+        return bool(0 < n <= COMMON_DOCS)
+
+    def _fts(
+        self, match: str, query_words: list[str], filters: str, params: list[Any], limit: int,
+        windowed: bool = True,
+    ) -> list[Hit]:
         # Rank (BM25) the newest _RANK_WINDOW matches only: a word found in most
         # documents would otherwise score every one of them (100 ms at 100 000
         # entries) for a ranking that means little. Snippets are made for the
@@ -435,16 +463,19 @@ class SearchIndex:
             ") ORDER BY score, seq DESC LIMIT ?"
         )
         snippet_sql = (
-            f"SELECT snippet(docs, 0, '{_OPEN}', '{_CLOSE}', '{_ELLIPSIS}', {_SNIPPET_TOKENS}) "
+            f"SELECT snippet(docs, 0, '{OPEN}', '{CLOSE}', '{ELLIPSIS}', {_SNIPPET_TOKENS}) "
             "FROM docs WHERE docs MATCH ? AND rowid = ?"
         )
         hits = []
-        with self._lock:
+        with self.lock:
             try:
-                rows = self._db.execute(top_sql, [match, *params, _RANK_WINDOW, limit]).fetchall()
+                rows = self.db.execute(top_sql, [match, *params, _RANK_WINDOW if windowed else -1, limit]).fetchall()
                 for seq, k, s, r, ts, score in rows:
-                    (snip,) = self._db.execute(snippet_sql, (match, seq)).fetchone()
-                    hits.append(Hit(k, seq, s, r, ts, _tidy(snip), -float(score)))
+                    (snip,) = self.db.execute(snippet_sql, (match, seq)).fetchone()
+                    if OPEN not in snip and has_cjk(snip):  # pairs were matched, not the stored words
+                        (text,) = self.db.execute("SELECT text FROM documents WHERE seq = ?", (seq,)).fetchone()
+                        snip = excerpt(text, words_pattern(query_words))
+                    hits.append(Hit(k, seq, s, r, ts, tidy(snip), -float(score), "keyword", -float(score)))
             except sqlite3.OperationalError as exc:  # a query we failed to make safe
                 log.warning("FTS query %r failed (%s); using substring search", match, exc)
                 return []
@@ -458,8 +489,8 @@ class SearchIndex:
             f"SELECT seq, kind, session, role, ts, text FROM documents AS d WHERE {where}{filters} "
             "ORDER BY seq DESC LIMIT ?"
         )
-        with self._lock, self._translate():
-            rows = self._db.execute(sql, [*args, *params, limit]).fetchall()
+        with self.lock, self._translate():
+            rows = self.db.execute(sql, [*args, *params, limit]).fetchall()
         return [Hit(k, seq, s, r, ts, excerpt(text, pattern), 0.0) for seq, k, s, r, ts, text in rows]
 
 
@@ -486,7 +517,7 @@ def _connect(path: Path) -> sqlite3.Connection:
         # never corrupt the file. The -wal/-shm files inherit the file's 0600 mode.
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        db.create_function("regexp", 2, _regexp, deterministic=True)
+        db.create_function("regexp", 2, regexp, deterministic=True)
         stored = _stored_format(db)
         if stored not in (None, str(FORMAT)):
             log.info("search index format %s is not %s; rebuilding it", stored, FORMAT)
@@ -514,139 +545,3 @@ def _remove(path: Path) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(f"{path}{suffix}")
-
-
-# --- the service -------------------------------------------------------------------------
-
-TOOL_NAME = "search_history"
-TOOL_DESCRIPTION = (
-    "Search earlier conversations and the history diary (HISTORY.md) by words. "
-    "Use it when the user refers to something discussed before that is not in your memory. "
-    "Words are AND-ed; end a word with * to match a prefix. Returns dated matching excerpts."
-)
-TOOL_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "words to look for"},
-        "limit": {"type": "integer", "description": "most results to return (default 8, at most 25)"},
-    },
-    "required": ["query"],
-    "additionalProperties": False,
-}
-_TOOL_LIMIT = 25
-
-
-class SearchService:
-    """Keeps a :class:`SearchIndex` in step with the store, lazily before each search.
-
-    Appends only mark the index stale (never blocking the appending thread); the
-    first search after them indexes the new records. :meth:`start` indexes the
-    backlog once in a background thread.
-    """
-
-    def __init__(self, store: Store, index: SearchIndex) -> None:
-        self.store = store
-        self.index = index
-        self._dirty = True
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._sync_lock = threading.Lock()
-        store.subscribe(self._on_append)
-
-    def _on_append(self, records: list[Record], state: object) -> None:
-        self._dirty = True
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._background, name="memtray-search", daemon=True)
-            self._thread.start()
-
-    def _background(self) -> None:
-        try:
-            self.sync(should_stop=self._stop.is_set)
-        except MemtrayError as exc:
-            log.warning("could not bring the search index up to date: %s", exc)
-        except Exception:  # a bug: log it; the next search retries and raises it there
-            log.exception("indexing the history for search failed")
-
-    def sync(self, *, should_stop: Callable[[], bool] | None = None) -> int:
-        """Index what was appended since the last sync; returns documents added."""
-        with self._sync_lock:
-            return self._sync_locked(should_stop)
-
-    def _sync_locked(self, should_stop: Callable[[], bool] | None = None) -> int:
-        if not self._dirty:
-            return 0
-        self._dirty = False  # appends during the sync mark it again
-        try:
-            added = self.index.sync(self.store, should_stop=should_stop)
-        except BaseException:
-            self._dirty = True
-            raise
-        if should_stop is not None and should_stop():
-            self._dirty = True  # stopped early: finish next time
-        return added
-
-    def search(
-        self, query: str, *, limit: int = 20, kind: str | None = None,
-        session: str | None = None, regex: bool = False,
-    ) -> list[Hit]:
-        with self._sync_lock:
-            try:
-                self._sync_locked()
-            except (SearchError, LogError) as exc:
-                # A damaged log or index still lets us search what was indexed.
-                log.warning("searching a search index that is not up to date: %s", exc)
-            return self.index.search(query, limit=limit, kind=kind, session=session, regex=regex)
-
-    @contextlib.contextmanager
-    def detached(self) -> Iterator[None]:
-        """Close the index file for the duration (e.g. while ``state/`` is emptied).
-
-        Searches wait meanwhile; afterwards the index is reopened (and rebuilt
-        from the log if the file is gone) and brought up to date on next use.
-        """
-        with self._sync_lock:
-            self.index.close()
-            try:
-                yield
-            finally:
-                self.index = SearchIndex.open(self.index.path)
-                self._dirty = True
-
-    def tool(self) -> Tool:
-        return Tool(TOOL_NAME, TOOL_DESCRIPTION, TOOL_PARAMETERS, self._tool_handler)
-
-    async def _tool_handler(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        query = str(args["query"])
-        limit = min(max(int(args.get("limit") or 8), 1), _TOOL_LIMIT)
-        try:
-            hits = await asyncio.to_thread(self.search, query, limit=limit)
-        except MemtrayError as exc:
-            raise ToolError(str(exc)) from exc
-        return format_hits(hits)
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.index.close()
-
-
-def format_hits(hits: Iterable[Hit], tz: tzinfo | None = None) -> str:
-    lines = [h.line(tz) for h in hits]
-    return "\n".join(lines) if lines else "no matches"
-
-
-def install(app: App, *, start: bool) -> None:
-    """Add the ``search`` service and the ``search_history`` tool to ``app``."""
-    try:
-        index = SearchIndex.open(index_path(app.home))
-    except SearchError as exc:
-        log.error("history search is unavailable: %s", exc)
-        return
-    svc = SearchService(app.store, index)
-    app.services["search"] = svc
-    app.tools.add(svc.tool())
-    if start:
-        svc.start()

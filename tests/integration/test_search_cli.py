@@ -11,7 +11,7 @@ from memtray.core.search.index import index_path
 
 from tests.support import run_cli
 
-HIT_KEYS = {"kind", "seq", "session", "role", "ts", "snippet", "score"}
+HIT_KEYS = {"kind", "seq", "session", "role", "ts", "snippet", "score", "mode", "keyword_score", "semantic_score"}
 
 
 def seed(home: Home) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""Tests for core/search.py: the derived FTS5 index, query safety, the service and tool."""
+"""Tests for core/search: the derived FTS5 index, query safety, the service and tool."""
 
 from __future__ import annotations
 
@@ -19,15 +19,9 @@ from memtray.core.llm.tools import ToolContext, ToolRegistry
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.store import Store
 from memtray.core.search import index as searchmod
-from memtray.core.search.index import (
-    Hit,
-    SearchError,
-    SearchIndex,
-    SearchService,
-    format_hits,
-    fts_query,
-    index_path,
-)
+from memtray.core.search.index import SearchIndex, index_path
+from memtray.core.search.service import SearchService, build
+from memtray.core.search.text import Hit, SearchError, format_hits, fts_query
 
 
 def say(store: Store, role: str, content: str | None, session: str = "cli", **extra: Any) -> int:
@@ -432,6 +426,7 @@ def test_hit_json_and_line() -> None:
     assert hit.to_json() == {
         "kind": "message", "seq": 7, "session": "cli", "role": "user",
         "ts": "2026-03-01T10:00:02.123Z", "snippet": "a «b» c", "score": 1.5,
+        "mode": "keyword", "keyword_score": None, "semantic_score": None,
     }
     assert hit.line(UTC) == "[2026-03-01 10:00] (cli/user) a «b» c"
     assert hit.line(timezone(timedelta(hours=-5))) == "[2026-03-01 05:00] (cli/user) a «b» c"
@@ -454,15 +449,16 @@ def test_long_texts_get_trimmed_snippets(store: Store, index: SearchIndex) -> No
 # --- service and tool -------------------------------------------------------------------
 
 
-def fake_app(store: Store) -> Any:
-    return SimpleNamespace(home=store.home, store=store, services={}, tools=ToolRegistry())
+def fake_app(store: Store, *, start: bool) -> Any:
+    tools = ToolRegistry()
+    svc = build(store.home, store, tools, start=start)
+    return SimpleNamespace(home=store.home, store=store, search=svc, tools=tools)
 
 
 def test_service_syncs_lazily_after_appends(store: Store) -> None:
     seed(store)
-    app = fake_app(store)
-    searchmod.install(app, start=True)
-    svc: SearchService = app.services["search"]
+    app = fake_app(store, start=True)
+    svc: SearchService = app.search
     try:
         assert len(svc.search("zurich")) == 3
         late = say(store, "user", "Zürich once more")
@@ -474,9 +470,8 @@ def test_service_syncs_lazily_after_appends(store: Store) -> None:
 
 def test_service_without_start_indexes_on_first_search(store: Store) -> None:
     s = seed(store)
-    app = fake_app(store)
-    searchmod.install(app, start=False)
-    svc: SearchService = app.services["search"]
+    app = fake_app(store, start=False)
+    svc: SearchService = app.search
     try:
         assert svc._thread is None
         assert seqs(svc.search("anna")) == {s["diary2"]}
@@ -486,9 +481,8 @@ def test_service_without_start_indexes_on_first_search(store: Store) -> None:
 
 def test_search_history_tool(store: Store) -> None:
     seed(store)
-    app = fake_app(store)
-    searchmod.install(app, start=False)
-    svc: SearchService = app.services["search"]
+    app = fake_app(store, start=False)
+    svc: SearchService = app.search
     try:
         assert "search_history" in app.tools.names()
         ctx = ToolContext(session="cli")
@@ -507,9 +501,8 @@ def test_search_history_tool(store: Store) -> None:
 
 def test_detached_lets_state_be_emptied(store: Store) -> None:
     s = seed(store)
-    app = fake_app(store)
-    searchmod.install(app, start=False)
-    svc: SearchService = app.services["search"]
+    app = fake_app(store, start=False)
+    svc: SearchService = app.search
     try:
         before = svc.search("zurich")
         with svc.detached():

@@ -1,0 +1,58 @@
+"""Fusing the keyword and the semantic rankings into one: reciprocal rank fusion.
+
+Owns the hybrid ranking rule. Each half ranks its own candidates (BM25 for
+keywords, cosine for vectors); a document's fused score is the sum over the
+halves that found it of ``1 / (RRF_K + rank)`` (rank from 1), the usual
+reciprocal rank fusion: it needs no calibration between BM25 and cosine, and a
+document both halves agree on rises. Equal scores go to the newer document
+(recency is the tie-breaker, as a person asking "what did I say about X"
+usually means the latest time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from memtray.core.search.index import SearchIndex
+from memtray.core.search.text import Hit, excerpt, substring_pieces, words_pattern
+
+RRF_K = 60
+#: candidates each half contributes to the fusion (beyond the limit asked for)
+CANDIDATES = 50
+
+
+def semantic_hits(index: SearchIndex, scored: Sequence[tuple[int, float]], query: str) -> list[Hit]:
+    """Hits for ``(seq, cosine)`` pairs, with excerpts around any query word found."""
+    docs = index.documents(seq for seq, _ in scored)
+    pattern = words_pattern(substring_pieces(query))
+    out = []
+    for seq, cos in scored:
+        doc = docs.get(seq)
+        if doc is None:
+            continue  # the vector outlived its document (pruned at the next backfill)
+        kind, session, role, ts, text = doc
+        out.append(Hit(kind, seq, session, role, ts, excerpt(text, pattern), cos, "semantic", None, cos))
+    return out
+
+
+def fuse(keyword: Sequence[Hit], semantic: Sequence[Hit], limit: int, k: int = RRF_K) -> list[Hit]:
+    """The reciprocal-rank fusion of two rankings (module doc), best first."""
+    fused: dict[int, float] = {}
+    first: dict[int, Hit] = {}
+    kw_score: dict[int, float | None] = {}
+    sem_score: dict[int, float | None] = {}
+    for rank, h in enumerate(keyword, 1):
+        fused[h.seq] = fused.get(h.seq, 0.0) + 1.0 / (k + rank)
+        first.setdefault(h.seq, h)  # keyword excerpts mark the words found
+        kw_score[h.seq] = h.keyword_score if h.keyword_score is not None else h.score
+    for rank, h in enumerate(semantic, 1):
+        fused[h.seq] = fused.get(h.seq, 0.0) + 1.0 / (k + rank)
+        first.setdefault(h.seq, h)
+        sem_score[h.seq] = h.semantic_score if h.semantic_score is not None else h.score
+    order = sorted(fused, key=lambda seq: (-fused[seq], -seq))[:limit]
+    return [
+        replace(first[seq], score=round(fused[seq], 6), mode="hybrid",
+                keyword_score=kw_score.get(seq), semantic_score=sem_score.get(seq))
+        for seq in order
+    ]

@@ -1,0 +1,442 @@
+"""The search service: keeps the index and its vectors in step with the log, answers
+keyword / semantic / hybrid searches, recalls past snippets for a turn, and is the
+``search_history`` tool.
+
+Owns :class:`SearchService` and ``install``. Appends only mark the keyword index
+stale (never blocking the appending thread); the next search indexes the new
+records, and :meth:`SearchService.start` indexes the backlog once in a thread.
+Embedding runs as a background task on the app's worker loop: batched
+(:data:`BATCH` documents a call), resumable (the position is stored with the
+vectors, so a restart continues where it stopped), retried with a back-off when
+the provider fails, and never awaited by a turn. Until a document has its vector
+it is found by its words only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from memtray import resources
+from memtray.core.base.config import Config, Settings
+from memtray.core.base.errors import LLMError, LogError, MemtrayError
+from memtray.core.base.home import Home
+from memtray.core.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
+from memtray.core.log.events import Record
+from memtray.core.log.store import Store
+from memtray.core.search.embed import SETUP_HINT, Embedder
+from memtray.core.search.hybrid import CANDIDATES, fuse, semantic_hits
+from memtray.core.search.index import KINDS, SearchIndex, index_path
+from memtray.core.search.text import Hit, SearchError, format_hits
+
+__all__ = ["MODES", "Recall", "SearchResult", "SearchService", "build", "format_hits"]
+from memtray.core.search.vectors import VectorStore
+
+log = logging.getLogger(__name__)
+
+MODES = ("keyword", "semantic", "hybrid")
+BATCH = 64  # documents per embedding call
+QUERY_TIMEOUT = 10.0  # seconds a query's embedding may take before keyword results are used
+RECALL_TIMEOUT = 4.0
+#: a semantic match weaker than this is not recalled (keyword matches always may be)
+RECALL_MIN_SIMILARITY = 0.35
+RECALL_CHARS = 400
+_BACKOFF = (30.0, 120.0, 600.0, 1800.0)
+
+TOOL_NAME = "search_history"
+TOOL_DESCRIPTION = (
+    "Search earlier conversations, the history diary (HISTORY.md) and memory edits, by words "
+    "and by meaning (other wordings and languages match too when an embedding model is set up). "
+    "Use it when the user refers to something discussed before that is not in your memory. "
+    "Returns dated matching excerpts."
+)
+TOOL_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "what to look for"},
+        "limit": {"type": "integer", "description": "most results to return (default 8, at most 25)"},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+_TOOL_LIMIT = 25
+
+
+@dataclass
+class SearchResult:
+    """Hits and how they were found: ``mode`` is what ran (``hybrid`` asked without an
+    embedding model runs ``keyword``), ``notes`` say why it differs from what was asked."""
+
+    hits: list[Hit]
+    mode: str
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Recall:
+    """Past snippets given to a turn: the quoted block and the seqs it quotes."""
+
+    text: str
+    seqs: list[int]
+
+
+@dataclass
+class EmbedStatus:
+    model: str
+    done: int
+    total: int
+    running: bool
+    error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "done": self.done, "total": self.total,
+                "running": self.running, "error": self.error}
+
+
+class SearchService:
+    """Keyword index, vectors and embedder, kept in step with ``store``."""
+
+    def __init__(
+        self, store: Store, index: SearchIndex, embedder: Embedder, *,
+        submit: Callable[[Coroutine[Any, Any, Any]], concurrent.futures.Future[Any]] | None = None,
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.vectors = VectorStore(index)
+        self.embedder = embedder
+        self._submit = submit
+        self._dirty = True
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._sync_lock = threading.Lock()
+        self._backfill: concurrent.futures.Future[Any] | None = None
+        self._backfill_lock = asyncio.Lock()  # one backfill at a time (background or `history embed`)
+        self._started = False
+        self._failures = 0
+        self._retry_at = 0.0
+        self.last_error: str | None = None
+        store.subscribe(self._on_append)
+
+    # --- keeping up ----------------------------------------------------------------
+
+    def _on_append(self, records: list[Record], state: object) -> None:
+        self._dirty = True
+        if self._started:
+            self._kick()
+
+    def start(self) -> None:
+        """Index the backlog in a thread; then embed it in the background (if configured)."""
+        self._started = True
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._background, name="memtray-search", daemon=True)
+            self._thread.start()
+
+    def _background(self) -> None:
+        try:
+            self.sync(should_stop=self._stop.is_set)
+        except MemtrayError as exc:
+            log.warning("could not bring the search index up to date: %s", exc)
+        except Exception:  # a bug: log it; the next search retries and raises it there
+            log.exception("indexing the history for search failed")
+        if not self._stop.is_set():
+            self._kick()
+
+    def sync(self, *, should_stop: Callable[[], bool] | None = None) -> int:
+        """Index what was appended since the last sync; returns documents added."""
+        with self._sync_lock:
+            return self._sync_locked(should_stop)
+
+    def _sync_locked(self, should_stop: Callable[[], bool] | None = None) -> int:
+        if not self._dirty:
+            return 0
+        self._dirty = False  # appends during the sync mark it again
+        try:
+            added = self.index.sync(self.store, should_stop=should_stop)
+        except BaseException:
+            self._dirty = True
+            raise
+        if should_stop is not None and should_stop():
+            self._dirty = True  # stopped early: finish next time
+        return added
+
+    def _sync_quietly(self) -> None:
+        try:
+            self._sync_locked()
+        except (SearchError, LogError) as exc:
+            # A damaged log or index still lets us search what was indexed.
+            log.warning("searching a search index that is not up to date: %s", exc)
+
+    # --- embedding -----------------------------------------------------------------
+
+    def _kick(self) -> None:
+        """Start the background backfill unless it runs, is not configured, or backs off."""
+        if self._submit is None or not self.embedder.available or self._stop.is_set():
+            return
+        if self._backfill is not None and not self._backfill.done():
+            return
+        if time.monotonic() < self._retry_at:
+            return
+        self._backfill = self._submit(self._background_backfill())
+
+    async def _background_backfill(self) -> None:
+        try:
+            await self.backfill()
+            self._failures = 0
+            self.last_error = None
+        except LLMError as exc:
+            delay = _BACKOFF[min(self._failures, len(_BACKOFF) - 1)]
+            self._failures += 1
+            self._retry_at = time.monotonic() + delay
+            self.last_error = str(exc)
+            log.warning("embedding the history failed (%s); keyword search meanwhile, retrying in %.0fs",
+                        exc, delay)
+        except MemtrayError as exc:
+            self.last_error = str(exc)
+            log.warning("embedding the history stopped: %s", exc)
+
+    async def backfill(self, *, progress: Callable[[int, int], None] | None = None,
+                       should_stop: Callable[[], bool] | None = None) -> int:
+        """Embed every document that has no vector yet, :data:`BATCH` at a time; returns
+        how many were embedded. Resumable: what was stored stays stored if it stops."""
+        if not self.embedder.available:
+            raise SearchError("no embedding model is configured", hint=SETUP_HINT)
+        async with self._backfill_lock:
+            return await self._backfill_locked(progress, should_stop)
+
+    async def _backfill_locked(self, progress: Callable[[int, int], None] | None,
+                               should_stop: Callable[[], bool] | None) -> int:
+        done = 0
+        await asyncio.to_thread(self._prepare)
+        while not (should_stop is not None and should_stop()) and not self._stop.is_set():
+            batch, through = await asyncio.to_thread(self.vectors.pending, BATCH)
+            if not batch:
+                break
+            vecs = await self.embedder.embed([text for _seq, text in batch])
+            await asyncio.to_thread(
+                self.vectors.put, [(seq, text, v) for (seq, text), v in zip(batch, vecs, strict=True)], through
+            )
+            done += len(batch)
+            if progress is not None:
+                progress(*(await asyncio.to_thread(self.vectors.progress)))
+        return done
+
+    def _prepare(self) -> None:
+        with self._sync_lock:
+            self._sync_quietly()
+        self.vectors.use_model(self.embedder.model)
+
+    def embed_status(self) -> EmbedStatus:
+        done, total = self.vectors.progress() if self.embedder.available else (0, self.index.count())
+        running = self._backfill is not None and not self._backfill.done()
+        return EmbedStatus(self.embedder.model, done, total, running, self.last_error)
+
+    # --- searching -----------------------------------------------------------------
+
+    def search(
+        self, query: str, *, limit: int = 20, kind: str | None = None,
+        session: str | None = None, regex: bool = False,
+    ) -> list[Hit]:
+        """Keyword search (the rules of :mod:`index`), after catching up with the log."""
+        with self._sync_lock:
+            self._sync_quietly()
+            return self.index.search(query, limit=limit, kind=kind, session=session, regex=regex)
+
+    async def asearch(
+        self, query: str, *, mode: str = "hybrid", limit: int = 20, kind: str | None = None,
+        session: str | None = None, regex: bool = False, exclude: Iterable[int] = (),
+    ) -> SearchResult:
+        """Search in ``mode``; ``hybrid`` without an embedding model (or when the model
+        fails) is keyword search, with a note that says so."""
+        if mode not in MODES:
+            raise SearchError(f"unknown search mode {mode!r}", hint=f"Use one of: {', '.join(MODES)}.")
+        if limit < 1:
+            raise SearchError(f"the limit must be at least 1, not {limit}")
+        if kind is not None and kind not in KINDS:
+            raise SearchError(f"unknown kind {kind!r}", hint=f"Use one of: {', '.join(KINDS)}.")
+        skip = set(exclude)
+        if regex or mode == "keyword":
+            if regex and mode == "semantic":
+                raise SearchError("--regex is a keyword search", hint="Drop --mode semantic, or --regex.")
+            hits = await asyncio.to_thread(
+                self.search, query, limit=limit + len(skip), kind=kind, session=session, regex=regex)
+            return SearchResult([h for h in hits if h.seq not in skip][:limit], "keyword")
+        if not query.strip():
+            return SearchResult([], mode)
+        notes: list[str] = []
+        vec: list[float] | None = None
+        if not self.embedder.available:
+            if mode == "semantic":
+                raise SearchError("semantic search needs an embedding model, and none is configured",
+                                  hint=SETUP_HINT)
+            notes.append("no embedding model is configured (embedding_model): keyword search only")
+        else:
+            try:
+                (vec,) = await asyncio.wait_for(self.embedder.embed([query]), QUERY_TIMEOUT)
+            except (LLMError, TimeoutError) as exc:
+                why = str(exc) or "it did not answer in time"
+                if mode == "semantic":
+                    raise SearchError(f"the embedding model failed: {why}",
+                                      hint="Try --mode keyword, or check embedding_model.") from None
+                notes.append(f"the embedding model failed ({why}): keyword search only")
+        if vec is None:  # hybrid without vectors is exactly keyword search
+            hits = await asyncio.to_thread(
+                self.search, query, limit=limit + len(skip), kind=kind, session=session)
+            return SearchResult([h for h in hits if h.seq not in skip][:limit], "keyword", notes)
+        want = max(limit, CANDIDATES) + len(skip)
+        keyword: list[Hit] = []
+        if mode == "hybrid":
+            keyword = await asyncio.to_thread(self._ranked, query, want, kind, session)
+            keyword = [h for h in keyword if h.seq not in skip]
+        semantic = await asyncio.to_thread(self._semantic, vec, query, want, kind, session, skip)
+        done, total = await asyncio.to_thread(self.vectors.progress)
+        if done < total:
+            notes.append(f"{total - done} of {total} entries have no embedding yet (found by their words only)")
+        if mode == "semantic":
+            return SearchResult(semantic[:limit], "semantic", notes)
+        return SearchResult(fuse(keyword, semantic, limit), "hybrid", notes)
+
+    def _ranked(self, query: str, want: int, kind: str | None, session: str | None) -> list[Hit]:
+        with self._sync_lock:
+            self._sync_quietly()
+            return self.index.ranked(query, limit=want, kind=kind, session=session)
+
+    def _semantic(self, vec: list[float], query: str, want: int, kind: str | None,
+                  session: str | None, skip: set[int]) -> list[Hit]:
+        self.vectors.use_model(self.embedder.model)
+        allowed = self.index.allowed(kind, session)
+        scored = self.vectors.search(vec, limit=want, allowed=allowed)
+        return semantic_hits(self.index, [(s, c) for s, c in scored if s not in skip], query)
+
+    # --- recall in the turn --------------------------------------------------------
+
+    async def recall(self, session: str, text: str, zone: str = "", limit: int = 3) -> Recall | None:
+        """A few past snippets relevant to ``text``, quoted with their dates and sessions,
+        or None. What the session's prompt already holds (its unconsolidated tail) is
+        left out, and weak semantic matches are not recalled."""
+        tail = [int(m["seq"]) for m in self.store.state.session(session).messages if "seq" in m]
+        try:
+            found = await asyncio.wait_for(
+                self.asearch(text, mode="hybrid", limit=limit * 3, exclude=tail), RECALL_TIMEOUT)
+        except (MemtrayError, TimeoutError) as exc:
+            log.info("no recall for this turn: %s", exc or "search timed out")
+            return None
+        hits = [h for h in found.hits
+                if h.keyword_score is not None or (h.semantic_score or 0.0) >= RECALL_MIN_SIMILARITY][:limit]
+        if not hits:
+            return None
+        docs = await asyncio.to_thread(self.index.documents, [h.seq for h in hits])
+        return Recall(format_recall(hits, docs, zone), [h.seq for h in hits])
+
+    # --- the tool ------------------------------------------------------------------
+
+    def tool(self) -> Tool:
+        return Tool(TOOL_NAME, TOOL_DESCRIPTION, TOOL_PARAMETERS, self._tool_handler)
+
+    async def _tool_handler(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        query = str(args["query"])
+        limit = min(max(int(args.get("limit") or 8), 1), _TOOL_LIMIT)
+        try:
+            result = await self.asearch(query, mode="hybrid", limit=limit)
+        except MemtrayError as exc:
+            raise ToolError(str(exc)) from exc
+        return format_hits(result.hits)
+
+    # --- life cycle ----------------------------------------------------------------
+
+    def reconfigure(self, _old: Config | None = None, _new: Config | None = None) -> None:
+        """Settings changed (a Settings listener): a new embedding model starts its backfill."""
+        if self._started:
+            self._kick()
+
+    @contextlib.contextmanager
+    def detached(self) -> Iterator[None]:
+        """Close the index file for the duration (e.g. while ``state/`` is emptied).
+
+        Searches wait meanwhile; afterwards the index is reopened (and rebuilt
+        from the log if the file is gone) and brought up to date on next use.
+        """
+        self._cancel_backfill()
+        with self._sync_lock:
+            self.index.close()
+            try:
+                yield
+            finally:
+                self.index = SearchIndex.open(self.index.path)
+                self.vectors = VectorStore(self.index)
+                self._dirty = True
+        if self._started:
+            self._kick()
+
+    def _cancel_backfill(self) -> None:
+        fut = self._backfill
+        if fut is not None and not fut.done():
+            fut.cancel()
+            with contextlib.suppress(BaseException):
+                fut.result(timeout=5)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._cancel_backfill()
+        if self._thread is not None:
+            self._thread.join()
+        self.index.close()
+
+
+def format_recall(hits: list[Hit], docs: dict[int, tuple[str, str | None, str | None, str, str]], zone: str) -> str:
+    """The quoted block a turn is given (``resources/prompts/recall.md``)."""
+    try:
+        tz: Any = ZoneInfo(zone) if zone else None
+    except (ZoneInfoNotFoundError, ValueError):
+        tz = None
+    item: str = resources.text("prompts/recall_item.txt").strip()
+    lines = []
+    for h in hits:
+        kind, session, role, ts, text = docs.get(h.seq, (h.kind, h.session, h.role, h.ts, h.snippet))
+        try:
+            date = datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(tz).strftime("%Y-%m-%d %H:%M")
+        except ValueError:
+            date = ts
+        who = {"user": "user", "assistant": "assistant"}.get(role or "", "diary" if kind == "history" else "memory")
+        body = " ".join(text.split())
+        if len(body) > RECALL_CHARS:
+            body = body[: RECALL_CHARS - 1].rstrip() + "…"
+        lines.append(item.format(date=date, session=session or "-", who=who, text=body))
+    template: str = resources.text("prompts/recall.md").strip()
+    return template.format(items="\n".join(lines))
+
+
+def build(
+    home: Home, store: Store, tools: ToolRegistry, *, start: bool,
+    settings: Settings | None = None,
+    submit: Callable[[Coroutine[Any, Any, Any]], concurrent.futures.Future[Any]] | None = None,
+    agent: Any = None,
+) -> SearchService | None:
+    """The search service with its ``search_history`` tool, or None when the index cannot
+    open (then search is unavailable and the log says why). With ``settings`` and
+    ``submit`` (the worker's), embeddings are made in the background; with ``agent``,
+    turns can recall past snippets (the ``recall`` setting; the agent is above this
+    room, so it is given here and only its ``recall`` hook is set)."""
+    try:
+        index = SearchIndex.open(index_path(home))
+    except SearchError as exc:
+        log.error("history search is unavailable: %s", exc)
+        return None
+    cfg: Callable[[], Config] = (lambda: settings.current) if settings is not None else Config
+    svc = SearchService(store, index, Embedder(cfg), submit=submit)
+    tools.add(svc.tool())
+    if settings is not None:
+        settings.subscribe(svc.reconfigure)
+    if agent is not None:
+        agent.recall = svc.recall
+    if start:
+        svc.start()
+    return svc

@@ -1,0 +1,263 @@
+"""The semantic half of history search: one embedding per document, in the index's file.
+
+Owns the ``vectors`` table of ``state/search.sqlite`` and nearest-neighbour
+search over it. Like the keyword index it is derived: deleting ``state/`` (or a
+purge, which empties it) drops it, and the background backfill embeds every
+document again.
+
+Why no vector extension: sqlite-vec is the natural fit, but Python's ``sqlite3``
+here is built without ``enable_load_extension``, so the extension cannot be
+loaded, and numpy is not a dependency of memtray. The search is therefore plain
+Python, in two steps that keep it fast at 100 000 documents:
+
+1. every vector is stored as int8 (a quarter of float32; cosine changes in the
+   third decimal) plus its **sign signature**, one bit per dimension. The
+   signatures of all documents are held in memory as Python integers (about 6 MB
+   per 100 000 documents at 256 dimensions) and the Hamming distance to the
+   query's signature, ``(q ^ s).bit_count()``, ranks every document (SimHash:
+   the distance estimates the angle);
+2. the best :data:`PREFILTER` by that estimate are re-ranked by their exact cosine,
+   read from SQLite. Below :data:`EXACT_BELOW` documents every one is scored
+   exactly.
+
+Keys in ``meta``: ``vec_model`` (the embedding model the rows belong to; another
+model clears them), ``vec_through`` (the last document seq handled: the backfill
+resumes after it) and ``vec_generation`` (the keyword index's generation seen;
+when the documents are rebuilt the backfill starts over from seq 0, but keeps
+every vector whose text is unchanged -- rows are matched by the text's hash, so a
+rebuild costs no embedding calls).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import math
+import operator
+import threading
+from array import array
+from collections.abc import Iterable, Sequence
+
+from memtray.core.search.index import SearchIndex
+
+#: documents below this are all scored exactly; above, the signature prefilter runs first
+EXACT_BELOW = 4000
+#: candidates the signature prefilter keeps for exact re-ranking
+PREFILTER = 600
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS vectors(seq INTEGER PRIMARY KEY, hash BLOB NOT NULL, "
+    "norm REAL NOT NULL, sig BLOB NOT NULL, vec BLOB NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS vectors_hash ON vectors(hash)",
+)
+
+
+def text_hash(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+
+
+def quantize(vec: Sequence[float]) -> array[int]:
+    """``vec`` as int8, scaled so its largest component is ±127 (the direction is what counts)."""
+    top = max((abs(x) for x in vec), default=0.0)
+    scale = 127.0 / top if top > 0 and math.isfinite(top) else 0.0
+    return array("b", (round(x * scale) for x in vec))
+
+
+def signature(q: array[int]) -> int:
+    """One bit per dimension: set where the component is positive."""
+    return int("".join("1" if x > 0 else "0" for x in reversed(q)) or "0", 2)
+
+
+def _dot(a: array[int], b: array[int]) -> int:
+    return sum(map(operator.mul, a, b))
+
+
+class VectorStore:
+    """Embeddings keyed by document seq. Shares the connection and lock of ``index``."""
+
+    def __init__(self, index: SearchIndex) -> None:
+        self.index = index
+        self._cache: tuple[array[int], list[int]] | None = None  # seqs, signatures
+        self._cache_lock = threading.Lock()
+        with index.lock:
+            for stmt in _SCHEMA:
+                index.db.execute(stmt)
+
+    # --- bookkeeping ---------------------------------------------------------------
+
+    def _get(self, key: str) -> str:
+        row = self.index.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return "" if row is None else str(row[0])
+
+    def _set(self, **values: str) -> None:
+        self.index.db.executemany(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [(f"vec_{k}", v) for k, v in values.items()]
+        )
+
+    @property
+    def model(self) -> str:
+        with self.index.lock:
+            return self._get("vec_model")
+
+    def use_model(self, model: str) -> None:
+        """Make the rows belong to ``model``: another model's vectors are dropped."""
+        with self.index.lock:
+            if self._get("vec_model") == model:
+                return
+            self.index.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.index.db.execute("DELETE FROM vectors")
+                self._set(model=model, through="0", generation=self.index.generation)
+            except BaseException:
+                self.index.db.execute("ROLLBACK")
+                raise
+            self.index.db.execute("COMMIT")
+            self._cache = None
+
+    @property
+    def through(self) -> int:
+        """The last document seq the backfill has handled (after a rebuild: 0 again)."""
+        with self.index.lock:
+            if self._get("vec_generation") != self.index.generation:
+                return 0
+            return int(self._get("vec_through") or 0)
+
+    def count(self) -> int:
+        with self.index.lock:
+            return int(self.index.db.execute("SELECT count(*) FROM vectors").fetchone()[0])
+
+    def progress(self) -> tuple[int, int]:
+        """``(documents handled, documents)``: equal when the backfill is done."""
+        through = self.through
+        with self.index.lock:
+            done, total = self.index.db.execute(
+                "SELECT count(CASE WHEN seq <= ? THEN 1 END), count(*) FROM documents", (through,)
+            ).fetchone()
+        return int(done), int(total)
+
+    # --- filling -------------------------------------------------------------------
+
+    def pending(self, limit: int) -> tuple[list[tuple[int, str]], int]:
+        """The next documents without a current vector, oldest first, and the seq to pass
+        to :meth:`put` with their vectors. A vector stored for the same text (before a
+        rebuild) is reused on the way, without an embedding call. ``([], 0)``: done."""
+        out: list[tuple[int, str]] = []
+        docs: list[tuple[int, str]] = []
+        while not out:
+            start = self.through
+            docs = self.index.documents_after(start, limit)
+            if not docs:
+                self._prune()
+                return [], 0
+            with self.index.lock:
+                self.index.db.execute("BEGIN IMMEDIATE")
+                try:
+                    for seq, text in docs:
+                        h = text_hash(text)
+                        row = self.index.db.execute("SELECT hash FROM vectors WHERE seq = ?", (seq,)).fetchone()
+                        if row is not None and bytes(row[0]) == h:
+                            continue
+                        same = self.index.db.execute(
+                            "SELECT norm, sig, vec FROM vectors WHERE hash = ? LIMIT 1", (h,)
+                        ).fetchone()
+                        if same is not None:
+                            self.index.db.execute(
+                                "INSERT OR REPLACE INTO vectors(seq, hash, norm, sig, vec) VALUES (?,?,?,?,?)",
+                                (seq, h, *same),
+                            )
+                            self._cache = None
+                            continue
+                        out.append((seq, text))
+                    if not out:  # the whole batch was current: move on
+                        self._set(through=str(docs[-1][0]), generation=self.index.generation)
+                except BaseException:
+                    self.index.db.execute("ROLLBACK")
+                    raise
+                self.index.db.execute("COMMIT")
+        return out, docs[-1][0]
+
+    def put(self, items: Iterable[tuple[int, str, Sequence[float]]], through: int) -> int:
+        """Store embeddings; the backfill then resumes after ``through``. Returns rows written."""
+        rows = []
+        for seq, text, vec in items:
+            q = quantize(vec)
+            norm = math.sqrt(_dot(q, q))
+            rows.append((seq, text_hash(text), norm, signature(q).to_bytes((len(q) + 7) // 8, "little"), q.tobytes()))
+        with self.index.lock:
+            self.index.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.index.db.executemany(
+                    "INSERT OR REPLACE INTO vectors(seq, hash, norm, sig, vec) VALUES (?,?,?,?,?)", rows
+                )
+                self._set(through=str(through), generation=self.index.generation)
+            except BaseException:
+                self.index.db.execute("ROLLBACK")
+                raise
+            self.index.db.execute("COMMIT")
+            cache = self._cache
+            if cache is not None and rows and (not cache[0] or rows[0][0] > cache[0][-1]):
+                for seq, _h, _n, sig, _v in rows:
+                    cache[0].append(seq)
+                    cache[1].append(int.from_bytes(sig, "little"))
+            else:
+                self._cache = None
+        return len(rows)
+
+    def _prune(self) -> None:
+        """Drop vectors of seqs that are no longer documents (after the log was replaced)."""
+        with self.index.lock:
+            cur = self.index.db.execute("DELETE FROM vectors WHERE seq NOT IN (SELECT seq FROM documents)")
+            if cur.rowcount:
+                self._cache = None
+
+    def clear(self) -> None:
+        with self.index.lock:
+            self.index.db.execute("DELETE FROM vectors")
+            self._set(through="0")
+            self._cache = None
+
+    # --- searching -----------------------------------------------------------------
+
+    def _signatures(self) -> tuple[array[int], list[int]]:
+        with self._cache_lock:
+            cache = self._cache
+            if cache is None:
+                seqs: array[int] = array("q")
+                sigs: list[int] = []
+                with self.index.lock:
+                    for seq, sig in self.index.db.execute("SELECT seq, sig FROM vectors ORDER BY seq"):
+                        seqs.append(seq)
+                        sigs.append(int.from_bytes(sig, "little"))
+                cache = self._cache = (seqs, sigs)
+            return cache
+
+    def search(self, vec: Sequence[float], *, limit: int, allowed: set[int] | None = None) -> list[tuple[int, float]]:
+        """``(seq, cosine)`` of the ``limit`` nearest documents, best first (ties: newest first)."""
+        q = quantize(vec)
+        qn = math.sqrt(_dot(q, q))
+        if qn == 0:
+            return []
+        seqs, sigs = self._signatures()
+        n = len(seqs)
+        idx: Iterable[int] = range(n) if allowed is None else (i for i in range(n) if seqs[i] in allowed)
+        cand = list(idx)
+        if len(cand) > EXACT_BELOW:
+            qs = signature(q)
+            keep = max(PREFILTER, limit * 20)
+            cand = [i for _d, i in heapq.nsmallest(keep, (((qs ^ sigs[i]).bit_count(), i) for i in cand))]
+        chosen = [seqs[i] for i in cand]
+        scored: list[tuple[float, int]] = []
+        with self.index.lock:
+            for i in range(0, len(chosen), 900):
+                part = chosen[i : i + 900]
+                marks = ",".join("?" * len(part))
+                for seq, norm, blob in self.index.db.execute(
+                    f"SELECT seq, norm, vec FROM vectors WHERE seq IN ({marks})", part
+                ):
+                    d = array("b")
+                    d.frombytes(blob)
+                    if len(d) != len(q) or not norm:
+                        continue
+                    scored.append((_dot(q, d) / (qn * norm), seq))
+        best = heapq.nlargest(limit, scored)
+        return [(seq, round(cos, 6)) for cos, seq in best]
