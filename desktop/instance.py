@@ -2,11 +2,12 @@
 
 Same path (:func:`memtray.core.base.ipc.socket_path`) and same JSON-lines protocol
 as ``memtray daemon``: a request ``{"argv": [...], "env": {...}, "tty": bool}``
-is answered with ``{"out": ...}`` / ``{"err": ...}`` lines and a final
-``{"exit": N}``. CLI commands run through :func:`memtray.core.cli.main.serve` on a
-thread-pool thread (they call ``app.run``, which blocks on the worker); their
-output comes back to the socket (which lives on the GUI thread) by queued
-signal. The desktop's own commands (``toggle``, ``show``, ``quit``, ...) are
+is answered with ``{"started": true}``, ``{"out": ...}`` / ``{"err": ...}`` lines
+and a final ``{"exit": N}``. Connections from another uid are dropped unread
+(peer credentials, as the daemon checks them), and the backlog holds a burst.
+CLI commands run through :func:`memtray.core.cli.main.serve` on a thread-pool
+thread (they call ``app.run``, which blocks on the worker); their output comes
+back to the socket (which lives on the GUI thread) by queued signal. The desktop's own commands (``toggle``, ``show``, ``quit``, ...) are
 handled on the GUI thread by :attr:`InstanceServer.local_commands`.
 """
 
@@ -20,6 +21,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from memtray.core.base import ipc
 
 from .qt import QLocalServer, QLocalSocket, QObject, Signal
 
@@ -55,6 +58,9 @@ class InstanceServer(QObject):
         self.local_commands: dict[str, LocalCommand] = {}
         self._server = QLocalServer(self)
         self._server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
+        self._server.setMaxPendingConnections(ipc.BACKLOG)
+        if hasattr(self._server, "setListenBacklogSize"):  # Qt 6.3+: the kernel's queue
+            self._server.setListenBacklogSize(ipc.BACKLOG)
         self._server.newConnection.connect(self._accept)
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memtray-ipc")
         self._relay = _Relay(self)
@@ -65,7 +71,6 @@ class InstanceServer(QObject):
 
     def listen(self) -> None:
         """Clear a stale socket (we hold the data-home lock) and listen on the full path."""
-        from memtray.core.base import ipc
         from memtray.core.base.errors import EnvironmentProblem
 
         ipc.clear_stale(self.path)
@@ -99,6 +104,10 @@ class InstanceServer(QObject):
     def _accept(self) -> None:
         while self._server.hasPendingConnections():
             sock = self._server.nextPendingConnection()
+            if not ipc.peer_allowed_fd(int(sock.socketDescriptor())):
+                sock.abort()  # another user: not a byte is read or answered
+                sock.deleteLater()
+                continue
             cid = self._next
             self._next += 1
             self._conns[cid] = sock
@@ -141,6 +150,8 @@ class InstanceServer(QObject):
         argv = [str(a) for a in req.get("argv") or []]
         env = {str(k): str(v) for k, v in (req.get("env") or {}).items()}
         handler = self.local_commands.get(argv[0]) if argv else None
+        # from here the command may run: a client must not send it again (see ipc)
+        self._send(cid, {"started": True})
         if handler is not None:
             try:
                 code = handler(argv, env)

@@ -23,6 +23,7 @@ os.environ.pop("MEMTRAY_MODEL", None)
 os.environ.pop("MEMTRAY_API_BASE", None)
 os.environ.pop("OPENAI_API_KEY", None)
 os.environ.setdefault("MEMTRAY_NO_LOCAL_MODEL", "1")  # tests that want the offline model opt back in
+os.environ.setdefault("MEMTRAY_NO_WARM", "1")  # no background instance unless a test starts one
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from hypothesis import HealthCheck, settings  # noqa: E402

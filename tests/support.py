@@ -49,6 +49,7 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
     env["MEMTRAY_HOME"] = str(home)
     env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
     env["MEMTRAY_NO_DESKTOP"] = "1"
+    env["MEMTRAY_NO_WARM"] = "1"  # a test that wants the background instance passes MEMTRAY_NO_WARM=""
     env.update(extra)
     return env
 

@@ -39,6 +39,8 @@ class Config:
     onboarded: bool = False
     #: litellm embedding model for semantic history search ("": keyword search only)
     embedding_model: str = ""
+    warm_instance: bool = True  # CLI commands that need the model start a background instance
+    warm_instance_idle_minutes: float = 15.0  # ...which exits after this long without a request
     embedding_api_base: str = ""  # empty: api_base when the provider is the chat model's
     recall: bool = False  # give each turn a few relevant past messages
     recall_limit: int = 3
@@ -59,6 +61,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "recall_limit": (1, 20),
 }
 ENV_OVERRIDES = {"model": "MEMTRAY_MODEL", "api_base": "MEMTRAY_API_BASE"}
+    "warm_instance_idle_minutes": (0.01, 7 * 24 * 60),
 
 
 def keys() -> list[str]:

@@ -5,7 +5,9 @@ or, when the command was forwarded, back through the instance's socket. A
 command that needs the App opens it with :func:`app_scope`: the serving
 instance's App when it runs inside one, a fresh one otherwise; a home held by
 another process raises :class:`Forward`, and :func:`forward` sends the argv
-there. Every command module builds on this one; nothing here knows a command.
+there, retrying what was never started and waiting (bounded) for a one-shot
+command that holds the home. Every command module builds on this one; nothing
+here knows a command.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
 
 
@@ -83,12 +86,29 @@ def err(text: str) -> None:
 
 
 class Forward(Exception):
-    """The data home is locked by a running instance: forward the command to it."""
+    """The data home is locked by a running instance: forward the command to it.
+
+    ``argv``, when given, replaces the command line to forward (``ask -`` sends the
+    text it read from stdin, which the instance cannot read).
+    """
+
+    def __init__(self, argv: list[str] | None = None) -> None:
+        super().__init__()
+        self.argv = argv
+
+
+#: How long a command waits for another one-shot command to leave the data home.
+WAIT_SECONDS = 600.0
+WAITING = "waiting for another memtray command to finish…"
 
 
 @contextlib.contextmanager
-def app_scope(home: Home) -> Iterator[Any]:
-    """The App to run a command against: the serving instance's, or a fresh one."""
+def app_scope(home: Home, *, warm: bool = False) -> Iterator[Any]:
+    """The App to run a command against: the serving instance's, or a fresh one.
+
+    ``warm``: the command needs the model; when no instance runs, start the warm
+    background instance (see :mod:`memtray.core.cli.warm`) and forward to it.
+    """
     served = getattr(_local, "app", None)
     if served is not None:
         yield served
@@ -97,6 +117,11 @@ def app_scope(home: Home) -> Iterator[Any]:
     from memtray.core.base import logsetup
     from memtray.core.base.errors import AlreadyRunning
 
+    if warm:
+        from memtray.core.cli import warm as warm_mod
+
+        if warm_mod.enabled(home) and warm_mod.ensure(home, note=err):
+            raise Forward
     logsetup.setup(home)
     try:
         app = App.open(home)
@@ -108,9 +133,19 @@ def app_scope(home: Home) -> Iterator[Any]:
         app.close()
 
 
+def forward(home: Home, argv: list[str], run_here: Callable[[], int] | None = None) -> int:
+    """Run ``argv`` inside the instance that holds the data home, relaying its output.
 
-def forward(home: Home, argv: list[str]) -> int:
-    """Run ``argv`` inside the instance that holds the data home, relaying its output."""
+    When nobody serves the home, ``run_here`` runs the command in this process
+    (it raises :class:`Forward` again while the home is still held). A home held
+    by a process that does not serve (another one-shot command) is waited for,
+    with one line said, up to :data:`WAIT_SECONDS`; the command's input is kept
+    throughout, and a request the instance never started is sent again, never one
+    it did.
+    """
+    import random
+    import time
+
     from memtray.core.base import ipc
     from memtray.core.base.errors import AlreadyRunning
 
@@ -122,12 +157,48 @@ def forward(home: Home, argv: list[str]) -> int:
         if "err" in msg:
             c.write_err(msg["err"])
 
+    deadline: float | None = None
+    delay = 0.02
+    while True:
+        try:
+            return ipc.request(home, {"argv": argv, "env": ipc.forward_env(), "tty": c.tty}, relay)
+        except ipc.NoInstance:
+            pass
+        if run_here is not None:
+            try:
+                return run_here()
+            except Forward as again:
+                if again.argv is not None:
+                    argv = again.argv
+        elif _home_free(home):
+            raise MemtrayError("the memtray instance that served this command has stopped",
+                               hint="Run the command again.")
+        now = time.monotonic()
+        if deadline is None:
+            deadline = now + WAIT_SECONDS
+            c.error(WAITING)
+        elif now > deadline:
+            raise AlreadyRunning(
+                f"another memtray process{_holder(home)} has been using {home.root} for over "
+                f"{WAIT_SECONDS:.0f}s without accepting commands",
+                hint="It may be stuck: `memtray daemon status` says what holds the data home.",
+            )
+        time.sleep(delay * (1 + random.random()))
+        delay = min(delay * 2, 0.5)
+
+
+def _home_free(home: Home) -> bool:
+    from memtray.core.cli import warm
+
+    return warm.home_free(home)
+
+
+def _holder(home: Home) -> str:
     try:
-        return ipc.request(home, {"argv": argv, "env": ipc.forward_env(), "tty": c.tty}, relay)
-    except ipc.NoInstance:
-        raise AlreadyRunning(f"another memtray process is using {home.root} and does not accept commands") from None
-
-
+        pid = home.lockfile.read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        return ""
+    return f" (pid {pid})" if pid.isdigit() else ""
 
 
 def served_app() -> Any | None:

@@ -11,9 +11,7 @@ import argparse
 import getpass
 import json
 import os
-import signal
 import sys
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -34,21 +32,26 @@ Handler = Callable[[argparse.Namespace, Home], int]
 
 def cmd_ask(args: argparse.Namespace, home: Home) -> int:
     text = " ".join(args.text)
-    if text == "-":
+    if text == "-" and not getattr(args, "literal", False):
         text = sys.stdin.read()
     if not text.strip():
+        args.text, args.literal = [text], True  # read once: a retry or a forward keeps it
         raise MemtrayError("nothing to ask", hint='Usage: memtray ask "your question"')
     c = con()
-    with app_scope(home) as app:
-        _offline_notice(app)
-        streaming = c.tty
-        result = app.run(
-            app.agent.turn(args.session, text, on_delta=c.write if streaming else None, stream=streaming)
-        )
-        if streaming:
-            _out()
-        else:
-            _out(result.reply)
+    try:
+        with app_scope(home, warm=True) as app:
+            _offline_notice(app)
+            streaming = c.tty
+            result = app.run(
+                app.agent.turn(args.session, text, on_delta=c.write if streaming else None, stream=streaming)
+            )
+            if streaming:
+                _out()
+            else:
+                _out(result.reply)
+    except Forward:
+        # what the instance runs: the text itself, whatever this process read it from
+        raise Forward(["ask", "--session", args.session, "--literal", "--", text]) from None
     return 0
 
 
@@ -59,7 +62,7 @@ def cmd_chat(args: argparse.Namespace, home: Home) -> int:
     if served_app() is not None:
         raise MemtrayError("`memtray chat` is interactive; it cannot run inside another instance")
     try:
-        with app_scope(home) as app:
+        with app_scope(home, warm=True) as app:
             _offline_notice(app)
 
             def turn(line: str) -> None:
@@ -76,10 +79,15 @@ def cmd_chat(args: argparse.Namespace, home: Home) -> int:
             return _chat_loop(args.session, turn, lambda: _new_session(app, args.session))
     except Forward:
         def remote_turn(line: str) -> None:
-            forward(home, ["ask", "--session", args.session, line])
+        # each line goes to the instance; if it has left meanwhile (idle, quit), the line
+        # starts a new one or runs here, as `memtray ask` would
+            ask = argparse.Namespace(session=args.session, text=[line], literal=True)
+            forward(home, ["ask", "--session", args.session, "--literal", "--", line],
+                    run_here=lambda: cmd_ask(ask, home))
 
         def remote_new() -> None:
-            if forward(home, ["new", "--session", args.session]) != 0:
+            ns = argparse.Namespace(session=args.session)
+            if forward(home, ["new", "--session", args.session], run_here=lambda: cmd_new(ns, home)) != 0:
                 raise MemtrayError("the session was not cleared")
 
         return _chat_loop(args.session, remote_turn, remote_new)
@@ -285,50 +293,6 @@ def cmd_desktop(args: argparse.Namespace, home: Home) -> int:
     return int(fe.run(home, list(getattr(args, "argv", []) or [])))
 
 
-# --- headless instance -------------------------------------------------------------------
-
-
-def cmd_daemon(args: argparse.Namespace, home: Home) -> int:
-    """``memtray daemon``: a headless instance: deliver reminders, serve forwarded commands, until SIGINT/SIGTERM."""
-    from memtray.core.app import App
-    from memtray.core.base import ipc, logsetup
-    from memtray.core.base.notify import StdoutNotifier
-
-    if served_app() is not None:
-        raise MemtrayError("memtray is already running for this data home (this command was forwarded to it)")
-    logsetup.setup(home)
-    # The handler only flips a flag: taking a lock (Event.set) inside a signal handler
-    # can deadlock against the main thread that the signal interrupted.
-    stopping: list[int] = []
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in handlers:
-        signal.signal(s, lambda sig, _frame: stopping.append(sig))
-    try:
-        app = App.open(home)  # AlreadyRunning (with its hint) if another instance has the home
-        server = None
-        try:
-            app.services["notifier"] = StdoutNotifier()
-            server = ipc.Server(home, lambda req, send: serve(app, req, send))
-            server.start()
-            from memtray.core.cli import remind as cli_remind
-
-            delivering = cli_remind.service(app).start()
-            state = "delivering reminders" if delivering else "NOT delivering reminders (see the log)"
-            con().error(f"memtray daemon: ready, {state}; serving {home.root} (pid {os.getpid()})")
-            while not stopping:
-                time.sleep(0.2)
-            con().error("memtray daemon: stopping")
-        finally:
-            if server is not None:
-                server.close()
-            app.close()
-    finally:
-        for s, h in handlers.items():
-            signal.signal(s, h)
-    return 0
-
-
-
 # --- parser ------------------------------------------------------------------------------
 
 
@@ -336,10 +300,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="memtray", description="A tray assistant that remembers you.")
     p.add_argument("--version", action="version", version=f"memtray {__version__}")
     p.add_argument("--home", help="data home (default: $MEMTRAY_HOME or the platform data dir)")
+    p.add_argument("--no-daemon", action="store_true",
+                   help="never start the background instance that keeps the model warm")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     a = sub.add_parser("ask", help="one turn: print the reply")
     a.add_argument("--session", default="cli")
+    a.add_argument("--literal", action="store_true", help=argparse.SUPPRESS)  # "-" is the text itself
     a.add_argument("text", nargs="+", help='the message ("-" reads stdin)')
     a.set_defaults(fn=cmd_ask)
 
@@ -365,9 +332,6 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--yes", action="store_true", help="with --repair: do not ask")
     d.set_defaults(fn=cmd_doctor)
 
-    dm = sub.add_parser("daemon", help="run headless: deliver reminders, accept forwarded commands")
-    dm.set_defaults(fn=cmd_daemon)
-
     cf = sub.add_parser("config", help="read or change settings")
     cfs = cf.add_subparsers(dest="config_cmd", metavar="SUBCOMMAND", required=True)
     g = cfs.add_parser("get")
@@ -391,6 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
     # so `memtray --version` stays fast).
     from memtray.core.cli import admin as cli_admin
     from memtray.core.cli import audit as cli_audit
+    from memtray.core.cli import daemon as cli_daemon
     from memtray.core.cli import memory as cli_memory
     from memtray.core.cli import remind as cli_remind
     from memtray.core.cli import search as cli_search
@@ -400,6 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_search.add_commands(sub)
     cli_remind.add_commands(sub)
     cli_admin.add_commands(sub)
+    cli_daemon.add_commands(sub, serve)
     fe = frontend()
     if fe is not None:  # desktop not installed: toggle/show/quit are unavailable
         fe.add_commands(sub)
@@ -434,10 +400,14 @@ def main(argv: Sequence[str] | None = None, *, desktop: Frontend | None = None) 
             return cmd_desktop(args, home)
         try:
             return fn(args, home)
-        except Forward:
-            return forward(home, argv)
+        except Forward as fwd:
+            return forward(home, fwd.argv or argv, run_here=lambda: fn(args, home))
     except MemtrayError as exc:
         _err(f"memtray: error: {exc}")
+        if getattr(args, "no_daemon", False):
+            from memtray.core.cli import warm
+
+            warm.disable()
         if exc.hint:
             _err(f"  {exc.hint}")
         return exc.exit_code

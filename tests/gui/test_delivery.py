@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from memtray.core.app import App
+from memtray.desktop.qt import QApplication
 
 from tests.gui.conftest import close_desktop, make_desktop
 
@@ -67,6 +68,11 @@ def test_damaged_log_is_reported_and_nothing_is_delivered(
     try:
         assert d.app.store.readonly
         qtbot.waitUntil(lambda: d.delivering is False, timeout=20000)
+        # a notification goes to D-Bus on the notifier's thread first and, with no bus,
+        # comes back to the GUI thread for the fallback: it is in the history only then
+        qtbot.waitUntil(lambda: any(s.kind == "failure" for s in d.notifier.history), timeout=20000)
+        d.notifier._pool.submit(lambda: None).result(timeout=20)  # every D-Bus attempt has ended
+        QApplication.processEvents()  # and its fallback has run
         failures = [s for s in d.notifier.history if s.kind == "failure"]
         assert len(failures) == 1 and "doctor --repair" in failures[0].body
     finally:
