@@ -8,18 +8,58 @@ emitted on the worker thread and delivered on the GUI thread (Qt queues a
 signal whose receiver lives in another thread). Stop is :meth:`Task.cancel`:
 cancelling the future cancels the asyncio task, and core/llm.py closes the
 stream.
+
+It is also how the log reaches the views. :meth:`Bridge.follow` subscribes to
+the store: after every append (on the appending thread, the worker) the bridge
+emits :attr:`Bridge.changed` with a :class:`Change` (which seqs, event types and
+sessions), which Qt queues to the GUI thread. A view never reads the store
+itself: a :class:`Follower` asks the worker for a snapshot when a change it
+cares about arrives (one query in flight at a time; changes that arrive
+meanwhile are folded into one more query) and hands the result to the view.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import logging
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from .qt import QObject, Signal
+from memtray.core.log.events import Record
+
+from .qt import QObject, Qt, Signal
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one append added to the log (a summary: views query the worker for the rest)."""
+
+    first_seq: int
+    last_seq: int
+    types: frozenset[str]
+    sessions: frozenset[str]
+
+    @classmethod
+    def of(cls, records: Sequence[Record]) -> Change:
+        return cls(records[0].seq, records[-1].seq, frozenset(r.type for r in records),
+                   frozenset(r.session for r in records if r.session))
+
+    def any_type(self, *prefixes: str) -> bool:
+        """Whether an event type starts with one of ``prefixes`` (``"memory."``, ``"message"``)."""
+        return any(t.startswith(prefixes) for t in self.types)
+
+
+class Followable(Protocol):
+    """What :meth:`Bridge.follow` needs of a store."""
+
+    def subscribe(self, fn: Callable[[list[Record], Any], None]) -> None: ...
+
+
+class Worker(Protocol):
+    def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]: ...
 
 
 class Task(QObject):
@@ -73,11 +113,40 @@ class Task(QObject):
 class Bridge(QObject):
     """Submits work to ``worker`` and keeps each :class:`Task` alive until it is done."""
 
-    def __init__(self, worker: Any, parent: QObject | None = None) -> None:
+    #: a :class:`Change`: emitted on the thread that appended, delivered queued on the GUI thread
+    changed = Signal(object)
+
+    def __init__(self, worker: Worker, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.worker = worker
         self.closing = False
         self._tasks: set[Task] = set()
+        self._followed: list[Followable] = []
+
+    # --- the log, pushed to the views ---------------------------------------------------
+
+    def follow(self, store: Followable) -> None:
+        """Emit :attr:`changed` after every append to ``store`` (once per store)."""
+        if any(s is store for s in self._followed):
+            return
+        self._followed.append(store)
+        store.subscribe(self._appended)
+
+    def _appended(self, records: list[Record], _state: Any) -> None:
+        # runs on the appending thread, after the events are durable: never raise into the writer
+        if self.closing or not records:
+            return
+        try:
+            self.changed.emit(Change.of(records))
+        except RuntimeError:  # the Qt object is gone (the app is quitting)
+            self.closing = True
+        except Exception:
+            log.exception("could not pass a log change to the views")
+
+    def on_change(self, slot: Callable[[Change], None]) -> None:
+        """Call ``slot(change)`` on the GUI thread after each append, always queued (never
+        inside the append, even when the append ran on the GUI thread)."""
+        self.changed.connect(slot, Qt.ConnectionType.QueuedConnection)
 
     def submit(
         self,
@@ -136,3 +205,61 @@ class Bridge(QObject):
         self.closing = True
         for task in list(self._tasks):
             task.cancel()
+
+
+class Follower(QObject):
+    """Keeps one view current with the log: on a change it ``wants``, runs the query on
+    the worker and passes the answer to ``show`` on the GUI thread.
+
+    ``query`` is called on the GUI thread and returns the function the worker runs (so
+    it captures the view's arguments, e.g. its session, at the time of asking). One
+    query is in flight at a time; a change (or :meth:`request`) meanwhile asks once
+    more after it, so a burst of appends costs at most two queries and the last
+    answer shown is never older than the last change.
+    """
+
+    #: after ``show`` handled an answer (tests wait on it)
+    shown = Signal()
+
+    def __init__(self, bridge: Bridge, query: Callable[[], Callable[[], Any]], show: Callable[[Any], None], *,
+                 wants: Callable[[Change], bool], name: str, on_error: Callable[[BaseException], None] | None = None,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.bridge = bridge
+        self.query = query
+        self.show = show
+        self.wants = wants
+        self.name = name
+        self.on_error = on_error
+        self.in_flight = False
+        self._again = False
+        bridge.on_change(self._changed)
+
+    def _changed(self, change: Change) -> None:
+        if self.wants(change):
+            self.request()
+
+    def request(self) -> None:
+        """Query now (or right after the query in flight)."""
+        if self.in_flight:
+            self._again = True
+            return
+        self.in_flight = True
+        self._again = False
+        self.bridge.call(self.query(), name=self.name, on_result=self._answer, on_error=self._failed)
+
+    def _answer(self, result: Any) -> None:
+        self.in_flight = False
+        if self._again:
+            self.request()  # a newer state exists: show that one instead
+            return
+        self.show(result)
+        self.shown.emit()
+
+    def _failed(self, exc: BaseException) -> None:
+        self.in_flight = False
+        log.warning("%s: could not read the current state: %s", self.name, exc)
+        if self.on_error is not None:
+            self.on_error(exc)
+        if self._again:
+            self.request()

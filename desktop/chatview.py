@@ -9,10 +9,14 @@ text; the full markdown render happens once, at the end of the reply.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from . import history, markdown
-from .bridge import Task
+from memtray.core.agent import reset
+from memtray.core.log import transcript
+
+from . import markdown
+from .bridge import Follower, Task
 from .context import Context
 from .qt import (
     QApplication,
@@ -310,6 +314,15 @@ class ChatView(QScrollArea):
         self.empty.hide()
         self.col.insertWidget(self.col.count() - 1, w)
 
+    def insert_before(self, anchor: QWidget | None, w: QWidget) -> None:
+        """Insert ``w`` just above ``anchor`` (at the end when there is none)."""
+        index = self.col.indexOf(anchor) if anchor is not None else -1
+        if index < 0:
+            self.add(w)
+            return
+        self.empty.hide()
+        self.col.insertWidget(index, w)
+
     def prepend(self, widgets: list[QWidget]) -> None:
         bar = self.verticalScrollBar()
         from_bottom = bar.maximum() - bar.value()
@@ -382,6 +395,13 @@ class ChatPane(QWidget):
         self._at_start = False
         self._error: ErrorView | None = None
         self._held: list[dict[str, Any]] = []
+        #: the snapshot last shown (None: render afresh) and the newest seq it covered
+        self._shown: transcript.Snapshot | None = None
+        self._last_seq = 0
+        #: this pane's own turn (the message typed, the reply) not yet matched to logged messages
+        self._live: list[QWidget] = []
+        #: counts turn starts and ends: a snapshot asked for across one is stale
+        self._epoch = 0
         t = ctx.theme
 
         lay = QVBoxLayout(self)
@@ -450,36 +470,97 @@ class ChatPane(QWidget):
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FLUSH_MS)
         self._flush_timer.timeout.connect(self._flush)
-        self.reload()
+        self.feed = Follower(ctx.bridge, self._query, self._apply, name=f"chat:{session}", parent=self,
+                             wants=lambda change: self.session in change.sessions)
+        self.feed.request()
 
-    # --- loading ----------------------------------------------------------------------
+    # --- following the log ----------------------------------------------------------
+
+    def _query(self) -> Callable[[], tuple[int, transcript.Snapshot]]:
+        store, session, epoch = self.ctx.app.store, self.session, self._epoch
+
+        def snap() -> tuple[int, transcript.Snapshot]:  # on the worker, where the state is written
+            return epoch, transcript.snapshot(store.state, session)
+
+        return snap
 
     def set_session(self, session: str) -> None:
         if session != self.session:
             if self.busy:
                 self.stop()
             self.session = session
-            self.reload()
+            self._shown = None
+            self.view.clear()
+            self.feed.request()
 
     def reload(self) -> None:
+        """Render the session again from the log (the next snapshot rebuilds the view)."""
+        self._shown = None
+        self.feed.request()
+
+    def _apply(self, answer: tuple[int, transcript.Snapshot]) -> None:
+        """Show what changed since the last snapshot (GUI thread)."""
+        epoch, snap = answer
+        if snap.session != self.session or self.busy or epoch != self._epoch:
+            return  # asked before this pane's turn started or ended: its end asks again
+        prev, self._shown = self._shown, snap
+        if prev is None or snap.resets != prev.resets or snap.base > prev.count:
+            # first load, a /new (from here or any front end), or messages consolidated before
+            # this pane saw them: render the last page afresh
+            self._rebuild(snap, reset=prev is not None and snap.resets != prev.resets)
+        else:
+            self._add_logged([m for m in snap.messages if int(m["seq"]) > self._last_seq])
+        self._last_seq = snap.next_seq - 1
+
+    def _rebuild(self, snap: transcript.Snapshot, *, reset: bool) -> None:
         self.view.clear()
         self._error = None
-        msgs = history.current(self.ctx.app.store.state, self.session)
+        self._live = []
+        if reset:
+            self.view.add(divider(self.ctx, "new conversation"))
+        msgs = snap.messages
         # render only the last page: a long unconsolidated session must not slow start-up
         self._held = msgs[:-PAGE] if len(msgs) > PAGE else []
-        shown = msgs[-PAGE:]
-        for m in shown:
+        for m in msgs[-PAGE:]:
             w = self._widget_for(m)
             if w is not None:
                 self.view.add(w)
-        self._oldest_seq = int(msgs[0]["seq"]) if msgs else self._session_start_seq()
+        self._oldest_seq = snap.start_seq
         self._at_start = False
         self.view.more.setVisible(bool(self._held) or self._oldest_seq > 1 or not msgs)
         self.view.scroll_to_end()
 
-    def _session_start_seq(self) -> int:
-        # no messages in the state: everything older is in the log
-        return self.ctx.app.store.state.last_seq + 1
+    def _add_logged(self, new: list[dict[str, Any]]) -> None:
+        """Append logged messages; those of this pane's own turn take over the views already
+        showing them (the message typed here, the streamed reply) instead of doubling them."""
+        if not new:
+            return
+        users = [w for w in self._live if isinstance(w, MessageView) and w.role == "user"]
+        replies = [w for w in self._live if isinstance(w, MessageView) and w.role == "assistant"]
+        bind: dict[int, MessageView] = {}
+        first_user = next((i for i, m in enumerate(new) if m.get("role") == "user"), None)
+        if users and first_user is not None:
+            bind[first_user] = users[0]
+        if replies:
+            after = first_user if first_user is not None and users else -1
+            last = next((i for i in range(len(new) - 1, after, -1)
+                         if new[i].get("role") == "assistant" and new[i].get("content")), None)
+            if last is not None:
+                bind[last] = replies[0]
+        anchor: QWidget | None = self._live[0] if self._live else None
+        for i, m in enumerate(new):
+            view = bind.get(i)
+            if view is None:
+                w = self._widget_for(m)
+                if w is not None:
+                    self.view.insert_before(anchor, w)
+                continue
+            text = str(m.get("content") or "")
+            if text != view.text:  # stored redacted, or the reply of a turn that was stopped
+                view.finish(text, tag=view.tag.text())
+            self._live.remove(view)
+            later = [w for w in self._live if self.view.col.indexOf(w) > self.view.col.indexOf(view)]
+            anchor = later[0] if later else None
 
     def _widget_for(self, m: dict[str, Any]) -> QWidget | None:
         if m.get("kind") == "reset":
@@ -501,11 +582,11 @@ class ChatPane(QWidget):
         self.view.more.setEnabled(False)
         self.view.more.setText("Loading…")
         self.ctx.bridge.call(
-            history.older, self.ctx.app.store.log, self.session, self._oldest_seq, 40,
+            transcript.earlier, self.ctx.app.store.log, self.session, self._oldest_seq, 40,
             name="history", on_result=self._got_older, on_error=self._older_failed,
         )
 
-    def _got_older(self, page: history.Page) -> None:
+    def _got_older(self, page: transcript.Page) -> None:
         widgets = [w for w in (self._widget_for(m) for m in page.messages) if w is not None]
         self.view.prepend(widgets)
         if page.messages:
@@ -552,10 +633,11 @@ class ChatPane(QWidget):
     def send(self, text: str) -> None:
         """Send ``text`` as the user's message and stream the reply."""
         self._clear_error()
-        self.view.add(MessageView(self.ctx, "user", text))
+        user = MessageView(self.ctx, "user", text)
+        self.view.add(user)
         agent = self.ctx.app.agent
         session = self.session
-        self._start(lambda task: agent.turn(session, text, on_delta=task.emit_delta, stream=True), "turn")
+        self._start(lambda task: agent.turn(session, text, on_delta=task.emit_delta, stream=True), "turn", user)
 
     def retry(self) -> None:
         if self.busy:
@@ -565,10 +647,12 @@ class ChatPane(QWidget):
         session = self.session
         self._start(lambda task: agent.retry(session, on_delta=task.emit_delta, stream=True), "retry")
 
-    def _start(self, make: Any, name: str) -> None:
+    def _start(self, make: Any, name: str, user: MessageView | None = None) -> None:
         self.retry_btn.hide()
+        self._epoch += 1
         self._streaming = MessageView(self.ctx, "assistant", streaming=True)
         self.view.add(self._streaming)
+        self._live = [w for w in (user, self._streaming) if w is not None]
         self.view.scroll_to_end()
         self._pending = ""
         task = self.ctx.bridge.submit(make, name=f"{name}:{self.session}")
@@ -598,7 +682,14 @@ class ChatPane(QWidget):
         view, self._streaming = self._streaming, None
         self.task = None
         self._set_busy(False)
+        self._epoch += 1
+        self.feed.request()  # what the turn logged: matched to the views showing it
         return view
+
+    def _drop_live(self, view: MessageView) -> None:
+        if view in self._live:
+            self._live.remove(view)
+        view.deleteLater()
 
     def _on_finished(self, result: Any) -> None:
         view = self._end()
@@ -614,7 +705,7 @@ class ChatPane(QWidget):
             if partial:
                 view.finish(partial, tag="interrupted")
             else:
-                view.deleteLater()
+                self._drop_live(view)
         self._show_error(exc)
         self.turn_done.emit("failed", str(exc))
 
@@ -624,7 +715,7 @@ class ChatPane(QWidget):
             if view.text:
                 view.finish(view.text, tag="stopped")
             else:
-                view.deleteLater()
+                self._drop_live(view)
         self.retry_btn.show()
         self.status.setText("Stopped.")
         self.turn_done.emit("cancelled", view.text if view is not None else "")
@@ -665,15 +756,15 @@ class ChatPane(QWidget):
             return
         self.new_btn.setEnabled(False)
         self.status.setText("Saving this conversation to memory…")
+        app = self.ctx.app
         self.ctx.bridge.submit(
-            history.new_session(self.ctx.app, self.session), name=f"new:{self.session}",
+            reset.new_session(app.agent, app.consolidation, self.session), name=f"new:{self.session}",
             on_result=self._new_done, on_error=self._new_failed,
         )
 
     def _new_done(self, _r: Any) -> None:
+        # the view follows the log: the reset arrives as a change and starts the view afresh
         self.new_btn.setEnabled(True)
-        self.reload()
-        self.view.add(divider(self.ctx, "new conversation"))
         self.status.setText("New conversation.")
 
     def _new_failed(self, exc: BaseException) -> None:

@@ -1,4 +1,8 @@
-"""What every desktop view gets: the core App, the worker bridge, the theme, navigation."""
+"""What every desktop view gets: the core App, the worker bridge, the theme, navigation.
+
+Building a :class:`Context` makes the bridge follow the App's store, so every
+view built with it receives the log's changes (see :mod:`.bridge`).
+"""
 
 from __future__ import annotations
 
@@ -25,3 +29,7 @@ class Context:
     bridge: Bridge
     theme: Theme
     nav: Navigator
+
+    def __post_init__(self) -> None:
+        self.bridge.follow(self.app.store)
+

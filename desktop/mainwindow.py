@@ -8,8 +8,12 @@ when there is neither a notification server nor a tray.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
+from memtray.core.log import transcript
+
+from .bridge import Follower
 from .chatview import ChatPane
 from .context import Context
 from .memory_browser import MemoryBrowser
@@ -106,30 +110,45 @@ class ChatsPage(QWidget):
         split.setStretchFactor(1, 1)
         split.setSizes([220, 700])
         lay.addWidget(split)
-        self.refresh()
+        #: conversations started here that have no message in the log yet
+        self._started: list[str] = []
+        # the list follows the log: a session's first message (from any front end) adds it
+        self.feed = Follower(ctx.bridge, self._query, self._show_sessions, name="sessions", parent=self,
+                             wants=lambda change: bool(change.sessions))
+        self.feed.request()
 
     def refresh(self, select: str | None = None) -> None:
-        state = self.ctx.app.store.state
-        keys = sorted(state.sessions.items(), key=lambda kv: kv[1].last_ts or "", reverse=True)
-        names = [k for k, _s in keys]
-        if "quick" not in names:
-            names.insert(0, "quick")
-        if select and select not in names:
-            names.insert(0, select)
-        current = select or self.pane.session
+        """Show ``select`` (or the current session) and list the sessions again."""
+        if select:
+            if select not in self._started:
+                self._started.insert(0, select)
+            self.pane.set_session(select)
+        self.feed.request()
+
+    def _query(self) -> Callable[[], list[transcript.SessionInfo]]:
+        store = self.ctx.app.store
+        return lambda: transcript.sessions(store.state)  # on the worker
+
+    def _show_sessions(self, infos: list[transcript.SessionInfo]) -> None:
+        names = [i.key for i in infos]
+        last = {i.key: i.last_ts for i in infos}
+        for key in ("quick", *reversed(self._started)):
+            if key not in names:
+                names.insert(0, key)
+        self._started = [k for k in self._started if k not in last]
+        current = self.pane.session
         self.sessions.blockSignals(True)
         self.sessions.clear()
         for key in names:
             item = QListWidgetItem(session_label(key))
             item.setData(Qt.ItemDataRole.UserRole, key)
-            s = state.sessions.get(key)
-            if s is not None and s.last_ts:
-                item.setToolTip(f"{key} · last message {s.last_ts[:16].replace('T', ' ')}")
+            ts = last.get(key)
+            if ts:
+                item.setToolTip(f"{key} · last message {ts[:16].replace('T', ' ')}")
             self.sessions.addItem(item)
             if key == current:
                 self.sessions.setCurrentItem(item)
         self.sessions.blockSignals(False)
-        self.pane.set_session(current)
 
     def _picked(self, item: QListWidgetItem | None, _prev: Any = None) -> None:
         if item is not None:
@@ -262,7 +281,7 @@ class MainWindow(QMainWindow):
         b = Banner(title, body, kind, target)
         b.action.connect(self._banner_action)
         self.banners.addWidget(b)
-        if kind != "failure":
+        if kind not in ("failure", "notice"):  # those stay until closed
             QTimer.singleShot(30_000, b.deleteLater)
         return b
 

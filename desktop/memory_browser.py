@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from .bridge import Follower
 from .context import Context
 from .qt import (
     QAbstractItemView,
@@ -314,6 +315,10 @@ class MemoryBrowser(QWidget):
         split.setSizes([500, 620])
         lay.addWidget(split, 1)
         self._set_actions_enabled(False)
+        # the list, the review count and the timeline follow the log: a consolidation, an
+        # edit or a review from any front end shows without a click
+        self.feed = Follower(ctx.bridge, self._query, self._loaded, name="memory-revisions", parent=self,
+                             wants=lambda change: change.any_type("memory."), on_error=self._failed)
 
     # --- services ---------------------------------------------------------------------
 
@@ -339,13 +344,15 @@ class MemoryBrowser(QWidget):
     # --- loading ----------------------------------------------------------------------
 
     def refresh(self, select: str | None = None) -> None:
+        """Load the revisions and the review list again, then select ``select`` (else keep the
+        selection). Memory changes (from any front end) do this by themselves (see ``feed``)."""
+        if select:
+            self._pending_select = select
+        self.feed.request()
+
+    def _query(self) -> Callable[[], tuple[list[Any], list[dict[str, Any]]]]:
         mem = self.memory
-        if mem is None:
-            self._status("The memory service is not available in this build.", error=True)
-            return
-        self._pending_select = select or (self.current.rev if self.current is not None else None)
-        self._call(lambda: (mem.revisions(limit=REVISION_PAGE), mem.pending_review()), self._loaded,
-                   "memory-revisions")
+        return lambda: (mem.revisions(limit=REVISION_PAGE), mem.pending_review())  # on the worker
 
     def load_older(self) -> None:
         """Append the next page of revisions (the list shows the newest REVISION_PAGE first)."""
@@ -385,7 +392,7 @@ class MemoryBrowser(QWidget):
             self.loaded.emit()
             return
         self._status(self._count_text())
-        target = self._pending_select
+        target = self._pending_select or (self.current.rev if self.current is not None else None)
         self._pending_select = None
         self.select(target or revisions[0].rev)
         self.list.setFocus()

@@ -127,10 +127,9 @@ def _offline_notice(app: Any) -> None:
 
 
 def _new_session(app: Any, session: str) -> None:
-    cons = app.services.get("consolidation")
-    if cons is not None:
-        app.run(cons.archive(session))  # raises (and keeps the session) if archiving fails
-    app.agent.new_session(session)
+    from memtray.core.agent.reset import new_session
+
+    app.run(new_session(app.agent, app.consolidation, session))  # raises (and keeps the session) if archiving fails
 
 
 def cmd_new(args: argparse.Namespace, home: Home) -> int:

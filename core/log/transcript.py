@@ -1,0 +1,115 @@
+"""What a front end shows of the conversations: the session list, a session's
+visible messages, and pages of its earlier messages from the log.
+
+These are queries, not views: they return plain copies (never the live
+:class:`~memtray.core.log.projections.State` objects), so a caller may hand the
+result to another thread. They read the live state, so they run where the
+state is written (the worker); the desktop calls them through its bridge.
+
+The unconsolidated messages of a session are in the derived state; older ones
+live only in the event log and are read from it by seq, newest segment first,
+so showing the last screenful never reads the whole history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memtray.core.log.eventlog import EventLog, list_segments, scan_segment
+from memtray.core.log.projections import State
+
+#: a message dict as shown: the stored fields plus ``seq`` and ``ts``; a reset is ``{"kind": "reset", ...}``
+Shown = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    key: str
+    last_ts: str | None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One session as it stands: its visible unconsolidated messages, oldest first.
+
+    ``base`` and ``count`` are absolute message indexes (``messages`` covers the
+    held range ``[base, count)``, tool results left out); ``resets`` counts the
+    session's ``/new``; ``next_seq`` is the seq after the newest event, so
+    everything before ``start_seq`` is in the log only.
+    """
+
+    session: str
+    messages: list[Shown] = field(default_factory=list)
+    base: int = 0
+    count: int = 0
+    resets: int = 0
+    next_seq: int = 1
+
+    @property
+    def start_seq(self) -> int:
+        """Read the log before this seq for earlier messages."""
+        return int(self.messages[0]["seq"]) if self.messages else self.next_seq
+
+
+@dataclass(frozen=True)
+class Page:
+    """Earlier messages of a session, oldest first, ``reset`` markers included."""
+
+    messages: list[Shown] = field(default_factory=list)
+    at_start: bool = False  # nothing older exists
+
+
+def visible(msg: Shown) -> bool:
+    """Whether a stored message is shown in a chat (tool results are not)."""
+    role = msg.get("role")
+    if role == "user":
+        return True
+    if role == "assistant":
+        return bool(msg.get("content")) or bool(msg.get("tool_calls"))
+    return msg.get("kind") == "reset"
+
+
+def sessions(state: State) -> list[SessionInfo]:
+    """Every session, the most recently active first."""
+    items = [SessionInfo(key, s.last_ts) for key, s in list(state.sessions.items())]
+    items.sort(key=lambda i: i.last_ts or "", reverse=True)
+    return items
+
+
+def snapshot(state: State, session: str) -> Snapshot:
+    """``session`` as it stands in ``state`` (an empty one if it has no events yet)."""
+    s = state.sessions.get(session)
+    next_seq = state.last_seq + 1
+    if s is None:
+        return Snapshot(session, next_seq=next_seq)
+    msgs = [dict(m) for m in list(s.messages) if visible(m)]
+    return Snapshot(session, msgs, s.base, s.count, s.resets, next_seq)
+
+
+def earlier(log: EventLog, session: str, before_seq: int, limit: int = 40) -> Page:
+    """Up to ``limit`` visible messages of ``session`` with seq < ``before_seq`` (0: no bound)."""
+    found: list[Shown] = []
+    exhausted = True
+    upcast = log.schema.upcast
+    for number, path in reversed(list_segments(log.dir)):
+        chunk: list[Shown] = []
+        for raw in scan_segment(path, number).records:
+            if raw.session != session or (before_seq and raw.seq >= before_seq):
+                continue
+            if raw.type == "message":
+                rec = upcast(raw)
+                msg: Shown = dict(rec.data)
+                msg["seq"], msg["ts"] = rec.seq, rec.ts
+                if visible(msg):
+                    chunk.append(msg)
+            elif raw.type == "session.reset":
+                chunk.append({"kind": "reset", "seq": raw.seq, "ts": raw.ts})
+        found = chunk + found
+        if len(found) > limit:
+            exhausted = False
+            break
+    return Page(found[-limit:] if len(found) > limit else found, at_start=exhausted)
+
+
+__all__ = ["Page", "SessionInfo", "Snapshot", "earlier", "sessions", "snapshot", "visible"]
