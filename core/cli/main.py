@@ -355,6 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     from memtray.core.cli import admin as cli_admin
     from memtray.core.cli import audit as cli_audit
     from memtray.core.cli import daemon as cli_daemon
+    from memtray.core.cli import importing as cli_importing
+    from memtray.core.cli import mcp as cli_mcp
     from memtray.core.cli import memory as cli_memory
     from memtray.core.cli import remind as cli_remind
     from memtray.core.cli import search as cli_search
@@ -365,6 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_remind.add_commands(sub)
     cli_admin.add_commands(sub)
     cli_daemon.add_commands(sub, serve)
+    cli_mcp.add_commands(sub, entry=main, parser=build_parser)
+    cli_importing.add_commands(sub)
     fe = frontend()
     if fe is not None:  # desktop not installed: toggle/show/quit are unavailable
         fe.add_commands(sub)

@@ -2,3 +2,5 @@
 segment log file, the store (append, subscribe, checkpoints), projections,
 sessions, and the fault seam that tests use to break writes.
 """
+
+from memtray.core.log import integrations  # noqa: F401 - registers the import.* and mcp.* payloads

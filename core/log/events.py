@@ -460,6 +460,8 @@ class MemoryWritten(Payload):
     diff: dict[str, Any] | None = None
     flagged: list[dict[str, Any]] | None = None
     provenance: dict[str, Any] | None = None
+    #: the program that asked for the write (an MCP client's name), when not memtray itself
+    client: str | None = None
 
 
 @SCHEMA.register
@@ -614,4 +616,3 @@ class RebuildAdopted(Payload):
     TYPE: ClassVar[str] = "rebuild.adopted"
     rebuild: str
     memory_seq: int
-

@@ -214,6 +214,12 @@ KNOWN_TYPES = frozenset(
         "rebuild.failed",
         "rebuild.discarded",
         "rebuild.adopted",
+        "import.started",
+        "import.item",
+        "import.completed",
+        "import.failed",
+        "mcp.write",
+        "mcp.call",
     }
 )
 

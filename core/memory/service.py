@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REASONS = ("consolidation", "agent", "user-edit", "restore", "rollback", "redo", "review", "adopt", "rebuild")
+REASONS = ("consolidation", "agent", "user-edit", "restore", "rollback", "redo", "review", "adopt", "rebuild", "import")
 MAX_MEMORY_CHARS = 200_000
 #: why a fact left memory when a consolidation dropped it unasked under policy ``review``
 SILENT_HELD = "silent (held for review)"

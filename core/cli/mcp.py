@@ -1,0 +1,156 @@
+"""``memtray mcp``: serve memory to MCP clients; ``mcp remember/forget`` (the writes it runs);
+``mcp servers/allow/deny`` (consent for the MCP servers memtray itself uses).
+
+The server runs every tool as a memtray command through :func:`runner`: the same
+:func:`~memtray.core.cli.main.main` a terminal runs, so a free data home is opened
+for the one command and released, and a home held by the desktop app or daemon
+gets the command forwarded (one writer). Commands run one at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import secrets
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from memtray.core.base.errors import MemtrayError
+from memtray.core.base.home import Home
+from memtray.core.cli.console import Console, app_scope, using
+from memtray.core.cli.console import err as _err
+from memtray.core.cli.console import out as _out
+
+
+def runner(home: Home, entry: Callable[[list[str]], int]) -> Any:
+    """A :data:`~memtray.core.mcp.server.Runner` for ``home`` over ``entry`` (the CLI's ``main``)."""
+    from memtray.core.mcp.server import Ran
+
+    lock = threading.Lock()
+
+    def run(argv: list[str]) -> Ran:
+        outs: list[str] = []
+        errs: list[str] = []
+        with lock, using(Console(outs.append, errs.append, tty=False)):
+            try:
+                code = entry(["--home", str(home.root), *argv])
+            except SystemExit as exc:  # argparse refused the arguments
+                code = int(exc.code or 2) if not isinstance(exc.code, str) else 2
+            except Exception as exc:  # a bug: the client gets one line, the log the rest
+                import logging
+
+                logging.getLogger(__name__).exception("mcp command %s failed", argv[:2])
+                code, errs = 1, [f"memtray: error: internal error ({type(exc).__name__}); see the log"]
+        return Ran(code, "".join(outs), "".join(errs))
+
+    return run
+
+
+def has_undo(parser: argparse.ArgumentParser) -> bool:
+    """True when this memtray has ``memory undo`` (offered as the undo_consolidation tool)."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            parser.parse_args(["memory", "undo", "--help"])
+    except SystemExit as exc:
+        return exc.code == 0
+    return False
+
+
+def cmd_mcp(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.cli.console import served_app
+
+    if served_app() is not None:
+        raise MemtrayError("`memtray mcp` talks to its client over stdin/stdout; it cannot run inside another instance")
+    try:
+        from memtray.core.mcp import server as mcpserver
+    except ImportError as exc:
+        raise MemtrayError(f"the MCP server is not available ({exc})", hint="Install memtray with its dependencies (pip install memtray).") from None
+    srv = mcpserver.build(runner(home, args.mcp_entry), read_only=args.read_only,
+                          undo=not args.read_only and has_undo(args.mcp_parser()))
+    if args.http is None:
+        _err("memtray mcp: serving " + str(home.root) + " over stdio" + (" (read-only)" if args.read_only else ""))
+        srv.run("stdio")
+        return 0
+    token = os.environ.get("MEMTRAY_MCP_TOKEN") or _token(home)
+    from memtray.core.mcp import http as mcphttp
+
+    _err(f"memtray mcp: serving {home.root} on http://127.0.0.1:{args.http}/mcp"
+         + (" (read-only)" if args.read_only else ""))
+    _err(f"  send the header  Authorization: Bearer {token}  (the token is in {home.state / 'mcp-token'})")
+    mcphttp.serve(srv, port=args.http, token=token)
+    return 0
+
+
+def _token(home: Home) -> str:
+    """The HTTP token, made once and kept private in state/mcp-token."""
+    from memtray.core.base.fsutil import atomic_write
+
+    path = home.state / "mcp-token"
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+        if len(text) >= 32:
+            return text
+    except FileNotFoundError:
+        pass
+    token = secrets.token_urlsafe(32)
+    atomic_write(path, (token + "\n").encode())
+    return token
+
+
+def cmd_remember(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.mcp import writes
+
+    with app_scope(home) as app:
+        mem = _memory(app)
+        _out(app.worker.call(lambda: writes.remember(mem, " ".join(args.fact), args.section, args.client)))
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.mcp import writes
+
+    with app_scope(home) as app:
+        mem = _memory(app)
+        _out(app.worker.call(lambda: writes.forget(mem, " ".join(args.fact), args.reason or "", args.client)))
+    return 0
+
+
+def _memory(app: Any) -> Any:
+    mem = getattr(app, "memory", None) or app.memory
+    if mem is None:
+        raise MemtrayError("memory is unavailable (the data home is open read-only)", hint="Run `memtray doctor`.")
+    return mem
+
+
+def add_commands(sub: Any, *, entry: Callable[[list[str]], int], parser: Callable[[], Any]) -> None:
+    """Add ``mcp``; the server runs its tools through ``entry`` (the CLI's ``main``) and asks
+    ``parser`` (``build_parser``) which commands this memtray has."""
+    m = sub.add_parser("mcp", help="serve memory to MCP clients (Claude Desktop, Cursor, VS Code)")
+    m.add_argument("--read-only", action="store_true", help="offer no tool that changes memory")
+    m.add_argument("--http", type=_port, metavar="PORT", nargs="?", const=8765, default=None,
+                   help="streamable HTTP on 127.0.0.1:PORT (default 8765) with a token, instead of stdio")
+    m.set_defaults(fn=cmd_mcp, mcp_entry=entry, mcp_parser=parser)
+    ms = m.add_subparsers(dest="mcp_cmd", metavar="SUBCOMMAND")
+    r = ms.add_parser("remember", help="add a fact as an MCP client (Source: mcp)")
+    r.add_argument("--client", required=True, help="the client's name, recorded with the change")
+    r.add_argument("--section")
+    r.add_argument("fact", nargs="+")
+    r.set_defaults(fn=cmd_remember)
+    f = ms.add_parser("forget", help="remove a fact as an MCP client (Source: mcp)")
+    f.add_argument("--client", required=True)
+    f.add_argument("--reason", required=True)
+    f.add_argument("fact", nargs="+")
+    f.set_defaults(fn=cmd_forget)
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError("a port is 1..65535")
+    return port

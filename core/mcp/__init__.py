@@ -1,0 +1,1 @@
+"""MCP: memtray as a Model Context Protocol server (``memtray mcp``) and as a client of other servers."""

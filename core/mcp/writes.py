@@ -1,0 +1,73 @@
+"""Memory writes an MCP client asks for: remember and forget, with ``Source: mcp``.
+
+They run inside the instance that holds the data home (the CLI command
+``memtray mcp remember``/``forget`` that :mod:`memtray.core.mcp.server` runs, locally or
+forwarded), so they take the same path as every other write: one ``memory.written``
+(source ``mcp``) and an ``mcp.write`` naming the client, appended in one write, then one
+commit. A fact that reads like an instruction is refused, never written: what a client
+sends is data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtray.core.base.errors import MemtrayError
+from memtray.core.log.integrations import McpWrite
+from memtray.core.memory import factdiff
+from memtray.core.memory.poison import looks_like_instruction
+
+#: The longest fact or reason a client may send (the agent's own tools allow the same).
+MAX_FACT = 500
+MAX_CLIENT = 80
+
+
+class McpWriteRefused(MemtrayError):
+    """The client's write was refused (empty, too long, reads like an instruction)."""
+
+
+def client_name(name: str | None) -> str:
+    name = " ".join(str(name or "").split())[:MAX_CLIENT]
+    return name or "unknown client"
+
+
+def remember(memory: Any, fact: str, section: str | None, client: str | None) -> str:
+    """Add ``fact`` to MEMORY.md (under ``section``) for MCP client ``client``."""
+    fact = " ".join(fact.split())
+    if not fact:
+        raise McpWriteRefused("the fact is empty")
+    if len(fact) > MAX_FACT:
+        raise McpWriteRefused(f"a fact must be one short sentence (at most {MAX_FACT} characters)")
+    if looks_like_instruction(fact) or (section and looks_like_instruction(section)):
+        raise McpWriteRefused(
+            "refused: this reads like an instruction rather than a fact about the user, so it is not written",
+            hint="Memory holds facts; `memtray memory review` lists what the guard held back.",
+        )
+    memory.check_worktree()
+    current = memory.store.state.memory
+    new = factdiff.add_fact(current, fact, " ".join(section.split())[:MAX_FACT] if section else None)
+    if new == current:
+        return "already remembered"
+    _write(memory, new, "remember", client, None)
+    return f"remembered: {fact}"
+
+
+def forget(memory: Any, fact: str, why: str, client: str | None) -> str:
+    """Remove the fact matching ``fact`` (its text or id) for MCP client ``client``."""
+    if len(fact) > MAX_FACT or len(why) > MAX_FACT:
+        raise McpWriteRefused(f"the fact and the reason must each be at most {MAX_FACT} characters")
+    memory.check_worktree()
+    current = memory.store.state.memory
+    found = factdiff.match_fact(factdiff.parse(current), fact)
+    if found is None:
+        raise McpWriteRefused(f"no fact in memory matches {fact!r}", hint="Read memtray://memory/MEMORY.md for the facts.")
+    new = factdiff.remove_fact(current, found)
+    reason = " ".join(why.split()) or "asked to forget"
+    _write(memory, new, "forget", client, {found.id: f"{reason} (via {client_name(client)})"})
+    return f"forgot: {found.text} ({reason})"
+
+
+def _write(memory: Any, new: str, tool: str, client: str | None, reasons: dict[str, str] | None) -> None:
+    seq = memory.store.state.memory_seq
+    extra = [(McpWrite.TYPE, McpWrite(client=client_name(client), tool=tool, memory_seq=seq + 1).to_data(), None)]
+    memory.write(new, reason="agent", source="mcp", model=None, dropped_reasons=reasons, extra=extra)

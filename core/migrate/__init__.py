@@ -1,0 +1,1 @@
+"""Imports: another assistant's memory and conversations brought into the log (``memtray import``)."""

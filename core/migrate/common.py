@@ -1,0 +1,243 @@
+"""How an import enters the log: items, idempotency, resumption, dry runs.
+
+A source (a nanobot workspace, a ChatGPT export) is read as a stream of
+:class:`Item` s: a conversation or session (its messages), MEMORY.md (facts to
+add) or the history diary (entries). Each item is appended in **one** write:
+its ``message`` events (session ``<source>:<key>``, each carrying the time it
+was originally sent as ``sent_at``), a ``session.reset`` (reason ``import``: the
+messages are history, not an open conversation the idle sweep would
+consolidate), and an ``import.item`` with the item's key and content digest. A
+memory item is a ``memory.written`` (reason ``import``, source ``import``) plus
+its ``import.item``. So an interrupted import keeps every finished item, and a
+rerun skips each item whose key and digest are already logged: importing twice
+adds nothing. A session that grew since (nanobot appends) imports only the new
+messages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from memtray.core.base.errors import MemtrayError
+from memtray.core.base.redact import redact
+from memtray.core.log.events import SessionReset
+from memtray.core.log.integrations import ImportCompleted, ImportFailed, ImportItem, ImportStarted
+from memtray.core.memory import factdiff
+
+MAX_MESSAGE_CHARS = 100_000
+
+
+class ImportProblem(MemtrayError):
+    """The source cannot be imported (missing, damaged, another format); nothing partial is lost."""
+
+
+@dataclass
+class Item:
+    key: str  # stable within the source: a session key, a conversation id, "memory", "history"
+    kind: str  # session | conversation | memory | history
+    #: (role, text, sent_at ISO or None) for sessions and conversations
+    messages: list[tuple[str, str, str | None]] = field(default_factory=list)
+    title: str | None = None
+    skipped: int = 0
+    #: MEMORY.md text (memory) or diary entries (history)
+    text: str = ""
+    entries: list[str] = field(default_factory=list)
+    #: a damaged part the reader stepped over ("line 7: not JSON")
+    notes: list[str] = field(default_factory=list)
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for part in (self.kind, self.key, self.text, *self.entries):
+            h.update(part.encode("utf-8", "replace") + b"\0")
+        for role, text, sent in self.messages:
+            h.update(f"{role}\0{sent or ''}\0".encode() + text.encode("utf-8", "replace") + b"\0")
+        return h.hexdigest()[:24]
+
+
+@dataclass
+class Summary:
+    items: int = 0
+    skipped_items: int = 0
+    messages: int = 0
+    facts: int = 0
+    entries: int = 0
+    notes: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"items": self.items, "already_imported": self.skipped_items, "messages": self.messages,
+                "facts": self.facts, "history_entries": self.entries, "notes": self.notes}
+
+
+def clean(text: str) -> str:
+    """Storable text: no NUL, no lone surrogate, secrets redacted, bounded."""
+    text = text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[:MAX_MESSAGE_CHARS] + f"\n[... cut on import: {len(text) - MAX_MESSAGE_CHARS:,} more characters]"
+    return redact(text)
+
+
+def logged(store: Any, source: str) -> dict[str, dict[str, Any]]:
+    """key -> the newest ``import.item`` of ``source`` already in the log (with a count of messages)."""
+    done: dict[str, dict[str, Any]] = {}
+    for rec in store.log.records(0):
+        if rec.type == ImportItem.TYPE and rec.data.get("source") == source:
+            prev = done.get(rec.data["key"])
+            total = (prev["total"] if prev else 0) + int(rec.data.get("messages") or 0)
+            done[rec.data["key"]] = {**rec.data, "total": total}
+    return done
+
+
+def session_key(source: str, key: str) -> str:
+    return f"{source}:{key}"[:200]
+
+
+class Importer:
+    """Runs items of one source into the store (or, with ``dry_run``, only counts them)."""
+
+    def __init__(self, store: Any, memory: Any, source: str, path: str, *, dry_run: bool,
+                 new_id: Callable[[], str], progress: Callable[[str], None] | None = None,
+                 call: Callable[[Callable[[], Any]], Any] | None = None) -> None:
+        #: runs a function on the store's writer thread (``Worker.call``); reading the source stays here
+        self.call = call or (lambda fn: fn())
+        self.store = store
+        self.memory = memory
+        self.source = source
+        self.path = path
+        self.dry_run = dry_run
+        self.progress = progress or (lambda _t: None)
+        self.import_id = new_id()
+        self.done: dict[str, dict[str, Any]] = self.call(lambda: logged(store, source))
+        self.summary = Summary()
+        self._started = False
+
+    def run(self, items: Iterable[Item]) -> Summary:
+        try:
+            for item in items:
+                self.call(lambda item=item: self._one(item))
+        except (ImportProblem, KeyboardInterrupt) as exc:
+            if self._started and not self.dry_run:
+                failed = ImportFailed(import_id=self.import_id, source=self.source,
+                                      reason=(str(exc) or "interrupted")[:500], items=self.summary.items)
+                self.call(lambda: self.store.append(ImportFailed.TYPE, failed.to_data()))
+            raise
+        if self._started and not self.dry_run:
+            s = self.summary
+            done = ImportCompleted(import_id=self.import_id, source=self.source, items=s.items,
+                                   messages=s.messages, skipped_items=s.skipped_items)
+            self.call(lambda: self.store.append(ImportCompleted.TYPE, done.to_data()))
+        return self.summary
+
+    def _start(self) -> None:
+        if not self._started and not self.dry_run:
+            self.store.append(ImportStarted.TYPE, ImportStarted(import_id=self.import_id, source=self.source,
+                                                                path=clean(self.path)).to_data())
+        self._started = True
+
+    def _one(self, item: Item) -> None:
+        self.summary.notes += [f"{item.key}: {n}" for n in item.notes]
+        digest = item.digest()
+        prev = self.done.get(item.key)
+        if prev is not None and prev.get("digest") == digest:
+            self.summary.skipped_items += 1
+            return
+        if item.kind in ("session", "conversation"):
+            self._conversation(item, digest, prev)
+        elif item.kind == "memory":
+            self._memory(item, digest)
+        elif item.kind == "history":
+            self._history(item, digest, prev)
+
+    def _record(self, item: Item, digest: str, *, session: str | None = None, messages: int = 0,
+                memory_seq: int | None = None) -> tuple[str, dict[str, Any], str | None, str | None]:
+        ev = ImportItem(import_id=self.import_id, source=self.source, key=item.key, kind=item.kind, digest=digest,
+                        session=session, messages=messages, skipped=item.skipped,
+                        title=clean(item.title)[:200] if item.title else None, memory_seq=memory_seq)
+        return (ImportItem.TYPE, ev.to_data(), session, None)
+
+    def _conversation(self, item: Item, digest: str, prev: dict[str, Any] | None) -> None:
+        already = int(prev["total"]) if prev else 0
+        new = item.messages[already:] if already <= len(item.messages) else item.messages
+        session = session_key(self.source, item.key)
+        self.summary.items += 1
+        self.summary.messages += len(new)
+        self.summary.lines.append(f"{item.kind} {item.key}: {len(new)} messages"
+                                  + (f" (after {already} imported before)" if already else "")
+                                  + (f", {item.skipped} not imported" if item.skipped else "")
+                                  + (f" — {item.title}" if item.title else ""))
+        if self.dry_run:
+            return
+        self._start()
+        batch: list[tuple[str, dict[str, Any], str | None, str | None]] = []
+        for role, text, sent in new:
+            data: dict[str, Any] = {"role": role, "content": clean(text)}
+            if sent:
+                data["sent_at"] = sent
+            batch.append(("message", data, session, None))
+        batch.append((SessionReset.TYPE, SessionReset(reason="import").to_data(), session, None))
+        batch.append(self._record(item, digest, session=session, messages=len(new)))
+        self.store.append_many(batch)
+        self.progress(f"{item.kind} {item.key}: {len(new)} messages")
+
+    def _memory(self, item: Item, digest: str) -> None:
+        facts = factdiff.parse(clean(item.text))
+        self.memory.check_worktree()
+        current = self.store.state.memory
+        new = current
+        if not current.strip():
+            new = clean(item.text)
+        else:
+            for f in facts:
+                new = factdiff.add_fact(new, f.text, f.section or None)
+        added = len(factdiff.diff(current, new).added) if new != current else 0
+        self.summary.items += 1
+        self.summary.facts += added
+        self.summary.lines.append(f"MEMORY.md: {added} new facts (of {len(facts)})")
+        if self.dry_run:
+            return
+        self._start()
+        seq = self.store.state.memory_seq
+        rec = self._record(item, digest, memory_seq=seq + 1)
+        if new == current:
+            self.store.append_many([rec])
+        else:
+            self.memory.write(new, reason="import", source="import", extra=[rec[:3]])
+        self.progress(f"MEMORY.md: {added} new facts")
+
+    def _history(self, item: Item, digest: str, prev: dict[str, Any] | None) -> None:
+        already = int(prev["total"]) if prev else 0
+        new = [clean(e) for e in item.entries[already:]]
+        new = [e.strip() for e in new if e.strip()]
+        self.summary.items += 1
+        self.summary.entries += len(new)
+        self.summary.lines.append(f"HISTORY: {len(new)} diary entries")
+        if self.dry_run or not new:
+            return
+        self._start()
+        seq = self.store.state.memory_seq
+        rec = self._record(item, digest, messages=len(item.entries) - already, memory_seq=seq + 1)
+        self.memory.check_worktree()
+        self.memory.write(self.store.state.memory, reason="import", source="import",
+                          history_append="\n\n".join(new), extra=[rec[:3]])
+        self.progress(f"HISTORY: {len(new)} entries")
+
+
+def read_jsonl(lines: Iterator[bytes], where: str, notes: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each line; a torn or damaged line becomes a note, not a failure."""
+    for n, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            notes.append(f"{where} line {n} is damaged (not JSON); skipped")
+            continue
+        if isinstance(obj, dict):
+            yield n, obj
+        else:
+            notes.append(f"{where} line {n} is not an object; skipped")
