@@ -69,8 +69,8 @@ def request_hash(model: str, messages: list[dict[str, Any]], tools: list[dict[st
 
 def context_event(pctx: PromptContext, digest: str) -> ContextChanged:
     """The ``context.changed`` payload; secrets in bootstrap files or skills are redacted."""
-    bootstrap = [[name, redact(text)] for name, text in pctx.bootstrap]
-    skills = [[s.name, redact(s.summary)] for s in pctx.skills]
+    bootstrap = [[redact(name), redact(text)] for name, text in pctx.bootstrap]
+    skills = [[redact(s.name), redact(s.summary)] for s in pctx.skills]
     redacted = bootstrap != [list(b) for b in pctx.bootstrap] or skills != [[s.name, s.summary] for s in pctx.skills]
     return ContextChanged(
         digest=digest, model=pctx.model, tools=pctx.tools, identity=pctx.identity,
@@ -155,6 +155,7 @@ class Agent:
         tool_ctx: ToolContext | None = None,
     ) -> TurnResult:
         """One user turn. Raises LLMError after logging ``turn.failed``."""
+        session = redact(session)  # a token pasted as a session name is a secret too
         async with self._lock(session):
             recall = await self._recall(session, text)
             user = self.log_user(session, text, recall)

@@ -2,7 +2,8 @@
 
 A provider's usual environment variable (``OPENAI_API_KEY``, ...) wins over the
 keyring. When no secure keyring backend exists we say so and refuse: a key is
-never written in plaintext anywhere by memtray.
+never written in plaintext anywhere by memtray. Every key read or stored here is
+also redacted exactly wherever it appears (:func:`redact.add_known_secret`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 
 from memtray.core.base.errors import KeyringError, NoSecureKeyring
+from memtray.core.base.redact import add_known_secret
 
 SERVICE = "memtray"
 
@@ -74,6 +76,7 @@ def get_key(provider: str) -> str | None:
     """The key for ``provider``: its environment variable first, then the keyring."""
     var = ENV_VARS.get(provider, f"{provider.upper()}_API_KEY")
     if var and os.environ.get(var):
+        add_known_secret(os.environ[var])
         return os.environ[var]
     if provider in KEYLESS:
         return None
@@ -83,7 +86,9 @@ def get_key(provider: str) -> str | None:
     if not backend_is_secure():
         return None
     try:
-        return keyring.get_password(SERVICE, provider)
+        key = keyring.get_password(SERVICE, provider)
+        add_known_secret(key)  # redacted exactly wherever it appears from now on
+        return key
     except _KErr as exc:
         raise KeyringError(f"the keyring refused access: {exc}") from exc
     except Exception as exc:
@@ -97,6 +102,7 @@ def set_key(provider: str, secret: str) -> None:
     _require_secure()
     import keyring
 
+    add_known_secret(secret)
     try:
         keyring.set_password(SERVICE, provider, secret)
     except Exception as exc:

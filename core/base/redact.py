@@ -25,10 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple, TypeVar, cast
 
+from memtray.core.base import secret_rules
+
 __all__ = [
     "KINDS",
     "RedactingFilter",
     "Secret",
+    "add_known_secret",
     "find_secrets",
     "is_secret_name",
     "marker",
@@ -182,6 +185,41 @@ def _bearer(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
     return None
 
 
+# "my password is hunter2", "the wifi passcode was 'x y z'": the value runs to the end of
+# the clause. A first word that says where or how the password is keeps the sentence.
+_PROSE_RE = re.compile(
+    r"(?ai)\b(?:my|the|our|his|her|their|your|a|new|its)\s+(?:[\w\-]+\s+){0,2}?"
+    r"(?:password|passcode|passphrase|passwd|pin(?:\s+code)?|pwd|pw)\s+"
+    r"(?:is(?:\s+now)?|was|will\s+be|has\s+been\s+changed\s+to|changed\s+to|became|reads)\s*[:\-]?[ \t]*"
+)
+_PROSE_STOP = frozenset({
+    "not", "too", "very", "in", "on", "at", "stored", "saved", "kept", "managed", "written", "somewhere",
+    "safe", "secure", "strong", "weak", "long", "short", "expired", "wrong", "incorrect", "the", "a", "an",
+    "still", "also", "being", "required", "needed", "missing", "empty", "unknown", "same", "different",
+    "reset", "changed", "set", "ok", "fine", "easy", "hard", "forgotten", "lost", "shared", "public",
+})
+_CLAUSE_END_RE = re.compile(r"[.,;!?](?:\s|$)|\n|$")
+
+
+def _prose(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
+    text, pos = m.string, m.end()
+    quoted = _QUOTED_RE.match(text, pos)
+    if quoted is not None:
+        return "password", *quoted.span("dq" if quoted.group("dq") is not None else "sq")
+    if pos >= len(text) or text[pos].isspace():
+        return None
+    first = re.match(r"[^\s.,;!?]+", text[pos:])
+    if first is None or first.group(0).lower() in _PROSE_STOP:
+        return None
+    end_m = _CLAUSE_END_RE.search(text, pos, min(len(text), pos + 100))
+    end = end_m.start() if end_m is not None else min(len(text), pos + 100)
+    # a clause that runs on is redacted up to the first space past 100 characters
+    if end_m is None:
+        space = _SPACE_RE.search(text, end)
+        end = space.start() if space is not None else len(text)
+    return ("password", pos, end) if end > pos else None
+
+
 # Access key id prefixes: AKIA long-term, ASIA temporary (STS), the rest other IAM ids.
 _AWS_PREFIXES: tuple[str, ...] = (
     "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "APKA", "AROA", "ASCA",
@@ -288,6 +326,17 @@ _RULES: tuple[_Rule, ...] = (
         ),
         group=1,
     ),
+    *(
+        _Rule(kind, triggers=(trigger,), pattern=re.compile(pattern), group=1 if "(" in pattern.replace("(?", "") else 0)
+        for kind, trigger, pattern in secret_rules.PREFIXED
+    ),
+    _Rule(
+        "password",
+        triggers=("pass", "pin", "pwd", "pw"),
+        folded=True,
+        pattern=_PROSE_RE,
+        check=_prose,
+    ),
     _Rule(
         "password",
         triggers=("-pass", "-token", "-secret", "-api", "-access", "-auth"),
@@ -311,8 +360,18 @@ _RULES: tuple[_Rule, ...] = (
     ),
 )
 
-#: Every kind :func:`find_secrets` reports, most specific first.
-KINDS: tuple[str, ...] = tuple(dict.fromkeys(r.kind for r in _RULES))
+#: Every kind :func:`find_secrets` reports, most specific first: the vendors' shapes
+#: (memtray's rules, then detect-secrets' plugins), an exactly known key, labelled
+#: passwords and secrets, and a high-entropy bare token.
+_GENERIC = ("known-key", "password", "secret", "high-entropy")
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(
+    [r.kind for r in _RULES if r.kind not in _GENERIC]
+    + [kind for kind, _ in secret_rules.DETECT_SECRETS_KINDS.values() if kind not in _GENERIC] + list(_GENERIC)
+))
+_RANK = {kind: i for i, kind in enumerate(KINDS)}
+add_known_secret = secret_rules.add_known_secret
+# detect-secrets patterns with an unbounded ".+" / ".*" run per line, on lines this short
+_LINE_LIMIT = 4096
 
 
 def _clip(
@@ -362,9 +421,42 @@ def _scan(text: str, *, use_triggers: bool = True) -> list[tuple[int, int, int]]
                 kind, start, end = hit
             else:
                 kind, (start, end) = rule.kind, m.span(rule.group)
-            rank = KINDS.index(kind)
-            found.extend((*piece, rank) for piece in _clip(start, end, markers, ends))
+            found.extend((*piece, _RANK[kind]) for piece in _clip(start, end, markers, ends))
+    if lowered is None:
+        lowered = text.lower()
+    for vp in secret_rules.detect_secrets_patterns():
+        if use_triggers and vp.triggers and not any(t.lower() in lowered for t in vp.triggers):
+            continue
+        for start, end in _vendor_spans(text, vp.pattern):
+            found.extend((*piece, _RANK[vp.kind]) for piece in _clip(start, end, markers, ends))
+    for kind, spans in (("known-key", secret_rules.known_secret_spans(text, is_secret_name)),
+                        ("high-entropy", secret_rules.high_entropy_spans(text))):
+        for start, end in spans:
+            found.extend((*piece, _RANK[kind]) for piece in _clip(start, end, markers, ends))
     return found
+
+
+def _vendor_spans(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
+    """Where a detect-secrets pattern finds secrets: its first non-empty group (as the
+    plugin reports it) or the whole match, grown to the whole token."""
+    if ".+" in pattern.pattern or ".*" in pattern.pattern:
+        pieces, offset = [], 0
+        for line in text.split("\n"):
+            if len(line) <= _LINE_LIMIT:
+                pieces.append((offset, line))
+            offset += len(line) + 1
+    else:
+        pieces = [(0, text)]
+    out: list[tuple[int, int]] = []
+    last = 0
+    for offset, piece in pieces:
+        for m in pattern.finditer(piece):
+            group = next((g for g in range(1, (m.lastindex or 0) + 1) if m.group(g)), 0)
+            start, end = m.span(group)
+            if end > start and offset + start >= last:  # one growth per stretch: stays linear
+                out.append(secret_rules.extend_token(text, offset + start, offset + end, last))
+                last = out[-1][1]
+    return out
 
 
 def _merge(found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
@@ -425,7 +517,7 @@ def redact(text: str) -> str:
     secrets = find_secrets(text)
     if not secrets:
         return text
-    return _apply(text, [(s.start, s.end, KINDS.index(s.kind)) for s in secrets])[0]
+    return _apply(text, [(s.start, s.end, _RANK[s.kind]) for s in secrets])[0]
 
 
 def redact_obj(obj: _T) -> _T:

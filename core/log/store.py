@@ -23,6 +23,7 @@ from memtray.core.base.clock import Clock, IdGenerator
 from memtray.core.base.errors import EnvironmentProblem, LogCorrupt
 from memtray.core.base.fsutil import FileOps, atomic_write, ensure_dir
 from memtray.core.base.home import Home, HomeLock
+from memtray.core.base.redact import redact
 from memtray.core.log.eventlog import DEFAULT_SEGMENT_BYTES, EventLog, Position, segment_path
 from memtray.core.log.events import SCHEMA, BadRecord, Record, Schema, decode_raw
 from memtray.core.log.projections import STATE_VERSION, ConsolidationState, State, apply
@@ -132,7 +133,8 @@ class Store:
         """Durably append events (one fsync) and fold them into the live state."""
         with self._mutex:
             before = self.log.last_seq
-            recs = self.log.append_many([(t, d, s, i, None) for t, d, s, i in items])
+            # a session name is user text: a token pasted as one must not reach the disk
+            recs = self.log.append_many([(t, d, redact(s) if s else s, i, None) for t, d, s, i in items])
             fresh = [r for r in recs if r.seq > before]
             for rec in fresh:
                 apply(self.state, self.log.schema.upcast(rec))

@@ -14,6 +14,8 @@ import json
 import random
 import string
 
+from memtray.core.base.redact import add_known_secret
+
 _rng = random.Random(0x5EC12E7)
 
 UPPER = string.ascii_uppercase + string.digits
@@ -197,7 +199,7 @@ CORPUS: list[tuple[str, str, str]] = [
     ("password", f"gpg --passphrase '{_passwords[11]}' --batch", _passwords[11]),
     ("password", f"smtp_pass = {_passwords[0]}x", f"{_passwords[0]}x"),
     # Labelled keys, tokens and secrets
-    ("secret", f"STRIPE_SECRET=sk_live_{_generic[2][:24]}", _generic[2][:24]),
+    ("stripe-key", f"STRIPE_SECRET=sk_live_{_generic[2][:24]}", _generic[2][:24]),
     ("secret", f"AUTH_TOKEN={_generic[3]}", _generic[3]),
     ("secret", f'api_key: "{_generic[4]}"', _generic[4]),
     ("secret", f"SOMETHING_KEY={_generic[5]}", _generic[5]),
@@ -207,7 +209,7 @@ CORPUS: list[tuple[str, str, str]] = [
         _generic[6],
     ),
     ("secret", f"const config = {{ apiKey: '{_generic[7]}' }};", _generic[7]),
-    ("secret", f"export HF_TOKEN=hf_{_generic[8]}", _generic[8]),
+    ("huggingface-token", f"export HF_TOKEN=hf_{_generic[8]}", _generic[8]),
     ("secret", f"tool --api-key {_generic[9]} --verbose", _generic[9]),
     ("secret", f'api_key = "ab\\"{_generic[0][:8]}"', _generic[0][:8]),
 ]
@@ -245,3 +247,133 @@ NEGATIVES: list[str] = [
     "Flight LH1234 departs at 07:45 from gate A12.",
     "[REDACTED:openai-key] was already removed; password: [REDACTED:password]",
 ]
+
+# --- shapes from detect-secrets' plugins, vendor prefixes, entropy, prose, known keys -------
+
+LOWER_ALNUM = string.ascii_lowercase + string.digits
+UUIDISH = HEX + "-"
+
+
+def _uuid() -> str:
+    return "-".join(rand(HEX, n) for n in (8, 4, 4, 4, 12))
+
+
+# Free-standing contexts: no label, so the shape itself must be recognised.
+_CONTEXTS = ("here it is: {s} (thanks)", "{s}", "- pasted from the dashboard:\n  {s}\n")
+
+
+def _shapes(kind: str, secrets: list[str], contexts: tuple[str, ...] = _CONTEXTS) -> list[tuple[str, str, str]]:
+    return [(kind, contexts[i % len(contexts)].format(s=s), s) for i, s in enumerate(secrets)]
+
+
+_VENDOR: dict[str, list[str]] = {
+    "stripe-key": ["sk_" + "live_" + rand(ALNUM, 24), "rk_" + "live_" + rand(ALNUM, 99), "sk_" + "test_" + rand(ALNUM, 24),
+                   "whsec_" + rand(ALNUM, 32)],
+    "huggingface-token": ["hf_" + rand(ALNUM, 34), "hf_" + rand(ALNUM, 37), "api_org_" + rand(ALNUM, 34)],
+    "groq-key": ["gsk_" + rand(ALNUM, 52) for _ in range(3)],
+    "npm-token": ["npm_" + rand(ALNUM, 36) for _ in range(3)],
+    "gitlab-token": ["glpat-" + rand(B64URL, 20), "gldt-" + rand(B64URL, 20), "glrt-" + rand(B64URL, 26),
+                     "glptt-" + rand(ALNUM, 40), "glcbt-" + rand(ALNUM, 24), "glsoat-" + rand(ALNUM, 20)],
+    "sendgrid-key": ["SG." + rand(B64URL, 22) + "." + rand(B64URL, 43) for _ in range(3)],
+    "xai-key": ["xai-" + rand(ALNUM, 80) for _ in range(3)],
+    "perplexity-key": ["pplx-" + rand(ALNUM, 48) for _ in range(3)],
+    "replicate-token": ["r8_" + rand(ALNUM, 37) for _ in range(3)],
+    "digitalocean-token": ["dop_" + "v1_" + rand(HEX, 64), "doo_" + "v1_" + rand(HEX, 64), "dor_" + "v1_" + rand(HEX, 64)],
+    "shopify-token": ["shpat_" + rand(HEX, 32), "shpss_" + rand(HEX, 32), "shpca_" + rand(HEX, 32)],
+    "mailgun-key": ["key-" + rand(HEX, 32) for _ in range(3)],
+    "databricks-token": ["dapi" + rand(HEX, 32) for _ in range(3)],
+    "linear-key": ["lin_" + "api_" + rand(ALNUM, 40) for _ in range(3)],
+    "notion-token": ["ntn_" + rand(ALNUM, 46), "secret_" + rand(ALNUM, 43), "ntn_" + rand(ALNUM, 40)],
+    "atlassian-token": ["ATATT" + rand(B64URL, 180) for _ in range(3)],
+    "figma-token": ["figd_" + rand(B64URL, 40) for _ in range(3)],
+    "pulumi-token": ["pul-" + rand(HEX, 40) for _ in range(3)],
+    "postman-key": ["PMAK-" + rand(HEX, 24) + "-" + rand(HEX, 34) for _ in range(3)],
+    "tailscale-key": ["tskey-" + "auth-" + rand(ALNUM, 12) + "-" + rand(ALNUM, 32) for _ in range(3)],
+    "vault-token": ["hvs." + rand(B64URL, 90), "hvb." + rand(B64URL, 120), "hvs." + rand(ALNUM, 24)],
+    "age-secret-key": ["AGE-" + "SECRET-KEY-1" + rand("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58) for _ in range(3)],
+    "newrelic-key": ["NRAK-" + rand(UPPER, 27) for _ in range(3)],
+    "sentry-token": ["sntrys_" + rand(B64, 60), "sntryu_" + rand(HEX, 64), "sntrys_" + rand(ALNUM, 40)],
+    "doppler-token": ["dp." + "pt." + rand(ALNUM, 43), "dp." + "st." + rand(ALNUM, 40), "dp." + "sa." + rand(ALNUM, 43)],
+    "twilio-key": ["SK" + rand(HEX, 32), "AC" + rand(LOWER_ALNUM, 32), "SK" + rand(HEX, 32)],
+    "google-oauth-secret": ["GOCSPX-" + rand(B64URL, 28) for _ in range(3)],
+    "google-oauth-token": ["ya29." + rand(B64URL, 120) for _ in range(3)],
+    "heroku-key": ["HRKU-" + rand(B64URL, 60) for _ in range(3)],
+    "planetscale-token": ["pscale_" + "tkn_" + rand(B64URL, 43), "pscale_" + "pw_" + rand(B64URL, 43),
+                          "pscale_" + "oauth_" + rand(B64URL, 43)],
+    "supabase-key": ["sbp_" + rand(HEX, 40), "sb_" + "secret_" + rand(B64URL, 32), "sbp_" + rand(HEX, 40)],
+    "cloudflare-token": ["cfut_" + rand(B64URL, 40), "cfat_" + rand(B64URL, 40), "cfk_" + rand(B64URL, 40)],
+    "jfrog-token": ["cmVmdGtuOjAxOj" + rand(ALNUM, 50) for _ in range(3)],
+    "artifactory-token": ["AKC" + rand(ALNUM, 70), "AP6" + rand(ALNUM, 40), "APB" + rand(ALNUM, 12)],
+    "discord-bot-token": ["M" + rand(B64URL, 23) + "." + rand(B64URL, 6) + "." + rand(B64URL, 27),
+                          "N" + rand(B64URL, 25) + "." + rand(B64URL, 6) + "." + rand(B64URL, 27),
+                          "O" + rand(B64URL, 24) + "." + rand(B64URL, 6) + "." + rand(B64URL, 27)],
+    "mailchimp-key": [rand(HEX, 32) + "-us" + str(n) for n in (6, 12, 21)],
+    "pypi-token": ["pypi-" + "AgEIcHlwaS5vcmc" + rand(B64URL, 80), "pypi-" + "AgENdGVzdC5weXBpLm9yZw" + rand(B64URL, 80),
+                   "pypi-" + "AgEIcHlwaS5vcmc" + rand(B64URL, 120)],
+    "square-oauth-secret": ["sq0csp-" + rand(B64URL, 43) for _ in range(3)],
+    "telegram-bot-token": [rand(string.digits, 9) + ":AA" + rand(B64URL, 33), rand(string.digits, 10) + ":AA" + rand(B64URL, 33),
+                           rand(string.digits, 8) + ":AA" + rand(B64URL, 33)],
+}
+_LABELLED_DS = [  # detect-secrets' keyword plugins: a vendor's label, then the value
+    ("azure-storage-key", "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={s};EndpointSuffix=core.windows.net",
+     [rand(B64, 86) + "==" for _ in range(3)]),
+    ("cloudant-credentials", "cloudant_password='{s}'", [rand(HEX, 64) for _ in range(3)]),
+    ("ibm-cloud-iam-key", 'ibm_cloud_iam_api_key = "{s}"', [rand(B64URL, 44) for _ in range(3)]),
+    ("ibm-cos-hmac", 'ibm_cos_hmac_secret_access_key = "{s}"', [rand(HEX, 48) for _ in range(3)]),
+    ("softlayer-key", 'softlayer_api_key = "{s}"', [rand(LOWER_ALNUM, 64) for _ in range(3)]),
+]
+_npm_uuid = [_uuid() for _ in range(3)]
+_discord_hooks = [rand(string.digits, 18) + "/" + rand(B64URL, 68) for _ in range(3)]
+_sas = [rand(ALNUM + "%", 43) + "%3D" for _ in range(3)]
+_aws_bare = [rand(ALNUM + "/+", 40) for _ in range(3)]
+_random_tokens = [rand(ALNUM, 32), rand(B64URL, 48), rand(B64, 64)]
+_prose_passwords = [password() for _ in range(6)]
+#: Keys memtray knows (as if read from the keyring): redacted exactly, whatever their shape.
+KNOWN_KEYS = ["Correct-Horse-Battery-Staple-Key", "plain words are my whole api key", "tr0ub4dor&3-memtray"]
+
+CORPUS += [shape for kind, secrets in _VENDOR.items() for shape in _shapes(kind, secrets)]
+CORPUS += [(kind, template.format(s=s), s) for kind, template, secrets in _LABELLED_DS for s in secrets]
+CORPUS += [
+    ("npm-token", f"//registry.npmjs.org/:_authToken={_npm_uuid[0]}", _npm_uuid[0]),
+    ("npm-token", f"//npm.pkg.github.com/:_authToken={_npm_uuid[1]}\nalways-auth=true", _npm_uuid[1]),
+    ("npm-token", f"echo '//registry.example.com/:_authToken={_npm_uuid[2]}' >> .npmrc", _npm_uuid[2]),
+    ("discord-webhook", f"https://discord.com/api/webhooks/{_discord_hooks[0]}", _discord_hooks[0]),
+    ("discord-webhook", f"hook: https://discordapp.com/api/webhooks/{_discord_hooks[1]} (ops)", _discord_hooks[1]),
+    ("discord-webhook", f"curl -d @m.json discord.com/api/webhooks/{_discord_hooks[2]}", _discord_hooks[2]),
+    ("azure-sas", f"https://acme.blob.core.windows.net/c/f.zip?sv=2022-11-02&sr=b&sig={_sas[0]}", _sas[0]),
+    ("azure-sas", f"?sp=r&st=2026-01-01&se=2026-02-01&sig={_sas[1]}&spr=https", _sas[1]),
+    ("azure-sas", f"BlobEndpoint=https://x.blob.core.windows.net/;SharedAccessSignature=sv=2022&sig={_sas[2]}", _sas[2]),
+    ("high-entropy", f"the secret half of the AWS pair is {_aws_bare[0]} and the id is elsewhere", _aws_bare[0]),
+    ("high-entropy", f"{_aws_bare[1]}", _aws_bare[1]),
+    ("high-entropy", f"paste: {_aws_bare[2]}\n", _aws_bare[2]),
+    ("high-entropy", f"my backup code {_random_tokens[0]}", _random_tokens[0]),
+    ("high-entropy", f"({_random_tokens[1]})", _random_tokens[1]),
+    ("high-entropy", f"webhook signing value {_random_tokens[2]} from the console", _random_tokens[2]),
+    ("password", f"my password is {_prose_passwords[0]}", _prose_passwords[0]),
+    ("password", f"By the way, my wifi password is {_prose_passwords[1]}. Don't tell anyone.", _prose_passwords[1]),
+    ("password", f"The PIN is {_prose_passwords[2][:6]}, and the door code too", _prose_passwords[2][:6]),
+    ("password", f"our new passcode will be '{_prose_passwords[3]} and more'", f"{_prose_passwords[3]} and more"),
+    ("password", f"Her Netflix password was {_prose_passwords[4]}!", _prose_passwords[4]),
+    ("password", f"my password has been changed to {_prose_passwords[5]}\nok", _prose_passwords[5]),
+    ("known-key", f"I pasted {KNOWN_KEYS[0]} by mistake", KNOWN_KEYS[0]),
+    ("known-key", f"key = {KNOWN_KEYS[1]}", KNOWN_KEYS[1]),
+    ("known-key", f"{KNOWN_KEYS[2]}", KNOWN_KEYS[2]),
+]
+
+NEGATIVES += [
+    "sk_test_ and rk_live_ are Stripe's prefixes; hf_ is Hugging Face's; gsk_ is Groq's.",
+    "glpat- tokens come from GitLab; npm_ tokens from npm; SG. starts a SendGrid key.",
+    "npm_config_cache=/tmp/npm and SG.1.2 release notes",
+    "I saw AC/DC and the SK Slavia game; ya29 is a prefix.",
+    "my password is not something I share; the PIN is in the drawer.",
+    "My password is stored in the manager and the passcode is too long to remember.",
+    "The password was reset yesterday.",
+    "/home/sam/Projects/MyApp2/src/Components/Header.tsx",
+    "call_Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7xC0bV and chatcmpl-Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7xC0bV9",
+    "ThisIsAVeryLongCamelCaseIdentifierName and another_snake_case_identifier_name",
+    "01HQ3Z5W6X7Y8Z9ABCDEFGHJKM01HQ3Z5W6X7Y8Z9ABCDEFGHJKM",
+    "The IP 8.8.8.8 answers DNS.",
+]
+
+for _key in KNOWN_KEYS:
+    add_known_secret(_key)
