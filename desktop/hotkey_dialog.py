@@ -1,4 +1,5 @@
-"""Shown when no global hotkey backend works: how to bind ``memtray toggle`` yourself."""
+"""Shown when no global hotkey backend works: how to bind ``memtray toggle`` yourself
+(a dialog, or a page of the first-run onboarding)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,18 @@ import os
 import shlex
 
 from .hotkeys import HotkeyStatus
-from .qt import QCheckBox, QDialog, QDialogButtonBox, QLabel, Qt, QTextBrowser, QVBoxLayout, QWidget
+from .qt import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    Qt,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 HELP = """\
 <p>memtray could not register <b>{hotkey}</b> as a global shortcut.</p>
@@ -48,16 +60,17 @@ def why(status: HotkeyStatus) -> str:
     return "; ".join(status.tried) or status.message
 
 
-class HotkeyHelpDialog(QDialog):
+class HotkeyHelp(QWidget):
+    """Why the hotkey is not available and how to bind ``memtray toggle`` instead (the
+    dialog below, and a page of the first-run onboarding)."""
+
     def __init__(self, status: HotkeyStatus, theme: object, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Set up the memtray hotkey")
-        self.setMinimumSize(560, 520)
         lay = QVBoxLayout(self)
-        lay.setContentsMargins(18, 16, 18, 14)
-        title = QLabel("The global hotkey is not available")
-        title.setProperty("heading", True)
-        lay.addWidget(title)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.title = QLabel("The global hotkey is not available")
+        self.title.setProperty("heading", True)
+        lay.addWidget(self.title)
         self.text = QTextBrowser()
         self.text.setOpenExternalLinks(True)
         self.text.setFrameShape(QTextBrowser.Shape.NoFrame)
@@ -70,17 +83,34 @@ class HotkeyHelpDialog(QDialog):
             code_bg=getattr(theme, "code_bg", "#eee"),
         ))
         lay.addWidget(self.text, 1)
-        self.dont_show = QCheckBox("Don't show this again at start (Settings still shows the status)")
-        lay.addWidget(self.dont_show)
-        box = QDialogButtonBox()
-        copy = box.addButton("Copy command", QDialogButtonBox.ButtonRole.ActionRole)
+        row = QHBoxLayout()
+        copy = QPushButton("Copy command")
         copy.clicked.connect(self._copy)
-        ok = box.addButton(QDialogButtonBox.StandardButton.Close)
-        ok.clicked.connect(self.accept)
-        lay.addWidget(box)
-        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, False)
+        row.addWidget(copy)
+        row.addStretch(1)
+        lay.addLayout(row)
 
     def _copy(self) -> None:
         from .qt import QApplication
 
         QApplication.clipboard().setText(self.command)
+
+
+class HotkeyHelpDialog(QDialog):
+    def __init__(self, status: HotkeyStatus, theme: object, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Set up the memtray hotkey")
+        self.setMinimumSize(560, 520)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(18, 16, 18, 14)
+        self.help = HotkeyHelp(status, theme)
+        self.text = self.help.text
+        self.command = self.help.command
+        lay.addWidget(self.help, 1)
+        self.dont_show = QCheckBox("Don't show this again at start (Settings still shows the status)")
+        lay.addWidget(self.dont_show)
+        box = QDialogButtonBox()
+        ok = box.addButton(QDialogButtonBox.StandardButton.Close)
+        ok.clicked.connect(self.accept)
+        lay.addWidget(box)
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, False)

@@ -19,7 +19,7 @@ from typing import Any
 
 from memtray.core.base.home import Home
 
-from . import icons, theme
+from . import icons, texts, theme
 from .bridge import Bridge
 from .context import Context, Navigator
 from .hotkey_dialog import HotkeyHelpDialog
@@ -68,6 +68,10 @@ class Desktop(QObject):
         self.notifier: Notifier | None = None
         self.hotkey_dialog: HotkeyHelpDialog | None = None
         self.onboarding: Any = None
+        self.first_run = False
+        self._pending_hotkey: HotkeyStatus | None = None
+        self._after_flow = ""
+        self.no_tray_banner: Any = None
         self.problems: list[str] = []
         # import litellm on the worker when the quick chat first opens (tests turn it off:
         # an import still running when a test's app closes would race the next test's)
@@ -112,8 +116,10 @@ class Desktop(QObject):
             )
         for problem in self.problems:
             self.notifier.notify("memtray", problem, kind="failure")
-        if not self.app.config.model:
+        if self.first_run:
             QTimer.singleShot(0, self.show_onboarding)
+        elif self.tray is None:
+            QTimer.singleShot(0, self.show_no_tray_notice)
         if self.deliver:
             # after the first paint: the scheduler (and apscheduler's import) is not on
             # the path to the tray, and runs on the worker, not the GUI thread
@@ -178,11 +184,15 @@ class Desktop(QObject):
 
     def _cmd_toggle(self, argv: list[str], env: dict[str, str]) -> int:
         self._activation(env)
+        if self._in_flow("popup"):
+            return 0
         self.toggle_popup()
         return 0
 
     def _cmd_show(self, argv: list[str], env: dict[str, str]) -> int:
         self._activation(env)
+        if self._in_flow("window" if "--window" in argv[1:] else "popup"):
+            return 0
         if "--window" in argv[1:]:
             self.main_window().present()
         else:
@@ -279,6 +289,12 @@ class Desktop(QObject):
     def show_hotkey_help(self, *, force: bool = False) -> None:
         if self.hotkeys is None:
             return
+        if self.first_run and not force:
+            # inside the first-run flow, as its second page, not a dialog on top of it
+            self._pending_hotkey = self.hotkeys.status
+            if self.onboarding is not None:
+                self.onboarding.set_hotkey_status(self.hotkeys.status)
+            return
         if not force and (not self.show_dialogs or self.prefs.value("hide_hotkey_help", False, type=bool)):
             return
         if self.hotkey_dialog is not None:
@@ -293,18 +309,71 @@ class Desktop(QObject):
             self.hotkeys.apply(cfg.hotkey)
 
     def show_onboarding(self) -> None:
-        from .settings import Onboarding
+        from memtray.core.llm import localmodel
+
+        from .onboarding import Onboarding
 
         if self.onboarding is not None:
             return
-        self.onboarding = Onboarding(self.ctx)
+        missing = localmodel.missing()
+        self.onboarding = Onboarding(self.ctx, self.window if self.tray is None else None,
+                                     offline_model="" if missing else localmodel.NAME,
+                                     offline_missing=missing or "")
         self.onboarding.completed.connect(self._onboarded)
+        self.onboarding.flow_done.connect(self._flow_done)
+        if self._pending_hotkey is not None:
+            self.onboarding.set_hotkey_status(self._pending_hotkey)
+        if self.tray is None:
+            self.onboarding.set_no_tray(self.no_tray_text())
+            self.prefs.setValue("no_tray_notice_shown", True)
         self.onboarding.show()
+        self.onboarding.raise_()
+        self.onboarding.activateWindow()
+
+    def _in_flow(self, then: str) -> bool:
+        """While the first-run flow is open, show/toggle bring it forward; ``then`` (the
+        popup or the window) opens when it ends."""
+        if not self.first_run:
+            return False
+        self._after_flow = then
+        if self.onboarding is None:
+            self.show_onboarding()
+        elif self.onboarding.isVisible():
+            self.onboarding.raise_()
+            self.onboarding.activateWindow()
+        return True
 
     def _onboarded(self, cfg: Any) -> None:
         if self.window is not None and self.window.settings_built:
             self.window.settings.load()
-        self.show_popup()
+
+    def _flow_done(self) -> None:
+        self.first_run = False
+        chosen = self.onboarding is not None and self.onboarding.saved_config is not None
+        then, self._after_flow = self._after_flow, ""
+        if then == "window":
+            self.main_window().present()
+        elif then == "popup" or chosen:
+            self.show_popup()
+
+    # --- no tray ----------------------------------------------------------------------
+
+    def no_tray_text(self) -> str:
+        from .hotkey_dialog import toggle_command
+
+        gnome = "gnome" in os.environ.get("XDG_CURRENT_DESKTOP", "").lower()
+        fix = texts.text("no_tray.fix_gnome" if gnome else "no_tray.fix_other")
+        return texts.text("no_tray.body", fix=fix, command=toggle_command())
+
+    def show_no_tray_notice(self) -> None:
+        """Once per data home: there is no tray, and what to do about it (a banner in the window)."""
+        if self.tray is not None or not self.show_dialogs:
+            return
+        if self.prefs.value("no_tray_notice_shown", False, type=bool):
+            return
+        self.prefs.setValue("no_tray_notice_shown", True)
+        self.no_tray_banner = self.main_window().show_banner(texts.text("no_tray.title"), self.no_tray_text(),
+                                                             "notice", "")
 
     # --- shutdown ---------------------------------------------------------------------
 
@@ -375,7 +444,14 @@ def run(home: Home, argv: list[str]) -> int:
     try:
         app = App.open(home)
     except AlreadyRunning:
-        return _forward_show(home, argv)
+        # a background instance started by a CLI command hands the home over (after
+        # finishing what it started) and exits; the app or a daemon is asked to show
+        from memtray.core.cli import warm
+
+        taken = warm.take_over(home, lambda: App.open(home))
+        if taken is None:
+            return _forward_show(home, argv)
+        app = taken
     try:
         QGuiApplication.setDesktopFileName("memtray")
         QApplication.setApplicationName("memtray")

@@ -1,5 +1,5 @@
 """Settings: provider and model, API key (keyring), test connection, hotkey, memory,
-launch at login, data folder. And the first-run onboarding, built from the same form.
+launch at login, data folder. The first-run onboarding (onboarding.py) reuses the model form.
 
 Everything slow (keyring, the test request, config writes, autostart files) runs
 on the worker through the bridge. Saving goes through core: ``config.set_value``
@@ -22,7 +22,6 @@ from .qt import (
     QCheckBox,
     QComboBox,
     QDesktopServices,
-    QDialog,
     QFormLayout,
     QFrame,
     QHBoxLayout,
@@ -46,7 +45,8 @@ TEST_PROMPT = "Reply with the single word OK."
 DROP_POLICIES = ("keep", "review")  # config.drop_policy; each has a label and help in texts.toml
 
 
-def _label(text: str, **props: Any) -> QLabel:
+def label(text: str, **props: Any) -> QLabel:
+    """A word-wrapped label with style properties (heading, muted, warning, ...)."""
     lab = QLabel(text)
     lab.setWordWrap(True)
     for k, v in props.items():
@@ -60,7 +60,7 @@ def _card(title: str) -> tuple[QFrame, QFormLayout]:
     outer = QVBoxLayout(card)
     outer.setContentsMargins(18, 14, 18, 16)
     outer.setSpacing(10)
-    outer.addWidget(_label(title, subheading=True))
+    outer.addWidget(label(title, subheading=True))
     form = QFormLayout()
     form.setHorizontalSpacing(14)
     form.setVerticalSpacing(10)
@@ -91,7 +91,7 @@ def _left(w: QWidget) -> QWidget:
     return box
 
 
-def _set_state(label: QLabel, text: str, kind: str = "") -> None:
+def set_state(label: QLabel, text: str, kind: str = "") -> None:
     label.setText(text)
     for prop in ("ok", "error", "muted"):
         label.setProperty(prop, prop == kind)
@@ -99,7 +99,7 @@ def _set_state(label: QLabel, text: str, kind: str = "") -> None:
     label.style().polish(label)
 
 
-def _error_text(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
     hint = getattr(exc, "hint", "")
     return f"{exc}\n{hint}" if hint else str(exc)
 
@@ -132,7 +132,7 @@ class ModelForm(QWidget):
         self.api_base = QLineEdit()
         self.api_base.setPlaceholderText("https://… (empty: the provider's default)")
         f.addRow("API base URL", self.api_base)
-        self.help = _label("", muted=True)
+        self.help = label("", muted=True)
         f.addRow("", self.help)
         keyrow = QHBoxLayout()
         self.key = QLineEdit()
@@ -146,9 +146,9 @@ class ModelForm(QWidget):
         self.key_row.setLayout(keyrow)
         keyrow.setContentsMargins(0, 0, 0, 0)
         f.addRow("API key", self.key_row)
-        self.key_status = _label("", muted=True)
+        self.key_status = label("", muted=True)
         f.addRow("", self.key_status)
-        self.keyring_warning = _label("", warning=True)
+        self.keyring_warning = label("", warning=True)
         self.keyring_warning.hide()
         f.addRow("", self.keyring_warning)
         testrow = QHBoxLayout()
@@ -156,7 +156,7 @@ class ModelForm(QWidget):
         self.test_btn = QPushButton("Test connection")
         self.test_btn.clicked.connect(self.test)
         testrow.addWidget(self.test_btn)
-        self.test_result = _label("", muted=True)
+        self.test_result = label("", muted=True)
         testrow.addWidget(self.test_result, 1)
         tw = QWidget()
         tw.setLayout(testrow)
@@ -250,7 +250,7 @@ class ModelForm(QWidget):
         provider = self.key_provider()
         self.ctx.bridge.call(keys.key_source, provider, name="key-source",
                              on_result=lambda src, p=provider: self._show_key_source(p, src),
-                             on_error=lambda e: _set_state(self.key_status, _error_text(e), "error"))
+                             on_error=lambda e: set_state(self.key_status, error_text(e), "error"))
 
     def _show_key_source(self, provider: str, source: str) -> None:
         if provider != self.key_provider():
@@ -262,7 +262,7 @@ class ModelForm(QWidget):
             "keyring (unavailable)": "The keyring refused access; unlock it or store the key again.",
         }
         text = texts.get(source, f"Using the key from the {source}.")
-        _set_state(self.key_status, text, "error" if "refused" in text else "muted")
+        set_state(self.key_status, text, "error" if "refused" in text else "muted")
 
     def store_key(self) -> None:
         from memtray.core.base import keys
@@ -270,21 +270,21 @@ class ModelForm(QWidget):
         secret = self.key.text()
         provider = self.key_provider()
         if not secret.strip():
-            _set_state(self.key_status, "Paste a key first.", "error")
+            set_state(self.key_status, "Paste a key first.", "error")
             return
         self.store_btn.setEnabled(False)
-        _set_state(self.key_status, "Storing…", "muted")
+        set_state(self.key_status, "Storing…", "muted")
         self.ctx.bridge.call(keys.set_key, provider, secret, name="key-set",
                              on_result=lambda _r: self._stored(True, provider),
-                             on_error=lambda e: self._stored(False, _error_text(e)))
+                             on_error=lambda e: self._stored(False, error_text(e)))
 
     def _stored(self, ok: bool, detail: str) -> None:
         self.store_btn.setEnabled(True)
         if ok:
             self.key.clear()
-            _set_state(self.key_status, f"Stored the {detail} key in the system keyring.", "ok")
+            set_state(self.key_status, f"Stored the {detail} key in the system keyring.", "ok")
         else:
-            _set_state(self.key_status, f"Not stored: {detail}", "error")
+            set_state(self.key_status, f"Not stored: {detail}", "error")
         self.key_stored.emit(ok, detail)
 
     # --- test connection ---------------------------------------------------------------
@@ -314,7 +314,7 @@ class ModelForm(QWidget):
             return (res.content or "").strip()
 
         self.test_btn.setEnabled(False)
-        _set_state(self.test_result, f"Asking {cfg.model or 'the model'}…", "muted")
+        set_state(self.test_result, f"Asking {cfg.model or 'the model'}…", "muted")
         self._test_task = self.ctx.bridge.submit(run(), name="test-connection",
                                                  on_result=self._test_ok, on_error=self._test_failed)
 
@@ -322,13 +322,13 @@ class ModelForm(QWidget):
         self._test_task = None
         self.test_btn.setEnabled(True)
         short = reply if len(reply) < 40 else reply[:39] + "…"
-        _set_state(self.test_result, f"✓ Connected — the model answered “{short}”.", "ok")
+        set_state(self.test_result, f"✓ Connected — the model answered “{short}”.", "ok")
         self.tested.emit(True, reply)
 
     def _test_failed(self, exc: BaseException) -> None:
         self._test_task = None
         self.test_btn.setEnabled(True)
-        _set_state(self.test_result, "✗ " + _error_text(exc), "error")
+        set_state(self.test_result, "✗ " + error_text(exc), "error")
         self.tested.emit(False, str(exc))
 
 
@@ -352,14 +352,14 @@ class SettingsPage(QWidget):
         col = QVBoxLayout(inner)
         col.setContentsMargins(24, 20, 24, 24)
         col.setSpacing(16)
-        col.addWidget(_label("Settings", heading=True))
+        col.addWidget(label("Settings", heading=True))
 
         card = QFrame()
         card.setProperty("card", True)
         cl = QVBoxLayout(card)
         cl.setContentsMargins(18, 14, 18, 16)
         cl.setSpacing(10)
-        cl.addWidget(_label("Model", subheading=True))
+        cl.addWidget(label("Model", subheading=True))
         self.model_form = ModelForm(ctx)
         cl.addWidget(self.model_form)
         col.addWidget(card)
@@ -369,7 +369,7 @@ class SettingsPage(QWidget):
         self.hotkey.setMaximumSequenceLength(1)
         self.hotkey.setClearButtonEnabled(True)
         f.addRow("Quick chat", self.hotkey)
-        self.hotkey_status = _label("", muted=True)
+        self.hotkey_status = label("", muted=True)
         f.addRow("Status", self.hotkey_status)
         self.hotkey_help_btn = QPushButton("How to bind it in your desktop's settings…")
         self.hotkey_help_btn.clicked.connect(self.hotkey_help)
@@ -389,7 +389,7 @@ class SettingsPage(QWidget):
         self.drop_policy.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.drop_policy.setMinimumContentsLength(20)
         f.addRow("When a fact is dropped", self.drop_policy)
-        self.drop_policy_help = _label("", muted=True)
+        self.drop_policy_help = label("", muted=True)
         f.addRow("", self.drop_policy_help)
         self.drop_policy.currentIndexChanged.connect(self._policy_changed)
         col.addWidget(card)
@@ -399,7 +399,7 @@ class SettingsPage(QWidget):
         f.addRow("", self.launch)
         folder = QHBoxLayout()
         folder.setContentsMargins(0, 0, 0, 0)
-        self.data_path = _label(str(ctx.app.home.root), muted=True)
+        self.data_path = label(str(ctx.app.home.root), muted=True)
         self.data_path.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         folder.addWidget(self.data_path, 1)
         open_btn = QPushButton("Open")
@@ -416,7 +416,7 @@ class SettingsPage(QWidget):
         footer.setStyleSheet(f"QFrame#settingsFooter {{ border-top: 1px solid {ctx.theme.border}; }}")
         row = QHBoxLayout(footer)
         row.setContentsMargins(24, 10, 24, 12)
-        self.result = _label("", muted=True)
+        self.result = label("", muted=True)
         row.addWidget(self.result, 1)
         self.revert_btn = QPushButton("Revert")
         self.revert_btn.clicked.connect(self.load)
@@ -445,7 +445,7 @@ class SettingsPage(QWidget):
         self.drop_policy.setCurrentIndex(max(0, self.drop_policy.findData(cfg.drop_policy)))
         self._policy_changed()
         self.launch.setChecked(cfg.launch_at_login)
-        _set_state(self.result, "", "muted")
+        set_state(self.result, "", "muted")
 
     def _policy_changed(self) -> None:
         policy = self.drop_policy.currentData()
@@ -468,7 +468,7 @@ class SettingsPage(QWidget):
         old = app.config
         changes = {k: v for k, v in self.values().items() if getattr(old, k) != v}
         if not changes:
-            _set_state(self.result, "Nothing changed.", "muted")
+            set_state(self.result, "Nothing changed.", "muted")
             return
         if "hotkey" in changes:
             from .hotkeys import parse
@@ -476,7 +476,7 @@ class SettingsPage(QWidget):
             try:
                 parse(changes["hotkey"])
             except Exception as exc:
-                _set_state(self.result, _error_text(exc), "error")
+                set_state(self.result, error_text(exc), "error")
                 return
 
         def apply() -> cfgmod.Config:
@@ -489,91 +489,24 @@ class SettingsPage(QWidget):
             return cfg
 
         self.save_btn.setEnabled(False)
-        _set_state(self.result, "Saving…", "muted")
+        set_state(self.result, "Saving…", "muted")
         self.ctx.bridge.call(apply, name="save-settings", on_result=self._saved, on_error=self._save_failed)
 
     def _saved(self, cfg: cfgmod.Config) -> None:
         self.save_btn.setEnabled(True)
-        _set_state(self.result, "Saved.", "ok")
+        set_state(self.result, "Saved.", "ok")
         self.saved.emit(cfg)
 
     def _save_failed(self, exc: BaseException) -> None:
         self.save_btn.setEnabled(True)
-        _set_state(self.result, "Not saved: " + _error_text(exc), "error")
+        set_state(self.result, "Not saved: " + error_text(exc), "error")
 
     def show_hotkey_status(self, status: HotkeyStatus) -> None:
         kind = "ok" if status.ok else ("muted" if status.state == "pending" else "error")
         text = ("✓ " if status.ok else "") + status.describe()
         if status.state in ("failed", "none"):
             text += "\nBind `memtray toggle` in your desktop's keyboard settings instead."
-        _set_state(self.hotkey_status, text, kind)
+        set_state(self.hotkey_status, text, kind)
 
     def open_data_folder(self) -> None:
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.ctx.app.home.root)))
-
-
-class Onboarding(QDialog):
-    """First run without a model: choose provider, model, key, test — then start."""
-
-    completed = Signal(object)  # Config
-
-    def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.ctx = ctx
-        self.setWindowTitle("Welcome to memtray")
-        self.setMinimumWidth(560)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(24, 20, 24, 18)
-        lay.setSpacing(12)
-        lay.addWidget(_label("Welcome to memtray", heading=True))
-        lay.addWidget(_label(
-            "memtray needs a language model to talk to. Choose a provider and a model; the API key is kept "
-            "in your system keyring, never in a file. You can change all of this later in Settings.",
-            muted=True,
-        ))
-        self.form = ModelForm(ctx)
-        lay.addWidget(self.form)
-        self.message = _label("", muted=True)
-        lay.addWidget(self.message)
-        row = QHBoxLayout()
-        later = QPushButton("Later")
-        later.clicked.connect(self.reject)
-        row.addWidget(later)
-        row.addStretch(1)
-        self.start_btn = QPushButton("Save and start")
-        self.start_btn.setProperty("primary", True)
-        self.start_btn.clicked.connect(self.finish)
-        row.addWidget(self.start_btn)
-        lay.addLayout(row)
-
-    def finish(self) -> None:
-        values = self.form.values()
-        if not values["model"]:
-            _set_state(self.message, "Choose or type a model first.", "error")
-            return
-        app = self.ctx.app
-        home = app.home
-        secret = self.form.key.text().strip()
-        provider = self.form.key_provider()
-
-        def apply() -> cfgmod.Config:
-            from memtray.core.base import keys
-
-            if secret:
-                keys.set_key(provider, secret)
-            for k, v in {**values, "onboarded": True}.items():
-                cfgmod.set_value(home, k, v)
-            cfg = cfgmod.load(home)
-            app.reconfigure(cfg)
-            return cfg
-
-        self.start_btn.setEnabled(False)
-        self.ctx.bridge.call(apply, name="onboarding", on_result=self._applied, on_error=self._failed)
-
-    def _applied(self, cfg: cfgmod.Config) -> None:
-        self.completed.emit(cfg)
-        self.accept()
-
-    def _failed(self, exc: BaseException) -> None:
-        self.start_btn.setEnabled(True)
-        _set_state(self.message, _error_text(exc), "error")

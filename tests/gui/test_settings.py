@@ -120,7 +120,7 @@ def test_provider_presets_round_trip() -> None:
 
 
 def test_onboarding_saves_model_and_key(qtbot: Any, desktop: Any, keyring_backend: Any, llm_server: Any) -> None:
-    from memtray.desktop.settings import Onboarding
+    from memtray.desktop.onboarding import Onboarding
 
     dlg = Onboarding(desktop.ctx)
     qtbot.addWidget(dlg)
