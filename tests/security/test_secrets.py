@@ -8,7 +8,8 @@ during consolidations. Then a scan finds none of the secrets in any event
 (segments and side files), MEMORY.md, HISTORY.md, any git object of any
 revision (``git rev-list --all --objects`` + ``git cat-file``, and every object
 in the store, reachable or not), state/ (checkpoint, search index) or
-logs/memtray.log.
+logs/memtray.log -- nor in any request the model received. A token used as a
+session name and the configured API key pasted into a message count too.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*on TypedDict class .* using th
 BATCH = 5
 SAMPLES = [sample for _kind, sample, _secret in CORPUS]
 SECRETS = [secret for _kind, _sample, secret in CORPUS]
+CONFIGURED_KEY = "memtray-configured-provider-key-of-words"
 
 
 def _current_memory(prompt: str) -> str:
@@ -106,8 +108,10 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-def test_no_secret_reaches_the_disk(tmp_path: Path) -> None:
+def test_no_secret_reaches_the_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = Home.resolve(tmp_path / "home")
+    # the configured key has no shape a rule knows: only exact matching finds it
+    monkeypatch.setenv("OPENAI_API_KEY", CONFIGURED_KEY)
     root_logger = logging.getLogger()
     handlers = list(root_logger.handlers)
     model = EchoingModel()
@@ -124,18 +128,21 @@ def test_no_secret_reaches_the_disk(tmp_path: Path) -> None:
                     logging.getLogger("memtray.core.agent.loop").warning("turn input was: %s", text)
                     if i % 15 == 0:
                         app.run(app.agent.turn("quick", "please remember this key", stream=False))
+                # a token as a session name; the configured key pasted into a message
+                app.run(app.agent.turn(SECRETS[1], "this session is named after a token", stream=False))
+                app.run(app.agent.turn("quick", f"is this my key? {CONFIGURED_KEY}", stream=False))
                 # a provider error whose message carries a secret
                 server.responder = lambda _req: error(500, {"error": {"message": f"bad key {SECRETS[0]}",
                                                                       "type": "server_error"}})
                 with pytest.raises(LLMError):
                     app.run(app.agent.turn("quick", "one more", stream=False))
                 server.responder = model
-                cons = app.services["consolidation"]
+                cons = app.consolidation
                 app.run(cons.archive("quick"))
                 cons.close()
                 assert app.store.state.memory_revisions >= 3
                 assert model.consolidations >= 3
-                app.services["search"].sync()
+                app.search.sync()
             finally:
                 app.close()
         finally:
@@ -143,8 +150,10 @@ def test_no_secret_reaches_the_disk(tmp_path: Path) -> None:
                 if h not in handlers:
                     root_logger.removeHandler(h)
                     h.close()
-            logsetup._configured.discard(str(home.root))
+            logsetup._configured = None
+            logsetup._installed.clear()
         assert not server.errors
+        sent = b"\n".join(r.body for r in server.requests)  # what reached the model
 
     check_app(home.root, set(), fsck=True)
     files = _files(home.root)
@@ -157,10 +166,11 @@ def test_no_secret_reaches_the_disk(tmp_path: Path) -> None:
     assert {"turn.failed", "memory.written", "consolidation.completed"} <= {e["type"] for e in events}
 
     leaks = []
-    for secret in SECRETS:
+    assert len(SECRETS) >= 150
+    for secret in [*SECRETS, CONFIGURED_KEY]:
         needle = secret.encode()
         escaped = json.dumps(secret)[1:-1].encode()
-        for name, data in [*files.items(), ("git objects", git_bytes)]:
+        for name, data in [*files.items(), ("git objects", git_bytes), ("model requests", sent)]:
             if needle in data or escaped in data:
                 leaks.append((name, secret[:12] + "..."))
     assert leaks == []
