@@ -112,23 +112,14 @@ def check(home: Home) -> list[Finding]:
             out.append(Finding(True, f"note: events from a newer memtray are kept untouched: {kinds}"))
 
     # config
+    cfg = None
     try:
         cfg = cfgmod.load(home)
         out.append(Finding(True, f"config: model {cfg.model or '(none set)'}", code="config"))
     except MemtrayError as exc:
         out.append(Finding(False, "config.toml", str(exc), code="config"))
 
-    # keyring
-    try:
-        from memtray.core.base import keys
-
-        if keys.backend_is_secure():
-            out.append(Finding(True, f"keyring: {keys.backend_name()}", code="keyring"))
-        else:
-            out.append(Finding(False, "no secure keyring backend", f"found {keys.backend_name()}; "
-                               "API keys can only come from environment variables", code="keyring"))
-    except Exception as exc:
-        out.append(Finding(False, "keyring unavailable", str(exc), code="keyring"))
+    out.append(_check_keyring(cfg))
 
     # disk
     free = free_bytes(home)
@@ -148,6 +139,32 @@ def check(home: Home) -> list[Finding]:
 
     out.extend(check_search(home, cfg.embedding_model if cfg is not None else ""))
     return out
+
+
+def _check_keyring(cfg: Any) -> Finding:
+    """No secure keyring is a problem only when the model needs a key that nothing else
+    gives: with the key in the provider's environment variable (or a model that needs
+    none) it is a warning, and never something ``--repair`` could fix."""
+    try:
+        from memtray.core.base import keys
+
+        if keys.backend_is_secure():
+            return Finding(True, f"keyring: {keys.backend_name()}", code="keyring")
+        backend = keys.backend_name()
+        provider = keys.provider_of(cfg.model) if cfg is not None and cfg.model else "openai"
+        source = keys.key_source(provider)
+    except Exception as exc:  # a keyring backend that fails to load: say so, never a traceback
+        return Finding(False, "keyring unavailable", f"{type(exc).__name__}: {exc}", code="keyring")
+    var = keys.ENV_VARS.get(provider, f"{provider.upper()}_API_KEY")
+    if source.startswith("environment") or source == "not needed" or (cfg is not None and cfg.api_base):
+        why = f"the {provider} key comes from the {source}" if source.startswith("environment") else (
+            f"{provider} needs no key" if source == "not needed" else f"the model is served at {cfg.api_base}")
+        return Finding(True, f"warning: no secure keyring backend ({backend}); {why}, so nothing is missing",
+                       "keys can be set only through environment variables", code="keyring")
+    return Finding(False, "no secure keyring backend and no API key",
+                   f"found {backend}; set {var or 'the provider key'} in the environment, or install and unlock "
+                   "a keyring service (GNOME Keyring / KWallet, macOS Keychain, Windows Credential Locker)",
+                   code="keyring")
 
 
 def check_memory(home: Home, *, log_damaged: bool = False) -> list[Finding]:
@@ -409,17 +426,24 @@ def run_doctor(home: Home, *, repair: bool, assume_yes: bool, out: Callable[[str
     bad = [f for f in findings if not f.ok]
     out(f"memtray doctor — {home.root}")
     for f in findings:
-        mark = "FAIL" if not f.ok else "note" if f.title.startswith("note: ") else "ok  "
-        title = f.title.removeprefix("note: ")
+        level = level_of(f)
+        mark = {"fail": "FAIL", "note": "note", "warn": "warn"}.get(level, "ok  ")
+        title = f.title.removeprefix("note: ").removeprefix("warning: ")
         out(f"  [{mark}] {title}" + (f": {f.detail}" if f.detail else ""))
         if not f.ok and f.repair:
             out(f"         repair: {f.repair}")
+    warnings = sum(level_of(f) == "warn" for f in findings)
     if not bad:
-        out("No problems found.")
+        out("No problems found." + (f" {warnings} warning(s)." if warnings else ""))
         return 0
     if not repair:
         fixable = [f for f in bad if f.fix]
-        out(f"{len(bad)} problem(s)." + (" Run `memtray doctor --repair` to fix them." if fixable else ""))
+        said = f"{len(bad)} problem(s)."
+        if fixable and len(fixable) == len(bad):
+            said += " Run `memtray doctor --repair` to fix them."
+        elif fixable:  # suggest --repair only for what it repairs
+            said += " `memtray doctor --repair` can fix: " + "; ".join(f.title for f in fixable) + "."
+        out(said)
         return 1
     done: set[str] = set()
     for f in bad:
@@ -444,5 +468,15 @@ def run_doctor(home: Home, *, repair: bool, assume_yes: bool, out: Callable[[str
     return 0 if not remaining else 1
 
 
+def level_of(f: Finding) -> str:
+    """``ok``, ``note``, ``warn`` (reported, not a failure: exit status 0) or ``fail``."""
+    if not f.ok:
+        return "fail"
+    if f.title.startswith("warning: "):
+        return "warn"
+    return "note" if f.title.startswith("note: ") else "ok"
+
+
 def report_json(findings: list[Finding]) -> str:
-    return json.dumps([{"ok": f.ok, "code": f.code, "title": f.title, "detail": f.detail} for f in findings])
+    return json.dumps([{"ok": f.ok, "code": f.code, "title": f.title, "detail": f.detail, "level": level_of(f),
+                        "repairable": f.fix is not None} for f in findings])

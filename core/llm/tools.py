@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memtray.core.base.errors import EnvironmentProblem, MemtrayError
 from memtray.core.llm.client import tool_spec
 from memtray.core.log.events import find_invalid
 
@@ -79,6 +80,10 @@ class ToolRegistry:
             return await tool.handler(args, ctx)
         except ToolError as exc:
             return f"error: {exc}"
+        except EnvironmentProblem:
+            raise  # a full disk, a refused key: the user's problem, not the model's
+        except MemtrayError as exc:  # the model asked for something memtray refuses (an empty fact, ...)
+            return f"error: {name}: {exc}"
 
 
 _JSON_TYPES: dict[str, type | tuple[type, ...]] = {

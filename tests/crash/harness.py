@@ -222,7 +222,10 @@ def check_app(home: Path, acked: set[int], *, fsck: bool = False) -> Checked:
     from memtray.core.base.config import Config
     from memtray.core.base.home import Home
     from memtray.core.log.projections import replay
-    from memtray.core.memory.service import history_entry
+    try:
+        from memtray.core.memory.revisions import history_entry
+    except ImportError:  # before the memory service was split
+        from memtray.core.memory.service import history_entry  # type: ignore[attr-defined,no-redef]
 
     app = App.open(Home.resolve(home), config=Config(model="openai/none", api_base="http://127.0.0.1:9/v1",
                                                      idle_consolidate_minutes=0))
@@ -239,7 +242,7 @@ def check_app(home: Path, acked: set[int], *, fsck: bool = False) -> Checked:
 
         # MEMORY.md == git HEAD == last memory.written; one commit per memory.written
         written = [r for r in recs if r.type == "memory.written"]
-        git = app.services["memory"].git
+        git = app.memory.git
         commits = list(reversed(list(git.walk())))
         assert [c.trailers.get("Event-Seq") for c in commits] == [str(r.seq) for r in written], \
             "one commit per memory.written, in log order"

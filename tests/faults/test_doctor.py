@@ -159,10 +159,37 @@ def test_insecure_keyring_and_low_disk(healthy: Home, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(keys, "backend_is_secure", lambda: False)
     monkeypatch.setattr(doctor, "free_bytes", lambda _home: 50 * 2**20)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("MEMTRAY_API_BASE", raising=False)
+    monkeypatch.setenv("MEMTRAY_MODEL", "openai/gpt-4o-mini")
     bad = {f.code: f for f in _problems(healthy)}
     assert set(bad) == {"keyring", "disk"}
-    assert "environment variables" in bad["keyring"].detail and "50 MiB free" in bad["disk"].detail
+    assert "OPENAI_API_KEY in the environment" in bad["keyring"].detail and "50 MiB free" in bad["disk"].detail
     assert bad["keyring"].fix is None and bad["disk"].fix is None
+    out: list[str] = []
+    assert doctor.run_doctor(healthy, repair=False, assume_yes=False, out=out.append) == 1
+    assert "--repair" not in "\n".join(out)  # it repairs neither
+
+
+def test_no_keyring_is_a_warning_when_the_key_comes_from_the_environment(
+    healthy: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memtray.core.base import keys
+
+    monkeypatch.setattr(keys, "backend_is_secure", lambda: False)
+    monkeypatch.setenv("MEMTRAY_MODEL", "openai/gpt-4o-mini")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-from-the-environment-0000")
+    assert _problems(healthy) == []
+    out: list[str] = []
+    assert doctor.run_doctor(healthy, repair=False, assume_yes=False, out=out.append) == 0
+    text = "\n".join(out)
+    assert "[warn] no secure keyring backend" in text and "comes from the environment (OPENAI_API_KEY)" in text
+    assert "No problems found. 1 warning(s)." in text and "--repair" not in text
+    found = json.loads(doctor.report_json(doctor.check(healthy)))
+    assert {f["code"]: f["level"] for f in found}["keyring"] == "warn"
+    monkeypatch.setenv("MEMTRAY_MODEL", "ollama/llama3")  # needs no key at all
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert _problems(healthy) == []
 
 
 def test_memory_repository_deleted(healthy: Home) -> None:
@@ -265,7 +292,7 @@ def test_doctor_after_a_crash_mid_commit(tmp_path: Path) -> None:
     home = Home.resolve(tmp_path / "h")
     app = open_app(home)
     write_memory(app, ["likes tea"])
-    svc = app.services["memory"]
+    svc = app.memory
     app.store._listeners.remove(svc._on_append)  # the process dies before git follows
     write_memory(app, ["likes tea", "plays chess"])
     crash(app)
