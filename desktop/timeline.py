@@ -1,5 +1,8 @@
 """The memory timeline: fact count over revisions, drops in red; click a point to pick its revision.
 
+Drawn by :mod:`.charts` (the renderer `memtray eval retention --plot` uses too), with
+the count axis from zero.
+
 Counts are exact relative to the newest revision: the browser counts the facts
 in HEAD's MEMORY.md (on the worker) and walks back with each revision's
 ``added``/``removed`` (:func:`fact_counts`).
@@ -9,15 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Any
 
+from . import charts
 from .qt import (
     QColor,
     QMouseEvent,
     QPainter,
     QPaintEvent,
-    QPen,
     QPointF,
     QSize,
     Qt,
@@ -70,19 +72,22 @@ class TimelineView(QWidget):
         self.current = rev
         self.update()
 
-    # --- geometry ----------------------------------------------------------------------
+    # --- the chart ---------------------------------------------------------------------
+
+    def chart(self) -> charts.Chart:
+        pal = self.palette()
+        lo = min((p.facts for p in self.points), default=0)
+        hi = max((p.facts for p in self.points), default=0)
+        return charts.Chart(
+            series=[charts.Series("facts", [p.facts for p in self.points],
+                                  pal.color(pal.ColorRole.Highlight).name(),
+                                  marked=[p.removed > 0 for p in self.points])],
+            title=f"{hi} facts" if hi == lo else f"{lo}–{hi} facts",
+        )
 
     def point_pos(self, i: int) -> QPointF:
-        m = 24.0
-        w = max(1.0, self.width() - 2 * m)
-        h = max(1.0, self.height() - 2 * m)
-        n = len(self.points)
-        x = m + (w * i / (n - 1) if n > 1 else w / 2)
-        lo = min(p.facts for p in self.points)
-        hi = max(p.facts for p in self.points)
-        span = hi - lo
-        frac = (self.points[i].facts - lo) / span if span else 0.5
-        return QPointF(x, m + h * (1.0 - frac))
+        f = charts.frame(self.chart(), self.width(), self.height())
+        return f.point(i, self.points[i].facts)
 
     def hit(self, pos: QPointF) -> int | None:
         best, best_d = None, HIT_RADIUS
@@ -106,29 +111,19 @@ class TimelineView(QWidget):
 
     def paintEvent(self, _event: QPaintEvent) -> None:
         painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         pal = self.palette()
         fg = pal.color(pal.ColorRole.WindowText)
-        if not self.points:
-            painter.setPen(fg)
-            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "No revisions yet")
-            return
-        pos = [self.point_pos(i) for i in range(len(self.points))]
-        painter.setPen(QPen(pal.color(pal.ColorRole.Highlight), 2))
-        for a, b in pairwise(pos):
-            painter.drawLine(a, b)
-        red = QColor(220, 50, 47)
-        for p, xy in zip(self.points, pos, strict=True):
-            colour = red if p.removed > 0 else fg
-            painter.setPen(QPen(colour, 1))
-            painter.setBrush(colour)
-            r = 6.0 if p.rev == self.current else 4.0
-            painter.drawEllipse(xy, r, r)
-        lo = min(p.facts for p in self.points)
-        hi = max(p.facts for p in self.points)
-        painter.setPen(fg)
-        painter.drawText(4, 14, f"{hi} facts" if hi == lo else f"{lo}–{hi} facts")
-        painter.end()
+        try:
+            if not self.points:
+                painter.setPen(fg)
+                painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "No revisions yet")
+                return
+            current = next((i for i, p in enumerate(self.points) if p.rev == self.current), None)
+            grid = QColor(fg)
+            grid.setAlphaF(0.15)
+            charts.draw(painter, self.chart(), self.width(), self.height(), ink=fg, grid=grid, current=current)
+        finally:
+            painter.end()
 
 
 __all__ = ["Point", "TimelineView", "fact_counts"]

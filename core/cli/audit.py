@@ -20,6 +20,7 @@ from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope, con
 from memtray.core.cli.console import out as _out
+from memtray.core.cli.frontend import renderer
 
 
 def _dumps(obj: Any) -> str:
@@ -75,6 +76,9 @@ def cmd_eval_retention(args: argparse.Namespace, home: Home) -> int:
         raise MemtrayError("--consolidations must be at least 1")
     if args.plot and not args.plot.lower().endswith(".png"):
         raise MemtrayError(f"--plot writes a PNG file; {args.plot!r} does not end in .png")
+    # the chart is drawn by the front end (the desktop's Qt renderer): ask for it before
+    # the evaluation's model calls, not after
+    plotter = renderer() if args.plot else None
     cfg = cfgmod.load(home)
     if args.model:
         cfg = replace(cfg, model=args.model)
@@ -87,17 +91,16 @@ def cmd_eval_retention(args: argparse.Namespace, home: Home) -> int:
     finally:
         bar.close()
     report = result.to_json()
-    if args.plot:
-        from memtray.core.audit.pngplot import write_retention_chart
-
-        write_retention_chart(report, Path(args.plot))
+    # the report first: if the chart cannot be drawn, the evaluation is not lost
     if args.json:
         _out(_dumps(report))
-        return 0
-    for line in retention_table(report):
-        _out(line)
-    if args.plot:
-        _out(f"plot written to {args.plot}")
+    else:
+        for line in retention_table(report):
+            _out(line)
+    if plotter is not None:
+        plotter.plot_retention(report, Path(args.plot))
+        if not args.json:
+            _out(f"plot written to {args.plot}")
     return 0
 
 

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from memtray.core import __version__
 from memtray.core.base.errors import MemtrayError
@@ -21,6 +21,7 @@ from memtray.core.base.home import Home
 from memtray.core.cli.console import Console, Forward, app_scope, con, forward, served_app, serving
 from memtray.core.cli.console import err as _err
 from memtray.core.cli.console import out as _out
+from memtray.core.cli.frontend import Frontend, frontend, set_frontend
 
 Handler = Callable[[argparse.Namespace, Home], int]
 
@@ -243,43 +244,6 @@ def cmd_doctor(args: argparse.Namespace, home: Home) -> int:
 
 
 # --- desktop -----------------------------------------------------------------------------
-
-
-class Frontend(Protocol):
-    """A graphical front end the CLI can start (the desktop app), given to :func:`main`.
-
-    The core never imports it: the console script finds it through the
-    ``memtray.frontends`` entry point, and a frozen build passes it in.
-    """
-
-    def run(self, home: Home, argv: list[str]) -> int: ...
-
-    def add_commands(self, subparsers: Any) -> None: ...
-
-
-FRONTEND_GROUP = "memtray.frontends"
-_frontend: list[Frontend | None] = []
-
-
-def set_frontend(frontend: Frontend | None) -> None:
-    """Use ``frontend`` for bare ``memtray`` and its commands (toggle/show/quit)."""
-    _frontend[:] = [frontend]
-
-
-def frontend() -> Frontend | None:
-    """The injected front end, else the one installed under ``memtray.frontends``."""
-    if not _frontend:
-        found: Frontend | None = None
-        from importlib.metadata import entry_points
-
-        for ep in entry_points(group=FRONTEND_GROUP):
-            try:
-                found = ep.load()
-            except ImportError:
-                continue  # PySide6 missing or broken: the CLI still works
-            break
-        _frontend[:] = [found]
-    return _frontend[0]
 
 
 def cmd_desktop(args: argparse.Namespace, home: Home) -> int:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
+import subprocess
+import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from memtray.core.app import App
-from memtray.core.audit.pngplot import read_png_size
 from memtray.core.audit.retention import StepInput, chunks, score, supported, synthetic_corpus
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
@@ -17,7 +20,7 @@ from memtray.core.memory import factdiff
 
 from tests.fixtures.corpus_model import HALLUCINATION, CorpusModel
 from tests.fixtures.llm_server import ScriptedLLMServer
-from tests.support import run_cli
+from tests.support import ROOT, cli_env, run_cli
 
 
 def _eval(home: Home, server: ScriptedLLMServer, model: str, *args: str) -> Any:
@@ -81,18 +84,77 @@ def test_guard_off_survival_falls_and_the_table_says_what_was_lost(
     assert survival == sorted(survival, reverse=True) and survival[0] == 100.0 and survival[-1] == pct
 
 
+def _png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
+    """The chunks of a PNG file, each CRC checked (a truncated or garbled file fails here)."""
+    assert data.startswith(b"\x89PNG\r\n\x1a\n"), "not a PNG file"
+    chunks, at = [], 8
+    while at < len(data):
+        (size,) = struct.unpack(">I", data[at:at + 4])
+        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + size]
+        (crc,) = struct.unpack(">I", data[at + 8 + size:at + 12 + size])
+        assert zlib.crc32(kind + body) & 0xFFFFFFFF == crc, f"bad CRC in {kind!r}"
+        chunks.append((kind, body))
+        at += 12 + size
+    assert chunks[0][0] == b"IHDR" and chunks[-1][0] == b"IEND"
+    return chunks
+
+
+def _colours(data: bytes) -> set[tuple[int, int, int]]:
+    """Every colour in the image, decoded by Qt (the renderer's own toolkit)."""
+    from memtray.desktop.qt import QImage
+
+    img = QImage.fromData(data, "PNG")
+    assert not img.isNull()
+    return {img.pixelColor(x, y).getRgb()[:3] for x in range(0, img.width(), 2) for y in range(0, img.height(), 2)}
+
+
 def test_plot_is_a_png_and_json_matches_the_table(home: Home, corpus_server: ScriptedLLMServer, tmp_path: Path) -> None:
+    from memtray.desktop import charts
+    from memtray.desktop.qt import QColor
+
     png = tmp_path / "out" / "retention.png"
     png.parent.mkdir()
     r = _report(home, corpus_server, "careful", "-k", "4", "--plot", str(png))
     data = png.read_bytes()
-    assert read_png_size(data) == (960, 540)
+    ihdr = _png_chunks(data)[0][1]
+    assert struct.unpack(">II", ihdr[:8]) == charts.RETENTION_SIZE == (960, 540)
+    # the facts line and the survival line are drawn (Qt's renderer, not a blank image)
+    seen = _colours(data)
+    for name in (charts.BLUE, charts.GREEN):
+        assert QColor(name).getRgb()[:3] in seen, name
     assert r["survival"] == 1.0 and r["silent_drops"] == 0 and len(r["steps"]) == 4
     assert r["steps"][-1]["facts"] == 19  # 23 facts, 4 replaced by newer ones
     bad = run_cli(home.root, "eval", "retention", "--plot", str(tmp_path / "x.jpg"), MEMTRAY_MODEL="openai/careful")
     assert bad.returncode == 1 and "PNG" in bad.stderr
     zero = run_cli(home.root, "eval", "retention", "-k", "0", MEMTRAY_MODEL="openai/careful")
     assert zero.returncode == 1 and "at least 1" in zero.stderr
+
+
+BLOCK_QT = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('PySide6', 'shiboken6'):
+            raise ImportError('No module named ' + repr(name))
+        return None
+sys.meta_path.insert(0, Block())
+from memtray.core.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_plot_without_pyside6_says_so_and_keeps_the_report(home: Home, corpus_server: ScriptedLLMServer,
+                                                           tmp_path: Path) -> None:
+    png = tmp_path / "retention.png"
+    out = subprocess.run(
+        [sys.executable, "-c", BLOCK_QT, "eval", "retention", "--model", "openai/careful", "-k", "2", "--plot", str(png)],
+        env=cli_env(home.root, MEMTRAY_API_BASE=corpus_server.base_url, OPENAI_API_KEY="sk-test"),
+        capture_output=True, text=True, timeout=120, cwd=str(ROOT),
+    )
+    assert out.returncode == 1, out.stderr
+    assert "PySide6" in out.stderr and out.stderr.startswith("memtray: error:") and "Traceback" not in out.stderr
+    assert "survival@2:" in out.stdout  # the evaluation was printed before the chart failed
+    assert not png.exists()
 
 
 def test_unsupported_insertions_and_a_model_that_fails_half_way(
