@@ -118,6 +118,34 @@ def cmd_forget(args: argparse.Namespace, home: Home) -> int:
     return 0
 
 
+def cmd_servers(args: argparse.Namespace, home: Home) -> int:
+    import json
+
+    from memtray.core.mcp import servers
+
+    specs = servers.load(home)
+    rows = [{"name": s.name, "target": s.describe(), "allowed": s.allowed, "timeout": s.timeout} for s in specs]
+    if args.json:
+        _out(json.dumps(rows, ensure_ascii=False))
+        return 0
+    if not rows:
+        _out(f"no MCP servers are listed (add [servers.NAME] tables to {servers.path(home)})")
+    for r in rows:
+        _out(f"{r['name']:<16} {'allowed' if r['allowed'] else 'not allowed':<12} {r['target']}")
+    return 0
+
+
+def cmd_allow(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.mcp import servers
+
+    spec = servers.set_allowed(home, args.name, args.allowed)
+    if args.allowed:
+        _out(f"the agent may now use the tools of {spec.name!r} ({spec.describe()})")
+    else:
+        _out(f"the agent may no longer use the tools of {spec.name!r}")
+    return 0
+
+
 def _memory(app: Any) -> Any:
     mem = getattr(app, "memory", None) or app.memory
     if mem is None:
@@ -144,6 +172,15 @@ def add_commands(sub: Any, *, entry: Callable[[list[str]], int], parser: Callabl
     f.add_argument("--reason", required=True)
     f.add_argument("fact", nargs="+")
     f.set_defaults(fn=cmd_forget)
+    ls = ms.add_parser("servers", help="the MCP servers memtray may use (mcp.toml) and whether each is allowed")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(fn=cmd_servers)
+    al = ms.add_parser("allow", help="let the agent use the tools of MCP server NAME")
+    al.add_argument("name")
+    al.set_defaults(fn=cmd_allow, allowed=True)
+    dn = ms.add_parser("deny", help="stop the agent from using the tools of MCP server NAME")
+    dn.add_argument("name")
+    dn.set_defaults(fn=cmd_allow, allowed=False)
 
 
 def _port(text: str) -> int:

@@ -16,6 +16,7 @@ messages.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
@@ -118,7 +119,7 @@ class Importer:
     def run(self, items: Iterable[Item]) -> Summary:
         try:
             for item in items:
-                self.call(lambda item=item: self._one(item))
+                self.call(functools.partial(self._one, item))
         except (ImportProblem, KeyboardInterrupt) as exc:
             if self._started and not self.dry_run:
                 failed = ImportFailed(import_id=self.import_id, source=self.source,
