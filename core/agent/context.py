@@ -1,9 +1,18 @@
-"""The prompt: system prompt (identity, bootstrap files, memory, skills) + history.
+"""The prompt: system prompt (identity, skills, bootstrap files, memory) + history.
 
 The system prompt depends only on files and memory, never on the time, so it
 is byte-identical across turns while memory is unchanged and provider prompt
 caches keep hitting. The current time goes into a runtime-context line at the
 start of the newest user message instead.
+
+Its parts come in the order of how rarely they change (layout
+:data:`PROMPT_FORMAT` 2): the identity prompt (a memtray release), skills and
+bootstrap files (the user's own edits), and memory last, since every
+consolidation changes it: a provider's prompt cache keeps serving everything
+before it. Memory is framed as quoted data (``resources/prompts/memory_frame.v2.md``):
+every line is quoted with ``> `` between markers, so no text in it can pass
+for part of the instructions. Layout 1 (identity, bootstrap, memory, skills)
+is kept for rebuilding past requests (``memtray prompt at``).
 """
 
 from __future__ import annotations
@@ -66,24 +75,46 @@ def identity_text() -> str:
     return text.strip()
 
 
+#: Bump when :func:`system_prompt`'s layout changes, and keep the old layout for
+#: reconstructing past prompts (memtray prompt at; see docs/AUDIT.md). The memory
+#: frame of layout N is ``prompts/memory_frame.vN.md``: a new wording is a new layout.
+PROMPT_FORMAT = 2
+#: Every layout :func:`system_prompt` can render.
+PROMPT_FORMATS = (1, 2)
+MEMORY_BEGIN = "<<<MEMORY"
+MEMORY_END = "MEMORY>>>"
+
+
+def memory_block(memory: str, format: int = PROMPT_FORMAT) -> str:
+    """Memory as quoted data: the frame, then every line quoted with "> " between markers."""
+    frame: str = resources.text(f"prompts/memory_frame.v{format}.md").strip()
+    quoted = "\n".join(f"> {line}".rstrip() for line in memory.strip().split("\n"))
+    return f"{frame}\n\n{MEMORY_BEGIN}\n{quoted}\n{MEMORY_END}"
+
+
 def system_prompt(
-    memory: str, bootstrap: list[tuple[str, str]], skills: list[Skill], identity: str | None = None
+    memory: str, bootstrap: list[tuple[str, str]], skills: list[Skill], identity: str | None = None,
+    *, format: int = PROMPT_FORMAT,
 ) -> str:
-    """The system prompt (layout version :data:`PROMPT_FORMAT`); ``identity`` defaults to the resource."""
+    """The system prompt in layout ``format``; ``identity`` defaults to the resource."""
+    if format not in PROMPT_FORMATS:
+        raise ValueError(f"unknown prompt format {format}")
     parts = [identity if identity is not None else identity_text()]
-    for name, text in bootstrap:
-        parts.append(f"## {name}\n\n{text}")
-    if memory.strip():
-        parts.append(f"# Memory\n\n{memory.strip()}")
+    files = [f"## {name}\n\n{text}" for name, text in bootstrap]
+    skill_part = []
     if skills:
         lines = "\n".join(f"- **{s.name}**: {s.summary}" for s in skills)
-        parts.append(f"# Skills\n\n{lines}")
+        skill_part.append(f"# Skills\n\n{lines}")
+    if format == 1:
+        parts += files
+        if memory.strip():
+            parts.append(f"# Memory\n\n{memory.strip()}")
+        parts += skill_part
+    else:
+        parts += skill_part + files
+        if memory.strip():
+            parts.append(memory_block(memory, format))
     return "\n\n---\n\n".join(parts)
-
-
-#: Bump when :func:`system_prompt`'s layout changes, and keep the old layout for
-#: reconstructing past prompts (memtray prompt at; see docs/AUDIT.md).
-PROMPT_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -107,8 +138,8 @@ class PromptContext:
         )
         return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
 
-    def system_prompt(self, memory: str) -> str:
-        return system_prompt(memory, self.bootstrap, self.skills, self.identity)
+    def system_prompt(self, memory: str, *, format: int = PROMPT_FORMAT) -> str:
+        return system_prompt(memory, self.bootstrap, self.skills, self.identity, format=format)
 
 
 def zone_of(name: str) -> ZoneInfo:

@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memtray.core.agent.context import PROMPT_FORMAT, Skill, build_messages, system_prompt
+from memtray.core.agent.context import (
+    PROMPT_FORMAT,
+    PROMPT_FORMATS,
+    Skill,
+    build_messages,
+    system_prompt,
+)
 from memtray.core.agent.loop import request_hash
 from memtray.core.base.clock import parse_ts
 from memtray.core.base.errors import MemtrayError
@@ -155,9 +161,9 @@ def reconstruct(
             elif ctx.data.get("redacted"):
                 notes.append("a bootstrap file or skill held a secret that was redacted in the log: "
                              "the rebuilt system prompt shows it redacted")
-            if ctx is not None and int(ctx.data.get("format", 1)) != PROMPT_FORMAT:
+            if ctx is not None and int(ctx.data.get("format", 1)) not in PROMPT_FORMATS:
                 notes.append(f"recorded with prompt format {ctx.data.get('format')}; this memtray renders "
-                             f"format {PROMPT_FORMAT}")
+                             f"formats {', '.join(map(str, PROMPT_FORMATS))} (up to {PROMPT_FORMAT})")
             targets.setdefault(int(basis), []).append(
                 _Target(rec.seq, rec.ts, rec.session or "default", rec.data["request_hash"], int(basis), ctx, notes))
     out: dict[int, Reconstruction] = {}
@@ -186,7 +192,9 @@ def _build(state: State, targets: list[_Target], out: dict[int, Reconstruction])
         tools = list(d.get("tools") or [])
         bootstrap = [(str(n), str(x)) for n, x in d.get("bootstrap") or []]
         skills = [Skill(str(n), str(x)) for n, x in d.get("skills") or []]
-        system = system_prompt(state.memory, bootstrap, skills, str(d["identity"]) if "identity" in d else None)
+        fmt = int(d.get("format", 1))  # each turn is rebuilt in the layout it was sent with
+        system = system_prompt(state.memory, bootstrap, skills, str(d["identity"]) if "identity" in d else None,
+                               format=fmt if fmt in PROMPT_FORMATS else PROMPT_FORMAT)
         session = state.sessions.get(t.session)
         history = get_history(session) if session is not None else []
         messages = build_messages(system, history)
