@@ -98,6 +98,8 @@ class Desktop(QObject):
         self.notifier = Notifier(tray=self.tray.icon if self.tray else None, banner=self._banner,
                                  icon_path=str(icons.path("memtray.svg")))
         self.notifier.clicked.connect(lambda target: self.open("target", target))
+        self.notifier.actions_for = self._notification_actions
+        self.notifier.action_invoked.connect(self.notification_action)
         self.app.services["notifier"] = self.notifier
         self.popup = QuickChat(self.ctx, self.app.config.hotkey)
         self.popup.shown.connect(self._popup_shown)
@@ -105,6 +107,9 @@ class Desktop(QObject):
         self.hotkeys = HotkeyService(QGuiApplication.platformName(), parent=self)
         self.hotkeys.activated.connect(self.toggle_popup)
         self.hotkeys.status_changed.connect(self._hotkey_status)
+        # the first start ever: one onboarding window, which also carries the hotkey and
+        # no-tray notes (nothing else opens on top of it; show/toggle raise it)
+        self.first_run = not self.app.config.model and not self.app.config.onboarded
         self.hotkeys.apply(self.app.config.hotkey)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._scheme_changed)
         memory = self.app.services.get("memory")
@@ -229,6 +234,7 @@ class Desktop(QObject):
             self.window = MainWindow(self.ctx, quit_on_close=self.tray is None)
             self.window.closing.connect(self._window_closing)
             self.window.page_created.connect(self._page_created)
+            self.window.banner_invoked.connect(self.notification_action)
         return self.window
 
     def _page_created(self, name: str, page: Any) -> None:
@@ -251,9 +257,45 @@ class Desktop(QObject):
             self.popup.hide()
         self.main_window().open(page, arg)
 
-    def _banner(self, title: str, body: str, kind: str, target: str) -> None:
-        self.main_window().show_banner(title, body, kind, target)
+    def _banner(self, title: str, body: str, kind: str, target: str,
+                actions: list[tuple[str, str]] | None = None) -> None:
+        self.main_window().show_banner(title, body, kind, target, actions or [])
         self.main_window().present()
+
+    # --- notification actions: Undo / Review on "memory updated" ------------------------
+
+    def _notification_actions(self, kind: str, target: str) -> list[tuple[str, str]]:
+        if kind != "memory" or not target.startswith(("consolidation:", "memory:")):
+            return []
+        actions = [("undo", "Undo")]
+        if self._held_by(target):
+            actions.append(("review", "Review"))
+        return actions
+
+    def _held_by(self, target: str) -> bool:
+        """Whether the consolidation of ``target`` held facts for review (still waiting)."""
+        kind, _, ident = target.partition(":")
+        state = self.app.store.state
+        try:
+            c = state.consolidations.get(ident) if kind == "consolidation" else None
+            waiting = list(state.review.values())
+        except RuntimeError:  # changed while read (a write on the worker): no Review button
+            return False
+        if c is None:
+            return bool(waiting)
+        return any(int(i.get("seq") or 0) >= c.started_seq for i in waiting)
+
+    def notification_action(self, action: str, target: str) -> None:
+        """"Undo": the browser at that revision, then the undo with its confirmation;
+        "Review": the browser's Review tab."""
+        window = self.main_window()
+        window.open("memory", target)
+        browser = window.memory
+        if action == "review":
+            browser.tabs.setCurrentWidget(browser.review_tab)
+            return
+        if action == "undo":
+            browser.undo(target.partition(":")[2])  # a revision or a consolidation id
 
     def _turn_done(self, outcome: str, _text: str) -> None:
         if self.window is not None:

@@ -49,8 +49,10 @@ def session_label(key: str) -> str:
 
 class Banner(QFrame):
     action = Signal(str)
+    invoked = Signal(str, str)  # (action key, target): one of the notification's extra actions
 
-    def __init__(self, title: str, body: str, kind: str, target: str) -> None:
+    def __init__(self, title: str, body: str, kind: str, target: str,
+                 actions: list[tuple[str, str]] | None = None) -> None:
         super().__init__()
         self.setProperty("banner", "failure" if kind == "failure" else "info")
         lay = QHBoxLayout(self)
@@ -58,6 +60,12 @@ class Banner(QFrame):
         text = QLabel(f"<b>{_esc(title)}</b>&nbsp;&nbsp;{_esc(body)}")
         text.setWordWrap(True)
         lay.addWidget(text, 1)
+        self.buttons: dict[str, QPushButton] = {}
+        for key, label in actions or []:
+            b = QPushButton(label)
+            b.clicked.connect(lambda _c=False, k=key: self._invoke(k))
+            lay.addWidget(b)
+            self.buttons[key] = b
         if target:
             b = QPushButton("Open")
             b.clicked.connect(self._act)
@@ -71,6 +79,10 @@ class Banner(QFrame):
 
     def _act(self) -> None:
         self.action.emit(self.target)
+        self.deleteLater()
+
+    def _invoke(self, key: str) -> None:
+        self.invoked.emit(key, self.target)
         self.deleteLater()
 
 
@@ -171,6 +183,8 @@ def default_size() -> QSize:
 
 class MainWindow(QMainWindow):
     closing = Signal()
+    #: a banner's extra action (Undo, Review): (action key, target)
+    banner_invoked = Signal(str, str)
     #: a page was built on first use: ("memory" | "settings", the page)
     page_created = Signal(str, object)
 
@@ -277,9 +291,11 @@ class MainWindow(QMainWindow):
         self.raise_()
         self.activateWindow()
 
-    def show_banner(self, title: str, body: str, kind: str, target: str) -> Banner:
-        b = Banner(title, body, kind, target)
+    def show_banner(self, title: str, body: str, kind: str, target: str,
+                    actions: list[tuple[str, str]] | None = None) -> Banner:
+        b = Banner(title, body, kind, target, actions)
         b.action.connect(self._banner_action)
+        b.invoked.connect(self.banner_invoked)
         self.banners.addWidget(b)
         if kind not in ("failure", "notice"):  # those stay until closed
             QTimer.singleShot(30_000, b.deleteLater)

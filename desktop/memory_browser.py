@@ -264,6 +264,11 @@ class MemoryBrowser(QWidget):
         self.head.setWordWrap(True)
         rl.addWidget(self.head)
         actions = QHBoxLayout()
+        self.undo_btn = QPushButton("Undo this change")
+        self.undo_btn.setProperty("primary", True)
+        self.undo_btn.setToolTip("Put memory back as it was before this revision (it says what will change first)")
+        self.undo_btn.clicked.connect(lambda: self.undo())
+        actions.addWidget(self.undo_btn)
         self.rollback_btn = QPushButton("Roll back to this revision")
         self.rollback_btn.clicked.connect(self.rollback_current)
         actions.addWidget(self.rollback_btn)
@@ -536,6 +541,7 @@ class MemoryBrowser(QWidget):
     def _set_actions_enabled(self, on: bool) -> None:
         r = self.current
         head = bool(self.revisions) and r is not None and r.rev == self.revisions[0].rev
+        self.undo_btn.setEnabled(on and r is not None and self.parent_rev is not None)
         self.rollback_btn.setEnabled(on and r is not None and not head)
         self.rollback_btn.setToolTip("This is the current memory" if head else "")
         has_cons = on and r is not None and bool(r.consolidation)
@@ -561,6 +567,28 @@ class MemoryBrowser(QWidget):
             return
         self._set_actions_enabled(False)
         self._call(lambda: mem.restore_fact(src, fact.text), self._changed, "memory-restore-fact")
+
+    def undo(self, rev: str | None = None) -> None:
+        """Undo ``rev`` (default: the selected revision), after a confirmation that lists
+        every fact it changes (the browser's button and the notification's Undo)."""
+        from . import undo
+
+        mem = self.memory
+        target = rev or (self.current.rev if self.current is not None else None)
+        if mem is None or target is None:
+            return
+
+        def confirmed(p: undo.Plan) -> None:
+            if p.parent is None or p.empty:
+                self._status(p.describe())
+                return
+            if not self.confirm(self, "Undo this change", p.describe()):
+                self._status("Nothing was changed.")
+                return
+            self._set_actions_enabled(False)
+            self._call(lambda: undo.undo_revision(mem, p.rev), self._changed, "memory-undo")
+
+        self._call(lambda: undo.plan(mem, target), confirmed, "memory-undo-plan")
 
     def rollback_current(self) -> None:
         r = self.current

@@ -7,6 +7,10 @@ notification server; see :mod:`dbus_session` for why not QtDBus). A click on a
 notification ("default" action, tray message, banner button) emits
 :attr:`Notifier.clicked` with the notification's ``target`` (e.g.
 ``memory:<rev>``, ``consolidation:<id>``), which the app turns into a view.
+Extra actions (:attr:`Notifier.actions_for`, e.g. "Undo" and "Review" on "memory
+updated") are D-Bus notification buttons or banner buttons and emit
+:attr:`Notifier.action_invoked`; a tray message has no buttons, so its text says
+that a click opens the view that has them.
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ SERVICE = "org.freedesktop.Notifications"
 PATH = "/org/freedesktop/Notifications"
 KINDS = ("info", "memory", "reminder", "failure")
 
-Banner = Callable[[str, str, str, str], None]  # (title, body, kind, target)
+Banner = Callable[..., None]  # (title, body, kind, target[, actions])
+#: [(action key, button label)] a notification offers besides the click, e.g. ("undo", "Undo")
+Actions = list[tuple[str, str]]
+ActionsFor = Callable[[str, str], Actions]  # (kind, target) -> actions
 
 
 @dataclass
@@ -46,6 +53,7 @@ class Notifier(QObject):
     _posted = Signal(str, str, str, str)
     _dbus_failed = Signal(str, str, str, str)
     _dbus_action = Signal(str)
+    _dbus_extra = Signal(str, str)
 
     def __init__(
         self,
@@ -62,6 +70,9 @@ class Notifier(QObject):
         self.icon_path = icon_path
         self.use_dbus = sys.platform.startswith("linux") if use_dbus is None else use_dbus
         self.history: list[Sent] = []
+        #: the extra actions of a notification, asked on the GUI thread when it is shown
+        self.actions_for: ActionsFor | None = None
+        self._actions: dict[int, list[str]] = {}
         self._tray_target = ""
         self._ids: dict[int, str] = {}
         self._early: dict[int, str] = {}
@@ -72,6 +83,7 @@ class Notifier(QObject):
         self._posted.connect(self._show)
         self._dbus_failed.connect(self._fallback)
         self._dbus_action.connect(self.clicked)
+        self._dbus_extra.connect(self.action_invoked)
         if tray is not None:
             tray.messageClicked.connect(self._tray_clicked)
 
@@ -93,23 +105,39 @@ class Notifier(QObject):
 
     # --- GUI thread -----------------------------------------------------------------
 
+    def _extra_actions(self, kind: str, target: str) -> Actions:
+        if self.actions_for is None or not target:
+            return []
+        try:
+            return list(self.actions_for(kind, target))
+        except Exception:
+            log.exception("could not work out the notification's actions")
+            return []
+
     def _show(self, title: str, body: str, kind: str, target: str) -> None:
+        actions = self._extra_actions(kind, target)
         if self.use_dbus and self._bus_state != "absent":
-            self._pool.submit(self._send_dbus, title, body, kind, target)
+            self._pool.submit(self._send_dbus, title, body, kind, target, actions)
             return
         self._fallback(title, body, kind, target)
 
     def _fallback(self, title: str, body: str, kind: str, target: str) -> None:
         channel = self._fallback_channel()
+        actions = self._extra_actions(kind, target)
         if channel == "tray":
             assert self.tray is not None
             icon = (QSystemTrayIcon.MessageIcon.Warning if kind == "failure"
                     else QSystemTrayIcon.MessageIcon.Information)
             self._tray_target = target
+            if actions:  # a tray message has no buttons: its click opens where they are
+                body += "\nClick to " + " or ".join(label.lower() for _k, label in actions) + " it."
             self.tray.showMessage(title, body, icon, 8000)
         elif channel == "banner":
             assert self.banner is not None
-            self.banner(title, body, kind, target)
+            if actions:
+                self.banner(title, body, kind, target, actions)
+            else:
+                self.banner(title, body, kind, target)
         else:
             log.warning("notification (no way to show it): %s: %s", title, body)
         self.history.append(Sent(title, body, kind, target, channel))
@@ -136,10 +164,12 @@ class Notifier(QObject):
         self._bus_state = "ok"
         return bus
 
-    def _send_dbus(self, title: str, body: str, kind: str, target: str) -> None:
+    def _send_dbus(self, title: str, body: str, kind: str, target: str, extra: Actions | None = None) -> None:
         try:
             bus = self._connect_bus()
             actions = ["default", "Open"] if target else []
+            for key, label in extra or []:
+                actions += [key, label]
             # urgency 1 (normal) even for failures: critical ones stay until dismissed
             hints = {"urgency": ("y", 1), "desktop-entry": ("s", "memtray")}
             (nid,) = bus.call(
@@ -149,10 +179,11 @@ class Notifier(QObject):
             with self._lock:
                 if target:
                     self._ids[int(nid)] = target
+                    self._actions[int(nid)] = [k for k, _l in extra or []]
                 early = self._early.pop(int(nid), None)
             self.history.append(Sent(title, body, kind, target, "dbus"))
-            if early == "default" and target:
-                self._dbus_action.emit(target)
+            if early and target:
+                self._invoke(int(nid), early, target)
         except Exception as exc:
             if self._bus_state != "absent":  # said once, not for each notification queued meanwhile
                 log.info("D-Bus notifications unavailable (%s); using the fallback", exc)
@@ -172,8 +203,14 @@ class Notifier(QObject):
                 del_keys = list(self._early)[:-32]
                 for k in del_keys:
                     del self._early[k]
-        if target and action == "default":
+        if target:
+            self._invoke(int(nid), str(action), target)
+
+    def _invoke(self, nid: int, action: str, target: str) -> None:
+        if action == "default":
             self._dbus_action.emit(target)
+        elif action in self._actions.get(nid, []):
+            self._dbus_extra.emit(action, target)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -87,6 +87,7 @@ class FakeNotificationServer:
 
         self.conn.send_and_get_reply(message_bus.RequestName("org.freedesktop.Notifications"))
         self.received: list[tuple[Any, ...]] = []
+        self.click = "default"  # the action the "user" invokes on a notification with actions
         self.stop = False
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
@@ -114,7 +115,8 @@ class FakeNotificationServer:
                     from jeepney import DBusAddress
 
                     addr = DBusAddress("/org/freedesktop/Notifications", interface="org.freedesktop.Notifications")
-                    self.conn.send(new_signal(addr, "ActionInvoked", "us", (nid, "default")))
+                    action = self.click if self.click in msg.body[5] else "default"
+                    self.conn.send(new_signal(addr, "ActionInvoked", "us", (nid, action)))
             elif member == "GetCapabilities":
                 self.conn.send(new_method_return(msg, "as", (["actions", "body"],)))
 
