@@ -12,6 +12,7 @@ import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from memtray.core.admin.desktop_entry import launch_command, xdg_quote
 from memtray.core.base.fsutil import atomic_write
@@ -72,13 +73,19 @@ def windows_value(cmd: list[str]) -> str:
     return subprocess.list2cmdline(cmd)
 
 
+def _winreg() -> Any:
+    """The Windows registry module (``platform`` is a parameter, so mypy cannot narrow on it)."""
+    import importlib
+
+    return importlib.import_module("winreg")
+
+
 def is_enabled(platform: str | None = None, env: Mapping[str, str] | None = None) -> bool:
     platform = platform or sys.platform
     if platform == "darwin":
         return mac_path().exists()
     if platform == "win32":  # pragma: no cover - Windows only
-        import winreg  # type: ignore[import-not-found]
-
+        winreg = _winreg()
         try:
             with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY) as key:
                 winreg.QueryValueEx(key, RUN_VALUE)
@@ -106,8 +113,7 @@ def set_enabled(on: bool, *, platform: str | None = None, env: Mapping[str, str]
             path.unlink(missing_ok=True)
         return path
     if platform == "win32":  # pragma: no cover - Windows only
-        import winreg
-
+        winreg = _winreg()
         with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0, winreg.KEY_SET_VALUE) as key:
             if on:
                 winreg.SetValueEx(key, RUN_VALUE, 0, winreg.REG_SZ, windows_value(cmd))

@@ -244,7 +244,7 @@ def png(chart: Chart, width: int, height: int) -> bytes:
         painter.end()
     buf = QBuffer()
     buf.open(QIODevice.OpenModeFlag.WriteOnly)
-    if not image.save(buf, "PNG"):
+    if not image.save(buf, b"PNG"):
         raise RuntimeError("Qt could not encode the chart as PNG")
     return bytes(buf.data().data())
 

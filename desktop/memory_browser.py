@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from .bridge import Follower
@@ -210,7 +211,7 @@ class MemoryBrowser(QWidget):
         go.clicked.connect(self.show_as_of)
         top.addWidget(go)
         self.review_btn = QPushButton("Review")
-        self.review_btn.clicked.connect(lambda: self.tabs.setCurrentWidget(self.review_tab))
+        self.review_btn.clicked.connect(self.show_review)
         top.addWidget(self.review_btn)
         self.rebuild_btn = QPushButton("Rebuild with model…")
         self.rebuild_btn.clicked.connect(self.open_rebuild)
@@ -281,7 +282,8 @@ class MemoryBrowser(QWidget):
         self.redo_model = QComboBox()
         self.redo_model.setEditable(True)
         self.redo_model.setMinimumWidth(160)
-        self.redo_model.lineEdit().setPlaceholderText("model (default: current)")
+        if (edit := self.redo_model.lineEdit()) is not None:
+            edit.setPlaceholderText("model (default: current)")
         actions.addWidget(self.redo_model)
         self.redo_btn = QPushButton("Redo consolidation")
         self.redo_btn.setToolTip("Run this consolidation again on the memory as it was before it")
@@ -501,19 +503,20 @@ class MemoryBrowser(QWidget):
         items: list[FactRow] = []
         for fact in diff.dropped:
             items.append(FactRow(self.ctx, "removed", fact, None,
-                                 [("Restore", lambda f=fact: self.restore_fact(f))]))
+                                 [("Restore", partial(self.restore_fact, fact))]))
         for old, new in diff.changed:
             items.append(FactRow(self.ctx, "changed", old, new,
-                                 [("Restore old", lambda f=old: self.restore_fact(f)),
-                                  ("Why?", lambda f=new: self.why(f))]))
+                                 [("Restore old", partial(self.restore_fact, old)),
+                                  ("Why?", partial(self.why, new))]))
         for fact in diff.added:
-            items.append(FactRow(self.ctx, "added", None, fact, [("Why?", lambda f=fact: self.why(f))]))
+            items.append(FactRow(self.ctx, "added", None, fact, [("Why?", partial(self.why, fact))]))
         if not items:
             empty = QLabel("No fact changed in this revision (only wording outside facts, or HISTORY.md).")
             empty.setProperty("muted", True)
             empty.setWordWrap(True)
             row = FactRow(self.ctx, "none", None, _Blank(), [])
-            row.layout().addWidget(empty)
+            if (lay := row.layout()) is not None:
+                lay.addWidget(empty)
             items.append(row)
         for w in items:
             self.diff_col.insertWidget(self.diff_col.count() - 1, w)
@@ -533,10 +536,13 @@ class MemoryBrowser(QWidget):
         for n, it in enumerate(review):
             fact = _Blank(text=it.get("text", ""), section=f"{it.get('kind', '')} · {it.get('reason', '')}")
             row = FactRow(self.ctx, "flagged", None, fact, [
-                ("Accept", lambda i=it["id"]: self.review_action(i, "accept")),
-                ("Restore", lambda i=it["id"]: self.review_action(i, "restore")),
+                ("Accept", partial(self.review_action, it["id"], "accept")),
+                ("Restore", partial(self.review_action, it["id"], "restore")),
             ])
             self.review_col.insertWidget(n, row)
+
+    def show_review(self) -> None:
+        self.tabs.setCurrentWidget(self.review_tab)
 
     def _set_actions_enabled(self, on: bool) -> None:
         r = self.current

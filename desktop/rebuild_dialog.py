@@ -10,7 +10,7 @@ interrupted and keeps finished steps (run it again to resume).
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
 from .context import Context
@@ -134,7 +134,8 @@ class RebuildDialog(QDialog):
             self._fail("Enter a model.")
             return
         name = self.name.text().strip() or None
-        since = self.since.dateTime().toPython().astimezone(UTC) if self.since_on.isChecked() else None
+        picked: datetime = self.since.dateTime().toPython()  # type: ignore[assignment]
+        since = picked.astimezone(UTC) if self.since_on.isChecked() else None
         exclude = self.exclude.text().replace(",", " ").split()
         app = self.ctx.app
         report = self._report
