@@ -75,7 +75,11 @@ class Embedder:
         return kw
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order. Raises :class:`LLMError` subclasses."""
+        """One vector per text, in order. Raises :class:`LLMError` subclasses.
+
+        OpenAI-compatible providers are called through the openai SDK, which retries a
+        429 or 5xx twice by itself (litellm 1.110 turns ``max_retries=0`` back into its
+        default for embeddings); the backfill's own back-off comes after that."""
         if not self.available:
             raise LLMError("no embedding model is configured", hint=SETUP_HINT)
         if not texts:

@@ -4,7 +4,9 @@ Owns the hybrid ranking rule. Each half ranks its own candidates (BM25 for
 keywords, cosine for vectors); a document's fused score is the sum over the
 halves that found it of ``1 / (RRF_K + rank)`` (rank from 1), the usual
 reciprocal rank fusion: it needs no calibration between BM25 and cosine, and a
-document both halves agree on rises. Equal scores go to the newer document
+document both halves agree on rises. A keyword hit that has only some of the
+query's words counts half (weighted RRF): "my daughter's teacher" matching
+"teacher training" is weak evidence. Equal scores go to the newer document
 (recency is the tie-breaker, as a person asking "what did I say about X"
 usually means the latest time).
 """
@@ -18,6 +20,8 @@ from memtray.core.search.index import SearchIndex
 from memtray.core.search.text import Hit, excerpt, substring_pieces, words_pattern
 
 RRF_K = 60
+#: weight of a keyword hit that has only some of the query's words (index.SearchIndex.ranked)
+PARTIAL_WEIGHT = 0.5
 #: candidates each half contributes to the fusion (beyond the limit asked for)
 CANDIDATES = 50
 
@@ -43,7 +47,8 @@ def fuse(keyword: Sequence[Hit], semantic: Sequence[Hit], limit: int, k: int = R
     kw_score: dict[int, float | None] = {}
     sem_score: dict[int, float | None] = {}
     for rank, h in enumerate(keyword, 1):
-        fused[h.seq] = fused.get(h.seq, 0.0) + 1.0 / (k + rank)
+        weight = PARTIAL_WEIGHT if h.mode == "partial" else 1.0
+        fused[h.seq] = fused.get(h.seq, 0.0) + weight / (k + rank)
         first.setdefault(h.seq, h)  # keyword excerpts mark the words found
         kw_score[h.seq] = h.keyword_score if h.keyword_score is not None else h.score
     for rank, h in enumerate(semantic, 1):

@@ -42,13 +42,14 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from memtray.core.base.fsutil import FILE_MODE, ensure_dir
 from memtray.core.base.home import Home
-from memtray.core.log.eventlog import EventLog, Position
+from memtray.core.log.eventlog import EventLog
+from memtray.core.log.segments import Position
 from memtray.core.log.events import Record
 from memtray.core.log.store import Store, record_ending_at
 from memtray.core.search.text import (
@@ -78,8 +79,10 @@ _INDEXED_ROLES = frozenset({"user", "assistant"})
 _BATCH = 2000  # records per transaction (and between checks for "stop")
 _SNIPPET_TOKENS = 16
 _RANK_WINDOW = 2000  # newest full-text matches ranked per query
-#: a word in more documents than this is too common to rank by on its own (see ranked())
+#: a word in more than 1% of the documents (at least RARE_MIN, at most COMMON_DOCS) is too
+#: common to rank by on its own (see ranked())
 COMMON_DOCS = 3000
+RARE_MIN = 5
 
 
 def index_path(home: Home) -> Path:
@@ -416,10 +419,11 @@ class SearchIndex:
         self, query: str, *, limit: int = 20, kind: str | None = None, session: str | None = None
     ) -> list[Hit]:
         """The keyword half of hybrid search: documents with every word (BM25-ranked), then,
-        if those are fewer than ``limit``, documents with any of the informative words.
+        if those are fewer than ``limit``, documents with any of the informative words
+        (their hits have mode ``partial``; the fusion counts them less).
 
-        A word found in more than :data:`COMMON_DOCS` documents is not informative ("the",
-        "je") and is left out of the second query, which is then ranked over all its
+        A word found in more than 1% of the documents is not informative ("the", "je",
+        "new") and is left out of the second query, which is then ranked over all its
         matches rather than the newest few thousand. No substring fallback.
         """
         filters, params = _filters(kind, session)
@@ -430,22 +434,24 @@ class SearchIndex:
         hits = self._fts(match, words, filters, params, limit)
         if len(hits) >= limit or len(words) < 2:
             return hits
-        terms = [t for t in (fts_query(w) for w in words) if t is not None and self._informative(t)]
+        cap = max(RARE_MIN, min(COMMON_DOCS, self.count() // 100))
+        terms = [t for t in (fts_query(w) for w in words) if t is not None and self._informative(t, cap)]
         if not terms:
             return hits
         seen = {h.seq for h in hits}
         extra = self._fts(" OR ".join(dict.fromkeys(terms)), words, filters, params, limit, windowed=False)
-        return hits + [h for h in extra if h.seq not in seen][: limit - len(hits)]
+        partial = [replace(h, mode="partial") for h in extra if h.seq not in seen]
+        return hits + partial[: limit - len(hits)]
 
-    def _informative(self, term: str) -> bool:
+    def _informative(self, term: str, cap: int) -> bool:
         with self.lock:
             try:
                 (n,) = self.db.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ? LIMIT ?)", (term, COMMON_DOCS + 1)
+                    "SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ? LIMIT ?)", (term, cap + 1)
                 ).fetchone()
             except sqlite3.OperationalError:
                 return False
-        return bool(0 < n <= COMMON_DOCS)
+        return bool(0 < n <= cap)
 
     def _fts(
         self, match: str, query_words: list[str], filters: str, params: list[Any], limit: int,

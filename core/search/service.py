@@ -377,11 +377,12 @@ class SearchService:
             self._kick()
 
     def _cancel_backfill(self) -> None:
+        # Not waited for: this may run on the worker itself (a purge). A batch being
+        # stored in a thread finishes under the index lock first; the task then ends
+        # at its next await.
         fut = self._backfill
         if fut is not None and not fut.done():
             fut.cancel()
-            with contextlib.suppress(BaseException):
-                fut.result(timeout=5)
 
     def close(self) -> None:
         self._stop.set()
