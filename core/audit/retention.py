@@ -197,10 +197,15 @@ class Score:
     unsupported: list[dict[str, Any]]
     supersession: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    #: corpus facts the conversation stated that no revision of memory ever held
+    never: list[str] = field(default_factory=list)
 
     @property
     def survival(self) -> float:
-        return self.survived / self.ever if self.ever else 1.0
+        """Of the facts that entered memory or should have (a corpus fact never written counts
+        as lost), the share still there or removed with a reason."""
+        total = self.ever + len(self.never)
+        return self.survived / total if total else 1.0
 
     @property
     def silent_total(self) -> int:
@@ -224,6 +229,7 @@ class Score:
             "facts_ever": self.ever,
             "facts_survived": self.survived,
             "lost": self.lost,
+            "never_remembered": self.never,
             "silent_drops": self.silent_total,
             "silent_drop_rate": round(self.silent_rate, 4),
             "unsupported_insertions": self.unsupported,
@@ -264,7 +270,12 @@ def score(steps: Iterable[StepInput], corpus: Corpus | None = None, meta: dict[s
     rows: list[StepScore] = []
     unsupported: list[dict[str, Any]] = []
     current: list[factdiff.Fact] = []
+    held_ever: list[str] = []  # every memory text any step started from or left
+    consolidated: list[str] = []  # the messages of the steps that did not fail
     for i, st in enumerate(steps, 1):
+        held_ever += [st.before, st.after]
+        if not st.failed:
+            consolidated += st.sources
         for text in st.sources:
             toks = _tokens(text)
             pool |= toks
@@ -315,7 +326,20 @@ def score(steps: Iterable[StepInput], corpus: Corpus | None = None, meta: dict[s
     out = Score(rows, len(status), survived, lost_texts, unsupported, meta=dict(meta or {}))
     if corpus is not None and corpus.facts:
         out.supersession = _supersession(corpus, current, status, texts)
+        out.never = _never_remembered(corpus, held_ever, consolidated)
     return out
+
+
+def _never_remembered(corpus: Corpus, memories: list[str], consolidated: list[str]) -> list[str]:
+    """Corpus facts that a consolidated message states and no revision ever held. A superseded
+    fact whose successor was held is not counted: writing only the newer one (both stated in
+    one consolidation) is right."""
+    texts = {f.text for m in set(memories) for f in factdiff.parse(m)}
+    held = {cf.id for cf in corpus.facts.values() if any(cf.matches(t) for t in texts)}
+    successor = {cf.supersedes: cf.id for cf in corpus.facts.values() if cf.supersedes}
+    return [cf.text for cf in corpus.facts.values()
+            if cf.id not in held and successor.get(cf.id) not in held
+            and any(cf.matches(m) for m in consolidated)]
 
 
 def _survives(status: dict[str, Any], fid: str, present: set[str]) -> bool:
@@ -429,7 +453,7 @@ def run_eval(
         llm = _RecordingLLM(cfg)
         app = App.open(home, clock=clock, config=cfg, llm=llm, start_services=False)
         try:
-            cons = app.services["consolidation"]
+            cons = app.consolidation
             cons.guard_enabled = guard
             pending: list[str] = []
             for i, part in enumerate(parts, 1):

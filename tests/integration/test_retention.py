@@ -178,7 +178,7 @@ def test_own_log_is_replayed_in_a_scratch_home_and_left_untouched(home: Home, ll
     try:
         for turn in synthetic_corpus().messages[:24:2]:
             app.run(app.agent.turn("cli", turn["content"], stream=False))
-        app.run(app.services["consolidation"].consolidate("cli", trigger="manual"))
+        app.run(app.consolidation.consolidate("cli", trigger="manual"))
         memory_before = app.store.state.memory
     finally:
         app.close()
@@ -243,3 +243,22 @@ def test_progress_bar_redraws_in_place_on_a_terminal() -> None:
     assert err[0].startswith("\r[------------------------] 0/4")
     assert err[1].startswith("\r[############------------] 2/4")
     assert err[-1].strip() == ""
+
+
+def test_score_reports_corpus_facts_no_revision_ever_held() -> None:
+    from memtray.core.audit.retention import Corpus, CorpusFact
+
+    corpus = Corpus("t", [], {
+        "tea": CorpusFact("tea", "Likes tea", "A", ("tea",)),
+        "paris": CorpusFact("paris", "Lives in Paris", "A", ("paris",)),
+        "lyon": CorpusFact("lyon", "Lives in Lyon", "A", ("lyon",), supersedes="paris"),
+        "dog": CorpusFact("dog", "Has a dog", "A", ("dog",)),
+        "chess": CorpusFact("chess", "Plays chess", "A", ("chess",)),
+    })
+    m1 = "## A\n\n- Likes tea\n- Lives in Lyon\n"  # Paris superseded within the step: not missing
+    steps = [StepInput("1", "model", "", m1, sources=["tea, Paris, then Lyon, a dog, chess"])]
+    s = score(steps, corpus)
+    assert s.never == ["Has a dog", "Plays chess"]
+    assert s.ever == s.survived == 2 and s.lost == []
+    assert s.survival == 0.5  # two of the four facts memory should hold were never written
+    assert s.to_json()["never_remembered"] == ["Has a dog", "Plays chess"]
