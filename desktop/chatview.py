@@ -527,7 +527,8 @@ class ChatPane(QWidget):
                 self.view.add(w)
         self._oldest_seq = snap.start_seq
         self._at_start = False
-        self.view.more.setVisible(bool(self._held) or self._oldest_seq > 1 or not msgs)
+        # only when there is something earlier: held here, consolidated, or before a /new
+        self.view.more.setVisible(bool(self._held) or snap.base > 0 or snap.resets > 0)
         self.view.scroll_to_end()
 
     def _add_logged(self, new: list[dict[str, Any]]) -> None:

@@ -249,3 +249,29 @@ def test_long_sessions_render_one_page_first(qtbot: Any, configured_home: Any, r
         assert len(pane.view.messages()) == 30
     finally:
         close_desktop(d)
+
+
+def test_show_earlier_only_when_there_is_something_earlier(
+    qtbot: Any, configured_home: Any, runtime_dir: Any
+) -> None:
+    from memtray.core.app import App
+
+    from tests.gui.conftest import close_desktop, make_desktop
+
+    with App.open(configured_home) as app:
+        # another session's messages come first in the log: they are not "earlier" here
+        app.store.append("message", {"role": "user", "content": "elsewhere"}, session="chat-1")
+        app.store.append("message", {"role": "user", "content": "first here"}, session="other")
+        app.store.append("message", {"role": "user", "content": "old"}, session="reset-one")
+        app.store.append("session.reset", {"reason": "user"}, session="reset-one")
+        app.store.append("message", {"role": "user", "content": "after the reset"}, session="reset-one")
+    d = make_desktop(qtbot, configured_home)
+    try:
+        pane = d.popup.pane
+        for session, texts, earlier in (("quick", [], False), ("other", ["first here"], False),
+                                        ("reset-one", ["after the reset"], True)):
+            pane.set_session(session)
+            qtbot.waitUntil(lambda t=texts: [m.text for m in pane.view.messages()] == t, timeout=10000)
+            assert pane.view.more.isVisibleTo(pane) is earlier, session
+    finally:
+        close_desktop(d)
