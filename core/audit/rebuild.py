@@ -457,7 +457,7 @@ async def _consolidate(
     app: App, memory: str, messages: list[dict[str, Any]], model: str, template: str
 ) -> dict[str, Any]:
     from memtray.core.memory.consolidation import request_save_memory
-    from memtray.core.memory.guard import guard, parse_arguments
+    from memtray.core.memory.guard import guard, hold_history, parse_arguments
 
     result = await request_save_memory(app, memory, messages, model, template)
     call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
@@ -467,6 +467,7 @@ async def _consolidate(
     update, entry = redact(update), redact(entry)
     silent, _reasons = retention.proposal_drops(memory, update, removed)
     g = guard(memory, update, removed, app.config.drop_policy, enabled=True)
+    entry = hold_history(entry, g.flagged)
     return {"memory": g.memory, "history_append": entry or None, "reasons": g.reasons or None,
             "silent": silent or None, "flagged": g.flagged or None}
 

@@ -58,6 +58,7 @@ from memtray.core.memory.guard import (
     SAVE_MEMORY,
     format_messages,
     guard,
+    hold_history,
     parse_arguments,
 )
 from memtray.core.memory.service import MemoryService
@@ -335,6 +336,7 @@ class ConsolidationService:
             current = app.store.state.memory
             update = factdiff.rebase(update, snapshot, current)
             g = guard(current, update, removed, app.config.drop_policy, enabled=self.guard_enabled)
+            entry = hold_history(entry, g.flagged)
             d = factdiff.diff(current, g.memory)
             recs = self.memory.write(
                 g.memory,

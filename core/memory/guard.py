@@ -24,7 +24,7 @@ from typing import Any
 
 from memtray.core.llm.tools import tool_spec
 from memtray.core.memory import factdiff
-from memtray.core.memory.poison import looks_like_instruction, why_flagged
+from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
 
 MAX_HISTORY_ENTRY = 20_000
 MAX_MEMORY_UPDATE = 100_000
@@ -231,6 +231,9 @@ def guard(old: str, new: str, removed: list[dict[str, str]], policy: str, *, ena
                 if o.id not in reasons:
                     out = factdiff.add_fact(out, o.text, o.section or None)
                 flagged.append(review_item("instruction", n.text, n.section, n.id, why_flagged(n.text)))
+        # the whole document, not only its facts: headings, comments and code too
+        out, held = hold_flagged(old, out)
+        flagged += [review_item("instruction", h.text, "", None, h.reason) for h in held]
     return Guarded(out, flagged, kept, reasons, notes)
 
 
@@ -269,6 +272,13 @@ def same_fact(old: str, new: str) -> bool:
             continue
         return False
     return True
+
+
+def hold_history(entry: str, flagged: list[dict[str, Any]]) -> str:
+    """``entry`` without its instruction-like paragraphs, which join ``flagged`` for review."""
+    entry, held = hold_flagged("", entry)
+    flagged += [review_item("instruction", h.text, "History", None, f"in the history entry: {h.reason}") for h in held]
+    return entry
 
 
 def review_item(kind: str, text: str, section: str, fact_id: str | None, reason: str) -> dict[str, Any]:
