@@ -147,10 +147,32 @@ def cmd_dropped(args: argparse.Namespace, home: Home) -> int:
         if not rows:
             _out("no fact has ever been removed")
         for r in rows:
-            now = "present now" if r["present_now"] else "gone"
+            now = "back in memory now" if r["present_now"] else "still gone"
             _out(f"{(r['rev'] or '?')[:8]} {r['time'][:19].replace('T', ' ')}  {r['text']}\n"
-                 f"         reason: {r['reason']} ({r['by']}); {now}")
+                 f"         {dropped_why(r['reason'], r['by'])}; {now}")
     return 0
+
+
+#: what wrote the revision that removed a fact (MemoryWritten.reason), for `memory dropped`
+DROPPED_BY = {
+    "consolidation": "a consolidation", "redo": "a redone consolidation", "agent": "the assistant in a chat",
+    "user-edit": "a hand edit", "rollback": "a rollback", "restore": "a restore", "review": "a review",
+    "adopt": "an adopted rebuild", "rebuild": "a rebuild", "undo": "an undo",
+}
+
+
+def dropped_why(reason: str, by: str | None) -> str:
+    """One readable clause: "removed by a consolidation: moved to Paris", never "rollback (rollback)"."""
+    who = DROPPED_BY.get(by or "", f"a {by} revision" if by else "a revision")
+    if not reason or reason == by or reason in DROPPED_BY:
+        return f"removed by {who}"
+    if reason == "removed by the model":  # the guard's words when removed_facts gave none
+        return f"removed by {who} (no reason given)"
+    if reason == "silent":
+        return f"dropped by {who} without a reason (silent)"
+    if reason.startswith("silent"):
+        return f"dropped by {who} without a reason, {reason.removeprefix('silent').strip(' ()')}"
+    return f"removed by {who}: {reason}"
 
 
 def cmd_restore_fact(args: argparse.Namespace, home: Home) -> int:

@@ -242,7 +242,7 @@ def test_dropped_lists_every_removal_with_its_reason(seeded: Seeded) -> None:
         ("User lives in London", "moved to Lyon", "consolidation", False, seeded.shas[1])]
     assert set(rows[0]) == {"id", "text", "section", "rev", "event_seq", "time", "reason", "by", "present_now"}
     text = ok(seeded.home, "memory", "dropped")
-    assert "User lives in London" in text and "reason: moved to Lyon (consolidation); gone" in text
+    assert "User lives in London" in text and "removed by a consolidation: moved to Lyon; still gone" in text
     # the silently dropped tea was put back, so it was never removed
     assert "User likes green tea" in seeded.memories[3]
 
@@ -298,6 +298,9 @@ def test_rollback_is_a_new_revision(copy: Seeded) -> None:
     ok(h, "memory", "rollback", copy.c2)
     assert git(h, "show", "HEAD:MEMORY.md") == copy.memories[3]
     fails(h, "memory", "rollback", "nosuchrev", needle="unknown revision")
+    # what the rollback removed reads as such, not "reason: rollback (rollback)"
+    text = ok(h, "memory", "dropped")
+    assert "removed by a rollback; " in text and "(rollback)" not in text
 
 
 # --- commands that call the model -----------------------------------------------------------------------
