@@ -186,11 +186,14 @@ def apply_reply(
     removed: Sequence[Mapping[str, str]],
     messages: Sequence[str],
     policy: str = "keep",
+    also: Sequence[Fact] = (),
 ) -> Applied:
     """Apply a ``save_memory`` reply to the current memory, on ids. Pure.
 
     ``messages`` are the consolidated messages' texts, numbered from 1 as the prompt
-    shows them. Raises ValueError when the reply is unusable.
+    shows them. ``also`` are facts no longer in memory that the reply may keep by id
+    (a redo shows the memory before the consolidation it redoes); leaving them out is
+    not a silent drop. Raises ValueError when the reply is unusable.
     """
     notes: list[str] = []
     reasons = _resolve_removed(removed, current, notes)
@@ -199,17 +202,17 @@ def apply_reply(
     elif memory_update is None:
         raise ValueError("save_memory needs memory_update or edits")
     else:
-        out = _apply_full(current, memory_update, reasons, messages, policy, notes)
+        out = _apply_full(current, memory_update, reasons, messages, policy, notes, also)
     return _finish(out, current, current_text)
 
 
 def _apply_full(current: Ledger, update: str, reasons: dict[str, str], messages: Sequence[str],
-                policy: str, notes: list[str]) -> Applied:
+                policy: str, notes: list[str], also: Sequence[Fact] = ()) -> Applied:
     marked = facts.read_markers(update)
     new = marked.facts
     if current.facts and not new:
         raise ValueError("memory_update is empty: it would erase every fact")
-    by_id = {f.id: f for f in current.facts}
+    by_id = {f.id: f for f in also} | {f.id: f for f in current.facts}
     verdicts: list[Verdict] = []
     assign: list[str | None] = [None] * len(new)
     drop: set[int] = set()  # reply bullets not written
