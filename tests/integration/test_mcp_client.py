@@ -152,8 +152,8 @@ def test_servers_start_at_the_first_turn_only(home: Home, llm_server: ScriptedLL
     exe = _time_server()
     _write_servers(home, f'[servers.time]\ncommand = "{exe}"\nallowed = true\n')
     app = _app(home, llm_server)
-    lazy = mcpclient.McpTools(app.home, app.tools, app.store, app.worker, wait=120)
-    app.agent.before_turn.append(lazy.before_turn)
+    lazy = app.mcp  # the App's own (app.py wires it into the agent's before_turn)
+    lazy.wait = 120
     try:
         assert lazy.clients is None and "time__get_current_time" not in app.tools.names()
         llm_server.script(tool_call("time__convert_time", {"source_timezone": "Europe/Paris", "time": "12:00",
@@ -162,6 +162,5 @@ def test_servers_start_at_the_first_turn_only(home: Home, llm_server: ScriptedLL
         assert "06:00" in _tool_results(app)[-1]
         assert [s["status"] for s in lazy.describe()] == ["ready"]
     finally:
-        lazy.close()
         app.close()
 
