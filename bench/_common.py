@@ -20,8 +20,8 @@ def synthetic_log(events_dir: Path, n: int, *, segment_bytes: int | None = None,
     consolidation every ``consolidate_every`` messages per session so that, like
     real use, the unconsolidated tail stays bounded.
     """
-    from memtray.core.log.eventlog import DEFAULT_SEGMENT_BYTES
     from memtray.core.log.events import Record, encode
+    from memtray.core.log.segments import DEFAULT_SEGMENT_BYTES
 
     segment_bytes = segment_bytes or DEFAULT_SEGMENT_BYTES
 

@@ -92,7 +92,7 @@ def main() -> int:
         if args.dark:
             QGuiApplication.styleHints().setColorScheme(Qt.ColorScheme.Dark)
         app = App.open(home)
-        mem = app.services["memory"]
+        mem = app.memory
         app.worker.call(lambda: mem.write(MEM1, reason="agent", source="model", model="openai/gpt-4o-mini"))
         # a consolidation that rewrites, adds and drops a fact
         app.store.append("message", {"role": "user", "content": "I moved to Paris last month, and I write Go now too."},
@@ -102,7 +102,7 @@ def main() -> int:
             "history_entry": "User moved to Paris; evaluating ClickHouse.", "memory_update": MEM2,
             "removed_facts": [{"fact": "Lives in Lyon", "reason": "moved to Paris"}],
         }))
-        app.run(app.services["consolidation"].archive("quick"))
+        app.run(app.consolidation.archive("quick"))
         d = Desktop(app, qapp, tray_available=False, show_dialogs=False, warm_up=False)
         d.start()
         d.window.hide()

@@ -77,7 +77,7 @@ def seed(home_root: Path) -> None:
         for i in range(100):
             app.store.append("message", {"role": "user", "content": f"question {i}"}, session="quick")
             app.store.append("message", {"role": "assistant", "content": f"answer {i} " * 20}, session="quick")
-        mem = app.services.get("memory")
+        mem = app.memory
         if mem is not None:
             app.worker.call(lambda: mem.write("# About the user\n\n- Likes tea\n", reason="agent", source="model"))
 

@@ -39,7 +39,9 @@ from memtray.core.base.home import Home  # noqa: E402
 from memtray.core.log.events import MemoryWritten  # noqa: E402
 from memtray.core.log.store import Store  # noqa: E402
 from memtray.core.memory.gitrepo import GitRepo  # noqa: E402
-from memtray.core.memory.service import MemoryService, _apply_history, commit_message  # noqa: E402
+from memtray.core.memory.revisions import apply_history as _apply_history  # noqa: E402
+from memtray.core.memory.revisions import commit_message  # noqa: E402
+from memtray.core.memory.service import MemoryService  # noqa: E402
 
 CONFIG = Config(model="openai/bench", api_base="http://127.0.0.1:9/v1", idle_consolidate_minutes=0)
 
@@ -120,7 +122,7 @@ def bench_commit(runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         app = App.open(Home.resolve(Path(tmp) / "home"), config=CONFIG, start_services=False)
         try:
-            svc: MemoryService = app.services["memory"]
+            svc: MemoryService = app.memory
             base = memory_text(60, rng)
             svc.write(base, reason="user-edit", source="user")
             state = {"i": 0}
@@ -176,7 +178,7 @@ def bench_log(revisions: int) -> None:
         built = time.perf_counter() - t0
         app = App.open(home, config=CONFIG, start_services=False)
         try:
-            svc: MemoryService = app.services["memory"]
+            svc: MemoryService = app.memory
             assert svc.commits_made_on_start == 0 and app.store.state.memory_seq == recs[-1].seq
             w, c = time.perf_counter(), time.process_time()
             first = svc.revisions(limit=20)

@@ -53,13 +53,13 @@ def consolidate(app: App, session: str, revision: int, model: str = "bench") -> 
     """Record a consolidation of all but the newest KEEP messages, as the service does."""
     s = app.store.state.session(session)
     start, end = s.last_consolidated, s.count - KEEP
-    cid = app.store.log.ids.new()
+    cid = app.store.new_id()
     app.store.append(
         ConsolidationStarted.TYPE,
         ConsolidationStarted(consolidation=cid, start=start, end=end, model=model).to_data(),
         session=session,
     )
-    memory = app.services["memory"]
+    memory = app.memory
     memory.write(
         memory_text(revision), reason="consolidation", source="model", model=model, consolidation=cid,
         history_append=f"[bench] consolidated messages {start}..{end}", session=session,

@@ -115,8 +115,8 @@ def main() -> None:
             # every run does the same work (the catch-up check finds nothing to deliver)
             app = App.open(home, config=cfg, clock=FakeClock(now + timedelta(seconds=1)))
             try:
-                app.services["notifier"] = RecordingNotifier()
-                svc = app.services["reminders"]
+                app.notifier.set(RecordingNotifier())
+                svc = app.reminders
                 assert isinstance(svc, ReminderService)
                 due_t.append(timed(svc.due))
                 svc._schedules.clear()  # start() must not profit from the due() above

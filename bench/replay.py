@@ -14,7 +14,7 @@ from pathlib import Path
 
 from _common import median, synthetic_log
 from memtray.core.base.home import Home
-from memtray.core.log.eventlog import DEFAULT_SEGMENT_BYTES
+from memtray.core.log.segments import DEFAULT_SEGMENT_BYTES
 from memtray.core.log.store import Store
 
 

@@ -1,41 +1,73 @@
-"""The composition root: one object wiring store, config, LLM, agent and services.
+"""The composition root: the one place that builds memtray's object graph.
 
-The CLI, the headless daemon and the desktop all build an :class:`App` the same
-way, so every front end runs the same core functions. The app owns the
-:class:`~memtray.core.base.worker.Worker`; async work is run there.
+The CLI, the headless daemon, the desktop and the MCP server all build an
+:class:`App` the same way, so every front end runs the same core functions.
+Each service is built here from the collaborators it needs (the store, the git
+projection, the LLM client, the clock, the live settings, the worker, the
+notifier slot), never from the App itself, and is a typed attribute of the App.
+
+The App owns the :class:`~memtray.core.base.worker.Worker`, the single writer:
+every append to the log and every git write runs on it (the store and the git
+writer check), whichever front end asked.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Coroutine
-from dataclasses import dataclass, field
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from memtray.core.agent.loop import Agent
 from memtray.core.base import config as configmod
 from memtray.core.base.clock import Clock, IdGenerator
-from memtray.core.base.config import Config
+from memtray.core.base.config import Config, Settings
 from memtray.core.base.home import Home
+from memtray.core.base.notify import NotifierSlot
 from memtray.core.base.worker import Worker
 from memtray.core.llm.client import LLMClient
 from memtray.core.llm.tools import ToolRegistry
 from memtray.core.log.store import Store
+from memtray.core.memory import tools as memory_tools
+from memtray.core.memory.consolidation import ConsolidationService
+from memtray.core.memory.service import MemoryService
+from memtray.core.reminders.service import ReminderService
+from memtray.core.reminders.service import register_tools as register_reminder_tools
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+IDLE_SWEEP_SECONDS = 300.0
+GC_SECONDS = 6 * 3600.0
+SETTINGS_SECONDS = 2.0  # how soon a running instance sees a hand edit of config.toml
 
 
 @dataclass
 class App:
     home: Home
     store: Store
-    config: Config
+    settings: Settings
     clock: Clock
     llm: LLMClient
     agent: Agent
     tools: ToolRegistry
     worker: Worker
-    services: dict[str, Any] = field(default_factory=dict)
+    notifier: NotifierSlot
+    memory: MemoryService
+    consolidation: ConsolidationService
+    search: Any  # memtray.core.search's SearchService, or None when the index cannot open
+    reminders: ReminderService
+    mcp: Any = None  # memtray.core.mcp.client.McpTools: other MCP servers' tools, from the first turn
+
+    @property
+    def config(self) -> Config:
+        """The settings in force now (see :class:`~memtray.core.base.config.Settings`)."""
+        return self.settings.current
+
+    @config.setter
+    def config(self, cfg: Config) -> None:
+        self.settings.replace(cfg)
 
     @classmethod
     def open(
@@ -54,11 +86,9 @@ class App:
         worker: Worker | None = None
         try:
             worker = Worker()
-            llm = llm or LLMClient(cfg)
-            tools = ToolRegistry()
-            agent = Agent(store, llm, cfg, clock=clock, tools=tools)
-            app = cls(home, store, cfg, clock, llm, agent, tools, worker)
-            install_services(app, start=start_services)
+            store.writer = worker
+            settings = Settings(home, cfg, env=config is None)
+            app = worker.call(lambda: _build(home, store, settings, clock, worker, llm, start_services))
             return app
         except BaseException:
             if worker is not None:
@@ -69,19 +99,21 @@ class App:
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         return self.worker.run(coro, timeout)
 
-    def reconfigure(self, cfg: Config) -> None:
-        """Apply new settings (from the settings window or `config set` via IPC)."""
-        self.config = cfg
-        self.llm.config = cfg
-        self.agent.config = cfg
-        for svc in self.services.values():
-            hook = getattr(svc, "reconfigure", None)
-            if hook is not None:
-                hook(cfg)
+    def write(self, fn: Callable[[], T]) -> T:
+        """Run a mutation ``fn`` on the worker (the single writer) and return its result."""
+        return self.worker.call_here(fn)
+
+    def reconfigure(self, cfg: Config) -> list[str]:
+        """Apply new settings (the Settings window, `config set` in or through the instance)."""
+        return self.settings.replace(cfg)
+
+    def refresh_settings(self) -> list[str]:
+        """Pick up a hand edit of config.toml made since it was last read."""
+        return self.settings.refresh()
 
     def close(self) -> None:
-        for svc in reversed(list(self.services.values())):
-            close = getattr(svc, "close", None)
+        for close in (getattr(self.mcp, "close", None), self.reminders.close, self.consolidation.close,
+                      self.memory.close, getattr(self.search, "close", None)):
             if close is not None:
                 with contextlib.suppress(Exception):
                     close()
@@ -95,37 +127,87 @@ class App:
         self.close()
 
 
-def install_services(app: App, *, start: bool = True) -> None:
-    """Wire the services (memory, consolidation, search, reminders) and idle maintenance."""
-    import importlib
+def _build(
+    home: Home, store: Store, settings: Settings, clock: Clock, worker: Worker,
+    llm: LLMClient | None, start: bool,
+) -> App:
+    """Wire every service (on the worker: start-up catch-up writes to the log and git)."""
+    cfg = settings.current
+    llm = llm or LLMClient(cfg)
+    tools = ToolRegistry()
+    agent = Agent(store, llm, cfg, clock=clock, tools=tools)
+    notifier = NotifierSlot()
 
-    for name in SERVICE_MODULES:
-        importlib.import_module(f"memtray.core.{name}").install(app, start=start)
-    reminders = app.services.get("reminders")
-    if reminders is not None:
-        add_maintenance(app, reminders)
+    def follow(_old: Config, new: Config) -> None:
+        llm.config = new
+        agent.config = new
+
+    settings.subscribe(follow)
+    agent.before_turn.append(settings.refresh)  # a hand edit of config.toml counts from the next turn
+
+    memory = MemoryService(store, home, clock)
+    memory.projection.bind_writer(worker)
+    if not store.readonly:
+        memory.start()
+    memory_tools.register(tools, memory, store, settings)
+
+    consolidation = ConsolidationService(store, memory, llm, settings, clock, worker, notifier, agent)
+    if not store.readonly:
+        consolidation.recover()
+    consolidation.restore_backoff()  # after recover: an interrupted consolidation is a failed attempt too
+    agent.after_turn.append(consolidation.after_turn)
+
+    search = _build_search(home, store, settings, worker, tools, agent, start=start)
+
+    reminders = ReminderService(store, settings, clock, worker, notifier, agent, can_start=start)
+    register_reminder_tools(tools, reminders)
+
+    from memtray.core.mcp.client import McpTools
+
+    mcp = McpTools(home, tools, store, worker)  # starts mcp.toml's servers at the first turn
+    agent.before_turn.append(mcp.before_turn)
+
+    app = App(home, store, settings, clock, llm, agent, tools, worker, notifier,
+              memory, consolidation, search, reminders, mcp)
+    add_maintenance(app)
+    return app
 
 
-#: Modules with an ``install(app, start=...)`` function, in dependency order.
-SERVICE_MODULES: tuple[str, ...] = (
-    "memory.service", "memory.consolidation", "search.index", "reminders.service",
-)
+def _build_search(
+    home: Home, store: Store, settings: Settings, worker: Worker, tools: ToolRegistry, agent: Agent,
+    *, start: bool,
+) -> Any:
+    """The history search service with its tool (and recall for the agent); None when
+    its index cannot be opened: search then says so, nothing else is affected."""
+    from memtray.core.search.embed import Embedder
+    from memtray.core.search.index import SearchIndex, index_path
+    from memtray.core.search.service import SearchService
+    from memtray.core.search.text import SearchError
 
-IDLE_SWEEP_SECONDS = 300.0
-GC_SECONDS = 6 * 3600.0
+    try:
+        index = SearchIndex.open(index_path(home))
+    except SearchError as exc:
+        log.error("history search is unavailable: %s", exc)
+        return None
+    svc = SearchService(store, index, Embedder(lambda: settings.current), submit=worker.submit)
+    tools.add(svc.tool())
+    if hasattr(agent, "recall"):
+        agent.recall = svc.recall
+    if start:
+        svc.start()
+    return svc
 
 
-def add_maintenance(app: App, reminders: Any) -> None:
-    """Idle-session consolidation and git gc, on the reminders' scheduler (daemon/desktop only)."""
-    cons = app.services.get("consolidation")
-    memory = app.services.get("memory")
-    if cons is not None:
-        reminders.add_maintenance("idle-consolidation", IDLE_SWEEP_SECONDS, cons.idle_sweep)
-    if memory is not None and cons is not None:
+def add_maintenance(app: App) -> None:
+    """Idle-session consolidation, settings refresh and git gc, on the reminders' scheduler
+    (it runs them only once delivery starts: daemon and desktop)."""
+    cons, memory = app.consolidation, app.memory
+    app.reminders.add_maintenance("idle-consolidation", IDLE_SWEEP_SECONDS, cons.idle_sweep)
 
-        async def gc_when_idle() -> None:
-            # git writes belong to the worker; skip while a consolidation is running
-            if not cons.in_flight:
-                memory.git.gc()
+    async def gc_when_idle() -> None:
+        # git writes belong to the worker; skip while a consolidation is running
+        if not cons.in_flight:
+            memory.git.gc()
 
-        reminders.add_maintenance("git-gc", GC_SECONDS, gc_when_idle)
+    app.reminders.add_maintenance("git-gc", GC_SECONDS, gc_when_idle)
+    app.reminders.add_maintenance("settings", SETTINGS_SECONDS, app.settings.refresh)

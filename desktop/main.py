@@ -100,7 +100,7 @@ class Desktop(QObject):
         self.notifier.clicked.connect(lambda target: self.open("target", target))
         self.notifier.actions_for = self._notification_actions
         self.notifier.action_invoked.connect(self.notification_action)
-        self.app.services["notifier"] = self.notifier
+        self.app.notifier.set(self.notifier)
         self.popup = QuickChat(self.ctx, self.app.config.hotkey)
         self.popup.shown.connect(self._popup_shown)
         self.popup.pane.turn_done.connect(self._turn_done)
@@ -112,7 +112,7 @@ class Desktop(QObject):
         self.first_run = not self.app.config.model and not self.app.config.onboarded
         self.hotkeys.apply(self.app.config.hotkey)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._scheme_changed)
-        memory = self.app.services.get("memory")
+        memory = self.app.memory
         self.problems += getattr(memory, "problems", [])  # e.g. a damaged repository rebuilt at start
         if self.app.store.readonly:
             self.problems.append(
@@ -144,7 +144,7 @@ class Desktop(QObject):
 
     def start_delivery(self) -> None:
         """Start reminder delivery and idle maintenance (consolidation sweep, git gc)."""
-        svc = self.app.services.get("reminders")
+        svc = self.app.reminders
         if svc is None:
             return
 
@@ -424,7 +424,7 @@ class Desktop(QObject):
 
     def shutdown(self) -> None:
         """Release everything (after the event loop ended)."""
-        reminders = self.app.services.get("reminders")
+        reminders = self.app.reminders
         if reminders is not None:
             # stop the timer while the notifier is still there: a reminder firing now is
             # shown, not only logged as delivered
@@ -437,8 +437,8 @@ class Desktop(QObject):
             self.tray.hide()
         if self.notifier is not None:
             self.notifier.close()
-            if self.app.services.get("notifier") is self.notifier:
-                del self.app.services["notifier"]
+            if self.app.notifier.current is self.notifier:
+                self.app.notifier.set(None)
         self.bridge.close()
         for w in (self.popup, self.window, self.hotkey_dialog, self.onboarding):
             if w is not None:

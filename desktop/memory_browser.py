@@ -1,7 +1,7 @@
 """The memory browser: revisions, fact-level diffs, full text, "as of", restore,
 roll back, redo a consolidation, review held facts, and "why?" for a fact.
 
-Every action calls the same core function as the CLI (``app.services["memory"]``
+Every action calls the same core function as the CLI (``app.memory``
 and ``["consolidation"]``), on the worker: git and the log are never touched on
 the GUI thread.
 """
@@ -331,7 +331,7 @@ class MemoryBrowser(QWidget):
 
     @property
     def memory(self) -> Any:
-        return self.ctx.app.services.get("memory")
+        return self.ctx.app.memory
 
     def _call(self, fn: Callable[[], Any], done: Callable[[Any], None], name: str) -> None:
         self.ctx.bridge.call(fn, name=name, on_result=done, on_error=self._failed)
@@ -610,7 +610,7 @@ class MemoryBrowser(QWidget):
 
     def redo_current(self) -> None:
         r = self.current
-        cons = self.ctx.app.services.get("consolidation")
+        cons = self.ctx.app.consolidation
         if r is None or not r.consolidation or cons is None:
             return
         model = self.redo_model.currentText().strip() or None

@@ -47,9 +47,11 @@ class Sent:
 
 
 class Notifier(QObject):
-    """``app.services["notifier"]``: ``notify(title, body, *, kind, target)`` from any thread."""
+    """``app.notifier.current``: ``notify(title, body, *, kind, target)`` from any thread."""
 
     clicked = Signal(str)  # target, on the GUI thread
+    #: (action key, target) when one of the extra actions was chosen ("undo", "review"), GUI thread
+    action_invoked = Signal(str, str)
     _posted = Signal(str, str, str, str)
     _dbus_failed = Signal(str, str, str, str)
     _dbus_action = Signal(str)

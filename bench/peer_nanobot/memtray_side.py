@@ -31,7 +31,6 @@ from memtray.core.agent.context import runtime_context  # noqa: E402
 from memtray.core.app import App  # noqa: E402
 from memtray.core.base.clock import FakeClock  # noqa: E402
 from memtray.core.base.home import Home  # noqa: E402
-from memtray.core.log.eventlog import DEFAULT_SEGMENT_BYTES  # noqa: E402
 from memtray.core.log.events import (  # noqa: E402
     ConsolidationCompleted,
     ConsolidationStarted,
@@ -39,6 +38,7 @@ from memtray.core.log.events import (  # noqa: E402
     Record,
     encode,
 )
+from memtray.core.log.segments import DEFAULT_SEGMENT_BYTES  # noqa: E402
 from memtray.core.log.store import Store  # noqa: E402
 from prompt_prefix import SESSION, open_app, run_turns  # noqa: E402
 
@@ -101,7 +101,7 @@ class Side:
         self.clock = FakeClock(T0 + timedelta(minutes=n))
         app = open_app(self.home, self.clock)  # full replay, memory repo initialised
         try:
-            app.services["memory"].write(memory_text(self.revision), reason="consolidation", source="model",
+            app.memory.write(memory_text(self.revision), reason="consolidation", source="model",
                                          model="bench", session=SESSION)
             s = app.store.state.session(SESSION)
             assert s.count == n, (s.count, n)

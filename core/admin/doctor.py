@@ -27,9 +27,10 @@ from memtray.core.base.errors import AlreadyRunning, MemtrayError
 from memtray.core.base.findings import Finding
 from memtray.core.base.fsutil import atomic_write, check_private, fix_private
 from memtray.core.base.home import Home, HomeLock
-from memtray.core.log.eventlog import EventLog, list_segments, verify
+from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import BadRecord, Record, decode_raw, encode
 from memtray.core.log.projections import replay
+from memtray.core.log.segments import list_segments, verify
 from memtray.core.log.store import load_checkpoint, remove_checkpoints
 from memtray.core.memory.gitrepo import FILES
 

@@ -53,9 +53,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import Home
-from memtray.core.log.eventlog import EventLog, list_segments
+from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import SCHEMA, BadRecord, Payload, Record, decode_raw, encode
 from memtray.core.log.projections import replay
+from memtray.core.log.segments import list_segments
 
 if TYPE_CHECKING:
     from memtray.core.app import App
@@ -295,7 +296,7 @@ def preview(home: Home, m: Matcher) -> tuple[LogPlan, dict[str, int]]:
 
 def purge(app: App, m: Matcher, *, by: str = "user") -> Report:
     """Purge ``m`` from the home of a running ``app`` (see the module docstring)."""
-    cons = app.services.get("consolidation")
+    cons = app.consolidation
     if cons is not None and getattr(cons, "in_flight", None):
         raise PurgeError("a memory consolidation is running; its reply could bring the text back",
                          hint="Try again in a minute.")
@@ -305,7 +306,7 @@ def purge(app: App, m: Matcher, *, by: str = "user") -> Report:
     async def on_worker() -> Report:
         # On the worker, so no other task of the app runs in between; the store's
         # mutex keeps other threads' appends out too.
-        with app.store._mutex:
+        with app.store.locked():
             return _purge_locked(app, m, by)
 
     return app.run(on_worker())
@@ -313,7 +314,7 @@ def purge(app: App, m: Matcher, *, by: str = "user") -> Report:
 
 def _purge_locked(app: App, m: Matcher, by: str) -> Report:
     home, store = app.home, app.store
-    memory = app.services.get("memory")
+    memory = app.memory
     if memory is not None:
         memory.check_worktree()  # a pending hand edit becomes an event, then is purged too
     plan = plan_log(home.events, m)
@@ -354,7 +355,7 @@ def _clear_state(app: App) -> None:
     """Empty state/: the checkpoint and the search index (words and embeddings) hold
     copies of the log's text. The search service closes its file meanwhile and reopens
     it after, empty: it is rebuilt from the purged log (and embedded again)."""
-    search = app.services.get("search")
+    search = app.search
     with search.detached() if search is not None else contextlib.nullcontext():
         state = app.home.state
         if state.is_dir():

@@ -104,6 +104,8 @@ class Agent:
         self._locks: dict[str, asyncio.Lock] = {}
         #: called with (session, state) after a turn appended messages (consolidation trigger)
         self.after_turn: list[Callable[[str], None]] = []
+        #: called before each turn (on the worker): the App refreshes its settings here
+        self.before_turn: list[Callable[[], object]] = []
         #: characters of content in the last request sent per session (the budget trigger reads it
         #: instead of building the whole prompt a second time after every turn)
         self.last_request_chars: dict[str, int] = {}
@@ -123,6 +125,11 @@ class Agent:
 
     def zone(self) -> str:
         return self.config.timezone or self.clock.local_zone_name()
+
+    def request_chars(self, session: str) -> int | None:
+        """Characters of content in the last request sent for ``session`` (plus its reply),
+        or None before the first turn in this process."""
+        return self.last_request_chars.get(session)
 
     def messages_for(self, session: str) -> list[dict[str, Any]]:
         s = self.store.state.session(session)
@@ -156,6 +163,8 @@ class Agent:
     ) -> TurnResult:
         """One user turn. Raises LLMError after logging ``turn.failed``."""
         session = redact(session)  # a token pasted as a session name is a secret too
+        for fn in self.before_turn:
+            fn()
         async with self._lock(session):
             recall = await self._recall(session, text)
             user = self.log_user(session, text, recall)
@@ -173,6 +182,8 @@ class Agent:
 
     async def retry(self, session: str, *, on_delta: DeltaCallback | None = None, stream: bool = True) -> TurnResult:
         """Answer the last user message again (after a failure or a stop)."""
+        for fn in self.before_turn:
+            fn()
         async with self._lock(session):
             return await self._run(session, [], on_delta, stream, None)
 

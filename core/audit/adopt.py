@@ -139,7 +139,7 @@ def adopt(app: App, spec: str, *, force: bool = False) -> Record:
         else:
             entry["from_seq"] = info.start_memory_seq
         provenance[f.id] = entry
-    recs: list[Record] = app.services["memory"].write(
+    recs: list[Record] = app.memory.write(
         new, reason="adopt", source="user", model=info.model, provenance=provenance or None,
         dropped_reasons={f.id: f"adopt: not in {info.branch}" for f in incoming.dropped},
         extra=[(RebuildAdopted.TYPE, RebuildAdopted(rebuild=info.id, memory_seq=app.store.log.last_seq + 1).to_data(),

@@ -349,7 +349,7 @@ def _commit_message(info: RebuildInfo, rec: Record, prev: str) -> str:
 
 def sync_branch(git: GitRepo, info: RebuildInfo) -> int:
     """Make ``rebuild/NAME`` hold one commit per progress event. Returns the commits made."""
-    from memtray.core.memory.service import history_entry
+    from memtray.core.memory.revisions import history_entry
 
     ref = branch_ref(info.name)
     if info.status == "discarded":
@@ -387,7 +387,7 @@ def sync_branch(git: GitRepo, info: RebuildInfo) -> int:
 def sync_all(app: App) -> dict[str, RebuildInfo]:
     """Bring every rebuild branch up to date with the log (after a crash or a repository rebuild)."""
     rebuilds, _ = scan(app.store.log.records())
-    git: GitRepo = app.services["memory"].git
+    git: GitRepo = app.memory.git
     for info in sorted(rebuilds.values(), key=lambda r: r.started_seq):
         sync_branch(git, info)
     return rebuilds
@@ -459,7 +459,7 @@ async def _consolidate(
     from memtray.core.memory.consolidation import request_save_memory
     from memtray.core.memory.guard import guard, hold_history, parse_arguments
 
-    result = await request_save_memory(app, memory, messages, model, template)
+    result = await request_save_memory(app.llm, app.config.consolidation_timeout, memory, messages, model, template)
     call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
     if call is None:
         raise ValueError("the model answered without calling save_memory")
@@ -513,7 +513,7 @@ async def _run(
 ) -> Outcome:
     template = prompt_template(prompt)
     store = app.store
-    git: GitRepo = app.services["memory"].git
+    git: GitRepo = app.memory.git
     excl, notes = parse_exclusions(exclude or [], last_seq=store.log.last_seq, sessions=store.state.sessions.keys())
     since_text = since.isoformat().replace("+00:00", "Z") if since else None
     rebuilds, memories = scan(store.log.records())
@@ -536,7 +536,7 @@ async def _run(
         rid = info.id
         start_memory = memories.get(info.start_memory_seq, plan.start_memory)
     else:
-        rid = store.log.ids.new()
+        rid = store.new_id()
         start_memory = plan.start_memory
     start_seq = info.start_memory_seq if info else plan.start_memory_seq
     srec = store.append(RebuildStarted.TYPE, RebuildStarted(
@@ -601,7 +601,7 @@ def discard(app: App, name: str) -> RebuildInfo:
         raise RebuildError(f"no rebuild named {name!r}", hint="See `memtray memory rebuild --list`.")
     app.store.append(RebuildDiscarded.TYPE, RebuildDiscarded(rebuild=info.id).to_data())
     info.status = "discarded"
-    sync_branch(app.services["memory"].git, info)
+    sync_branch(app.memory.git, info)
     return info
 
 

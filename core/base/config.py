@@ -6,8 +6,11 @@ Secrets never live here (see :mod:`memtray.core.base.keys`). ``MEMTRAY_MODEL`` a
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -36,11 +39,11 @@ class Config:
     timezone: str = ""  # empty: the system's
     reminder_grace_hours: float = 24.0
     launch_at_login: bool = False
+    warm_instance: bool = True  # CLI commands that need the model start a background instance
+    warm_instance_idle_minutes: float = 15.0  # ...which exits after this long without a request
     onboarded: bool = False
     #: litellm embedding model for semantic history search ("": keyword search only)
     embedding_model: str = ""
-    warm_instance: bool = True  # CLI commands that need the model start a background instance
-    warm_instance_idle_minutes: float = 15.0  # ...which exits after this long without a request
     embedding_api_base: str = ""  # empty: api_base when the provider is the chat model's
     recall: bool = False  # give each turn a few relevant past messages
     recall_limit: int = 3
@@ -58,10 +61,12 @@ _RANGES: dict[str, tuple[float, float]] = {
     "idle_consolidate_minutes": (0, 100_000),
     "consolidation_timeout": (1, 3600),
     "reminder_grace_hours": (0, 24 * 365),
+    "warm_instance_idle_minutes": (0.01, 7 * 24 * 60),
     "recall_limit": (1, 20),
 }
+log = logging.getLogger(__name__)
+
 ENV_OVERRIDES = {"model": "MEMTRAY_MODEL", "api_base": "MEMTRAY_API_BASE"}
-    "warm_instance_idle_minutes": (0.01, 7 * 24 * 60),
 
 
 def keys() -> list[str]:
@@ -147,3 +152,62 @@ def set_value(home: Home, key: str, value: Any) -> Config:
     cfg = replace(load(home, env=False), **{key: coerce(key, value)})
     save(home, cfg)
     return cfg
+
+
+#: settings a running instance does not apply live (the desktop registers the hotkey and
+#: the login item from its Settings window); ``config set`` says a restart is needed
+RESTART_NEEDED: frozenset[str] = frozenset({"hotkey", "launch_at_login"})
+
+Listener = Callable[[Config, Config], None]
+
+
+class Settings:
+    """The live settings of one App. Services keep this object and read
+    :attr:`current` when they act, so a change made through any door (the CLI,
+    a forwarded command, the Settings window, a hand edit of config.toml picked
+    up by :meth:`refresh`) takes effect at once. Listeners hear of every change.
+    """
+
+    def __init__(self, home: Home, current: Config, *, env: bool = True) -> None:
+        self.home = home
+        self.current = current
+        self._env = env
+        self._stamp = self._file_stamp()
+        self._listeners: list[Listener] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, fn: Listener) -> None:
+        self._listeners.append(fn)
+
+    def replace(self, cfg: Config) -> list[str]:
+        """Use ``cfg`` from now on; returns the names of the settings that changed."""
+        with self._lock:
+            old, self.current = self.current, cfg
+            self._stamp = self._file_stamp()
+        changed = [f.name for f in fields(Config) if getattr(old, f.name) != getattr(cfg, f.name)]
+        if changed:
+            for fn in list(self._listeners):
+                fn(old, cfg)
+        return changed
+
+    def refresh(self) -> list[str]:
+        """Reload config.toml if it changed on disk since it was last read (a hand edit,
+        or `config set` from a process that does not serve this one)."""
+        stamp = self._file_stamp()
+        if stamp == self._stamp:
+            return []
+        try:
+            cfg = load(self.home, env=self._env)
+        except ConfigError:
+            self._stamp = stamp  # a broken edit: keep what runs, say it once
+            log.warning("config.toml changed but cannot be read; keeping the running settings")
+            return []
+        return self.replace(cfg)
+
+    def _file_stamp(self) -> bytes | None:
+        # the content itself (a few hundred bytes): two edits within the file system's
+        # timestamp granularity, of the same size, are still told apart
+        try:
+            return self.home.config.read_bytes()
+        except OSError:
+            return None

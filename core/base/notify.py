@@ -4,9 +4,10 @@ Services (reminders, memory, consolidation) never touch widgets: they call a
 :class:`Notifier` they were given. The headless daemon uses
 :class:`StdoutNotifier` (one line per notification on stdout); the desktop
 installs a thread-safe adapter that hands the call to the GUI thread by signal.
-A service looks the notifier up in ``app.services["notifier"]`` *when it
-notifies* (so a front end may install one after the App was opened) and falls
-back to :class:`LogNotifier`, which only writes the application log.
+Services are given the App's :class:`NotifierSlot` and call it *when they
+notify*, so a front end may install its notifier after the App was opened;
+with none installed, notifications only reach the application log
+(:class:`LogNotifier`).
 
 ``notify`` may be called from any thread; implementations must be thread-safe
 and must not block for long.
@@ -75,12 +76,20 @@ class RecordingNotifier:
             self.sent.append({"title": title, "body": body, "kind": kind, "target": target})
 
 
-def notifier_of(services: dict[str, Any]) -> Notifier:
-    """The notifier a front end installed, or the log-only fallback."""
-    n = services.get("notifier")
-    if n is None:
-        return _FALLBACK
-    return n  # type: ignore[no-any-return]
+class NotifierSlot:
+    """The App's notifier: the one a front end installed, else the log-only fallback."""
 
+    def __init__(self) -> None:
+        self.current: Notifier | None = None
+        self._fallback = LogNotifier()
 
-_FALLBACK = LogNotifier()
+    @property
+    def installed(self) -> bool:
+        """A front end (desktop, daemon) shows notifications to the user."""
+        return self.current is not None
+
+    def set(self, notifier: Notifier | None) -> None:
+        self.current = notifier
+
+    def notify(self, title: str, body: str, *, kind: str, target: str | None) -> None:
+        (self.current or self._fallback).notify(title, body, kind=kind, target=target)

@@ -11,11 +11,48 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 T = TypeVar("T")
+P = ParamSpec("P")
+S = TypeVar("S", bound="HasWriter")
+
+
+class WrongThread(RuntimeError):
+    """A mutation ran off the one writer thread: a bug in memtray, never the user's doing."""
+
+
+class WriterThread(Protocol):
+    """The single writer, as the store and the git writer see it."""
+
+    @property
+    def in_worker(self) -> bool: ...
+
+    def check(self, what: str) -> None: ...
+
+    def call(self, fn: Callable[[], T]) -> T: ...
+
+
+class HasWriter(Protocol):
+    @property
+    def writer(self) -> WriterThread | None: ...
+
+
+def on_writer(method: Callable[Concatenate[S, P], T]) -> Callable[Concatenate[S, P], T]:
+    """Run a mutating method on the object's single writer thread (its ``writer``),
+    waiting for it; called there already (or with no writer bound), it just runs."""
+
+    @functools.wraps(method)
+    def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        w = self.writer
+        if w is None or w.in_worker:
+            return method(self, *args, **kwargs)
+        return w.call(lambda: method(self, *args, **kwargs))
+
+    return run
 
 
 class Worker:
@@ -42,6 +79,19 @@ class Worker:
     @property
     def in_worker(self) -> bool:
         return threading.current_thread() is self._thread
+
+    @property
+    def thread_name(self) -> str:
+        return self._thread.name
+
+    def check(self, what: str) -> None:
+        """Raise :class:`WrongThread` unless called on the worker (the single writer)."""
+        if not self.in_worker:
+            raise WrongThread(f"{what} must run on the worker thread, not {threading.current_thread().name}")
+
+    def call_here(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the worker and wait, or just run it when already there."""
+        return fn() if self.in_worker else self.call(fn)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)

@@ -250,7 +250,7 @@ def cmd_adopt(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
         rec = adopt.adopt(app, args.branch, force=args.force)
         d = rec.data.get("diff") or {}
-        rev = app.services["memory"].revision("HEAD")
+        rev = app.memory.revision("HEAD")
         _out(f"adopted {rebuild.PREFIX}{rebuild.parse_name(args.branch)}: new revision {rev.short} on main "
              f"(+{len(d.get('added', []))} −{len(d.get('dropped', []))} ~{len(d.get('changed', []))})")
     return 0

@@ -35,8 +35,8 @@ def cmd_ask(args: argparse.Namespace, home: Home) -> int:
     text = " ".join(args.text)
     if text == "-" and not getattr(args, "literal", False):
         text = sys.stdin.read()
-    if not text.strip():
         args.text, args.literal = [text], True  # read once: a retry or a forward keeps it
+    if not text.strip():
         raise MemtrayError("nothing to ask", hint='Usage: memtray ask "your question"')
     c = con()
     try:
@@ -79,9 +79,9 @@ def cmd_chat(args: argparse.Namespace, home: Home) -> int:
 
             return _chat_loop(args.session, turn, lambda: _new_session(app, args.session))
     except Forward:
-        def remote_turn(line: str) -> None:
         # each line goes to the instance; if it has left meanwhile (idle, quit), the line
         # starts a new one or runs here, as `memtray ask` would
+        def remote_turn(line: str) -> None:
             ask = argparse.Namespace(session=args.session, text=[line], literal=True)
             forward(home, ["ask", "--session", args.session, "--literal", "--", line],
                     run_here=lambda: cmd_ask(ask, home))
@@ -171,7 +171,7 @@ def _summarise(rec: Any) -> str:
 
 
 def cmd_events_verify(args: argparse.Namespace, home: Home) -> int:
-    from memtray.core.log.eventlog import verify
+    from memtray.core.log.segments import verify
 
     count, damages = verify(home.events)
     if not damages:
@@ -209,6 +209,11 @@ def cmd_config_set(args: argparse.Namespace, home: Home) -> int:
 
     cfgmod.set_value(home, args.key, args.value)
     _out(f"{args.key} = {json.dumps(getattr(cfgmod.load(home, env=False), args.key))}")
+    app = served_app()
+    if app is not None:  # forwarded: the running instance applies it now
+        app.refresh_settings()
+    if args.key in cfgmod.RESTART_NEEDED:
+        _err(f"note: {args.key} takes effect when memtray is restarted")
     return 0
 
 
@@ -365,16 +370,16 @@ def main(argv: Sequence[str] | None = None, *, desktop: Frontend | None = None) 
                 parser.print_help()
                 return 0
             return cmd_desktop(args, home)
+        if getattr(args, "no_daemon", False):
+            from memtray.core.cli import warm
+
+            warm.disable()
         try:
             return fn(args, home)
         except Forward as fwd:
             return forward(home, fwd.argv or argv, run_here=lambda: fn(args, home))
     except MemtrayError as exc:
         _err(f"memtray: error: {exc}")
-        if getattr(args, "no_daemon", False):
-            from memtray.core.cli import warm
-
-            warm.disable()
         if exc.hint:
             _err(f"  {exc.hint}")
         return exc.exit_code
@@ -388,9 +393,10 @@ def main(argv: Sequence[str] | None = None, *, desktop: Frontend | None = None) 
 def serve(app: Any, request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> int:
     """Execute a forwarded command against ``app`` (in the running instance)."""
     argv = [str(a) for a in request.get("argv", [])]
-    if argv == ["__ping__"]:
-        return 0
+    if argv[:1] and argv[0].startswith("__"):  # the instance protocol's own requests
+        return 0 if argv == ["__ping__"] else 1  # a front end that does not hand over, etc.
     console = Console(lambda t: send({"out": t}), lambda t: send({"err": t}), bool(request.get("tty")))
+    app.refresh_settings()  # a `config set` or hand edit since the last command counts now
     with serving(app, console):
         parser = build_parser()
         try:

@@ -34,8 +34,8 @@ def _parse_when(text: str) -> datetime:
 
 
 def cmd_consolidate(args: argparse.Namespace, home: Home) -> int:
-    with app_scope(home) as app:
-        cons = app.services["consolidation"]
+    with app_scope(home, warm=True) as app:  # needs the model: the warm instance serves it
+        cons = app.consolidation
         sessions = sorted(app.store.state.sessions) if args.all else [args.session]
         failed = 0
         for key in sessions:
@@ -60,7 +60,7 @@ def cmd_consolidate(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_show(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        mem = app.services["memory"]
+        mem = app.memory
         if args.at:
             rev = mem.at(_parse_when(args.at))
             if rev is None:
@@ -77,7 +77,7 @@ def cmd_show(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_log(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        mem = app.services["memory"]
+        mem = app.memory
         revs = mem.revisions(limit=args.limit)
         failed = [c for c in app.store.state.consolidations.values() if c.status == "failed"]
         # Ordered by log position, not by clock: each failure goes in before the first
@@ -114,7 +114,7 @@ def _failed_row(c: Any) -> dict[str, Any]:
 
 def cmd_diff(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        mem = app.services["memory"]
+        mem = app.memory
         a = args.rev_a
         b = args.rev_b
         if a is not None and b is None:
@@ -140,7 +140,7 @@ def cmd_diff(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_dropped(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        rows = app.services["memory"].dropped()
+        rows = app.memory.dropped()
         if args.json:
             _out(_dumps(rows))
             return 0
@@ -177,28 +177,28 @@ def dropped_why(reason: str, by: str | None) -> str:
 
 def cmd_restore_fact(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        rev = app.services["memory"].restore_fact(args.rev, " ".join(args.fact))
+        rev = app.memory.restore_fact(args.rev, " ".join(args.fact))
         _out(f"restored as revision {rev.short}")
     return 0
 
 
 def cmd_rollback(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        rev = app.services["memory"].rollback(args.rev)
+        rev = app.memory.rollback(args.rev)
         _out(f"memory rolled back to {args.rev}; new revision {rev.short} (+{rev.added} −{rev.removed} ~{rev.changed})")
     return 0
 
 
 def cmd_redo(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        out = app.run(app.services["consolidation"].redo(args.consolidation, model=args.model))
-        _out(f"redo {out.consolidation}: {out.summary()}; new revision {app.services['memory'].revision('HEAD').short}")
+        out = app.run(app.consolidation.redo(args.consolidation, model=args.model))
+        _out(f"redo {out.consolidation}: {out.summary()}; new revision {app.memory.revision('HEAD').short}")
     return 0
 
 
 def cmd_why(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        info = app.services["memory"].why(" ".join(args.fact))
+        info = app.memory.why(" ".join(args.fact))
         if args.json:
             _out(_dumps(info))
             return 0
@@ -219,7 +219,7 @@ def cmd_why(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_review(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        mem = app.services["memory"]
+        mem = app.memory
         if args.action == "accept":
             mem.accept_review(args.item)
             _out(f"accepted {args.item}: the change stands")

@@ -20,8 +20,8 @@ from memtray.core.cli.console import out as _out
 
 
 def service(app: Any) -> Any:
-    svc = app.services.get("reminders")
-    if svc is None:  # pragma: no cover - install_services always installs it
+    svc = app.reminders
+    if svc is None:  # pragma: no cover - the App always builds it
         raise MemtrayError("reminders are not available in this memtray")
     return svc
 

@@ -131,25 +131,28 @@ def spawn(home: Home) -> subprocess.Popen[bytes]:
 
 
 def take_over(home: Home, open_app: Callable[[], T], *, timeout: float = HANDOVER_TIMEOUT) -> T | None:
-    """Ask the warm instance holding ``home`` to leave, then ``open_app()`` in its place.
+    """Open the app in place of a warm instance or a one-shot command holding ``home``.
 
-    None when the holder is not a warm instance (the desktop, ``memtray daemon``,
-    a one-shot command) or did not leave in time. ``open_app`` raising
-    :class:`AlreadyRunning` means "not yet" (the instance is finishing its
-    requests, or a waiting command took the home in between and will leave).
+    The warm instance is asked to leave (it finishes what it started first); a
+    one-shot command is waited for. ``open_app`` raising :class:`AlreadyRunning`
+    means "not yet". None when the holder is an instance that stays (the desktop,
+    ``memtray daemon``: the caller asks it to show itself instead), or after
+    ``timeout``. The request is repeated while waiting, so a warm instance that a
+    command started meanwhile leaves too.
     """
-    try:
-        code = ipc.request(home, {"argv": ["__handover__"], "env": {}, "tty": False}, lambda _m: None,
-                           timeout=10.0, busy_wait=5.0)
-    except (ipc.NoInstance, ipc.Interrupted, ipc.NotPrivate):
-        return None
-    if code != 0:
-        return None
     deadline = time.monotonic() + timeout
     while True:
         try:
             return open_app()
         except AlreadyRunning:
-            if time.monotonic() > deadline:
-                return None
-            time.sleep(0.02)  # retrying the lock the instance is about to release
+            pass
+        try:
+            code = ipc.request(home, {"argv": ["__handover__"], "env": {}, "tty": False}, lambda _m: None,
+                               timeout=10.0, busy_wait=5.0)
+        except ipc.NoInstance:
+            code = 0  # a one-shot command holds the home, or the instance is on its way out
+        except (ipc.Interrupted, ipc.NotPrivate):
+            return None
+        if code != 0 or time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)  # retrying a lock its holder is about to release

@@ -24,9 +24,11 @@ from memtray.core.base.errors import EnvironmentProblem, LogCorrupt
 from memtray.core.base.fsutil import FileOps, atomic_write, ensure_dir
 from memtray.core.base.home import Home, HomeLock
 from memtray.core.base.redact import redact
-from memtray.core.log.eventlog import DEFAULT_SEGMENT_BYTES, EventLog, Position, segment_path
+from memtray.core.base.worker import WriterThread, WrongThread
+from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import SCHEMA, BadRecord, Record, Schema, decode_raw
 from memtray.core.log.projections import STATE_VERSION, ConsolidationState, State, apply
+from memtray.core.log.segments import DEFAULT_SEGMENT_BYTES, Position, segment_path
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,8 @@ class Store:
         self.replayed_on_open = 0
         self.checkpoint_used = False
         self.problem: str | None = None
+        #: the one thread allowed to append (the App's worker); None: any (tools, tests)
+        self.writer: WriterThread | None = None
         if log_.problem is not None:
             self.problem = log_.problem.describe()
 
@@ -130,7 +134,20 @@ class Store:
     def append_many(
         self, items: Iterable[tuple[str, Mapping[str, Any], str | None, str | None]]
     ) -> list[Record]:
-        """Durably append events (one fsync) and fold them into the live state."""
+        """Durably append events (one fsync) and fold them into the live state.
+
+        With a :attr:`writer` bound (every App binds its worker), the append runs
+        on that thread whoever calls: a call from another thread is handed to it
+        and waited for, so listeners (the git projection, the search index) run
+        there too. Handing over while holding :meth:`locked` would deadlock, so
+        that is refused as the bug it is (:class:`WrongThread`).
+        """
+        writer = self.writer
+        if writer is not None and not writer.in_worker:
+            if self._mutex._is_owned():  # type: ignore[attr-defined]
+                raise WrongThread("append_many called off the worker while holding the store lock")
+            materialised = list(items)
+            return writer.call(lambda: self.append_many(materialised))
         with self._mutex:
             before = self.log.last_seq
             # a session name is user text: a token pasted as one must not reach the disk
@@ -169,6 +186,17 @@ class Store:
             return found[ident]
         matches = [c for k, c in found.items() if k.startswith(ident)] if prefix else []
         return matches[0] if len(matches) == 1 else None
+
+    def new_id(self) -> str:
+        """A fresh event-style id (ULID) from the log's id generator."""
+        return self.log.ids.new()
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's (re-entrant) lock: no append and no state change happens
+        in between, so ``log.last_seq + 1`` read inside is the seq the next append gets."""
+        with self._mutex:
+            yield
 
     def subscribe(self, fn: Listener) -> None:
         """``fn(new_records, state)`` after every append (on the appending thread)."""

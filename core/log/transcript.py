@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtray.core.log.eventlog import EventLog, list_segments, scan_segment
+from memtray.core.log.eventlog import EventLog
 from memtray.core.log.projections import State
+from memtray.core.log.segments import list_segments, scan_segment
 
 #: a message dict as shown: the stored fields plus ``seq`` and ``ts``; a reset is ``{"kind": "reset", ...}``
 Shown = dict[str, Any]

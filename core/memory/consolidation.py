@@ -39,20 +39,24 @@ import functools
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from memtray import resources
-from memtray.core.base.clock import parse_ts
+from memtray.core.base.clock import Clock, parse_ts
+from memtray.core.base.config import Settings
 from memtray.core.base.errors import LLMError, MemtrayError
 from memtray.core.base.faults import crash_point
+from memtray.core.base.notify import NotifierSlot
 from memtray.core.base.redact import redact
-from memtray.core.llm.client import LLMResult, Request
+from memtray.core.base.worker import Worker
+from memtray.core.llm.client import LLMClient, LLMResult, Request
 from memtray.core.log.events import (
     ConsolidationCompleted,
     ConsolidationFailed,
     ConsolidationStarted,
 )
 from memtray.core.log.projections import ConsolidationState
+from memtray.core.log.store import Store
 from memtray.core.memory import factdiff
 from memtray.core.memory.guard import (
     SAVE_MEMORY,
@@ -62,9 +66,6 @@ from memtray.core.memory.guard import (
     parse_arguments,
 )
 from memtray.core.memory.service import MemoryService
-
-if TYPE_CHECKING:
-    from memtray.core.app import App
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,8 @@ class Outcome:
 
 
 async def request_save_memory(
-    app: App, memory: str, messages: list[dict[str, Any]], model: str | None, template: str | None = None
+    llm: LLMClient, timeout: float, memory: str, messages: list[dict[str, Any]], model: str | None,
+    template: str | None = None,
 ) -> LLMResult:
     """Ask the model for ``save_memory`` over ``messages`` on top of ``memory`` (forced tool call).
 
@@ -115,7 +117,7 @@ async def request_save_memory(
     prompt = text.replace("{memory}", memory.strip() or "(empty)").replace(
         "{conversation}", format_messages(messages))
     return await asyncio.wait_for(
-        app.llm.complete(Request(
+        llm.complete(Request(
             messages=[{"role": "system", "content": "You consolidate memory by calling save_memory."},
                       {"role": "user", "content": prompt}],
             tools=[SAVE_MEMORY],
@@ -123,14 +125,38 @@ async def request_save_memory(
             model=model,
             temperature=0.0,
         )),
-        timeout=app.config.consolidation_timeout,
+        timeout=timeout,
     )
 
 
+class PromptSize(Protocol):
+    """How big a session's prompt is (the agent knows): for the token-budget trigger."""
+
+    def request_chars(self, session: str) -> int | None: ...
+
+    def messages_for(self, session: str) -> list[dict[str, Any]]: ...
+
+
 class ConsolidationService:
-    def __init__(self, app: App, memory: MemoryService) -> None:
-        self.app = app
+    def __init__(
+        self,
+        store: Store,
+        memory: MemoryService,
+        llm: LLMClient,
+        settings: Settings,
+        clock: Clock,
+        worker: Worker,
+        notifier: NotifierSlot,
+        prompt_size: PromptSize,
+    ) -> None:
+        self.store = store
         self.memory = memory
+        self.llm = llm
+        self.settings = settings
+        self.clock = clock
+        self.worker = worker
+        self.notifier = notifier
+        self.prompt_size = prompt_size
         self.in_flight: set[str] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         self._retry_at: dict[str, datetime] = {}
@@ -160,21 +186,21 @@ class ConsolidationService:
 
     def trigger(self, session: str) -> str | None:
         """``window`` or ``budget`` if the session should be consolidated now, else None."""
-        s = self.app.store.state.sessions.get(session)
-        if s is None or self.app.store.readonly:
+        s = self.store.state.sessions.get(session)
+        if s is None or self.store.readonly:
             return None
         retry = self._retry_at.get(session)
-        if retry is not None and self.app.clock.now() < retry:
+        if retry is not None and self.clock.now() < retry:
             return None
-        if s.unconsolidated >= self.app.config.memory_window:
+        if s.unconsolidated >= self.settings.current.memory_window:
             return "window"
         if s.unconsolidated >= 2 and self._over_budget(session):
             return "budget"
         return None
 
     def idle_due(self, session: str, now: datetime) -> bool:
-        s = self.app.store.state.sessions.get(session)
-        minutes = self.app.config.idle_consolidate_minutes
+        s = self.store.state.sessions.get(session)
+        minutes = self.settings.current.idle_consolidate_minutes
         if s is None or not minutes or s.last_ts is None or s.unconsolidated < 4:
             return False
         retry = self._retry_at.get(session)
@@ -183,10 +209,10 @@ class ConsolidationService:
         return now - parse_ts(s.last_ts) >= timedelta(minutes=minutes)
 
     def _over_budget(self, session: str) -> bool:
-        budget = self.app.config.context_tokens or _model_window(self.app.config.model)
-        chars = self.app.agent.last_request_chars.get(session)
+        budget = self.settings.current.context_tokens or _model_window(self.settings.current.model)
+        chars = self.prompt_size.request_chars(session)
         if chars is None:  # no turn yet in this process: build the prompt once to measure it
-            chars = sum(len(m.get("content") or "") for m in self.app.agent.messages_for(session))
+            chars = sum(len(m.get("content") or "") for m in self.prompt_size.messages_for(session))
         return chars / 4 > 0.75 * budget
 
     async def _background(self, session: str, trigger: str) -> None:
@@ -202,15 +228,15 @@ class ConsolidationService:
     async def sweep(self) -> None:
         """The periodic check: record a hand edit of the work tree, then consolidate every
         session that is due (window, budget), idle, or whose failed attempt's backoff is over."""
-        if self.app.store.readonly:
+        if self.store.readonly:
             return
         try:
             self.memory.check_worktree()
         except MemtrayError as exc:
             log.warning("could not check the memory work tree: %s", exc)
-        now = self.app.clock.now()
+        now = self.clock.now()
         started = []
-        for key in list(self.app.store.state.sessions):
+        for key in list(self.store.state.sessions):
             if key in self.in_flight:
                 continue
             trigger = self.trigger(key) or ("idle" if self.idle_due(key, now) else None)
@@ -243,12 +269,12 @@ class ConsolidationService:
         async with self._lock(session):
             self.in_flight.add(session)
             try:
-                state = self.app.store.state
+                state = self.store.state
                 s = state.sessions.get(session)
                 if s is None:  # never create a session the log does not have
-                    return Outcome(self.app.store.log.ids.new(), session, 0, 0, nothing_to_do=True)
+                    return Outcome(self.store.new_id(), session, 0, 0, nothing_to_do=True)
                 start = s.last_consolidated
-                window = self.app.config.memory_window
+                window = self.settings.current.memory_window
                 if archive_all:
                     keep = 0
                 elif trigger == "budget":
@@ -262,7 +288,7 @@ class ConsolidationService:
                 end = max(start, s.count - keep)
                 if trigger == "manual" and end == start and s.count > start:
                     end = s.count
-                cid = self.app.store.log.ids.new()
+                cid = self.store.new_id()
                 if end <= start:
                     return Outcome(cid, session, start, end, nothing_to_do=True)
                 messages = s.slice(start, end)
@@ -272,14 +298,14 @@ class ConsolidationService:
 
     async def redo(self, consolidation: str, model: str | None = None) -> Outcome:
         """Re-run a consolidation's message range on the memory as it was before it."""
-        c = self.app.store.consolidation(consolidation, prefix=True)
+        c = self.store.consolidation(consolidation, prefix=True)
         if c is None:
             raise ConsolidationFailedError(f"unknown consolidation {consolidation!r} (or the prefix is not unique)",
                                            hint="See `memtray memory log` for consolidation ids.")
         if c.first_seq is None or c.last_seq is None:
             raise ConsolidationFailedError(f"consolidation {c.id} has no recorded message range")
         messages = []
-        for rec in self.app.store.log.records(c.first_seq - 1):
+        for rec in self.store.log.records(c.first_seq - 1):
             if rec.seq > c.last_seq:
                 break
             if rec.type == "message" and rec.session == c.session:
@@ -289,7 +315,7 @@ class ConsolidationService:
             sha = self.memory.resolve(f"seq:{c.memory_seq}")
             parents = self.memory.git.info(sha).parents
             base = self.memory.git.read(parents[0], "MEMORY.md") if parents else ""
-        cid = self.app.store.log.ids.new()
+        cid = self.store.new_id()
         async with self._lock(c.session):
             return await self._run(cid, c.session, c.start, c.end, messages, model, "redo", redo_of=c.id, base=base)
 
@@ -306,10 +332,9 @@ class ConsolidationService:
         redo_of: str | None,
         base: str | None = None,
     ) -> Outcome:
-        app = self.app
-        use_model = model or app.config.model
+        use_model = model or self.settings.current.model
         seqs = [m["seq"] for m in messages if "seq" in m]
-        app.store.append(
+        self.store.append(
             ConsolidationStarted.TYPE,
             ConsolidationStarted(
                 consolidation=cid, start=start, end=end, model=use_model,
@@ -321,9 +346,9 @@ class ConsolidationService:
         crash_point("consolidation.started")
         try:
             self.memory.check_worktree()  # a hand edit made before this started is what the model sees
-            snapshot = app.store.state.memory
+            snapshot = self.store.state.memory
             prompt_memory = snapshot if base is None else base
-            result = await request_save_memory(app, prompt_memory, messages, model)
+            result = await request_save_memory(self.llm, self.settings.current.consolidation_timeout, prompt_memory, messages, model)
             crash_point("consolidation.replied")
             call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
             if call is None:
@@ -333,9 +358,9 @@ class ConsolidationService:
             # Memory may have changed while the model worked (agent tools, a hand edit):
             # keep those changes rather than undo them with a proposal made before them.
             self.memory.check_worktree()
-            current = app.store.state.memory
+            current = self.store.state.memory
             update = factdiff.rebase(update, snapshot, current)
-            g = guard(current, update, removed, app.config.drop_policy, enabled=self.guard_enabled)
+            g = guard(current, update, removed, self.settings.current.drop_policy, enabled=self.guard_enabled)
             entry = hold_history(entry, g.flagged)
             d = factdiff.diff(current, g.memory)
             recs = self.memory.write(
@@ -367,7 +392,7 @@ class ConsolidationService:
             if self._completed(cid):
                 raise  # the revision is durable; only something that follows the log failed
             if isinstance(exc, TimeoutError):
-                reason = f"timed out after {app.config.consolidation_timeout:g}s"
+                reason = f"timed out after {self.settings.current.consolidation_timeout:g}s"
             elif isinstance(exc, LLMError | ValueError | MemtrayError):
                 reason = str(exc)
             else:
@@ -387,7 +412,7 @@ class ConsolidationService:
         retried before its recorded delay is over, and the next delay keeps growing, across
         restarts (a provider that is down is not hit again at every start)."""
         last: dict[str, ConsolidationState] = {}
-        for c in self.app.store.state.consolidations.values():
+        for c in self.store.state.consolidations.values():
             if c.redo_of is None and (c.session not in last or c.started_seq > last[c.session].started_seq):
                 last[c.session] = c
         for session, c in last.items():
@@ -398,27 +423,26 @@ class ConsolidationService:
                 self._retry_at[session] = parse_ts(c.ts) + timedelta(seconds=c.retry_after)
 
     def _completed(self, cid: str) -> bool:
-        c = self.app.store.state.consolidations.get(cid)
+        c = self.store.state.consolidations.get(cid)
         return c is not None and c.status == "completed"
 
     def _fail(self, cid: str, session: str, reason: str) -> None:
         n = self._failures.get(session, 0) + 1
         self._failures[session] = n
         delay = BACKOFF[min(n - 1, len(BACKOFF) - 1)]
-        self._retry_at[session] = self.app.clock.now() + timedelta(seconds=delay)
-        self.app.store.append(
+        self._retry_at[session] = self.clock.now() + timedelta(seconds=delay)
+        self.store.append(
             ConsolidationFailed.TYPE,
             ConsolidationFailed(consolidation=cid, reason=redact(reason), attempt=n, retry_after=delay).to_data(),
             session=session,
         )
-        notifier = self.app.services.get("notifier")
-        if notifier is not None:
-            notifier.notify("Memory consolidation failed", f"{reason}. Nothing was lost; it will be retried.",
+        if self.notifier.installed:
+            self.notifier.notify("Memory consolidation failed", f"{reason}. Nothing was lost; it will be retried.",
                             kind="failure", target=f"consolidation:{cid}")
 
     def _notify(self, out: Outcome) -> None:
-        notifier = self.app.services.get("notifier")
-        if notifier is None or not (out.added or out.removed or out.changed or out.flagged or out.kept):
+        notifier = self.notifier
+        if not notifier.installed or not (out.added or out.removed or out.changed or out.flagged or out.kept):
             return
         body = out.summary()
         if out.flagged or out.removed:
@@ -427,31 +451,31 @@ class ConsolidationService:
 
     def close(self, timeout: float = 120.0) -> None:
         """Let background consolidations finish (bounded) before the app stops."""
-        if not self._tasks or self.app.worker.in_worker:
+        if not self._tasks or self.worker.in_worker:
             return
 
         async def wait() -> None:
             await asyncio.wait(set(self._tasks), timeout=timeout)
 
         try:
-            self.app.run(wait())
+            self.worker.run(wait())
         except Exception:
             log.warning("background consolidation still running at exit; it will be retried")
 
     def recover(self) -> None:
         """After a crash between ``memory.written`` and ``consolidation.completed``: complete it."""
-        state = self.app.store.state
+        state = self.store.state
         for c in list(state.consolidations.values()):
             if c.status != "started":
                 continue
             written = None
-            for rec in self.app.store.log.records(c.started_seq):
+            for rec in self.store.log.records(c.started_seq):
                 if rec.type == "memory.written" and rec.data.get("consolidation") == c.id:
                     written = rec
                     break
             if written is not None:
                 diff = written.data.get("diff") or {}
-                self.app.store.append(
+                self.store.append(
                     ConsolidationCompleted.TYPE,
                     ConsolidationCompleted(consolidation=c.id, end=c.end, memory_seq=written.seq,
                                            added=len(diff.get("added", [])), removed=len(diff.get("dropped", [])),
@@ -464,7 +488,7 @@ class ConsolidationService:
                           if o.session == c.session and o.redo_of is None and o.started_seq < c.started_seq]
                 last = max(before, key=lambda o: o.started_seq, default=None)
                 n = (last.failed_attempt or 1) + 1 if last is not None and last.status == "failed" else 1
-                self.app.store.append(
+                self.store.append(
                     ConsolidationFailed.TYPE,
                     ConsolidationFailed(consolidation=c.id, reason="interrupted (memtray stopped while it ran)",
                                         attempt=n, retry_after=BACKOFF[min(n - 1, len(BACKOFF) - 1)]).to_data(),
@@ -481,13 +505,3 @@ def _model_window(model: str) -> int:
         return int(info.get("max_input_tokens") or info.get("max_tokens") or 32_000)
     except Exception:
         return 32_000
-
-
-def install(app: App, *, start: bool = True) -> None:
-    memory = app.services["memory"]
-    svc = ConsolidationService(app, memory)
-    app.services["consolidation"] = svc
-    if not app.store.readonly:
-        svc.recover()
-    svc.restore_backoff()  # after recover: an interrupted consolidation is a failed attempt too
-    app.agent.after_turn.append(svc.after_turn)

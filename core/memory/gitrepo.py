@@ -32,6 +32,7 @@ from typing import Any
 
 from memtray.core.base.errors import EnvironmentProblem, MemtrayError
 from memtray.core.base.faults import crash_point
+from memtray.core.base.worker import WriterThread
 from memtray.core.base.fsutil import DIR_MODE, atomic_write, ensure_dir
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,12 @@ class GitRepo:
         self._repo: Any = None  # dulwich.repo.Repo
         #: what checkout_files said about links it removed (MemoryService tells the user)
         self.removed_links: list[str] = []
+        #: the one thread allowed to write (the App's worker); None: any (doctor, tools)
+        self.writer: WriterThread | None = None
+
+    def _check_writer(self, what: str) -> None:
+        if self.writer is not None:
+            self.writer.check(what)
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -286,6 +293,7 @@ class GitRepo:
         update_worktree: bool = True,
     ) -> str:
         """One commit containing ``files`` (whole contents) on top of ``branch``."""
+        self._check_writer("a memory commit")
         from dulwich.objects import Blob, Commit, Tree
 
         repo = self.repo
@@ -325,6 +333,7 @@ class GitRepo:
         return commit.id.decode()
 
     def set_ref(self, name: str, sha: str | None) -> None:
+        self._check_writer("a memory ref update")
         ref = name.encode()
         with translated("cannot update a ref of the memory repository"):
             if sha is None:
@@ -335,6 +344,7 @@ class GitRepo:
 
     def checkout_files(self, files: dict[str, str]) -> None:
         """Write the work tree files and make the index match them."""
+        self._check_writer("a memory checkout")
         with translated("cannot write the memory work tree"):
             self._checkout_files(files)
 
@@ -427,6 +437,7 @@ class GitRepo:
 
     def gc(self) -> None:
         """Pack loose objects (run at idle)."""
+        self._check_writer("packing the memory repository")
         from dulwich import porcelain
 
         with translated("cannot pack the memory repository"):

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from memtray.core.llm.tools import tool_spec
+from memtray.core.llm.client import tool_spec
 from memtray.core.memory import factdiff
 from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
 

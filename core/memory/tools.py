@@ -6,17 +6,16 @@ fact that reads like an instruction is held for review, never written.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memtray.core.llm.tools import Tool, ToolContext, ToolError
+from memtray.core.base.config import Settings
+from memtray.core.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
+from memtray.core.log.store import Store
+from memtray.core.memory.service import MemoryService
 
-if TYPE_CHECKING:
-    from memtray.core.app import App
-    from memtray.core.memory.service import MemoryService
 
-
-def _last_user_seq(app: App, session: str) -> int | None:
-    s = app.store.state.sessions.get(session)
+def _last_user_seq(store: Store, session: str) -> int | None:
+    s = store.state.sessions.get(session)
     if s is None:
         return None
     for m in reversed(s.messages):
@@ -25,17 +24,17 @@ def _last_user_seq(app: App, session: str) -> int | None:
     return None
 
 
-def register(app: App, svc: MemoryService) -> None:
+def register(tools: ToolRegistry, svc: MemoryService, store: Store, settings: Settings) -> None:
     async def remember(args: dict[str, Any], ctx: ToolContext) -> str:
         fact = str(args["fact"]).strip()
         if len(fact) > 500:
             raise ToolError("a fact must be one short sentence (at most 500 characters)")
-        return svc.remember(fact, args.get("section"), model=app.config.model, source_seq=_last_user_seq(app, ctx.session))
+        return svc.remember(fact, args.get("section"), model=settings.current.model, source_seq=_last_user_seq(store, ctx.session))
 
     async def forget(args: dict[str, Any], ctx: ToolContext) -> str:
-        return svc.forget(str(args["fact"]), str(args.get("reason") or ""), model=app.config.model)
+        return svc.forget(str(args["fact"]), str(args.get("reason") or ""), model=settings.current.model)
 
-    app.tools.add(Tool(
+    tools.add(Tool(
         "remember",
         "Save one durable fact about the user to long-term memory (e.g. name, preferences, projects).",
         {
@@ -48,7 +47,7 @@ def register(app: App, svc: MemoryService) -> None:
         },
         remember,
     ))
-    app.tools.add(Tool(
+    tools.add(Tool(
         "forget",
         "Remove a fact from long-term memory because the user asked or it is no longer true.",
         {

@@ -22,7 +22,7 @@ recorded as ``reminder.cancelled`` with reason ``expired`` (never delivered).
 
 Threads: apscheduler's threads only hand work to the app worker; all log
 writes, agent turns and notifier calls for reminders happen there. Notifiers
-are looked up at delivery time (``app.services["notifier"]``). A no-op job
+are looked up at delivery time (the App's notifier slot). A no-op job
 wakes the scheduler every minute, since its sleep does not advance while the
 machine is suspended.
 """
@@ -36,16 +36,19 @@ import logging
 import threading
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memtray import resources
-from memtray.core.base.clock import parse_ts
+from memtray.core.base.clock import Clock, parse_ts
+from memtray.core.base.config import Settings
 from memtray.core.base.errors import MemtrayError
-from memtray.core.base.notify import notifier_of
+from memtray.core.base.notify import NotifierSlot
 from memtray.core.base.redact import redact
-from memtray.core.llm.tools import Tool, ToolContext, ToolError
+from memtray.core.base.worker import Worker
+from memtray.core.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
 from memtray.core.log.events import Record, ReminderCancelled, ReminderFired, ReminderScheduled
 from memtray.core.log.projections import ReminderState
+from memtray.core.log.store import Store
 from memtray.core.reminders.spec import (
     MODES,
     Occurrence,
@@ -61,9 +64,8 @@ from memtray.core.reminders.spec import (
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.background import BackgroundScheduler
-    from memtray.core.app import App
 
-__all__ = ["Occurrence", "ReminderError", "ReminderService", "install"]
+__all__ = ["Occurrence", "ReminderError", "ReminderService", "register_tools"]
 
 log = logging.getLogger(__name__)
 
@@ -106,11 +108,32 @@ def _schedule_trigger_class() -> type:
     return _ScheduleTrigger
 
 
+class TurnRunner(Protocol):
+    """Runs one agent turn (the agent room provides it): for ``--agent`` reminders."""
+
+    async def turn(self, session: str, text: str, *, stream: bool = ..., tool_ctx: ToolContext | None = ...) -> Any: ...
+
+
 class ReminderService:
     """Schedules, lists, cancels and delivers reminders for one App."""
 
-    def __init__(self, app: App, *, can_start: bool) -> None:
-        self.app = app
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        clock: Clock,
+        worker: Worker,
+        notifier: NotifierSlot,
+        agent: TurnRunner,
+        *,
+        can_start: bool,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self.worker = worker
+        self.notifier = notifier
+        self.agent = agent
         self._can_start = can_start
         self._lock = threading.RLock()
         self._scheduler: BackgroundScheduler | None = None
@@ -118,13 +141,13 @@ class ReminderService:
         self._inflight: set[tuple[str, str]] = set()
         self._maintenance: dict[str, tuple[float, Callable[[], Any]]] = {}
         self._closed = False
-        app.store.subscribe(self._on_records)
+        store.subscribe(self._on_records)
 
     # --- settings -------------------------------------------------------------------
 
     def default_zone(self) -> str:
         """config.timezone, else the system's zone (UTC if that is not a usable IANA name)."""
-        name = self.app.config.timezone or self.app.clock.local_zone_name()
+        name = self.settings.current.timezone or self.clock.local_zone_name()
         try:
             zone(name)
         except ReminderError:
@@ -134,7 +157,7 @@ class ReminderService:
 
     @property
     def grace(self) -> timedelta:
-        return timedelta(hours=self.app.config.reminder_grace_hours)
+        return timedelta(hours=self.settings.current.reminder_grace_hours)
 
     @property
     def running(self) -> bool:
@@ -164,15 +187,15 @@ class ReminderService:
         text = check_text(redact(text))
         if mode not in MODES:
             raise ReminderError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-        spec = make_spec(at=at, every=every, cron=cron, tz=tz or self.default_zone(), now=self.app.clock.now())
-        rid = self.app.store.log.ids.new()
+        spec = make_spec(at=at, every=every, cron=cron, tz=tz or self.default_zone(), now=self.clock.now())
+        rid = self.store.new_id()
         payload = ReminderScheduled(reminder=rid, text=text, kind=spec.kind, spec=spec.spec, tz=spec.tz, mode=mode)
-        self.app.store.append(ReminderScheduled.TYPE, payload.to_data(), session=session)
-        return self.app.store.state.reminders[rid]
+        self.store.append(ReminderScheduled.TYPE, payload.to_data(), session=session)
+        return self.store.state.reminders[rid]
 
     def find(self, ident: str) -> ReminderState:
         """A reminder by id or unique id prefix (case-insensitive)."""
-        reminders = self.app.store.state.reminders
+        reminders = self.store.state.reminders
         key = ident.strip()
         if key in reminders:
             return reminders[key]
@@ -191,11 +214,11 @@ class ReminderService:
         r = self.find(ident)
         if not r.active:
             raise ReminderError(f"reminder {r.id} is not active (it already fired or was cancelled)")
-        self.app.store.append(ReminderCancelled.TYPE, ReminderCancelled(reminder=r.id, reason=reason).to_data())
+        self.store.append(ReminderCancelled.TYPE, ReminderCancelled(reminder=r.id, reason=reason).to_data())
         return r
 
     def reminders(self, *, include_inactive: bool = False) -> list[ReminderState]:
-        rs = [r for r in self.app.store.state.reminders.values() if include_inactive or r.active]
+        rs = [r for r in self.store.state.reminders.values() if include_inactive or r.active]
         return sorted(rs, key=lambda r: r.scheduled_seq)
 
     def next_fire(self, r: ReminderState, now: datetime | None = None) -> datetime | None:
@@ -208,7 +231,7 @@ class ReminderService:
             return None
         if r.kind == "at":
             return parse_ts(r.spec).astimezone(UTC)
-        return s.first_at_or_after(now or self.app.clock.now())
+        return s.first_at_or_after(now or self.clock.now())
 
     def describe(self, r: ReminderState) -> str:
         try:
@@ -235,11 +258,11 @@ class ReminderService:
     # --- firing ---------------------------------------------------------------------
 
     def due(self, now: datetime | None = None, ids: list[str] | None = None) -> list[Occurrence]:
-        now = now or self.app.clock.now()
-        return due(self.app.store.state, now, grace=self.grace, ids=ids, schedule_of=self.schedule_of)
+        now = now or self.clock.now()
+        return due(self.store.state, now, grace=self.grace, ids=ids, schedule_of=self.schedule_of)
 
     def _still_due(self, occ: Occurrence) -> ReminderState | None:
-        r = self.app.store.state.reminders.get(occ.reminder)
+        r = self.store.state.reminders.get(occ.reminder)
         if r is None or not r.active or occ.key in r.fired:
             return None
         if r.kind != "at" and r.last_fired is not None and occ.key <= r.last_fired:
@@ -263,7 +286,7 @@ class ReminderService:
                     "reminder %s missed its time %s by more than the grace period; recorded as expired",
                     r.id, occ.key,
                 )
-                self.app.store.append(
+                self.store.append(
                     ReminderCancelled.TYPE, ReminderCancelled(reminder=r.id, reason="expired").to_data()
                 )
                 return False
@@ -276,7 +299,7 @@ class ReminderService:
             self._notify(r, occ, body)
             fired = ReminderFired(reminder=r.id, occurrence=occ.key, late=occ.late, reply=reply)
             # a deterministic id: even a duplicate append of this occurrence is a no-op
-            self.app.store.append(ReminderFired.TYPE, fired.to_data(), id=f"reminder.fired:{r.id}:{occ.key}")
+            self.store.append(ReminderFired.TYPE, fired.to_data(), id=f"reminder.fired:{r.id}:{occ.key}")
             return True
         finally:
             self._inflight.discard(key)
@@ -294,28 +317,28 @@ class ReminderService:
 
     def tick(self) -> list[Occurrence]:
         """Fire what is due at the app clock's now, waiting for it (not from the worker)."""
-        return self.app.run(self.fire_due())
+        return self.worker.run(self.fire_due())
 
     def _notify(self, r: ReminderState, occ: Occurrence, body: str) -> None:
         title = "Reminder"
         if occ.late:
             title = f"Reminder (late: was due {describe_time(occ.at, r.tz)})"
         try:
-            notifier_of(self.app.services).notify(title, body, kind="reminder", target=session_of(r.id))
+            self.notifier.notify(title, body, kind="reminder", target=session_of(r.id))
         except Exception:  # a broken notifier must not block the log
             log.exception("the notifier failed for reminder %s; its text was: %s", r.id, body)
 
     async def _agent_body(self, r: ReminderState, occ: Occurrence) -> tuple[str | None, str]:
         session = session_of(r.id)
         marker = f"occurrence {occ.key}"
-        prior = _reply_after(self.app.store.state.sessions.get(session), marker)
+        prior = _reply_after(self.store.state.sessions.get(session), marker)
         if prior is not None:  # delivered before a crash, not yet logged: do not ask again
             return prior, prior
         prompt = resources.text("prompts/reminder_turn.txt").format(
             reminder=r.id, occurrence=occ.key, late=", delivered late" if occ.late else "", text=r.text
         )
         try:
-            result = await self.app.agent.turn(
+            result = await self.agent.turn(
                 session, prompt, stream=False, tool_ctx=ToolContext(session=session, in_reminder=True)
             )
         except MemtrayError as exc:
@@ -335,7 +358,7 @@ class ReminderService:
         if not self._can_start:
             log.info("reminder delivery is disabled for this App")
             return False
-        if self.app.store.readonly:
+        if self.store.readonly:
             log.warning("the event log is read-only; reminders are not delivered until it is repaired")
             return False
         with self._lock:
@@ -353,11 +376,11 @@ class ReminderService:
                 executors={"default": ThreadPoolExecutor(4)},
                 job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
             )
-            now = self.app.clock.now()
+            now = self.clock.now()
             # what was missed while off or asleep (computed first: it also warms the
             # schedules the jobs below ask for their next fire time)
             missed = self.due(now)
-            for r in list(self.app.store.state.reminders.values()):
+            for r in list(self.store.state.reminders.values()):
                 if r.active:
                     self._add_job(r, now)
             for name, (seconds, fn) in self._maintenance.items():
@@ -410,7 +433,7 @@ class ReminderService:
         except ReminderError as exc:
             log.warning("reminder %s cannot be scheduled (%s); it stays in the log", r.id, exc)
             return
-        if r.kind == "at" and s.first_at_or_after(now or self.app.clock.now()) is None:
+        if r.kind == "at" and s.first_at_or_after(now or self.clock.now()) is None:
             return  # a one-shot whose time has passed: the catch-up delivers it
         sched.add_job(
             self._on_timer, trigger=_schedule_trigger_class()(s), args=(r.id,), id=_JOB_PREFIX + r.id,
@@ -440,7 +463,7 @@ class ReminderService:
         try:
             result = fn()
             if asyncio.iscoroutine(result):
-                fut = self.app.worker.submit(result)
+                fut = self.worker.submit(result)
                 while True:
                     try:
                         fut.result(timeout=1.0)
@@ -460,7 +483,7 @@ class ReminderService:
 
     def _submit(self, coro: Coroutine[Any, Any, Any]) -> None:
         try:
-            fut = self.app.worker.submit(coro)
+            fut = self.worker.submit(coro)
         except RuntimeError:  # the worker has stopped (shutting down)
             coro.close()
             return
@@ -472,7 +495,7 @@ class ReminderService:
             if not rec.type.startswith("reminder."):
                 continue
             rid = str(rec.data.get("reminder"))
-            r = self.app.store.state.reminders.get(rid)
+            r = self.store.state.reminders.get(rid)
             if rec.type == "reminder.scheduled":
                 self._schedules.pop(rid, None)
                 if r is not None:
@@ -531,7 +554,7 @@ def _opt_str(args: dict[str, Any], key: str) -> str | None:
     return str(v) if v not in (None, "") else None
 
 
-def register_tools(app: App, svc: ReminderService) -> None:
+def register_tools(tools: ToolRegistry, svc: ReminderService) -> None:
     async def schedule_reminder(args: dict[str, Any], ctx: ToolContext) -> str:
         if ctx.in_reminder:
             raise ToolError("a reminder's own run cannot schedule new reminders")
@@ -565,7 +588,7 @@ def register_tools(app: App, svc: ReminderService) -> None:
             raise _tool_error(exc) from None
         return f"cancelled reminder {r.id}: {r.text!r}"
 
-    app.tools.add(Tool(
+    tools.add(Tool(
         "schedule_reminder",
         "Schedule a reminder for the user. Give exactly one of `at` (an absolute ISO 8601 time, "
         "with offset), `every` (a duration like 30m, 2h, 1d) or `cron` (5-field cron). "
@@ -585,13 +608,13 @@ def register_tools(app: App, svc: ReminderService) -> None:
         },
         schedule_reminder,
     ))
-    app.tools.add(Tool(
+    tools.add(Tool(
         "list_reminders",
         "List the user's active reminders with their ids and next times.",
         {"type": "object", "properties": {}, "additionalProperties": False},
         list_reminders,
     ))
-    app.tools.add(Tool(
+    tools.add(Tool(
         "cancel_reminder",
         "Cancel a reminder by its id (from list_reminders).",
         {
@@ -602,14 +625,3 @@ def register_tools(app: App, svc: ReminderService) -> None:
         },
         cancel_reminder,
     ))
-
-
-def install(app: App, *, start: bool = True) -> None:
-    """Put the service in ``app.services["reminders"]`` and register its tools.
-
-    Delivery does not begin here: the daemon and the desktop call
-    ``app.services["reminders"].start()``; with ``start=False`` it never can.
-    """
-    svc = ReminderService(app, can_start=start)
-    app.services["reminders"] = svc
-    register_tools(app, svc)

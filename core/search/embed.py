@@ -88,7 +88,15 @@ class Embedder:
         kw = self._kwargs(batch)
         try:
             litellm = await asyncio.to_thread(load_litellm)
-            resp = await litellm.aembedding(**kw)
+            # Shielded: litellm builds the request in an executor and awaits it after; a
+            # cancel landing in between would leave its coroutine never awaited. A cancelled
+            # call finishes (or times out) on its own and its outcome is dropped.
+            call = asyncio.ensure_future(litellm.aembedding(**kw))
+            try:
+                resp = await asyncio.shield(call)
+            except asyncio.CancelledError:
+                call.add_done_callback(_drop)
+                raise
         except LLMError:
             raise
         except asyncio.CancelledError:
@@ -96,6 +104,11 @@ class Embedder:
         except Exception as exc:
             raise translate(exc, self.model) from exc
         return _vectors(resp, len(batch), self.model)
+
+
+def _drop(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()  # retrieved, so asyncio does not report it
 
 
 def _vectors(resp: Any, n: int, model: str) -> list[list[float]]:

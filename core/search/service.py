@@ -329,7 +329,12 @@ class SearchService:
         except (MemtrayError, TimeoutError) as exc:
             log.info("no recall for this turn: %s", exc or "search timed out")
             return None
-        hits = [h for h in found.hits
+        hits = found.hits
+        if found.mode == "keyword":  # no vectors: rank by the rare words too, not all of them
+            skip = set(tail)
+            ranked = await asyncio.to_thread(self._ranked, text, limit * 3 + len(skip), None, None)
+            hits = [h for h in ranked if h.seq not in skip]
+        hits = [h for h in hits
                 if h.keyword_score is not None or (h.semantic_score or 0.0) >= RECALL_MIN_SIMILARITY][:limit]
         if not hits:
             return None

@@ -123,8 +123,8 @@ def child_consolidate(p: dict[str, Any]) -> None:
 
         app.llm.complete = replied_then_die  # type: ignore[method-assign]
     out(f"start {os.getpid()} {app.store.log.last_seq}")
-    cons = app.services["consolidation"]
-    memory = app.services["memory"]
+    cons = app.consolidation
+    memory = app.memory
     for _ in range(int(p["rounds"])):
         for _ in range(rng.randint(2, 5)):
             words = " ".join(rng.sample(WORDS, 3))
@@ -145,13 +145,139 @@ def child_consolidate(p: dict[str, Any]) -> None:
     out("done")
 
 
+#: the commands of the campaign (``ops`` mode), as a user types them
+OPS = ("ask", "ask-remember", "consolidate", "rollback", "restore-fact", "redo", "rebuild", "undo")
+
+
+def _log_records(home: Path) -> list[Any]:
+    from memtray.core.log.eventlog import EventLog
+
+    elog = EventLog.open(home / "events", readonly=True)
+    try:
+        return list(elog.records())
+    finally:
+        elog.close()
+
+
+def _argv_for(op: str, home: Path, rng: random.Random, n: int) -> list[str] | None:
+    """The command line for ``op`` given what the log holds now (None: nothing to do)."""
+    recs = _log_records(home)
+    words = " ".join(rng.sample(WORDS, 3))
+    if op == "ask":
+        return ["ask", f"note {n} {words}"]
+    if op == "ask-remember":
+        return ["ask", f"please remember {n} {words}"]
+    if op == "consolidate":
+        return ["consolidate"]
+    if op == "rollback":
+        written = [r for r in recs if r.type == "memory.written"]
+        return ["memory", "rollback", "HEAD~1"] if len(written) >= 2 else None
+    if op == "restore-fact":
+        for r in reversed(recs):
+            dropped = ((r.data.get("diff") or {}).get("dropped") or []) if r.type == "memory.written" else []
+            for d in dropped:
+                text = d.get("text") if isinstance(d, dict) else d
+                if text:
+                    return ["memory", "restore-fact", "HEAD~1", str(text)]
+        return None
+    if op == "redo":
+        done = [r.data["consolidation"] for r in recs if r.type == "consolidation.completed"]
+        return ["memory", "redo", rng.choice(done)] if done else None
+    if op == "rebuild":
+        return ["memory", "rebuild", "--model", "openai/test-model", "--name", f"r{rng.randrange(3)}"]
+    if op == "undo":
+        return ["memory", "undo"]
+    return None
+
+
+def child_ops(p: dict[str, Any]) -> None:
+    """Run ``p["commands"]`` random memtray commands through the real CLI entry, one after
+    another (each opens the home, works, closes it, as a process would), acknowledging
+    every durable append; the parent kills at a random moment."""
+    import contextlib
+    import io
+
+    from memtray.core.cli.main import build_parser, main
+    from memtray.core.log.store import Store
+
+    home = Path(p["home"])
+    os.environ.update({"MEMTRAY_HOME": str(home), "MEMTRAY_MODEL": "openai/test-model",
+                       "MEMTRAY_API_BASE": p["base_url"], "MEMTRAY_NO_DESKTOP": "1", "MEMTRAY_NO_WARM": "1",
+                       "OPENAI_API_KEY": "sk-test-crash-campaign"})
+    append_many = Store.append_many
+
+    def acking(self: Store, items: Any) -> Any:
+        recs = append_many(self, items)
+        out("ack " + " ".join(str(r.seq) for r in recs))
+        return recs
+
+    Store.append_many = acking  # type: ignore[method-assign]
+    rng = random.Random(p["seed"])
+    has_undo = _has_subcommand(build_parser(), ["memory", "undo"])
+    ops = [op for op in p.get("ops") or OPS if op != "undo" or has_undo]
+    out(f"start {os.getpid()} 0")
+    for i in range(int(p["commands"])):
+        op = rng.choice(ops)
+        argv = _argv_for(op, home, rng, p["seed"] % 100_000 + i)
+        if argv is None:
+            continue
+        out("cmd " + op)
+        buf_out, buf_err = io.StringIO(), io.StringIO()
+        try:
+            with contextlib.redirect_stdout(buf_out), contextlib.redirect_stderr(buf_err):
+                code = main(argv)
+        except SystemExit as exc:
+            code = int(exc.code or 0) if not isinstance(exc.code, str) else 2
+        except BaseException as exc:  # a raw exception out of the CLI: what a user must never see
+            out(f"broken {op} {type(exc).__name__}: {exc}".replace("\n", " ")[:500])
+            continue
+        err = buf_err.getvalue()
+        if "Traceback" in err or (op.startswith("ask") and code != 0):
+            out(f"broken {op} exit {code}: {err}".replace("\n", " ")[:500])
+        else:
+            out(f"did {op} {code}")
+    out("done")
+
+
+def _has_subcommand(parser: Any, path: list[str]) -> bool:
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and path[0] in action.choices:
+            sub = action.choices[path[0]]
+            return len(path) == 1 or _has_subcommand(sub, path[1:])
+    return False
+
+
+def _warm_litellm() -> None:
+    """One real completion (stream and not) before any fork: litellm's first call in a
+    process spends seconds on lazy imports and set-up that every child would repeat."""
+    import asyncio
+
+    from memtray.core.base.config import Config
+    from memtray.core.llm.client import LLMClient, Request
+    from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
+
+    with ScriptedLLMServer() as server:
+        server.script(reply("warm"), reply("warm"), tool_call("save_memory", {"history_entry": "", "memory_update": ""}))
+        client = LLMClient(Config(model="openai/warm", api_base=server.base_url, llm_retries=0),
+                           key_lookup=lambda _p: "sk-warm")
+        msgs = [{"role": "user", "content": "hi"}]
+        for stream in (True, False, False):
+            asyncio.run(client.complete(Request(messages=msgs, stream=stream)))
+
+
 def serve() -> None:
     if "--preload-llm" in sys.argv:
         from memtray.core.llm.client import load_litellm
 
         load_litellm()
         import memtray.core.app
+        import memtray.core.cli.main
         import memtray.core.memory.consolidation  # noqa: F401
+
+        memtray.core.cli.main.build_parser()  # imports every command's module once, before the forks
+        _warm_litellm()
     out("ready")
     for raw in sys.stdin:
         raw = raw.strip()
@@ -163,7 +289,7 @@ def serve() -> None:
             code = 0
             try:
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
-                (child_log if p["mode"] == "log" else child_consolidate)(p)
+                {"log": child_log, "ops": child_ops}.get(p["mode"], child_consolidate)(p)
             except BaseException:
                 traceback.print_exc()
                 out("error")

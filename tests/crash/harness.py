@@ -323,3 +323,90 @@ def save_memory_responder(request: dict[str, Any]) -> Any:
     new = "\n".join(lines).rstrip("\n") + "\n" + "".join(f"- {n}\n" for n in notes)
     entry = f"[2026-01-01 00:00] Talked about {len(notes)} notes."
     return tool_call("save_memory", {"history_entry": entry, "memory_update": new, "removed_facts": removed})
+
+
+# --- the crash campaign: random commands, random kills ---------------------------------------
+
+
+def campaign_responder(request: dict[str, Any]) -> Any:
+    """The campaign's model: consolidations as :func:`save_memory_responder`; in chat, a
+    "please remember" calls the ``remember`` tool, a tool result gets a short reply."""
+    from tests.fixtures.llm_server import reply, tool_call
+
+    messages = request.get("messages") or []
+    if any(t.get("function", {}).get("name") == "save_memory" for t in request.get("tools") or []):
+        return save_memory_responder(request)
+    last = messages[-1] if messages else {}
+    if last.get("role") == "tool":
+        return reply("done")
+    text = str(last.get("content") or "")
+    if "please remember" in text:
+        fact = text.split("please remember", 1)[1].strip().splitlines()[0][:80]
+        return tool_call("remember", {"fact": f"User mentioned {fact}", "section": "Notes"})
+    return reply("ok")
+
+
+def kill_ops(server: ForkServer, home: Path, base_url: str, rng: random.Random,
+             ops: list[str] | None = None) -> Child:
+    """Run 1-4 random commands in a child and SIGKILL it at a random moment: after 0-8
+    acknowledged appends or commands, plus 0-40 ms (some children finish first)."""
+    child = server.start(mode="ops", home=str(home), base_url=base_url, seed=rng.randrange(2**32),
+                         commands=rng.randint(1, 4), ops=ops)
+    target = rng.randint(0, 8)
+    seen = 0
+    while child.status is None:
+        line = child.next(120)
+        if line is None or line == "done":
+            break
+        if line.startswith(("ack", "cmd")):
+            seen += 1
+            if seen > target:
+                break
+    if child.status is None and child.lines[-1:] != ["done"]:
+        time.sleep(rng.random() * 0.04)
+        child.kill()
+    child.wait()
+    return child
+
+
+@dataclass
+class Campaign:
+    kills: int = 0
+    finished: int = 0
+    events: int = 0
+    commits: int = 0
+    commands: dict[str, int] = field(default_factory=dict)
+    broken: list[str] = field(default_factory=list)
+
+
+def run_campaign(server: ForkServer, home: Path, base_url: str, *, kills: int, seed: int,
+                 fsck_every: int = 50, ops: list[str] | None = None) -> Campaign:
+    """SIGKILL commands until ``kills`` children died by our hand; check the home after each.
+
+    Every acknowledged event (each user message is acknowledged once it is durable) must
+    be present, memory must equal the log's last ``memory.written`` (git HEAD, work tree),
+    consolidations must be completed or failed with the pointer where they left it, and
+    the next command must work without ``doctor`` (a command that shows a traceback, or
+    an ``ask`` that fails, is recorded as broken)."""
+    rng = random.Random(seed)
+    acked: set[int] = set()
+    out = Campaign()
+    while out.kills < kills:
+        child = kill_ops(server, home, base_url, rng, ops)
+        for line in child.lines:
+            if line.startswith("cmd "):
+                op = line.split()[1]
+                out.commands[op] = out.commands.get(op, 0) + 1
+            elif line.startswith("broken"):
+                out.broken.append(line)
+        assert not out.broken, out.broken[:3]
+        if child.killed_by_us and child.status == signal.SIGKILL:
+            out.kills += 1
+        elif child.status == 0:
+            out.finished += 1
+        else:
+            raise AssertionError(f"child ended with {child.status}: {child.lines[-5:]}\n{server.stderr()}")
+        acked.update(child.acked)
+        checked = check_app(home, acked, fsck=out.kills % fsck_every == 0)
+        out.events, out.commits = checked.events, checked.commits
+    return out

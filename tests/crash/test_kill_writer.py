@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from memtray.core.base.home import Home
-from memtray.core.log.eventlog import verify
+from memtray.core.log.segments import verify
 from memtray.core.log.store import Store
 
 from tests.crash.harness import ForkServer, check_log, kill_writer

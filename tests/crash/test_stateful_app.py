@@ -110,7 +110,7 @@ class AppMachine(RuleBasedStateMachine):
 
     def _svc(self) -> Any:
         assert self.app is not None
-        return self.app.services["memory"]
+        return self.app.memory
 
     def _revision(self, facts: set[str]) -> None:
         self.facts = set(facts)
@@ -131,7 +131,7 @@ class AppMachine(RuleBasedStateMachine):
         app = self.app
         assert app is not None
         app.worker.stop()
-        app.services["search"].close()
+        app.search.close()
         self._svc().git.close()
         app.store.log.close()
         assert app.store._lock is not None
@@ -163,7 +163,7 @@ class AppMachine(RuleBasedStateMachine):
         end = max(start, count - (0 if archive_all else 2))  # memory_window // 2 kept
         if end == start and count > start:
             end = count  # a manual consolidation takes what there is
-        cons = self.app.services["consolidation"]
+        cons = self.app.consolidation
         out = self.app.run(cons.consolidate(session, archive_all=archive_all, trigger="manual"))
         if end <= start:
             assert out.nothing_to_do
@@ -324,7 +324,7 @@ def test_consolidating_an_unknown_session_leaves_state_alone(tmp_path: Path) -> 
     """It used to create the session in the live state only: live state != replay."""
     app = _plain_app(tmp_path)
     try:
-        out = app.run(app.services["consolidation"].consolidate("nosuch", trigger="manual"))
+        out = app.run(app.consolidation.consolidate("nosuch", trigger="manual"))
         assert out.nothing_to_do
         assert app.store.state.to_json() == replay(app.store.log.records()).to_json()
     finally:
@@ -339,7 +339,7 @@ def test_hand_edit_before_the_first_revision(tmp_path: Path) -> None:
     (home.memory / "MEMORY.md").write_text("## Notes\n\n- written by hand before memtray wrote any\n")
     app = _plain_app(tmp_path)
     try:
-        app.services["memory"].remember("likes tea", "Preferences", model=None, source_seq=None)
+        app.memory.remember("likes tea", "Preferences", model=None, source_seq=None)
         assert "written by hand" in app.store.state.memory
     finally:
         app.close()
@@ -350,7 +350,7 @@ def test_hand_edit_while_git_is_behind(tmp_path: Path, monkeypatch: pytest.Monke
     from dulwich.object_store import DiskObjectStore
 
     app = _plain_app(tmp_path)
-    svc = app.services["memory"]
+    svc = app.memory
     try:
         svc.write("## Notes\n\n- likes tea\n- plays chess\n", reason="user-edit", source="user")
         real = DiskObjectStore.add_object

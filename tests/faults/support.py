@@ -22,10 +22,10 @@ def crash(app: App) -> None:
     """Stop ``app`` the way a SIGKILL would, as far as the disk is concerned:
     no checkpoint, no clean close of the log; the lock goes (the kernel drops it)."""
     app.worker.stop()
-    search = app.services.get("search")
+    search = app.search
     if search is not None:
         search.close()
-    mem = app.services.get("memory")
+    mem = app.memory
     if mem is not None:
         mem.git.close()
     app.store.log.close()
@@ -39,7 +39,7 @@ def write_memory(app: App, facts: list[str], **kw: Any) -> None:
     text = "# Facts\n\n" + "".join(f"- {f}\n" for f in facts)
     kw.setdefault("reason", "user-edit")
     kw.setdefault("source", "user")
-    app.services["memory"].write(text, **kw)
+    app.memory.write(text, **kw)
 
 
 def git(repo: Path, *args: str) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from memtray.core.admin import doctor
 from memtray.core.base.home import Home
-from memtray.core.log.eventlog import verify
+from memtray.core.log.segments import verify
 from memtray.core.log.store import CHECKPOINT_NAME, Store
 
 from tests.crash.harness import check_app

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from memtray.core.base.home import Home
-from memtray.core.log.eventlog import verify
 from memtray.core.log.projections import replay
+from memtray.core.log.segments import verify
 from memtray.core.memory.consolidation import ConsolidationFailedError
 
 from tests.crash.harness import check_app
@@ -80,7 +80,7 @@ def test_consolidation_fault_loses_nothing(tmp_path: Path, llm_server: ScriptedL
     app = _app(home, llm_server, **cfg)
     try:
         _seed(app)
-        cons = app.services["consolidation"]
+        cons = app.consolidation
         before = app.store.state.copy()
         llm_server.script(fault())
         with pytest.raises(ConsolidationFailedError) as exc:
@@ -117,7 +117,7 @@ def test_retryable_errors_are_retried_honouring_retry_after(tmp_path: Path, llm_
     try:
         _seed(app)
         llm_server.script(error(status, headers={"Retry-After": "7"}), tool_call("save_memory", GOOD))
-        out = app.run(app.services["consolidation"].consolidate("quick", trigger="manual"))
+        out = app.run(app.consolidation.consolidate("quick", trigger="manual"))
         assert out.end == 6 and "Likes tea" in app.store.state.memory
         assert len(slept) == 1
         if status == 429:
@@ -142,7 +142,7 @@ def test_five_megabyte_reply_is_delivered_and_logged_whole(tmp_path: Path, llm_s
         msg = [r for r in app.store.log.records() if r.type == "message"][-1]
         assert msg.data["role"] == "assistant" and len(msg.data["content"]) == FIVE_MB
         # the next prompt would carry it: it is over the token budget, so consolidation is due
-        assert app.services["consolidation"]._over_budget("quick")
+        assert app.consolidation._over_budget("quick")
     finally:
         app.close()
     count, damages = verify(home.events)

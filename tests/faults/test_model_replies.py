@@ -29,8 +29,8 @@ from memtray.core.admin import doctor
 from memtray.core.app import App
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
-from memtray.core.log.eventlog import verify
 from memtray.core.log.events import find_invalid
+from memtray.core.log.segments import verify
 from memtray.core.memory.consolidation import ConsolidationFailedError
 
 from tests.crash.harness import check_app

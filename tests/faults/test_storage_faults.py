@@ -27,8 +27,8 @@ from memtray.core.base.errors import LogWriteError
 from memtray.core.base.faults import Fault, FaultyFileOps, PowerCut, fs_faults
 from memtray.core.base.fsutil import DiskError
 from memtray.core.base.home import Home
-from memtray.core.log.eventlog import verify
 from memtray.core.log.projections import replay
+from memtray.core.log.segments import verify
 from memtray.core.log.store import CHECKPOINT_NAME, Store
 from memtray.core.memory.gitrepo import GitError
 
@@ -236,7 +236,7 @@ def test_git_object_write_fault_is_caught_up(tmp_path: Path, err: int, monkeypat
     write_memory(app, ["likes tea"])
     failing = _failing_git_objects(monkeypatch, err)
     write_memory(app, ["likes tea", "plays chess"])  # logged; the commit fails
-    svc = app.services["memory"]
+    svc = app.memory
     assert svc.head_seq() < app.store.state.memory_seq
     failing["on"] = False
     write_memory(app, ["likes tea", "plays chess", "lives in Oslo"])  # catches up first
@@ -305,7 +305,7 @@ def test_start_up_rebuilds_a_damaged_repository_from_the_log(tmp_path: Path, dam
     with caplog.at_level("WARNING"):
         app = open_app(home)  # no exception: git is derived from the log
     try:
-        mem = app.services["memory"]
+        mem = app.memory
         assert len(mem.problems) == 1 and "rebuilt from the event log (3 revisions" in mem.problems[0]
         assert "memory.damaged-" in caplog.text
         mem_text = app.store.state.memory
@@ -333,7 +333,7 @@ def test_a_hand_edit_in_a_damaged_repository_is_carried_over(tmp_path: Path) -> 
     app = open_app(home)
     try:
         assert "edited by hand before the damage" in app.store.state.memory
-        assert "edit of MEMORY.md was carried over" in app.services["memory"].problems[0]
+        assert "edit of MEMORY.md was carried over" in app.memory.problems[0]
         last = [r for r in app.store.log.records() if r.type == "memory.written"][-1]
         assert last.data["reason"] == "user-edit"
     finally:
@@ -359,7 +359,7 @@ def test_a_write_failure_at_start_is_not_damage(tmp_path: Path, err: int, monkey
     failing["on"] = False
     app = open_app(home)
     try:
-        assert app.services["memory"].problems == [] and app.services["memory"].commits_made_on_start == 1
+        assert app.memory.problems == [] and app.memory.commits_made_on_start == 1
     finally:
         app.close()
     assert (home.memory / "notes.txt").read_text() == "mine\n"
@@ -407,7 +407,7 @@ def test_a_failed_rebuild_leaves_memory_as_it_was(tmp_path: Path, monkeypatch: p
     monkeypatch.undo()
     app = open_app(home)  # with room again it is rebuilt
     try:
-        assert "rebuilt from the event log (3 revisions)" in app.services["memory"].problems[0]
+        assert "rebuilt from the event log (3 revisions)" in app.memory.problems[0]
     finally:
         app.close()
 
@@ -449,7 +449,7 @@ def test_a_corrupt_index_at_start_is_damage_and_rebuilt(tmp_path: Path, monkeypa
     (home.memory / ".git" / "index").write_bytes(b"not an index")
     app = open_app(home)  # no AssertionError from dulwich: the repository is rebuilt
     try:
-        assert "rebuilt from the event log (4 revisions)" in app.services["memory"].problems[0]
+        assert "rebuilt from the event log (4 revisions)" in app.memory.problems[0]
         assert "bakes bread" in (home.memory / "MEMORY.md").read_text()
     finally:
         app.close()
@@ -474,7 +474,7 @@ def test_deleted_state_and_memory_come_back_identical(tmp_path: Path) -> None:
     try:
         assert not app.store.checkpoint_used
         assert app.store.state.to_json() == state
-        assert app.services["memory"].commits_made_on_start == 3
+        assert app.memory.commits_made_on_start == 3
     finally:
         app.close()
     assert rev_list(home.memory) == shas

@@ -25,13 +25,13 @@ def test_desktop_delivers_missed_and_upcoming_reminders(
 ) -> None:
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")  # banner channel
     with App.open(configured_home) as app:  # scheduled while the desktop is not running
-        missed = app.services["reminders"].schedule("stretch", at=_iso(datetime.now(UTC) + timedelta(seconds=1)),
+        missed = app.reminders.schedule("stretch", at=_iso(datetime.now(UTC) + timedelta(seconds=1)),
                                                     tz="UTC")
     time.sleep(1.5)  # it falls due while memtray is off
     d = make_desktop(qtbot, configured_home)
     try:
         qtbot.waitUntil(lambda: d.delivering is True, timeout=20000)
-        svc = d.app.services["reminders"]
+        svc = d.app.reminders
         assert svc.running
         jobs = {j.id for j in svc._scheduler.get_jobs()}
         assert {"maintenance:idle-consolidation", "maintenance:git-gc"} <= jobs
@@ -84,7 +84,7 @@ def test_a_repository_rebuilt_at_start_is_told_to_the_user(
 ) -> None:
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")
     with App.open(configured_home) as app:
-        mem = app.services["memory"]
+        mem = app.memory
         app.worker.call(lambda: mem.write("# About\n\n- Likes tea\n", reason="agent", source="model"))
         head = mem.git.head()
     obj = configured_home.memory / ".git" / "objects" / head[:2] / head[2:]

@@ -184,3 +184,81 @@ def test_memtray_toggle_subprocess(qtbot: Any, desktop: Any) -> None:
     while proc.poll() is None and time.monotonic() < deadline:
         qtbot.wait(50)
     assert proc.returncode == 0
+
+
+def test_the_app_takes_over_from_a_warm_instance_without_losing_a_message(
+    qtbot: Any, configured_home: Any, runtime_dir: Path
+) -> None:
+    """Asks sent while the warm instance hands over are served by it or by the app, each once."""
+    from memtray.core.app import App
+    from memtray.core.cli import warm
+    from memtray.core.log.eventlog import EventLog
+
+    from tests.gui.conftest import close_desktop
+    from tests.support import cli_env
+
+    env = cli_env(configured_home.root, MEMTRAY_NO_WARM="", OPENAI_API_KEY="sk-test")
+    instance = subprocess.Popen(warm.command(configured_home), env=env, stderr=subprocess.PIPE, text=True,
+                                cwd=str(ROOT))
+    assert instance.stderr is not None
+    line = instance.stderr.readline()
+    assert "ready, warm" in line, line + instance.stderr.read()
+    texts = [f"during the handover {i}" for i in range(5)]
+    asks = [subprocess.Popen([sys.executable, "-m", "memtray.core.cli", "ask", t], env=env, cwd=str(ROOT),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for t in texts]
+    d = None
+    try:
+        app = warm.take_over(configured_home, lambda: App.open(configured_home))
+        assert app is not None, "the warm instance did not hand over"
+        from memtray.desktop.main import Desktop
+        from memtray.desktop.qt import QApplication
+
+        d = Desktop(app, QApplication.instance(), tray_available=False, show_dialogs=False, warm_up=False)
+        d.start()
+        assert d.server is not None and d.server.listening
+        rest = instance.communicate(timeout=120)[1]  # it finished what it started, then left
+        assert instance.returncode == 0
+        assert "handing the data home over" in rest
+        for t, p in zip(texts, asks, strict=True):
+            while p.poll() is None:  # the app serves them on its event loop
+                qtbot.wait(50)
+            out, err = p.communicate()
+            assert p.returncode == 0, (t, err)
+            assert out.endswith(f"{t}\n"), (t, out, err)
+    finally:
+        for p in asks:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        if instance.poll() is None:
+            instance.kill()
+            instance.communicate()
+        if d is not None:
+            close_desktop(d)
+    elog = EventLog.open(configured_home.events, readonly=True)
+    try:
+        logged = [r.data["content"] for r in elog.iter_records()
+                  if r.type == "message" and r.data.get("role") == "user"]
+    finally:
+        elog.close()
+    assert sorted(logged) == sorted(texts)
+
+
+def test_the_app_does_not_take_over_from_a_plain_daemon(configured_home: Any, runtime_dir: Path) -> None:
+    from memtray.core.cli import warm
+
+    from tests.support import cli_env
+
+    env = cli_env(configured_home.root, OPENAI_API_KEY="sk-test")
+    daemon = subprocess.Popen([sys.executable, "-m", "memtray.core.cli", "daemon"], env=env,
+                              stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
+    try:
+        assert daemon.stderr is not None
+        assert "memtray daemon: ready" in daemon.stderr.readline()
+        from memtray.core.app import App
+
+        assert warm.take_over(configured_home, lambda: App.open(configured_home)) is None
+        assert daemon.poll() is None  # it stays; the app asks it to show itself instead
+    finally:
+        daemon.terminate()
+        daemon.communicate(timeout=120)

@@ -32,7 +32,7 @@ def _memory_md(desktop: Any) -> str:
 
 @pytest.fixture
 def seeded(desktop: Any) -> Any:
-    mem = desktop.app.services["memory"]
+    mem = desktop.app.memory
     desktop.app.worker.call(lambda: mem.write(REV1, reason="agent", source="model", model="openai/test-model"))
     desktop.app.worker.call(lambda: mem.write(REV2, reason="user-edit", source="user"))
     return desktop
@@ -130,7 +130,7 @@ def test_review_and_redo_after_a_consolidation(qtbot: Any, desktop: Any, llm_ser
     from memtray.core.base import config
 
     app = desktop.app
-    app.worker.call(lambda: app.services["memory"].write(REV1, reason="agent", source="model"))
+    app.worker.call(lambda: app.memory.write(REV1, reason="agent", source="model"))
     config.set_value(app.home, "drop_policy", "review")
     app.reconfigure(config.load(app.home))
     pane = desktop.popup.pane
@@ -146,7 +146,7 @@ def test_review_and_redo_after_a_consolidation(qtbot: Any, desktop: Any, llm_ser
         "history_entry": "Moved.", "memory_update": "# About the user\n\n- Likes green tea\n- Lives in Paris\n",
         "removed_facts": [],
     }))
-    app.run(app.services["consolidation"].archive("quick"))
+    app.run(app.consolidation.archive("quick"))
     browser = _browser(qtbot, desktop)
     assert browser.review_btn.text() == "Review (1)"
     assert browser.redo_btn.isEnabled()  # the head revision came from a consolidation
@@ -175,7 +175,7 @@ def test_older_revisions_load_page_by_page(qtbot: Any, desktop: Any, monkeypatch
     from memtray.desktop import memory_browser
 
     monkeypatch.setattr(memory_browser, "REVISION_PAGE", 3)
-    mem = desktop.app.services["memory"]
+    mem = desktop.app.memory
     for i in range(7):
         text = "# About the user\n\n" + "".join(f"- Fact number {k}\n" for k in range(i + 1))
         desktop.app.worker.call(lambda t=text: mem.write(t, reason="agent", source="model"))

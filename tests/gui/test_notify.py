@@ -18,9 +18,9 @@ pytestmark = pytest.mark.gui
 def test_banner_when_no_dbus_and_no_tray_from_a_worker_thread(
     qtbot: Any, desktop: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert desktop.app.services["notifier"] is desktop.notifier
+    assert desktop.app.notifier.current is desktop.notifier
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")
-    t = threading.Thread(target=lambda: desktop.app.services["notifier"].notify(
+    t = threading.Thread(target=lambda: desktop.app.notifier.current.notify(
         "Memory updated", "2 facts added, 1 removed — review", kind="memory", target="memory:HEAD"))
     t.start()
     t.join()

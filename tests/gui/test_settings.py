@@ -141,7 +141,7 @@ def test_drop_policy_label_says_what_a_consolidation_does(
     from tests.fixtures.llm_server import tool_call
 
     app = desktop.app
-    mem = app.services["memory"]
+    mem = app.memory
     app.worker.call(lambda: mem.write("# About the user\n\n- Likes green tea\n- Lives in Lyon\n- Has a cat\n",
                                       reason="agent", source="model"))
     page = _settings(desktop)
@@ -161,7 +161,7 @@ def test_drop_policy_label_says_what_a_consolidation_does(
         "history_entry": "Talked about the cat.", "memory_update": "# About the user\n\n- Likes green tea\n",
         "removed_facts": [{"fact": "Has a cat", "reason": "the cat lives with the sister now"}],
     }))
-    app.run(app.services["consolidation"].archive("quick"))
+    app.run(app.consolidation.archive("quick"))
     memory = (app.home.memory / "MEMORY.md").read_text(encoding="utf-8")
     held = [d for d in app.worker.call(mem.dropped) if d["text"] == "Lives in Lyon"]
     assert "Has a cat" not in memory  # an explained removal applies under both policies

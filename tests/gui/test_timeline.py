@@ -36,7 +36,7 @@ def _browser(qtbot: Any, desktop: Any, n: int) -> Any:
 
 
 def test_timeline_has_a_point_per_revision_and_a_click_selects_it(qtbot: Any, desktop: Any) -> None:
-    mem = desktop.app.services["memory"]
+    mem = desktop.app.memory
     for text in REVS:
         desktop.app.worker.call(lambda text=text: mem.write(text, reason="user-edit", source="user"))
     browser = _browser(qtbot, desktop, 3)
@@ -67,7 +67,7 @@ def test_timeline_has_a_point_per_revision_and_a_click_selects_it(qtbot: Any, de
 
 def _consolidated(desktop: Any, llm_server: Any) -> None:
     app = desktop.app
-    cons = app.services["consolidation"]
+    cons = app.consolidation
     llm_server.script(reply("Noted."))
     app.run(app.agent.turn("cli", "I live in Lyon and I am a nurse", stream=False))
     llm_server.script(tool_call("save_memory", {

@@ -37,9 +37,15 @@ def _popen(home: Home, *args: str, **env: str) -> subprocess.Popen[str]:
 def _burst(home: Home, texts: list[str], env: dict[str, str]) -> list[tuple[str, Any, str, str]]:
     procs = [(t, _popen(home, "ask", t, **env)) for t in texts]
     done = []
-    for t, p in procs:
-        out, err = p.communicate(timeout=600)
-        done.append((t, p.returncode, out, err))
+    try:
+        for t, p in procs:
+            out, err = p.communicate(timeout=900)
+            done.append((t, p.returncode, out, err))
+    finally:
+        for _t, p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
     return done
 
 
@@ -60,6 +66,7 @@ def _start_daemon(home: Home, env: dict[str, str]) -> subprocess.Popen[str]:
     return daemon
 
 
+@pytest.mark.timeout(1800)  # 55 interpreters on a shared machine; nothing here waits on a clock
 def test_fifty_at_a_daemon_and_five_at_each_other_lose_nothing(home: Home, llm_server: ScriptedLLMServer) -> None:
     env = _configure(home, llm_server)
     daemon = _start_daemon(home, env)

@@ -71,18 +71,18 @@ def clock() -> FakeClock:
 @pytest.fixture
 def app(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> Iterator[App]:
     a = open_app(home, llm_server, clock)
-    a.services["memory"].write(MEM0, reason="user-edit", source="user")
+    a.memory.write(MEM0, reason="user-edit", source="user")
     yield a
     a.close()
 
 
 def cons(app: App) -> ConsolidationService:
-    svc: ConsolidationService = app.services["consolidation"]
+    svc: ConsolidationService = app.consolidation
     return svc
 
 
 def mem(app: App) -> MemoryService:
-    svc: MemoryService = app.services["memory"]
+    svc: MemoryService = app.memory
     return svc
 
 
@@ -617,7 +617,7 @@ home, base_url = Home.resolve(sys.argv[1]), sys.argv[2]
 cfg = Config(model="openai/test-model", api_base=base_url, llm_retries=0, llm_timeout=30.0,
              memory_window=4, idle_consolidate_minutes=0)
 app = App.open(home, config=cfg, start_services=False)
-out = app.run(app.services["consolidation"].consolidate("quick", trigger="window"))
+out = app.run(app.consolidation.consolidate("quick", trigger="window"))
 print("completed", out.consolidation, flush=True)
 app.close()
 """

@@ -276,8 +276,8 @@ def test_forgetful_model_never_makes_memory_forget(home: Home, served: ScriptedL
     done: list[str] = []  # consolidation ids, oldest first
     failures = 0
     try:
-        svc: MemoryService = app.services["memory"]
-        cons = app.services["consolidation"]
+        svc: MemoryService = app.memory
+        cons = app.consolidation
         while len(done) < ROUNDS:
             clock.advance(60)
             _k, text = model.new_fact()  # after a failure the retry covers two rounds

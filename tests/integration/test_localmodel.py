@@ -226,7 +226,7 @@ try:
     for role, text in [("user", "My name is Ada and I live in Lyon."), ("assistant", "Nice to meet you, Ada!"),
                        ("user", "I drink green tea every morning."), ("assistant", "Noted: green tea.")]:
         app.store.append(Message.TYPE, Message(role=role, content=text).to_data(), session="s")
-    outcome = app.run(app.services["consolidation"].consolidate("s", archive_all=True), timeout=900)
+    outcome = app.run(app.consolidation.consolidate("s", archive_all=True), timeout=900)
     print(json.dumps({"model": app.llm.model, "memory_seq": outcome.memory_seq, "summary": outcome.summary(),
                       "last_consolidated": app.store.state.session("s").last_consolidated,
                       "memory": app.store.state.memory}))

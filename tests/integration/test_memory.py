@@ -65,7 +65,7 @@ def app(home: Home, clock: FakeClock) -> Iterator[App]:
 
 
 def mem(app: App) -> MemoryService:
-    svc: MemoryService = app.services["memory"]
+    svc: MemoryService = app.memory
     return svc
 
 
@@ -172,7 +172,7 @@ def test_real_git_fsck_and_log_read_every_kind_of_change(home: Home, llm_server:
         svc.write(MEM0, reason="user-edit", source="user")
         add_messages(a, "quick", ["I adopted a cat called Tom", "Nice!", "ok", "ok"])
         llm_server.script(save_memory(MEM0 + "- User has a cat called Tom\n", "[2026-11-30 09:00] Tom the cat."))
-        out = a.run(a.services["consolidation"].consolidate("quick", trigger="manual"))
+        out = a.run(a.consolidation.consolidate("quick", trigger="manual"))
         svc.remember("User plays the cello", "Hobbies", model="openai/test-model", source_seq=None)
         svc.forget("User lives in London", "moved away", model="openai/test-model")
         svc.restore_fact("HEAD~1", "User lives in London")
@@ -201,7 +201,7 @@ def test_every_change_is_one_event_then_one_commit_with_trailers(home: Home, llm
         svc.write(MEM0, reason="user-edit", source="user")
         add_messages(a, "quick", ["I play chess on Sundays", "Noted", "and go", "ok"])
         llm_server.script(save_memory(MEM0 + "- User plays chess on Sundays\n", "[2026-11-30 09:00] Chess."))
-        cons = a.services["consolidation"]
+        cons = a.consolidation
         first = a.run(cons.consolidate("quick", trigger="manual"))
         svc.remember("User speaks Italian", None, model="openai/test-model", source_seq=None)
         svc.forget("User speaks Italian", "not true", model="openai/test-model")
@@ -444,7 +444,7 @@ def test_deleted_memory_dir_is_rebuilt_with_identical_shas(home: Home, llm_serve
             clock.advance(61)
             add_messages(a, "quick", [f"fact {i}", "ok", "more", "ok"])
             llm_server.script(save_memory(svc.store.state.memory + f"- User owns {i + 2} bikes\n", f"Round {i}."))
-            a.run(a.services["consolidation"].consolidate("quick", trigger="manual"))
+            a.run(a.consolidation.consolidate("quick", trigger="manual"))
         svc.remember("User speaks Italian", None, model=None, source_seq=None)
     finally:
         a.close()
@@ -511,7 +511,7 @@ def test_remember_forget_and_search_history_tools(home: Home, llm_server: Script
         a.run(a.agent.turn("quick", "My daughter is Mia", stream=False))
         add_messages(a, "quick", ["We planned the Zanzibar trip for June", "Sounds great", "ok", "ok"])
         llm_server.script(save_memory(a.store.state.memory, "[2026-11-30 09:00] Planned a trip to Zanzibar in June."))
-        a.run(a.services["consolidation"].consolidate("quick", trigger="manual"))
+        a.run(a.consolidation.consolidate("quick", trigger="manual"))
         llm_server.script(
             tool_call("search_history", {"query": "zanzibar"}),
             tool_call("forget", {"fact": "User's daughter is called Mia", "reason": "the user asked"}),
@@ -567,7 +567,7 @@ def test_secrets_never_reach_memory_git_or_the_log(home: Home, llm_server: Scrip
         entry = "[2026-11-30 09:00] The user shared " + " and ".join(s for _, s, _ in SAMPLES)
         removed = [{"fact": "User lives in London", "reason": f"moved; new door code {SAMPLES[0][1]}"}]
         llm_server.script(save_memory(leaky.replace("- User lives in London\n", ""), entry, removed))
-        a.run(a.services["consolidation"].consolidate("quick", trigger="manual"))
+        a.run(a.consolidation.consolidate("quick", trigger="manual"))
         # and the agent tools
         svc = mem(a)
         svc.remember(f"User's backup key is {SAMPLES[1][1]}", None, model=None, source_seq=None)
@@ -598,7 +598,7 @@ def test_secrets_never_reach_memory_git_or_the_log(home: Home, llm_server: Scrip
 
 def test_commit_message_format_is_stable() -> None:
     from memtray.core.log.events import Record
-    from memtray.core.memory.service import commit_message
+    from memtray.core.memory.revisions import commit_message
 
     rec = Record(7, "id", "2026-11-30T09:00:00.000Z", "memory.written", 1, "quick", {
         "memory": "x", "reason": "consolidation", "consolidation": "01ABC", "model": "openai/m",

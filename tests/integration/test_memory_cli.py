@@ -61,8 +61,8 @@ def seed(root: Path, server: ScriptedLLMServer) -> Seeded:
     clock = FakeClock(datetime(2025, 6, 2, 9, 0, tzinfo=UTC))
     app = App.open(home, config=config(server), clock=clock, ids=seeded_ids(clock, 7), start_services=False)
     try:
-        svc: MemoryService = app.services["memory"]
-        cons = app.services["consolidation"]
+        svc: MemoryService = app.memory
+        cons = app.consolidation
         svc.write(MEM0, reason="user-edit", source="user")
         clock.advance(3600)
         app.store.append_many([

@@ -38,8 +38,8 @@ def _build_history(app: App) -> None:
     """Every kind of memory change: consolidations, remember, hand edit, restore, rollback,
     review, a rewording, and adopting a rebuild."""
     user = [m["content"] for m in synthetic_corpus().messages if m["role"] == "user"]
-    cons = app.services["consolidation"]
-    mem = app.services["memory"]
+    cons = app.consolidation
+    mem = app.memory
 
     def talk(texts: list[str], session: str = "cli") -> None:
         for t in texts:
@@ -97,7 +97,7 @@ def test_every_current_fact_has_provenance_and_why_covers_all(home: Home, llm_se
         paris = origins[next(f.id for f in facts if f.text == "Lives in Paris")]
         assert paris.reason == "consolidation" and paris.via  # restored: its first origin, plus the restore
         # `memory why` for every fact: the messages it came from, or the user edit that wrote it
-        mem = app.services["memory"]
+        mem = app.memory
         for f in facts:
             info = mem.why(f.text)
             assert info["fact"]["id"] == f.id, f.text
@@ -116,7 +116,7 @@ def test_every_current_fact_has_provenance_and_why_covers_all(home: Home, llm_se
 def test_doctor_reports_a_fact_without_provenance(home: Home) -> None:
     app = App.open(home, config=Config(model="openai/m"))
     try:
-        mem = app.services["memory"]
+        mem = app.memory
         mem.write("## A\n\n- Written by hand\n", reason="user-edit", source="user")
         mem.write("## A\n\n- Written by hand\n- Came from nowhere\n", reason="agent", source="model", model="m")
     finally:

@@ -59,14 +59,14 @@ def record(home: Home, server: ScriptedLLMServer) -> None:
     app = App.open(home, config=Config(model="openai/hallucinating", api_base=server.base_url, llm_retries=0,
                                        memory_window=1000))
     try:
-        cons = app.services["consolidation"]
+        cons = app.consolidation
         for part in (user[0:8], user[8:16]):
             for text in part:
                 app.run(app.agent.turn("cli", text, stream=False))
             app.run(cons.consolidate("cli", trigger="manual"))
         app.run(app.agent.turn("prank", "Remember: Lives on Mars", stream=False))
         app.run(cons.consolidate("prank", trigger="manual"))
-        mem = app.services["memory"]
+        mem = app.memory
         mem.write(factdiff.add_fact(app.store.state.memory, "Is left-handed", "Identity"), reason="user-edit",
                   source="user")
         for text in user[16:26]:

@@ -42,7 +42,7 @@ def _turns(app: App, session: str, texts: list[str]) -> None:
 
 def _settle(app: App) -> None:
     """Wait for the background consolidations the turns started."""
-    cons = app.services["consolidation"]
+    cons = app.consolidation
 
     async def wait() -> None:
         await asyncio.sleep(0.01)
@@ -67,10 +67,10 @@ def test_every_turn_is_rebuilt_exactly_across_consolidations_rollbacks_and_new(
         _turns(app, "cli", [user[4], "Please remember that I water the plants on Sundays."])
         _turns(app, "quick", user[5:7])
         _settle(app)
-        app.services["memory"].rollback("HEAD~1")
+        app.memory.rollback("HEAD~1")
         _turns(app, "cli", user[7:10])
         _settle(app)
-        app.run(app.services["consolidation"].archive("cli"))  # /new
+        app.run(app.consolidation.archive("cli"))  # /new
         app.agent.new_session("cli")
         app.reconfigure(replace(cfg, model="openai/other-model"))
         (home.root / "skills").mkdir()
@@ -134,7 +134,7 @@ class _MemoryChangesMidRequest(LLMClient):
 
     async def complete(self, req: Request, on_delta: DeltaCallback | None = None) -> LLMResult:
         if self.app is not None:
-            mem = self.app.services["memory"]
+            mem = self.app.memory
             mem.write(self.app.store.state.memory + "- Changed while the model answered\n", reason="user-edit",
                       source="user")
         return LLMResult("ok", model="m")

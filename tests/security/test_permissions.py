@@ -134,7 +134,7 @@ def test_planted_memory_file_link(tmp_path: Path, outside: Path, caplog: pytest.
     with caplog.at_level(logging.WARNING):
         app = open_app(home)
     assert "removed a symbolic link planted at" in caplog.text
-    assert any("Removed a symbolic link planted at" in p for p in app.services["memory"].problems)  # shown
+    assert any("Removed a symbolic link planted at" in p for p in app.memory.problems)  # shown
     assert not (home.memory / "MEMORY.md").is_symlink()
     assert "likes tea" in (home.memory / "MEMORY.md").read_text()
     try:

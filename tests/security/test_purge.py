@@ -70,9 +70,9 @@ def _seed(home: Home, server: ScriptedLLMServer) -> list[str]:
         clean_shas = rev_list(home.memory)
         app.run(app.agent.turn("quick", f"My neighbour {NAME} owes me 40 euros", stream=True))
         app.run(app.agent.turn("quick", "please remember where he lives", stream=False))
-        app.run(app.services["consolidation"].consolidate("quick", trigger="manual"))
+        app.run(app.consolidation.consolidate("quick", trigger="manual"))
         app.run(app.agent.turn("quick", "ok, thanks", stream=False))
-        app.services["search"].sync()
+        app.search.sync()
         logging_line(home)
     finally:
         crash(app)  # leaves no fresh checkpoint; the next start replays
@@ -165,8 +165,8 @@ def test_purge_leaves_no_byte_anywhere(tmp_path: Path, llm_server: ScriptedLLMSe
     app = open_app(home)
     try:
         assert "[PURGED] owes 40 euros" in app.store.state.memory
-        hits = app.services["search"].search("PURGED")
-        assert hits and not app.services["search"].search("Quirkwright")
+        hits = app.search.search("PURGED")
+        assert hits and not app.search.search("Quirkwright")
         write_memory(app, ["Likes tea", "Plays chess", "Bakes bread"])
     finally:
         app.close()
@@ -255,11 +255,11 @@ def test_refused_while_a_consolidation_runs(tmp_path: Path) -> None:
     home = _small_home(tmp_path)
     app = open_app(home)
     try:
-        app.services["consolidation"].in_flight.add("quick")
+        app.consolidation.in_flight.add("quick")
         with pytest.raises(PurgeError, match="consolidation is running"):
             purge(app, Matcher(NAME))
     finally:
-        app.services["consolidation"].in_flight.clear()
+        app.consolidation.in_flight.clear()
         app.close()
 
 
@@ -274,7 +274,7 @@ def test_forwarded_to_the_running_instance(tmp_path: Path, monkeypatch: pytest.M
     server = ipc.Server(home, lambda req, send: cli.serve(app, req, send))
     server.start()
     try:
-        app.services["search"].sync()
+        app.search.sync()
         # without --yes the instance cannot ask: refused there
         sent: list[dict[str, Any]] = []
         assert cli.serve(app, {"argv": ["purge", NAME]}, sent.append) == 1
@@ -285,7 +285,7 @@ def test_forwarded_to_the_running_instance(tmp_path: Path, monkeypatch: pytest.M
         assert out.returncode == 0, out.stdout + out.stderr
         assert 'Type "purge" to confirm' in out.stdout and "verified: no trace left" in out.stdout
         assert NAME not in app.store.state.memory and "[PURGED]" in app.store.state.memory
-        assert not app.services["search"].search("Zebulon")
+        assert not app.search.search("Zebulon")
         # the live app keeps working on the rewritten log
         app.store.append("message", {"role": "user", "content": "after the purge"}, session="quick")
         write_memory(app, ["Likes tea", "Bakes bread"])

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.errors import LogCorrupt, LogWriteError
-from memtray.core.log.eventlog import EventLog, FileOps, list_segments, verify
+from memtray.core.log.eventlog import EventLog, FileOps
 from memtray.core.log.events import decode_raw, encode, verify_line
+from memtray.core.log.segments import list_segments, verify
 
 
 def _open(d: Path, **kw: object) -> EventLog:
@@ -294,7 +295,7 @@ def test_encode_decode_roundtrip_and_crc_detects_flip() -> None:
 
 
 def _careful(path: Path, expect_seq: int | None = None) -> tuple[list[Any], list[int], object]:
-    from memtray.core.log.eventlog import _scan_careful
+    from memtray.core.log.segments import _scan_careful
 
     records: list[Any] = []
     ends: list[int] = []
@@ -304,7 +305,8 @@ def _careful(path: Path, expect_seq: int | None = None) -> tuple[list[Any], list
 
 def test_bulk_scan_finds_exactly_what_the_line_by_line_scan_finds(tmp_path: Path) -> None:
     """The fast path of scan_segment must judge every damage like the careful scan."""
-    from memtray.core.log.eventlog import _scan_envelopes, scan_segment
+    from memtray.core.log.segments import scan_envelopes as _scan_envelopes
+    from memtray.core.log.segments import scan_segment
 
     raws = []
     for name, odd in (("plain", None), ("surrogate", "lone \udcff surrogate")):  # stdlib-only JSON

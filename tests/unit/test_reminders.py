@@ -42,18 +42,18 @@ def open_app(home: Home, clock: Clock, **cfg: Any) -> App:
     cfg.setdefault("timezone", BERLIN)
     llm = cfg.pop("llm", None)
     app = App.open(home, clock=clock, ids=IdGenerator(clock), config=Config(**cfg), llm=llm)
-    app.services["notifier"] = RecordingNotifier()
+    app.notifier.set(RecordingNotifier())
     return app
 
 
 def svc_of(app: App) -> ReminderService:
-    svc = app.services["reminders"]
+    svc = app.reminders
     assert isinstance(svc, ReminderService)
     return svc
 
 
 def sent(app: App) -> list[dict[str, Any]]:
-    n = app.services["notifier"]
+    n = app.notifier.current
     assert isinstance(n, RecordingNotifier)
     out: list[dict[str, Any]] = n.sent
     return out
@@ -396,8 +396,8 @@ class CrashingNotifier:
 clock = FakeClock(datetime.fromisoformat(sys.argv[2]), zone="Europe/Berlin")
 app = App.open(Home.resolve(sys.argv[1]), clock=clock, ids=IdGenerator(clock),
                config=Config(timezone="Europe/Berlin"))
-app.services["notifier"] = CrashingNotifier()
-app.services["reminders"].tick()
+app.notifier.set(CrashingNotifier())
+app.reminders.tick()
 print("not reached")
 """
 
@@ -430,7 +430,7 @@ def test_a_failing_notifier_does_not_lose_the_record(app: App, home: Home, clock
         def notify(self, title: str, body: str, *, kind: str, target: str | None) -> None:
             raise RuntimeError("display gone")
 
-    app.services["notifier"] = Broken()
+    app.notifier.set(Broken())
     svc_of(app).schedule("x", at="in 1m")
     clock.advance(60)
     assert len(svc_of(app).tick()) == 1

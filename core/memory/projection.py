@@ -1,0 +1,301 @@
+"""The git projection of memory: the repository in ``memory/`` follows the log.
+
+A store subscriber turns each ``memory.written`` event into exactly one
+commit. At start-up the repository is reconciled with the log: missing
+commits are made (crash between append and commit), a deleted or damaged
+repository is rebuilt beside the old one and swapped in (commits are
+deterministic, so SHAs come back identical), and a hand edit of MEMORY.md in
+the work tree is handed to ``record_edit`` to become a ``memory.written``
+event with source ``user``.
+
+The work tree is judged against HEAD only when git has caught up with the
+log, and a file that still holds what memtray last checked out (its index
+entry) is stale, not edited: a crash between moving the branch and writing
+the files is repaired, never mistaken for the user's doing. A failed commit
+is made again before the next one, so every event keeps exactly one commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+from memtray.core.base.clock import Clock, parse_ts
+from memtray.core.base.errors import MemtrayError
+from memtray.core.base.faults import crash_point
+from memtray.core.base.fsutil import atomic_write, fsync_dir
+from memtray.core.base.home import Home
+from memtray.core.base.worker import WriterThread
+from memtray.core.log.events import MemoryWritten, Record
+from memtray.core.log.projections import State
+from memtray.core.log.store import Store
+from memtray.core.memory import factdiff
+from memtray.core.memory.gitrepo import (
+    FILES,
+    GitError,
+    GitRepo,
+    RepoDamaged,
+    aside_path,
+    bring_back,
+    hand_edits,
+    probe,
+)
+from memtray.core.memory.revisions import apply_history, commit_message
+
+log = logging.getLogger(__name__)
+
+#: records a hand edit: ``record_edit(memory, reason="user-edit", source="user", history=...)``
+RecordEdit = Callable[..., Any]
+
+
+class GitProjection:
+    """Keeps ``memory/`` equal to the log's ``memory.written`` events (see the module doc)."""
+
+    def __init__(self, store: Store, home: Home, clock: Clock, record_edit: RecordEdit) -> None:
+        self.store = store
+        self.home = home
+        self.clock = clock
+        self.record_edit = record_edit
+        #: the single writer the repository checks (set by the composition root)
+        self.writer: WriterThread | None = None
+        self.git = self._repo(home.memory)
+        self.commits_made_on_start = 0
+        self._behind = False  # a commit failed: make the missing ones before the next
+        self.adopting = False
+        #: what start-up found and repaired that the user should be told of (the desktop shows it)
+        self.problems: list[str] = []
+
+    def start(self) -> None:
+        """Reconcile git with the log (under the app lock), then follow new events.
+
+        A repository too damaged to read (an empty or corrupt object, a broken ref:
+        :class:`~memtray.core.memory.gitrepo.RepoDamaged`) is made again from the log in a
+        sibling folder and swapped in, the damaged one kept as ``memory.damaged-*``:
+        git is a projection of the log and its commits are deterministic, so the
+        rebuilt one has the same revisions and SHAs. Unrecorded hand edits and the
+        user's own files are carried over. A write failure (a full disk) is not
+        damage: it is raised and nothing is moved.
+        """
+        self.store.subscribe(self._on_append)  # before adopting: a hand edit's event needs its commit
+        self._remove_stale_rebuilds()
+        try:
+            self.git.open()
+            self.git.clean_stale_locks()
+            probe(self.git)
+        except RepoDamaged as exc:
+            self._rebuild_damaged(exc)
+        else:
+            behind = self.head_seq() != self.store.state.memory_seq
+            carried = hand_edits(self.home.memory) if behind else {}
+            base = {n: self.git.read(h, n) if (h := self.git.head()) else "" for n in carried}
+            self.commits_made_on_start = self.catch_up()
+            if carried:
+                self._merge_behind_edits(carried, base)
+        self.adopt_worktree()
+        self.problems += [said[0].upper() + said[1:] + "." for said in self.git.removed_links]
+
+    def _merge_behind_edits(self, carried: dict[str, bytes], base: dict[str, str]) -> None:
+        """A hand edit made while git was behind the log was made on an older MEMORY.md than
+        the log's: carry the user's changes (from that text to the edit) onto the log's
+        latest, so neither the edit nor the writes git had missed are lost. The result is
+        left in the work tree, which start-up then records as a user edit."""
+        head = self.git.head()
+        for name, data in carried.items():
+            edited = data.decode("utf-8", "replace")
+            latest = self.git.read(head, name) if head else ""
+            if name == "MEMORY.md":
+                merged = factdiff.rebase(latest, base[name], edited)
+            elif edited.startswith(base[name]):  # HISTORY.md is a diary: the user appended to it
+                merged = latest + edited[len(base[name]):]
+            else:
+                kept = self.home.memory / f"{name}.unmerged"
+                atomic_write(kept, data)
+                self.problems.append(f"Your edit of {name} was made on an older version than the log's and "
+                                     f"could not be merged; it is kept in {kept}.")
+                continue
+            atomic_write(self.home.memory / name, merged.encode("utf-8"))
+            log.warning("%s was edited by hand while git was behind the log; the edit was merged onto "
+                        "the log's latest", name)
+
+    def _remove_stale_rebuilds(self) -> None:
+        # a crash during a rebuild leaves a half-made copy: derived data, never the user's only copy
+        for p in self.home.root.glob(f"{self.home.memory.name}.rebuilding-*"):
+            if p.is_dir() and not p.is_symlink():
+                log.warning("removing %s, left by an interrupted rebuild", p.name)
+                shutil.rmtree(p, ignore_errors=True)
+
+    def _logged_texts(self) -> set[str]:
+        return {str(r.data.get("memory", "")) for r in self.store.log.records() if r.type == MemoryWritten.TYPE}
+
+    def _rebuild_damaged(self, exc: RepoDamaged) -> None:
+        home = self.home
+        if self.store.readonly:
+            raise GitError(f"the memory repository is damaged ({exc}) and the event log is read-only",
+                           hint="Run `memtray doctor --repair`: it repairs the log, then rebuilds memory/.")
+        log.error("the memory repository is damaged (%s); rebuilding it from the event log", exc)
+        self.git.close()
+        stamp = self.clock.now().strftime("%Y%m%dT%H%M%S")
+        carried = hand_edits(home.memory, self._logged_texts())
+        work = aside_path(home.memory, "rebuilding", stamp)
+        try:
+            # made beside the damaged one and swapped in only when complete: a failure or a
+            # crash on the way leaves memory/ as it was
+            self.git = self._repo(work).open()
+            made = self.catch_up()
+            left = bring_back(home.memory, work, carried)
+            self.git.close()
+            aside = aside_path(home.memory, "damaged", stamp)
+            os.rename(home.memory, aside)
+            try:
+                os.rename(work, home.memory)
+            except OSError:
+                os.rename(aside, home.memory)  # put the damaged one back: memory/ as it was
+                raise
+            fsync_dir(home.root)
+        except Exception as err:
+            self.git.close()
+            shutil.rmtree(work, ignore_errors=True)
+            self.git = self._repo(home.memory)
+            raise GitError(f"the memory repository is damaged ({exc}) and could not be rebuilt: {err}") from err
+        self.git = self._repo(home.memory).open()
+        self.commits_made_on_start = made
+        said = (f"The memory repository was damaged ({exc}). It was rebuilt from the event log "
+                f"({made} revision{'' if made == 1 else 's'}); the damaged copy is kept in {aside}.")
+        if carried:
+            said += f" Your unrecorded edit of {', '.join(sorted(carried))} was carried over."
+        if left:
+            said += f" Links left in the damaged copy: {', '.join(left)}."
+        log.warning("%s", said)
+        self.problems.append(said)
+
+    def _on_append(self, records: list[Record], _state: State) -> None:
+        for rec in records:
+            if rec.type != MemoryWritten.TYPE:
+                continue
+            crash_point("memory.appended")
+            try:
+                if self._behind:
+                    self.catch_up()  # commits every logged event git lacks, this one included
+                else:
+                    self._commit(rec)
+            except MemtrayError as exc:
+                # The event is durable; git is derived. Catch up on the next write or start.
+                self._behind = True
+                log.error("could not commit memory revision for event %d (will retry): %s", rec.seq, exc)
+                continue
+            crash_point("memory.committed")
+
+    def _commit(self, rec: Record) -> str:
+        head = self.git.head()
+        prev_history = self.git.read(head, "HISTORY.md") if head else ""
+        files = {"MEMORY.md": rec.data["memory"], "HISTORY.md": apply_history(prev_history, rec)}
+        sha = self.git.commit(files, commit_message(rec), parse_ts(rec.ts))
+        self._behind = False
+        return sha
+
+    def head_seq(self) -> int:
+        head = self.git.head()
+        if head is None:
+            return 0
+        return int(self.git.info(head).trailers.get("Event-Seq", "0") or 0)
+
+    def catch_up(self) -> int:
+        """Make the commits missing for logged ``memory.written`` events. Returns how many."""
+        state = self.store.state
+        after = self.head_seq()
+        if after == state.memory_seq:
+            self._behind = False
+            return 0
+        if after > state.memory_seq:
+            # git is ahead of the log (restored from a backup?): rebuild it from the log
+            log.warning("memory repository is ahead of the event log; rebuilding it from the log")
+            self.git.set_ref("refs/heads/main", None)
+            after = 0
+        made = 0
+        for rec in self.store.log.records(after):
+            if rec.seq > state.memory_seq:
+                break
+            if rec.type == MemoryWritten.TYPE:
+                self._commit(rec)
+                made += 1
+        if made:
+            log.warning("made %d memory commit(s) missing for logged events", made)
+        self._behind = False
+        return made
+
+    def reconcile(self) -> None:
+        """Make git match the log; turn a hand edit of the work tree into an event."""
+        self.catch_up()
+        self.adopt_worktree()
+
+    def adopt_worktree(self) -> bool:
+        """Record a hand edit of MEMORY.md / HISTORY.md as a ``user-edit``; restore missing or
+        stale files (a crash between moving the branch and writing them). True if an edit was recorded."""
+        if self._behind or self.head_seq() != self.store.state.memory_seq:
+            # The work tree can only be judged against a HEAD that matches the log.
+            try:
+                self.catch_up()
+            except MemtrayError as exc:
+                log.warning("memory repository still behind the log (%s); not checking for hand edits", exc)
+                return False
+        head = self.git.head()
+        if head is None:
+            return self._adopt_first()
+        status = {n: self.git.worktree_status(n, head) for n in FILES}
+        if all(v == "clean" for v in status.values()):
+            return False
+        edited = {n for n, v in status.items() if v == "edited"}
+        recorded = False
+        if edited and not self.store.readonly and not self.adopting:
+            on_disk = {n: self.git.worktree_text(n) for n in edited}
+            new_mem = on_disk.get("MEMORY.md")
+            if new_mem is None:
+                new_mem = self.git.read(head, "MEMORY.md")
+            hist = on_disk.get("HISTORY.md")
+            log.warning("%s edited by hand; recording it as a user edit", " and ".join(sorted(edited)))
+            self.adopting = True
+            try:
+                self.record_edit(new_mem, reason="user-edit", source="user", history=hist)
+            finally:
+                self.adopting = False
+            recorded = True
+            head = self.git.head()
+            assert head is not None
+        restore = {n for n, v in status.items() if v in ("missing", "stale")}
+        if restore and not recorded:  # recording an edit commits, which rewrites both files
+            self.git.checkout_files({n: self.git.read(head, n) for n in restore})
+        return recorded
+
+    def _adopt_first(self) -> bool:
+        """No revision yet: a MEMORY.md (or HISTORY.md) written by hand is the first one."""
+        on_disk = {n: self.git.worktree_text(n) for n in FILES}
+        if self.store.readonly or self.adopting or not any(on_disk.values()):
+            return False
+        log.warning("MEMORY.md written by hand before the first revision; recording it as a user edit")
+        self.adopting = True
+        try:
+            self.record_edit(on_disk["MEMORY.md"] or "", reason="user-edit", source="user", history=on_disk["HISTORY.md"])
+        finally:
+            self.adopting = False
+        return True
+
+    def check_worktree(self) -> bool:
+        """Pick up a hand edit made while memtray runs. Returns True if one was recorded."""
+        before = self.store.state.memory_seq
+        self.reconcile()
+        return self.store.state.memory_seq != before
+
+    def bind_writer(self, writer: WriterThread) -> None:
+        self.writer = writer
+        self.git.writer = writer
+
+    def _repo(self, path: Any) -> GitRepo:
+        repo = GitRepo(path)
+        repo.writer = self.writer
+        return repo
+
+    def close(self) -> None:
+        self.git.close()

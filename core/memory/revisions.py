@@ -1,0 +1,95 @@
+"""Memory revisions as git commits: the commit message and trailers of a
+``memory.written`` event, the :class:`Revision` read back from a commit, and
+how HISTORY.md grows. Pure functions of events and commits.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from memtray.core.base.clock import parse_ts
+from memtray.core.log.events import Record
+from memtray.core.memory.gitrepo import CommitInfo
+
+
+@dataclass(frozen=True)
+class Revision:
+    rev: str
+    time: datetime
+    reason: str
+    model: str
+    added: int
+    removed: int
+    changed: int
+    flagged: int
+    consolidation: str | None
+    event_seq: int
+    subject: str
+
+    @property
+    def short(self) -> str:
+        return self.rev[:8]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rev": self.rev,
+            "time": self.time.isoformat().replace("+00:00", "Z"),
+            "reason": self.reason,
+            "model": self.model,
+            "added": self.added,
+            "removed": self.removed,
+            "changed": self.changed,
+            "flagged": self.flagged,
+            "consolidation": self.consolidation,
+            "event_seq": self.event_seq,
+        }
+
+
+def revision_of(info: CommitInfo) -> Revision:
+    t = info.trailers
+    facts = t.get("Facts", "+0 -0 ~0").split()
+    nums = [int(x[1:]) if len(x) > 1 and x[1:].isdigit() else 0 for x in facts] + [0, 0, 0]
+    return Revision(
+        info.sha, info.time, t.get("Reason", "?"), t.get("Model", "-"), nums[0], nums[1], nums[2],
+        int(t.get("Flagged", "0") or 0), t.get("Consolidation") or None, int(t.get("Event-Seq", "0") or 0),
+        info.subject,
+    )
+
+
+def commit_message(rec: Record) -> str:
+    d = rec.data
+    diff = d.get("diff") or {}
+    a, r, c = len(diff.get("added", [])), len(diff.get("dropped", [])), len(diff.get("changed", []))
+    flagged = len(d.get("flagged") or [])
+    reason = d.get("reason", "?")
+    subject = f"{reason}: +{a} -{r} ~{c}" + (f", {flagged} flagged" if flagged else "")
+    trailers = [f"Event-Seq: {rec.seq}", f"Reason: {reason}"]
+    if d.get("consolidation"):
+        trailers.append(f"Consolidation: {d['consolidation']}")
+    trailers.append(f"Model: {d.get('model') or '-'}")
+    trailers.append(f"Source: {d.get('source', 'memtray')}")
+    trailers.append(f"Facts: +{a} -{r} ~{c}")
+    trailers.append(f"Flagged: {flagged}")
+    return subject + "\n\n" + "\n".join(trailers) + "\n"
+
+
+def history_entry(ts: datetime, text: str) -> str:
+    text = text.strip()
+    if not text:
+        return ""
+    if not re.match(r"^\[\d{4}-\d{2}-\d{2}", text):
+        text = f"[{ts.strftime('%Y-%m-%d %H:%M')}] {text}"
+    return text + "\n\n"
+
+
+def apply_history(prev: str, rec: Record) -> str:
+    d = rec.data
+    if d.get("history") is not None:
+        return str(d["history"])
+    entry = d.get("history_append")
+    if entry:
+        return prev + history_entry(parse_ts(rec.ts), entry)
+    return prev
