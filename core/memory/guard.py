@@ -133,18 +133,23 @@ class Guarded:
 
 
 def format_messages(messages: list[dict[str, Any]]) -> str:
+    """The conversation as the prompt shows it, one numbered line per message (``#3 [ts] USER: ...``);
+    :func:`shown_messages` gives the same messages in the same order, so a fact can cite ``[#3]``."""
     lines = []
-    for m in messages:
+    for n, m in enumerate(shown_messages(messages), 1):
         role = m.get("role")
         content = m.get("content") or ""
-        if role == "tool":
-            continue
         if role == "assistant" and m.get("tool_calls") and not content:
             names = ", ".join(tc.get("function", {}).get("name", "?") for tc in m["tool_calls"])
             content = f"(used tools: {names})"
         ts = m.get("ts", "")[:16].replace("T", " ")
-        lines.append(f"[{ts}] {str(role).upper()}: {content}")
+        lines.append(f"#{n} [{ts}] {str(role).upper()}: {content}")
     return "\n".join(lines)
+
+
+def shown_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages :func:`format_messages` numbers (tool results are left out)."""
+    return [m for m in messages if m.get("role") != "tool"]
 
 
 def parse_arguments(raw: str) -> tuple[str, str, list[dict[str, str]]]:
@@ -184,6 +189,9 @@ def guard(old: str, new: str, removed: list[dict[str, str]], policy: str, *, ena
     Raises ValueError when the proposal is unusable (empty, or silently drops
     more than :data:`SHRINK_LIMIT` of the facts).
     """
+    from memtray.core.memory.facts import read_markers
+
+    new = read_markers(new).text  # a reply written for the id protocol: its [ID] and [#n] markers go
     old_facts = factdiff.parse(old)
     d = factdiff.diff(old, new)
     notes: list[str] = []
