@@ -164,3 +164,45 @@ def test_servers_start_at_the_first_turn_only(home: Home, llm_server: ScriptedLL
     finally:
         app.close()
 
+
+NPM_CACHE = Path("~/.cache/memtray-ci/npm-everything").expanduser()
+
+
+def _everything_server() -> Path:
+    exe = NPM_CACHE / "node_modules" / ".bin" / "mcp-server-everything"
+    if exe.exists():
+        return exe
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        pytest.skip("Node.js is not installed: @modelcontextprotocol/server-everything cannot run here")
+    NPM_CACHE.mkdir(parents=True, exist_ok=True)
+    got = subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund",
+                          "@modelcontextprotocol/server-everything"], cwd=NPM_CACHE, capture_output=True, timeout=600)
+    if got.returncode != 0 or not exe.exists():
+        pytest.skip("could not install @modelcontextprotocol/server-everything from npm (offline?)")
+    return exe
+
+
+def test_reference_everything_server_through_the_agent(home: Home, llm_server: ScriptedLLMServer) -> None:
+    exe = _everything_server()
+    _write_servers(home, f'[servers.everything]\ncommand = "{exe}"\nargs = ["stdio"]\nallowed = true\n')
+    app = _app(home, llm_server)
+    clients = _attach(app)
+    try:
+        assert {"everything__echo", "everything__get-sum", "everything__get-tiny-image"} <= set(app.tools.names())
+        llm_server.script(
+            tool_call("everything__get-sum", {"a": 19, "b": 23}, id="sum"),
+            tool_call("everything__get-tiny-image", {}, id="img"),
+            tool_call("everything__echo", {"message": 42}, id="bad"),  # wrong type: refused before the server
+            reply("42."),
+        )
+        assert app.run(app.agent.turn("quick", "add 19 and 23", stream=False)).reply == "42."
+        total, image, bad = _tool_results(app)[-3:]
+        assert "42" in total
+        assert "[image omitted]" in image
+        assert bad.startswith("error:") and "string" in bad
+        assert [c["status"] for c in _calls(app)] == ["ok", "ok"]
+    finally:
+        clients.close()
+        app.close()
+
