@@ -179,23 +179,10 @@ def _build_search(
 ) -> Any:
     """The history search service with its tool (and recall for the agent); None when
     its index cannot be opened: search then says so, nothing else is affected."""
-    from memtray.core.search.embed import Embedder
-    from memtray.core.search.index import SearchIndex, index_path
-    from memtray.core.search.service import SearchService
-    from memtray.core.search.text import SearchError
+    from memtray.core.search.service import build
 
-    try:
-        index = SearchIndex.open(index_path(home))
-    except SearchError as exc:
-        log.error("history search is unavailable: %s", exc)
-        return None
-    svc = SearchService(store, index, Embedder(lambda: settings.current), submit=worker.submit)
-    tools.add(svc.tool())
-    if hasattr(agent, "recall"):
-        agent.recall = svc.recall
-    if start:
-        svc.start()
-    return svc
+    # build() also makes a change of embedding_model start its backfill (a Settings listener)
+    return build(home, store, tools, start=start, settings=settings, submit=worker.submit, agent=agent)
 
 
 def add_maintenance(app: App) -> None:
