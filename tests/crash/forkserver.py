@@ -256,6 +256,7 @@ def _warm_litellm() -> None:
 
     from memtray.core.base.config import Config
     from memtray.core.llm.client import LLMClient, Request
+
     from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
 
     with ScriptedLLMServer() as server:
@@ -274,7 +275,7 @@ def serve() -> None:
         load_litellm()
         import memtray.core.app
         import memtray.core.cli.main
-        import memtray.core.memory.consolidation  # noqa: F401
+        import memtray.core.memory.consolidation
 
         memtray.core.cli.main.build_parser()  # imports every command's module once, before the forks
         _warm_litellm()

@@ -348,11 +348,11 @@ def campaign_responder(request: dict[str, Any]) -> Any:
 
 def kill_ops(server: ForkServer, home: Path, base_url: str, rng: random.Random,
              ops: list[str] | None = None) -> Child:
-    """Run 1-4 random commands in a child and SIGKILL it at a random moment: after 0-8
+    """Run 1-3 random commands in a child and SIGKILL it at a random moment: after 0-6
     acknowledged appends or commands, plus 0-40 ms (some children finish first)."""
     child = server.start(mode="ops", home=str(home), base_url=base_url, seed=rng.randrange(2**32),
-                         commands=rng.randint(1, 4), ops=ops)
-    target = rng.randint(0, 8)
+                         commands=rng.randint(1, 3), ops=ops)
+    target = rng.randint(0, 6)
     seen = 0
     while child.status is None:
         line = child.next(120)
