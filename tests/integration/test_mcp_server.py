@@ -138,3 +138,59 @@ def test_malformed_json_rpc_does_not_kill_the_server(tmp_path: Path) -> None:
     answers = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     assert any(a.get("id") == 1 and "result" in a for a in answers), proc.stdout[-2000:]
     assert b"Traceback" not in proc.stdout
+
+
+def test_undo_is_offered_exactly_when_memory_undo_exists(tmp_path: Path) -> None:
+    from memtray.core.cli.main import build_parser
+    from memtray.core.cli.mcp import has_undo
+
+    async def names(s: ClientSession) -> list[str]:
+        return [tool.name for tool in (await s.list_tools()).tools]
+
+    assert ("undo_consolidation" in anyio.run(_session, tmp_path / "home", names)) == has_undo(build_parser())
+
+
+def test_http_needs_the_token(tmp_path: Path) -> None:
+    import socket
+    import urllib.error
+    import urllib.request
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    home = tmp_path / "home"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    params = _params(home, "--http", str(port))
+    params.env["MEMTRAY_MCP_TOKEN"] = token = "t0ken-" + "x" * 40
+    proc = subprocess.Popen([params.command, *params.args], env=params.env, stderr=subprocess.PIPE)
+    try:
+        assert proc.stderr is not None
+        assert b"serving" in proc.stderr.readline()
+        for _ in range(600):  # until uvicorn accepts connections (or the process died)
+            assert proc.poll() is None
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            anyio.run(anyio.sleep, 0.05)
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(req, timeout=30)
+        assert refused.value.code == 401
+
+        async def listed() -> list[str]:
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http, \
+                    streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http) as streams, \
+                    ClientSession(streams[0], streams[1]) as s:
+                await s.initialize()
+                return [tool.name for tool in (await s.list_tools()).tools]
+
+        assert "search_history" in anyio.run(listed)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
