@@ -33,6 +33,8 @@ class Config:
     memory_window: int = 100
     context_tokens: int = 0  # 0: ask litellm for the model's window
     drop_policy: str = "keep"  # keep | review
+    #: MEMORY.md size (characters) past which consolidation is asked to merge facts; never truncated
+    memory_budget: int = 12_000
     idle_consolidate_minutes: int = 30
     consolidation_timeout: float = 120.0
     hotkey: str = "Ctrl+Alt+Space"
@@ -57,6 +59,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "temperature": (0, 2),
     "max_tool_iterations": (1, 100),
     "memory_window": (4, 100_000),
+    "memory_budget": (1_000, 190_000),
     "context_tokens": (0, 10_000_000),
     "idle_consolidate_minutes": (0, 100_000),
     "consolidation_timeout": (1, 3600),

@@ -58,12 +58,14 @@ from memtray.core.log.events import (
 from memtray.core.log.projections import ConsolidationState
 from memtray.core.log.store import Store
 from memtray.core.memory import factdiff
+from memtray.core.memory.facts import read_markers
 from memtray.core.memory.guard import (
     SAVE_MEMORY,
+    Reply,
     format_messages,
-    guard,
     hold_history,
-    parse_arguments,
+    parse_reply,
+    shown_messages,
 )
 from memtray.core.memory.service import MemoryService
 
@@ -103,6 +105,20 @@ class Outcome:
         if self.flagged:
             parts.append(f"{self.flagged} flagged for review")
         return ", ".join(parts)
+
+
+@dataclass
+class IdGuarded:
+    """A reply after the guard: the text to write, its ids, and what the guard did."""
+
+    memory: str
+    flagged: list[dict[str, Any]]
+    kept: int  # silent drops put back
+    reasons: dict[str, str]
+    notes: list[str]
+    ledger: Ledger
+    merged: dict[str, list[str]]
+    provenance: dict[str, Any]
 
 
 async def request_save_memory(
@@ -311,13 +327,16 @@ class ConsolidationService:
             if rec.type == "message" and rec.session == c.session:
                 messages.append({**rec.data, "seq": rec.seq, "ts": rec.ts})
         base: str | None = None  # a consolidation that never completed is simply run again
+        base_rev: str | None = None
         if c.memory_seq:
             sha = self.memory.resolve(f"seq:{c.memory_seq}")
             parents = self.memory.git.info(sha).parents
             base = self.memory.git.read(parents[0], "MEMORY.md") if parents else ""
+            base_rev = parents[0] if parents else None
         cid = self.store.new_id()
         async with self._lock(c.session):
-            return await self._run(cid, c.session, c.start, c.end, messages, model, "redo", redo_of=c.id, base=base)
+            return await self._run(cid, c.session, c.start, c.end, messages, model, "redo", redo_of=c.id, base=base,
+                                   base_rev=base_rev)
 
     async def _run(
         self,
@@ -331,6 +350,7 @@ class ConsolidationService:
         *,
         redo_of: str | None,
         base: str | None = None,
+        base_rev: str | None = None,
     ) -> Outcome:
         use_model = model or self.settings.current.model
         seqs = [m["seq"] for m in messages if "seq" in m]
@@ -347,22 +367,26 @@ class ConsolidationService:
         try:
             self.memory.check_worktree()  # a hand edit made before this started is what the model sees
             snapshot = self.store.state.memory
+            snap_ids = self.memory.ledger()
             prompt_memory = snapshot if base is None else base
-            result = await request_save_memory(self.llm, self.settings.current.consolidation_timeout, prompt_memory, messages, model)
+            prompt_ids = snap_ids if base is None else self.memory.ledger_at(base_rev) if base_rev else Ledger(())
+            budget = self.settings.current.memory_budget
+            result = await request_save_memory(self.llm, self.settings.current.consolidation_timeout, prompt_memory,
+                                               messages, model, ledger=prompt_ids, budget=budget)
             crash_point("consolidation.replied")
             call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
             if call is None:
                 raise ValueError("the model answered without calling save_memory")
-            entry, update, removed = parse_arguments(call.arguments)
-            update, entry = redact(update), redact(entry)
+            reply = parse_reply(call.arguments)
             # Memory may have changed while the model worked (agent tools, a hand edit):
             # keep those changes rather than undo them with a proposal made before them.
             self.memory.check_worktree()
-            current = self.store.state.memory
-            update = factdiff.rebase(update, snapshot, current)
-            g = guard(current, update, removed, self.settings.current.drop_policy, enabled=self.guard_enabled)
-            entry = hold_history(entry, g.flagged)
-            d = factdiff.diff(current, g.memory)
+            g = self._guard(reply, snapshot, snap_ids, self.memory.ledger(), prompt_ids, messages, cid)
+            entry = hold_history(redact(reply.history_entry), g.flagged)
+            d = diff_by_id(self.memory.ledger(), g.ledger)
+            if len(g.memory) > budget:
+                g.notes.append(f"memory is {len(g.memory):,} characters, past its budget of {budget:,}; "
+                               "the next consolidation is asked to merge facts")
             recs = self.memory.write(
                 g.memory,
                 reason="redo" if redo_of else "consolidation",
@@ -372,14 +396,16 @@ class ConsolidationService:
                 history_append=entry,
                 flagged=g.flagged,
                 dropped_reasons=g.reasons,
-                provenance={f.id: {"consolidation": cid} for f in d.added + [n for _o, n in d.changed]} or None,
+                provenance=g.provenance or None,
                 session=session,
+                facts=g.ledger,
+                merged=g.merged or None,
                 extra=[(
                     ConsolidationCompleted.TYPE,
                     ConsolidationCompleted(
                         consolidation=cid, end=end, memory_seq=0,  # write() fills in the real seq
                         added=len(d.added), removed=len(d.dropped), changed=len(d.changed),
-                        kept=len(g.kept), flagged=len(g.flagged),
+                        kept=g.kept, flagged=len(g.flagged),
                     ).to_data(),
                     session,
                 )],
@@ -402,10 +428,42 @@ class ConsolidationService:
             raise ConsolidationFailedError(f"consolidation failed: {reason}") from None
         self._failures.pop(session, None)
         self._retry_at.pop(session, None)
-        out = Outcome(cid, session, start, end, len(d.added), len(d.dropped), len(d.changed), len(g.kept),
+        out = Outcome(cid, session, start, end, len(d.added), len(d.dropped), len(d.changed), g.kept,
                       len(g.flagged), memory_seq=recs[0].seq, notes=g.notes)
         self._notify(out)
         return out
+
+    def _guard(self, reply: Reply, snap_text: str, snap: Ledger, current: Ledger, shown: Ledger,
+               messages: list[dict[str, Any]], cid: str) -> IdGuarded:
+        """The reply applied on ids (:func:`proposal.apply_reply`) to what the model was shown,
+        then the changes made meanwhile carried onto it (:func:`undo.carry`)."""
+        texts = [str(m.get("content") or "") for m in shown_messages(messages)]
+        seq_of = [m.get("seq") for m in shown_messages(messages)]
+        update = redact(reply.memory_update) if reply.memory_update is not None else None
+        edits = [{k: redact(v) if isinstance(v, str) else v for k, v in e.items()} for e in reply.edits or []]
+        policy = self.settings.current.drop_policy
+        if not self.guard_enabled and update is not None:  # test-only: the text as the model wrote it
+            text = read_markers(update).text
+            led = facts.attach(snap, text)
+            return IdGuarded(text, [], 0, {}, [], led, {}, {})
+        gone = [f for f in shown.facts if snap.get(f.id) is None]  # a redo's base facts no longer in memory
+        a = apply_reply(snap, snap_text, memory_update=update, edits=edits or None, removed=reply.removed, messages=texts,
+                        policy=policy, also=gone)
+        text, led, renames = a.memory, a.ledger, {}
+        if [(f.id, f.norm) for f in snap.facts] != [(f.id, f.norm) for f in current.facts]:
+            text, led, renames = carry(snap, current, text, led)
+        prov: dict[str, Any] = {}
+        live = {f.id: f for f in led.facts}
+        for fid, nums in a.sources.items():
+            fid = renames.get(fid, fid)
+            if fid in live:
+                prov[fid] = {"consolidation": cid, "source_seqs": [s for n in nums if (s := seq_of[n - 1]) is not None],
+                             "text": live[fid].text}
+        for v in a.verdicts:
+            fid = renames.get(v.id or "", v.id or "")
+            if v.kind in ("reworded", "split") and fid in live and fid not in prov:
+                prov[fid] = {"consolidation": cid, "text": live[fid].text}
+        return IdGuarded(text, a.flagged, len(a.of("silent-kept")), a.reasons, a.notes, led, a.merged, prov)
 
     def restore_backoff(self) -> None:
         """Pick up where the backoff was: a session whose last consolidation failed is not

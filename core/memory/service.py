@@ -19,8 +19,11 @@ from memtray.core.base.worker import WriterThread, on_writer
 from memtray.core.log.events import MemoryReviewed, MemoryRolledBack, MemoryWritten, Record
 from memtray.core.log.store import Store
 from memtray.core.memory import factdiff
-from memtray.core.memory.browse import SILENT_HELD, MemoryBrowsing, MemoryError_
-from memtray.core.memory.factdiff import Fact, FactDiff
+from memtray.core.memory import facts as fact_ids
+from memtray.core.memory.browse import SILENT_HELD, MemoryError_
+from memtray.core.memory.factdiff import Fact
+from memtray.core.memory.factops import FactOps, UndoResult
+from memtray.core.memory.facts import Ledger
 from memtray.core.memory.gitrepo import GitRepo
 from memtray.core.memory.guard import review_item
 from memtray.core.memory.projection import GitProjection
@@ -28,13 +31,13 @@ from memtray.core.memory.revisions import Revision
 
 log = logging.getLogger(__name__)
 
-REASONS = ("consolidation", "agent", "user-edit", "restore", "rollback", "redo", "review", "adopt", "rebuild", "import")
+REASONS = ("consolidation", "agent", "user-edit", "restore", "rollback", "redo", "review", "adopt", "rebuild", "import", "undo")
 MAX_MEMORY_CHARS = 200_000
 
-__all__ = ["MAX_MEMORY_CHARS", "REASONS", "SILENT_HELD", "MemoryError_", "MemoryService"]
+__all__ = ["MAX_MEMORY_CHARS", "REASONS", "SILENT_HELD", "MemoryError_", "MemoryService", "UndoResult"]
 
 
-class MemoryService(MemoryBrowsing):
+class MemoryService(FactOps):
     def __init__(self, store: Store, home: Home, clock: Clock) -> None:
         self.store = store
         self.projection = GitProjection(store, home, clock, self.write)
@@ -87,6 +90,8 @@ class MemoryService(MemoryBrowsing):
         dropped_reasons: dict[str, str] | None = None,
         extra: list[tuple[str, dict[str, Any], str | None]] | None = None,
         session: str | None = None,
+        facts: Ledger | None = None,
+        merged: dict[str, list[str]] | None = None,
     ) -> list[Record]:
         """Append ``memory.written`` (+ ``extra`` events) in one write; git follows.
 
@@ -95,6 +100,11 @@ class MemoryService(MemoryBrowsing):
         unrecorded. Callers that build ``memory`` from the current text should call
         :meth:`check_worktree` before they read it. An ``extra`` payload with a
         ``memory_seq`` member gets the seq of this ``memory.written`` event.
+
+        ``facts`` names the ids of ``memory``'s facts (the consolidation guard's, a
+        rollback's); without it they are attached from the current revision. The event
+        records them (``facts``) and its fact diff is by id; ``merged`` (survivor id ->
+        ids merged into it) gives those dropped ids their reason.
         """
         if reason not in REASONS:
             raise MemoryError_(f"unknown memory change reason {reason!r}")
@@ -103,19 +113,11 @@ class MemoryService(MemoryBrowsing):
         memory = redact(memory)
         if len(memory) > MAX_MEMORY_CHARS:
             raise MemoryError_(f"MEMORY.md would be {len(memory):,} characters; the limit is {MAX_MEMORY_CHARS:,}")
-        old = self.store.state.memory
         reasons = {k: redact(v) for k, v in (dropped_reasons or {}).items()}
-        d = factdiff.diff(old, memory)
-        if reasons and d.changed:
-            # A fact removed with a reason is a removal even when the fuzzy diff pairs it
-            # with a new fact ("lives in London" -> "lives in Lyon"): record it as dropped.
-            moved = [(o, n) for o, n in d.changed if o.id in reasons]
-            d = FactDiff(d.added + [n for _o, n in moved], d.dropped + [o for o, _n in moved],
-                         [(o, n) for o, n in d.changed if o.id not in reasons], d.unchanged)
-        if d.dropped:
-            # one of two copies of a fact going is not the fact leaving memory
-            still = {f.norm for f in factdiff.parse(memory)}
-            d = FactDiff(d.added, [f for f in d.dropped if f.norm not in still], d.changed, d.unchanged)
+        for survivor, ids in (merged or {}).items():
+            for i in ids:
+                reasons.setdefault(i, f"merged into {survivor}")
+        ledger, d = self.facts_for(memory, reason, facts)
         diff_json = d.to_json()
         flagged = [_redact_item(i) for i in flagged or ()]
         held = {i["fact_id"] for i in flagged if i.get("kind") == "silent-drop"}
@@ -126,7 +128,9 @@ class MemoryService(MemoryBrowsing):
             history=redact(history) if history is not None else None, consolidation=consolidation, model=model,
             diff=diff_json, flagged=flagged or None, provenance=provenance,
         )
-        items: list[tuple[str, dict[str, Any], str | None, str | None]] = [(MemoryWritten.TYPE, ev.to_data(), session, None)]
+        data = ev.to_data()
+        data["facts"] = ledger.to_json() | ({"merged": merged} if merged else {})
+        items: list[tuple[str, dict[str, Any], str | None, str | None]] = [(MemoryWritten.TYPE, data, session, None)]
         with self.store.locked():  # re-entrant: the seq read here is the one append_many gives
             seq = self.store.log.last_seq + 1
             for t, data, sess in extra or []:
@@ -137,13 +141,18 @@ class MemoryService(MemoryBrowsing):
 
     def _find(self, rev: str, fact: str) -> tuple[Fact, str]:
         """The fact at ``rev``, or -- when ``rev`` is the revision that removed it, as
-        `memory dropped` lists -- at its parent. An exact match (id, id prefix, text) at
-        either wins over a fuzzy one. Returns the fact and the sha it is in."""
+        `memory dropped` lists -- at its parent. Its id first, then its exact text, then a
+        close match. Returns the fact (with its id) and the sha it is in."""
         sha = self.resolve(rev)
         parents = self.git.info(sha).parents
-        places = [(sha, factdiff.parse(self.git.read(sha, "MEMORY.md")))]
+        places = [(sha, list(self.ledger_at(sha).facts))]
         if parents:
-            places.append((parents[0], factdiff.parse(self.git.read(parents[0], "MEMORY.md"))))
+            places.append((parents[0], list(self.ledger_at(parents[0]).facts)))
+        key = fact_ids.id_key(fact)
+        for where, facts in places:
+            hit = next((f for f in facts if f.id == key), None)
+            if hit is not None:
+                return hit, where
         for finder in (factdiff.find_fact, factdiff.match_fact):
             for where, facts in places:
                 found = finder(facts, fact)
@@ -156,10 +165,13 @@ class MemoryService(MemoryBrowsing):
         self.projection.adopt_worktree()
         f, src = self._find(rev, fact)
         current = self.store.state.memory
-        if any(x.norm == f.norm for x in factdiff.parse(current)):
-            raise MemoryError_(f"the fact is already in memory: {f.text}")
+        led = self.ledger()
+        here = led.get(f.id) or next((x for x in led.facts if x.norm == f.norm), None)
+        if here is not None:
+            raise MemoryError_(f"the fact is already in memory: [{here.id}] {here.text}")
         new = factdiff.add_fact(current, f.text, f.section or None)
-        self.write(new, reason="restore", source="user", provenance={f.id: {"restored_from": src}})
+        ids = fact_ids.attach(led, new, keep={f.norm: f.id})
+        self.write(new, reason="restore", source="user", provenance={f.id: {"restored_from": src}}, facts=ids)
         return self.revision("HEAD")
 
     @on_writer
@@ -168,7 +180,8 @@ class MemoryService(MemoryBrowsing):
         sha = self.resolve(rev)
         text = self.git.read(sha, "MEMORY.md")
         seq = self.store.state.memory_seq
-        self.write(text, reason="rollback", source="user",
+        target = self.ledger_at(sha)
+        self.write(text, reason="rollback", source="user", facts=Ledger(target.facts, self.ledger().next),
                    extra=[(MemoryRolledBack.TYPE, MemoryRolledBack(to_rev=sha, memory_seq=seq + 1).to_data(), None)])
         return self.revision("HEAD")
 
@@ -190,27 +203,29 @@ class MemoryService(MemoryBrowsing):
         new = factdiff.add_fact(current, fact, section)
         if new == current:
             return "already remembered"
-        prov = {"source_seqs": [source_seq]} if source_seq else None
-        added = factdiff.diff(current, new).added
-        self.write(new, reason="agent", source="model", model=model,
-                   provenance={f.id: prov for f in added} if prov else None)
+        led, d = self.facts_for(new, "agent", None)
+        prov = {"source_seqs": [source_seq], "text": fact} if source_seq else None
+        self.write(new, reason="agent", source="model", model=model, facts=led,
+                   provenance={f.id: prov for f in d.added} if prov else None)
         return f"remembered: {fact}"
 
     @on_writer
     def forget(self, fact: str, why: str, *, model: str | None) -> str:
         self.projection.adopt_worktree()
         current = self.store.state.memory
-        found = factdiff.match_fact(factdiff.parse(current), fact)
+        led = self.ledger()
+        key = fact_ids.id_key(fact)
+        found = led.get(key) if key else None
+        found = found or factdiff.match_fact(list(led.facts), fact)
         if found is None:
             return f"no fact in memory matches {fact!r}"
-        new = factdiff.remove_fact(current, found)
-        self.write(new, reason="agent", source="model", model=model, dropped_reasons={found.id: why or "asked to forget"})
+        k = led.facts.index(found)
+        new = factdiff.remove_fact(current, factdiff.parse(current)[k])
+        self.write(new, reason="agent", source="model", model=model, dropped_reasons={found.id: why or "asked to forget"},
+                   facts=Ledger(tuple(f for f in led.facts if f.id != found.id), led.next))
         return f"forgot: {found.text} ({why})"
 
     # --- review -----------------------------------------------------------------------
-
-    def pending_review(self) -> list[dict[str, Any]]:
-        return sorted(self.store.state.review.values(), key=lambda i: i["seq"])
 
     @on_writer
     def accept_review(self, item_id: str) -> None:
@@ -224,7 +239,8 @@ class MemoryService(MemoryBrowsing):
         item = self._review(item_id)
         self.projection.adopt_worktree()
         new = factdiff.add_fact(self.store.state.memory, item["text"], item.get("section") or None)
-        self.write(new, reason="review", source="user",
+        keep = {factdiff.normalize(item["text"]): item["fact_id"]} if item.get("kind") == "silent-drop" else None
+        self.write(new, reason="review", source="user", facts=fact_ids.attach(self.ledger(), new, keep=keep),
                    extra=[(MemoryReviewed.TYPE, MemoryReviewed(item=item["id"], action="restore",
                                                                memory_seq=self.store.state.memory_seq + 1).to_data(), None)])
         return self.revision("HEAD")
@@ -237,6 +253,12 @@ class MemoryService(MemoryBrowsing):
         if len(matches) == 1:
             return items[matches[0]]
         raise MemoryError_(f"no review item {item_id!r}", hint="See `memtray memory review`.")
+
+    @on_writer
+    def undo(self, target: str) -> UndoResult:
+        """Undo one consolidation or revision by fact id (see :meth:`FactOps.undo_changes`)."""
+        self.projection.adopt_worktree()
+        return self.undo_changes(target)
 
     def close(self) -> None:
         self.projection.close()
