@@ -14,7 +14,7 @@ from typing import Any
 from memtray.core.log import transcript
 
 from .bridge import Follower
-from .chatview import ChatPane
+from .chatpane import ChatPane
 from .context import Context
 from .memory_browser import MemoryBrowser
 from .qt import (

@@ -6,7 +6,7 @@ hotkey (or ``memtray toggle``) toggles. Its session key is ``"quick"``.
 
 from __future__ import annotations
 
-from .chatview import ChatPane
+from .chatpane import ChatPane
 from .context import Context
 from .qt import (
     QCursor,

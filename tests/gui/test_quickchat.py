@@ -230,7 +230,7 @@ def test_scrollback_reads_older_messages_from_the_log(qtbot: Any, configured_hom
 
 def test_long_sessions_render_one_page_first(qtbot: Any, configured_home: Any, runtime_dir: Any) -> None:
     from memtray.core.app import App
-    from memtray.desktop.chatview import PAGE
+    from memtray.desktop.chatpane import PAGE
 
     from tests.gui.conftest import close_desktop, make_desktop
 
