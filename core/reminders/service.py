@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import logging
 import threading
@@ -49,6 +50,7 @@ from memtray.core.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
 from memtray.core.log.events import Record, ReminderCancelled, ReminderFired, ReminderScheduled
 from memtray.core.log.projections import ReminderState
 from memtray.core.log.store import Store
+from memtray.core.reminders.dueindex import DueIndex
 from memtray.core.reminders.spec import (
     MODES,
     Occurrence,
@@ -69,7 +71,8 @@ __all__ = ["Occurrence", "ReminderError", "ReminderService", "register_tools"]
 
 log = logging.getLogger(__name__)
 
-_JOB_PREFIX = "reminder:"
+_NEXT_JOB = "memtray:next-reminder"
+_UNARMED = datetime.min.replace(tzinfo=UTC)  # forces _arm to look again
 _MAINT_PREFIX = "maintenance:"
 _WAKE_JOB = "memtray:wake"
 #: the scheduler re-reads the wall clock at least this often
@@ -82,32 +85,6 @@ def session_of(reminder_id: str) -> str:
 
 
 @functools.cache
-def _schedule_trigger_class() -> type:
-    """An apscheduler trigger over a :class:`Schedule`, so the timer and ``due`` agree
-    (including the repeated-hour rule apscheduler's own CronTrigger does not apply).
-
-    Built on first use: apscheduler is imported when delivery starts, after the
-    desktop has shown itself, not while ``memtray`` starts.
-    """
-    from apscheduler.triggers.base import BaseTrigger
-
-    class _ScheduleTrigger(BaseTrigger):  # type: ignore[misc]
-        __slots__ = ("schedule",)
-
-        def __init__(self, schedule: Schedule) -> None:
-            self.schedule = schedule
-
-        def get_next_fire_time(self, previous_fire_time: datetime | None, now: datetime) -> datetime | None:
-            if previous_fire_time is None:
-                return self.schedule.first_at_or_after(now)
-            return self.schedule.next_after(previous_fire_time)
-
-        def __str__(self) -> str:
-            return self.schedule.describe()
-
-    return _ScheduleTrigger
-
-
 class TurnRunner(Protocol):
     """Runs one agent turn (the agent room provides it): for ``--agent`` reminders."""
 
@@ -141,6 +118,8 @@ class ReminderService:
         self._inflight: set[tuple[str, str]] = set()
         self._maintenance: dict[str, tuple[float, Callable[[], Any]]] = {}
         self._closed = False
+        self._index: DueIndex | None = None
+        self._armed: datetime | None = _UNARMED
         store.subscribe(self._on_records)
 
     # --- settings -------------------------------------------------------------------
@@ -377,24 +356,24 @@ class ReminderService:
                 job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
             )
             now = self.clock.now()
-            # what was missed while off or asleep (computed first: it also warms the
-            # schedules the jobs below ask for their next fire time)
-            missed = self.due(now)
-            for r in list(self.store.state.reminders.values()):
-                if r.active:
-                    self._add_job(r, now)
+            # what was missed while off or asleep: only what the next-due index says is
+            # due is looked at, so start-up does not grow with the number of reminders
+            self._index = DueIndex.open(self.store.home.state)
+            self._index.sync(self.store.log, self.store.state, self.schedule_of)
+            missed = self.due(now, ids=self._index.due_ids(now))
             for name, (seconds, fn) in self._maintenance.items():
                 self._add_maintenance_job(name, seconds, fn)
             # apscheduler sleeps on a monotonic timeout, which stands still while the
             # machine is suspended; waking it every minute bounds how late a reminder
             # that fell due during sleep is delivered after resume (or a clock change)
             self._scheduler.add_job(
-                _wake, trigger=IntervalTrigger(seconds=WAKE_SECONDS, timezone=UTC), id=_WAKE_JOB,
+                self._on_timer, trigger=IntervalTrigger(seconds=WAKE_SECONDS, timezone=UTC), id=_WAKE_JOB,
                 name="wake up", replace_existing=True,
             )
             self._scheduler.start()
         if missed:
             self._submit(self._fire_all(missed))  # once each, marked late
+        self._arm()
         return True
 
     async def _fire_all(self, occurrences: list[Occurrence]) -> None:
@@ -423,32 +402,34 @@ class ReminderService:
             sched, self._scheduler = self._scheduler, None
         if sched is not None:
             sched.shutdown(wait=True)
+        if self._index is not None:
+            self._index.close()
 
-    def _add_job(self, r: ReminderState, now: datetime | None = None) -> None:
+    def timers(self) -> dict[str, datetime | None]:
+        """The scheduler's jobs and when each runs next (empty before :meth:`start`)."""
         sched = self._scheduler
-        if sched is None or not r.active:
-            return
-        try:
-            s = self.schedule_of(r)
-        except ReminderError as exc:
-            log.warning("reminder %s cannot be scheduled (%s); it stays in the log", r.id, exc)
-            return
-        if r.kind == "at" and s.first_at_or_after(now or self.clock.now()) is None:
-            return  # a one-shot whose time has passed: the catch-up delivers it
-        sched.add_job(
-            self._on_timer, trigger=_schedule_trigger_class()(s), args=(r.id,), id=_JOB_PREFIX + r.id,
-            name=f"reminder {r.id}", replace_existing=True,
-        )
+        if sched is None:
+            return {}
+        return {j.id: getattr(j, "next_run_time", None) for j in sched.get_jobs()}
 
-    def _remove_job(self, rid: str) -> None:
-        sched = self._scheduler
-        if sched is not None:
-            from apscheduler.jobstores.base import JobLookupError
+    def _arm(self) -> None:
+        """One timer for the earliest next-due reminder (the index knows which)."""
+        sched, index = self._scheduler, self._index
+        if sched is None or index is None:
+            return
+        from apscheduler.triggers.date import DateTrigger
 
-            try:
-                sched.remove_job(_JOB_PREFIX + rid)
-            except JobLookupError:
-                pass
+        when = index.earliest()
+        if when == self._armed:
+            return
+        self._armed = when
+        if when is None:
+            with contextlib.suppress(Exception):
+                sched.remove_job(_NEXT_JOB)
+            return
+        when = max(when, self.clock.now())
+        sched.add_job(self._on_timer, trigger=DateTrigger(run_date=when, timezone=UTC), id=_NEXT_JOB,
+                      name="next reminder", replace_existing=True)
 
     def _add_maintenance_job(self, name: str, seconds: float, fn: Callable[[], Any]) -> None:
         from apscheduler.triggers.interval import IntervalTrigger
@@ -478,8 +459,33 @@ class ReminderService:
         except Exception:  # a failing chore must not stop the scheduler
             log.exception("maintenance task %s failed", name)
 
-    def _on_timer(self, rid: str) -> None:
-        self._submit(self.fire_due(ids=[rid]))
+    def _on_timer(self) -> None:
+        self._submit(self._fire_index_due())
+
+    async def _fire_index_due(self) -> None:
+        """Fire what the index says is due; move on any reminder that had nothing to fire
+        (an occurrence skipped as too late), then arm the timer for the next one."""
+        index = self._index
+        if index is None:
+            return
+        now = self.clock.now()
+        ids = index.due_ids(now)
+        if ids:
+            fired = {occ.reminder for occ in await self.fire_due(ids=ids, now=now)}
+            for rid in ids:
+                r = self.store.state.reminders.get(rid)
+                if rid in fired or r is None:
+                    continue
+                if not r.active:
+                    index.move(rid, None)
+                    continue
+                try:
+                    nxt = self.schedule_of(r).next_after(now) if r.kind != "at" else None
+                except ReminderError:
+                    nxt = None
+                index.move(rid, nxt)
+        self._armed = _UNARMED
+        self._arm()
 
     def _submit(self, coro: Coroutine[Any, Any, Any]) -> None:
         try:
@@ -490,23 +496,18 @@ class ReminderService:
         fut.add_done_callback(_log_failure)
 
     def _on_records(self, records: list[Record], _state: Any) -> None:
-        """Keep the timer in step with the log, whoever appended."""
-        for rec in records:
-            if not rec.type.startswith("reminder."):
-                continue
-            rid = str(rec.data.get("reminder"))
-            r = self.store.state.reminders.get(rid)
-            if rec.type == "reminder.scheduled":
-                self._schedules.pop(rid, None)
-                if r is not None:
-                    self._add_job(r)
-            elif r is None or not r.active:
-                self._remove_job(rid)
-                self._schedules.pop(rid, None)
-
-
-def _wake() -> None:
-    """Nothing: running at all makes the scheduler compare its jobs with the wall clock."""
+        """Keep the next-due index and the timer in step with the log, whoever appended."""
+        mine = [r for r in records if r.type.startswith("reminder.")]
+        for rec in mine:
+            if rec.type != "reminder.fired":  # a new or cancelled reminder: its schedule is parsed afresh
+                self._schedules.pop(str(rec.data.get("reminder")), None)
+        index = self._index
+        if index is None:
+            return
+        index.note(records, self.store.state, self.schedule_of, self.store.log.head)
+        if mine:
+            self._armed = _UNARMED
+            self._arm()
 
 
 def _log_failure(fut: concurrent.futures.Future[Any]) -> None:

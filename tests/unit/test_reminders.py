@@ -599,13 +599,16 @@ def test_timer_rebuilds_jobs_from_the_log_and_follows_changes(home: Home) -> Non
     try:
         assert svc.start() is True
         assert svc.start() is True  # idempotent
-        jobs = {j.id for j in svc._scheduler.get_jobs()}
-        maintenance = {"maintenance:idle-consolidation", "maintenance:git-gc"}
-        assert jobs == {f"reminder:{a.id}", f"reminder:{b.id}", "memtray:wake", *maintenance}
+        timers = svc.timers()
+        maintenance = {"maintenance:idle-consolidation", "maintenance:git-gc", "maintenance:settings"}
+        # one timer for the earliest reminder, not one job per reminder
+        assert set(timers) == {"memtray:next-reminder", "memtray:wake", *maintenance}
+        assert timers["memtray:next-reminder"] == min(svc.next_fire(a), svc.next_fire(b))
         d = svc.schedule("d", cron="*/5 * * * *")
+        assert svc.timers()["memtray:next-reminder"] == svc.next_fire(d)  # sooner: the timer moved
+        svc.cancel(d.id)
         svc.cancel(a.id)
-        jobs = {j.id for j in svc._scheduler.get_jobs()}
-        assert jobs == {f"reminder:{b.id}", f"reminder:{d.id}", "memtray:wake", *maintenance}
+        assert svc.timers()["memtray:next-reminder"] == svc.next_fire(b)
     finally:
         app.close()
     assert not svc.running
