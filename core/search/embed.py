@@ -74,6 +74,10 @@ class Embedder:
             raise err
         return kw
 
+    async def prepare(self) -> None:
+        """Import litellm (seconds, once per process) so that a timed call does not count it."""
+        await asyncio.to_thread(load_litellm)
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order. Raises :class:`LLMError` subclasses.
 

@@ -49,8 +49,8 @@ from typing import Any
 from memtray.core.base.fsutil import FILE_MODE, ensure_dir
 from memtray.core.base.home import Home
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.segments import Position
 from memtray.core.log.events import Record
+from memtray.core.log.segments import Position
 from memtray.core.log.store import Store, record_ending_at
 from memtray.core.search.text import (
     CLOSE,

@@ -120,6 +120,7 @@ class SearchService:
         self._sync_lock = threading.Lock()
         self._backfill: concurrent.futures.Future[Any] | None = None
         self._backfill_lock = asyncio.Lock()  # one backfill at a time (background or `history embed`)
+        self._listeners: list[Callable[[int, int], None]] = []  # backfill progress (worker loop only)
         self._started = False
         self._failures = 0
         self._retry_at = 0.0
@@ -206,14 +207,21 @@ class SearchService:
     async def backfill(self, *, progress: Callable[[int, int], None] | None = None,
                        should_stop: Callable[[], bool] | None = None) -> int:
         """Embed every document that has no vector yet, :data:`BATCH` at a time; returns
-        how many were embedded. Resumable: what was stored stays stored if it stops."""
+        how many this call embedded. Resumable: what was stored stays stored if it stops.
+        ``progress(done, total)`` hears of every batch, also of a background backfill that
+        runs meanwhile (this call then waits for it and finishes what is left)."""
         if not self.embedder.available:
             raise SearchError("no embedding model is configured", hint=SETUP_HINT)
-        async with self._backfill_lock:
-            return await self._backfill_locked(progress, should_stop)
+        if progress is not None:
+            self._listeners.append(progress)
+        try:
+            async with self._backfill_lock:
+                return await self._backfill_locked(should_stop)
+        finally:
+            if progress is not None:
+                self._listeners.remove(progress)
 
-    async def _backfill_locked(self, progress: Callable[[int, int], None] | None,
-                               should_stop: Callable[[], bool] | None) -> int:
+    async def _backfill_locked(self, should_stop: Callable[[], bool] | None) -> int:
         done = 0
         await asyncio.to_thread(self._prepare)
         while not (should_stop is not None and should_stop()) and not self._stop.is_set():
@@ -225,8 +233,10 @@ class SearchService:
                 self.vectors.put, [(seq, text, v) for (seq, text), v in zip(batch, vecs, strict=True)], through
             )
             done += len(batch)
-            if progress is not None:
-                progress(*(await asyncio.to_thread(self.vectors.progress)))
+            if self._listeners:
+                counts = await asyncio.to_thread(self.vectors.progress)
+                for fn in list(self._listeners):
+                    fn(*counts)
         return done
 
     def _prepare(self) -> None:
@@ -280,6 +290,7 @@ class SearchService:
             notes.append("no embedding model is configured (embedding_model): keyword search only")
         else:
             try:
+                await self.embedder.prepare()
                 (vec,) = await asyncio.wait_for(self.embedder.embed([query]), QUERY_TIMEOUT)
             except (LLMError, TimeoutError) as exc:
                 why = str(exc) or "it did not answer in time"
@@ -324,6 +335,8 @@ class SearchService:
         left out, and weak semantic matches are not recalled."""
         tail = [int(m["seq"]) for m in self.store.state.session(session).messages if "seq" in m]
         try:
+            if self.embedder.available:
+                await self.embedder.prepare()  # the turn needs litellm anyway; not part of the time limit
             found = await asyncio.wait_for(
                 self.asearch(text, mode="hybrid", limit=limit * 3, exclude=tail), RECALL_TIMEOUT)
         except (MemtrayError, TimeoutError) as exc:

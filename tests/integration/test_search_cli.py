@@ -115,3 +115,45 @@ def test_forwards_to_the_running_instance(home: Home) -> None:
     finally:
         server.close()
         app.close()
+
+
+# --- modes ---------------------------------------------------------------------------------
+
+
+def use_embeddings(home: Home, base_url: str) -> None:
+    home.create()
+    home.config.write_text(f'embedding_model = "openai/test-embedding"\nembedding_api_base = "{base_url}"\n')
+
+
+def test_modes_and_scores(home: Home, llm_server: Any) -> None:
+    s = seed(home)
+    with Store.open(home) as store:
+        run = store.append("message", {"role": "user", "content": "I went running by the lake"}, session="cli").seq
+    proc = run_cli(home.root, "history", "search", "--json", "--mode", "semantic", "ran")
+    assert proc.returncode == 1 and "needs an embedding model" in proc.stderr
+    assert "embedding_model" in proc.stderr  # the hint says how
+    proc = run_cli(home.root, "history", "search", "--json", "ran")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == []
+    assert "no embedding model is configured" in proc.stderr  # said plainly, on stderr
+
+    use_embeddings(home, llm_server.base_url)
+    proc = run_cli(home.root, "history", "embed")
+    assert proc.returncode == 0, proc.stderr
+    # progress lines come from this backfill or from the background one it waits for
+    assert all(line.startswith("embedded ") and line.endswith(" of 4") for line in proc.stderr.splitlines())
+    assert "openai/test-embedding: 4 of 4 entries embedded" in proc.stdout
+    status = json.loads(run_cli(home.root, "history", "embed", "--status", "--json").stdout)
+    assert isinstance(status.pop("running"), bool)  # the background pass may be looking for work
+    assert status == {"model": "openai/test-embedding", "done": 4, "total": 4, "error": None}
+
+    sem = search_json(home, "ran", "--mode", "semantic", "--limit", "1")
+    assert [h["seq"] for h in sem] == [run]
+    assert sem[0]["mode"] == "semantic" and sem[0]["keyword_score"] is None
+    assert 0 < sem[0]["semantic_score"] <= 1 and sem[0]["score"] == sem[0]["semantic_score"]
+    assert search_json(home, "ran", "--mode", "keyword") == []
+    hyb = search_json(home, "zurich", "--mode", "hybrid")
+    assert {h["seq"] for h in hyb} >= set(s.values())
+    for h in hyb:
+        assert set(h) == HIT_KEYS and h["mode"] == "hybrid" and h["score"] > 0
+    both = [h for h in hyb if h["keyword_score"] is not None]
+    assert {h["seq"] for h in both} == set(s.values()) and all(h["semantic_score"] is not None for h in both)
