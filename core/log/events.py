@@ -462,6 +462,8 @@ class MemoryWritten(Payload):
     provenance: dict[str, Any] | None = None
     #: the program that asked for the write (an MCP client's name), when not memtray itself
     client: str | None = None
+    #: a rollback's: the revision (sha) memory went back to, named in the commit message
+    target: str | None = None
 
 
 @SCHEMA.register

@@ -65,8 +65,10 @@ def commit_message(rec: Record) -> str:
     a, r, c = len(diff.get("added", [])), len(diff.get("dropped", [])), len(diff.get("changed", []))
     flagged = len(d.get("flagged") or [])
     reason = d.get("reason", "?")
-    subject = f"{reason}: +{a} -{r} ~{c}" + (f", {flagged} flagged" if flagged else "")
+    subject = f"{_what(d)}: +{a} -{r} ~{c}" + (f", {flagged} flagged" if flagged else "")
     trailers = [f"Event-Seq: {rec.seq}", f"Reason: {reason}"]
+    if d.get("target"):
+        trailers.append(f"Rolled-Back-To: {d['target']}")
     if d.get("consolidation"):
         trailers.append(f"Consolidation: {d['consolidation']}")
     trailers.append(f"Model: {d.get('model') or '-'}")
@@ -74,6 +76,23 @@ def commit_message(rec: Record) -> str:
     trailers.append(f"Facts: +{a} -{r} ~{c}")
     trailers.append(f"Flagged: {flagged}")
     return subject + "\n\n" + "\n".join(trailers) + "\n"
+
+
+def _what(d: dict[str, Any]) -> str:
+    """The subject's first words: the reason, and for a rollback the revision it went
+    back to, for a restore the fact it put back and where from."""
+    reason = str(d.get("reason", "?"))
+    if reason == "rollback" and d.get("target"):
+        return f"rollback to {str(d['target'])[:8]}"
+    if reason == "restore":
+        added = (d.get("diff") or {}).get("added") or []
+        sources = [v.get("restored_from") for v in (d.get("provenance") or {}).values() if isinstance(v, dict)]
+        if len(added) == 1:
+            text = " ".join(str(added[0].get("text", "")).split())
+            text = text if len(text) <= 60 else text[:59] + "…"
+            src = f" from {str(sources[0])[:8]}" if sources and sources[0] else ""
+            return f'restore "{text}"{src}'
+    return reason
 
 
 def history_entry(ts: datetime, text: str) -> str:

@@ -92,6 +92,7 @@ class MemoryService(FactOps):
         session: str | None = None,
         facts: Ledger | None = None,
         merged: dict[str, list[str]] | None = None,
+        target: str | None = None,
     ) -> list[Record]:
         """Append ``memory.written`` (+ ``extra`` events) in one write; git follows.
 
@@ -126,7 +127,7 @@ class MemoryService(FactOps):
         ev = MemoryWritten(
             memory=memory, reason=reason, source=source, history_append=redact(history_append) if history_append else None,
             history=redact(history) if history is not None else None, consolidation=consolidation, model=model,
-            diff=diff_json, flagged=flagged or None, provenance=provenance,
+            diff=diff_json, flagged=flagged or None, provenance=provenance, target=target,
         )
         data = ev.to_data()
         data["facts"] = ledger.to_json() | ({"merged": merged} if merged else {})
@@ -181,7 +182,7 @@ class MemoryService(FactOps):
         text = self.git.read(sha, "MEMORY.md")
         seq = self.store.state.memory_seq
         target = self.ledger_at(sha)
-        self.write(text, reason="rollback", source="user", facts=Ledger(target.facts, self.ledger().next),
+        self.write(text, reason="rollback", source="user", facts=Ledger(target.facts, self.ledger().next), target=sha,
                    extra=[(MemoryRolledBack.TYPE, MemoryRolledBack(to_rev=sha, memory_seq=seq + 1).to_data(), None)])
         return self.revision("HEAD")
 

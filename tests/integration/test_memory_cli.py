@@ -275,6 +275,9 @@ def test_restore_fact_from_the_revision_that_dropped_it(copy: Seeded) -> None:
     assert "- User lives in London\n" in (h.memory / "MEMORY.md").read_text()
     assert "- User lives in London\n" in git(h, "show", "HEAD:MEMORY.md")
     assert "Reason: restore" in git(h, "log", "-1", "--format=%B")
+    # the commit names the fact and where it came from
+    subject = git(h, "log", "-1", "--format=%s").strip()
+    assert subject.startswith('restore "User lives in London" from '), subject
     rows = json.loads(ok(h, "memory", "dropped", "--json"))
     assert rows[0]["present_now"] is True
     fails(h, "memory", "restore-fact", "HEAD~4", "User lives in London", needle="already in memory")
@@ -295,6 +298,9 @@ def test_rollback_is_a_new_revision(copy: Seeded) -> None:
     after = git(h, "rev-list", "main").split()
     assert after[1:] == before  # history is never rewritten
     assert "Reason: rollback" in git(h, "log", "-1", "--format=%B")
+    target = git(h, "rev-list", "-1", before[3]).strip()  # HEAD~3 of before the rollback
+    assert git(h, "log", "-1", "--format=%s").startswith(f"rollback to {target[:8]}: ")
+    assert f"Rolled-Back-To: {target}" in git(h, "log", "-1", "--format=%B")
     ok(h, "memory", "rollback", copy.c2)
     assert git(h, "show", "HEAD:MEMORY.md") == copy.memories[3]
     fails(h, "memory", "rollback", "nosuchrev", needle="unknown revision")
