@@ -49,6 +49,10 @@ OPS = FsOps()
 def describe_oserror(exc: OSError) -> str:
     if exc.errno == errno.ENOSPC:
         return "the disk is full"
+    if exc.errno == getattr(errno, "EDQUOT", -1):
+        return "the disk quota is used up"
+    if exc.errno == errno.EFBIG:
+        return "the file would be larger than the file system allows"
     if exc.errno == errno.EIO:
         return "an I/O error occurred (the disk may be failing)"
     if exc.errno == errno.EROFS:

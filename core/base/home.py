@@ -135,7 +135,7 @@ class HomeLock:
         except OSError as exc:
             import logging
 
-            logging.getLogger(__name__).warning("could not write the pid into %s: %s", path, exc.strerror)
+            logging.getLogger(__name__).info("could not write the pid into %s: %s", path, exc.strerror)
         self._fd = fd
         return self
 

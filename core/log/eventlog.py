@@ -346,14 +346,20 @@ class EventLog:
         self._ensure_fd(len(blob))
         assert self._fd is not None
         before = self._size
+        done = 0
         try:
-            n = self.files.write(self._fd, blob)
-            if n != len(blob):
-                raise OSError(errno.EIO, f"short write ({n} of {len(blob)} bytes)")
+            # A short write is not an error by itself (the file system had room for only
+            # part of it): write the rest, and the kernel names what stops it (ENOSPC...).
+            while done < len(blob):
+                n = self.files.write(self._fd, blob[done:] if done else blob)
+                if n <= 0:
+                    raise OSError(errno.ENOSPC, "no room for the rest of the record")
+                done += n
             self.files.fsync(self._fd)
         except OSError as exc:
             self._undo(before)
-            raise LogWriteError(f"could not write to the event log: {describe_oserror(exc)}") from exc
+            part = f" ({done} of {len(blob)} bytes written, then taken back)" if 0 < done < len(blob) else ""
+            raise LogWriteError(f"could not write to the event log: {describe_oserror(exc)}{part}") from exc
         self._size = before + len(blob)
 
     def _undo(self, size: int) -> None:
