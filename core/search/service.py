@@ -302,13 +302,25 @@ class SearchService:
             hits = await asyncio.to_thread(
                 self.search, query, limit=limit + len(skip), kind=kind, session=session)
             return SearchResult([h for h in hits if h.seq not in skip][:limit], "keyword", notes)
+        result = await asyncio.to_thread(
+            self.with_vector, query, vec, mode=mode, limit=limit, kind=kind, session=session, exclude=skip)
+        result.notes[:0] = notes
+        return result
+
+    def with_vector(
+        self, query: str, vec: list[float], *, mode: str = "hybrid", limit: int = 20,
+        kind: str | None = None, session: str | None = None, exclude: Iterable[int] = (),
+    ) -> SearchResult:
+        """The semantic or hybrid search of ``query`` whose embedding is ``vec`` (blocking:
+        SQLite and the vector scan; :meth:`asearch` runs it in a thread)."""
+        skip = set(exclude)
         want = max(limit, CANDIDATES) + len(skip)
         keyword: list[Hit] = []
         if mode == "hybrid":
-            keyword = await asyncio.to_thread(self._ranked, query, want, kind, session)
-            keyword = [h for h in keyword if h.seq not in skip]
-        semantic = await asyncio.to_thread(self._semantic, vec, query, want, kind, session, skip)
-        done, total = await asyncio.to_thread(self.vectors.progress)
+            keyword = [h for h in self._ranked(query, want, kind, session) if h.seq not in skip]
+        semantic = self._semantic(vec, query, want, kind, session, skip)
+        notes = []
+        done, total = self.vectors.progress()
         if done < total:
             notes.append(f"{total - done} of {total} entries have no embedding yet (found by their words only)")
         if mode == "semantic":

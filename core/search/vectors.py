@@ -130,10 +130,9 @@ class VectorStore:
         """``(documents handled, documents)``: equal when the backfill is done."""
         through = self.through
         with self.index.lock:
-            done, total = self.index.db.execute(
-                "SELECT count(CASE WHEN seq <= ? THEN 1 END), count(*) FROM documents", (through,)
-            ).fetchone()
-        return int(done), int(total)
+            (left,) = self.index.db.execute("SELECT count(*) FROM documents WHERE seq > ?", (through,)).fetchone()
+            (total,) = self.index.db.execute("SELECT count(*) FROM documents").fetchone()
+        return int(total) - int(left), int(total)
 
     # --- filling -------------------------------------------------------------------
 
