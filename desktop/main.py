@@ -132,6 +132,8 @@ class Desktop(QObject):
         # polish and lay the popup out while idle, so the first hotkey press shows it as fast
         # as the later ones (it is built hidden; the first show otherwise does this work)
         QTimer.singleShot(300, self._prepare_popup)
+        # then, still idle, the model client (litellm's import is the slow part of a first reply)
+        QTimer.singleShot(600, self._warm_up)
 
     def _prepare_popup(self) -> None:
         if self.popup is None or self.popup.isVisible():
@@ -220,12 +222,31 @@ class Desktop(QObject):
 
     def _popup_shown(self) -> None:
         report("popup_shown")
-        if not self._warmed:
-            self._warmed = True
-            # import litellm on the worker while the user types the first message
-            from memtray.core.llm.client import load_litellm
+        self._warm_up()
 
-            self.bridge.call(load_litellm, name="warm-up")
+    def _warm_up(self) -> None:
+        """Import litellm once start-up is idle, so the first message does not wait for it.
+
+        In a thread of its own, not on the worker: the import takes seconds, and the
+        worker must stay free to log the user's message meanwhile (a turn that needs
+        litellm before the import is done waits on the import's lock, not from zero).
+        """
+        if self._warmed:
+            return
+        self._warmed = True
+        import threading
+
+        from memtray.core.llm.client import load_litellm
+
+        def warm() -> None:
+            try:
+                load_litellm()
+            except Exception:  # the first real call reports a broken install; this is a head start
+                log.exception("warming up the model client failed")
+                return
+            report("client_warm")
+
+        threading.Thread(target=warm, name="memtray-warm-up", daemon=True).start()
 
     def main_window(self) -> Any:
         if self.window is None:

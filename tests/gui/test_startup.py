@@ -55,6 +55,38 @@ def test_window_is_shown_before_litellm_is_imported(configured_home: Any, runtim
     assert not ipc.socket_path(configured_home).exists()
 
 
+@pytest.mark.timeout(1200)
+def test_the_model_client_is_warm_soon_after_start_without_opening_the_popup(
+    configured_home: Any, runtime_dir: Path, tmp_path: Path
+) -> None:
+    """litellm is imported once start-up is idle, not when the first message is sent."""
+    report = tmp_path / "report.jsonl"
+    env = dict(os.environ, MEMTRAY_HOME=str(configured_home.root), MEMTRAY_STARTUP_REPORT=str(report),
+               QT_QPA_PLATFORM="offscreen")
+    env.pop("MEMTRAY_NO_DESKTOP", None)
+    proc = subprocess.Popen([sys.executable, "-m", "memtray.core.cli"], env=env, cwd=str(ROOT),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def events() -> list[dict[str, Any]]:
+            return [json.loads(x) for x in report.read_text().splitlines()] if report.exists() else []
+
+        deadline = time.monotonic() + 900  # litellm's import: seconds idle, minutes on a loaded machine
+        while not any(e["event"] == "client_warm" for e in events()) and proc.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        seen = events()
+        names = [e["event"] for e in seen]
+        assert "client_warm" in names, names
+        assert "popup_shown" not in names  # nobody opened the popup: the warm-up did not wait for it
+        assert seen[0]["event"] == "ready" and seen[0]["litellm"] is False  # and it was not on the way to ready
+        assert ipc.request(configured_home, {"argv": ["quit"]}, lambda _m: None, timeout=30) == 0
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_first_run_without_a_model_opens_onboarding(
     qtbot: Any, home: Any, runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
