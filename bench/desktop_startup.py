@@ -110,6 +110,36 @@ def starts(env: dict[str, str], tmp: Path, label: str, runs: int) -> tuple[list[
     return times, litellm, aps, tray
 
 
+def floor_starts(env: dict[str, str], tmp: Path, runs: int, *, tray: bool) -> list[float]:
+    """Start bench/minimal_qt.py ``runs`` + 1 times; the times to "ready" of all but the first."""
+    times: list[float] = []
+    for run in range(runs + 1):
+        report = tmp / f"report-floor-{'tray' if tray else 'window'}-{run}.jsonl"
+        t0 = time.monotonic()
+        proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "minimal_qt.py"), *(["--tray"] if tray else [])],
+                                cwd=str(ROOT), env=dict(env, MEMTRAY_STARTUP_REPORT=str(report)),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            ready = wait_for(report, "ready", 1, proc)
+            if run:
+                times.append(ready["t"] - t0)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    return times
+
+
+def interleaved(env: dict[str, str], tmp: Path, runs: int, *, tray: bool) -> tuple[list[float], list[float]]:
+    """memtray and the minimal Qt program, one start each in turn, so both see the same minute."""
+    mine: list[float] = []
+    floor: list[float] = []
+    for i in range(runs):
+        times, *_ = starts(env, tmp, f"{'tray' if tray else 'window'}-pair{i}", 1)
+        mine += times
+        floor += floor_starts(env, tmp, 1, tray=tray)
+    return mine, floor
+
+
 def toggles_and_rss(env: dict[str, str], tmp: Path, toggles: int) -> tuple[list[float], Any, Any]:
     """One process: idle RSS, then `memtray toggle` to popup shown, then RSS once litellm is warm."""
     from memtray.core.base import ipc
@@ -186,6 +216,10 @@ def main() -> int:
     assert not any(tray)
     print(f"start -> window ready (no system tray: the main window shows), median: {ms(window)}")
     print(f"    litellm imported at ready: {any(litellm)}; apscheduler imported at ready: {any(aps)}")
+    mine, floor = interleaved(env, tmp, args.runs, tray=False)
+    ratio = statistics.median(mine) / statistics.median(floor)
+    print(f"    side by side with bench/minimal_qt.py (one window, a label), interleaved: memtray {ms(mine)}, "
+          f"minimal {ms(floor)}, ratio {ratio:.2f}x")
     host = tray_host(env)
     if host is None:
         print("start -> tray ready: not measured (needs an X display and `trayer`, Debian package trayer)")
@@ -198,6 +232,16 @@ def main() -> int:
         if all(tray):
             print(f"start -> tray icon ready (trayer as the system tray), median: {ms(tray_times)}")
             print(f"    litellm imported at ready: {any(litellm)}; apscheduler imported at ready: {any(aps)}")
+            host = tray_host(env)
+            try:
+                mine, floor = interleaved(env, tmp, args.runs, tray=True)
+            finally:
+                if host is not None:
+                    host.terminate()
+                    host.wait()
+            ratio = statistics.median(mine) / statistics.median(floor)
+            print(f"    side by side with bench/minimal_qt.py --tray, interleaved: memtray {ms(mine)}, "
+                  f"minimal {ms(floor)}, ratio {ratio:.2f}x")
         else:
             print(f"start -> tray: Qt did not see trayer's tray in {tray.count(False)} of {len(tray)} starts")
     toggles, rss, rss_warm = toggles_and_rss(env, tmp, args.toggles)
