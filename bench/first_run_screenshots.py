@@ -123,7 +123,7 @@ def main() -> int:
         os.environ["OPENAI_API_KEY"] = "sk-screenshot"
         app = App.open(home)
         app.worker.call(lambda: app.memory.write(BEFORE, reason="agent", source="model", model="openai/gpt-4o-mini"))
-        app.store.append("message", {"role": "user", "content": "I went sailing with a friend today."}, session="quick")
+        app.store.append("message", {"role": "user", "content": "My friend Ada owns a sailing yacht; we went out on it today."}, session="quick")
         app.store.append("message", {"role": "assistant", "content": "Sounds lovely!"}, session="quick")
         server.script(tool_call("save_memory", {
             "history_entry": "User went sailing.", "memory_update": BAD,
@@ -145,8 +145,8 @@ def main() -> int:
             grab(w, "no-tray-notice")
             if d.no_tray_banner is not None:
                 d.no_tray_banner.deleteLater()
+            w.memory.shown.connect(lambda _r: later(400, browser))  # connected before it can fire
             w.open("memory")
-            w.memory.shown.connect(lambda _r: later(400, browser))
 
         def browser() -> None:
             try:
@@ -168,7 +168,7 @@ def main() -> int:
             w.memory.undo_btn.click()
 
         later(1200, notice)
-        run(60_000)
+        run(120_000)
         d.shutdown()
         app.close()
     for name in saved:

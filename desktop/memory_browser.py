@@ -585,7 +585,7 @@ class MemoryBrowser(QWidget):
             return
 
         def confirmed(p: undo.Plan) -> None:
-            if p.parent is None or p.empty:
+            if p.empty:
                 self._status(p.describe())
                 return
             if not self.confirm(self, "Undo this change", p.describe()):

@@ -43,7 +43,7 @@ def _bad_consolidation(qtbot: Any, desktop: Any, llm_server: Any, *, policy: str
     pane = desktop.popup.pane
     llm_server.script(reply("ok"))
     with qtbot.waitSignal(pane.turn_done, timeout=90000):
-        pane.send("what a day")
+        pane.send("My friend Ada owns a yacht, we went sailing on it today")  # the model pins it on the user
     # keep: the cat is removed "for a reason"; review: it just goes, so it leaves and is held
     llm_server.script(tool_call("save_memory", {
         "history_entry": "Chatted.",
