@@ -99,8 +99,8 @@ def synthetic_texts(n: int, seed: int) -> list[str]:
 def backfill(tmp: Path, server: ScriptedLLMServer, n: int) -> None:
     store = Store.open(Home.resolve(tmp / "backfill"))
     for i in range(0, n, 1000):
-        store.append_many([("message", {"role": "user", "content": t}, "bench", None)
-                           for t in synthetic_texts(min(1000, n - i), i)])
+        store.append_many([("message", {"role": "user", "content": f"{t} (note {i + j})"}, "bench", None)
+                           for j, t in enumerate(synthetic_texts(min(1000, n - i), i))])  # all different
     cfg = Config(embedding_model="openai/bench-embedding", embedding_api_base=server.base_url)
     svc = SearchService(store, SearchIndex.open(index_path(store.home)), Embedder(lambda: cfg))
     svc.sync()

@@ -41,7 +41,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ from typing import Any
 from memtray.core.base.fsutil import FILE_MODE, ensure_dir
 from memtray.core.base.home import Home
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import Record
+from memtray.core.log.events import Record, scrub_text
 from memtray.core.log.segments import Position
 from memtray.core.log.store import Store, record_ending_at
 from memtray.core.search.text import (
@@ -119,7 +119,7 @@ def document_of(rec: Record) -> _Doc | None:
     return None
 
 
-def revision_text(data: dict[str, Any]) -> str:
+def revision_text(data: Mapping[str, Any]) -> str:
     """What a memory revision (remember, hand edit, restore...) said: its added and
     changed facts, one per line. Consolidations are covered by their diary entry."""
     if data.get("reason") == "consolidation":
@@ -266,8 +266,9 @@ class SearchIndex:
                 return -1
             expect = rec.seq + 1
             doc = document_of(rec)
-            if doc is not None:
-                rows.append((doc.seq, doc.text, doc.kind, doc.session, doc.role, doc.ts))
+            if doc is not None:  # text older versions logged (lone surrogates) is indexed made valid
+                rows.append((doc.seq, scrub_text(doc.text), doc.kind, doc.session and scrub_text(doc.session),
+                             doc.role, doc.ts))
             last = (rec, pos)
             pending += 1
             if pending >= _BATCH:

@@ -137,43 +137,57 @@ class VectorStore:
     # --- filling -------------------------------------------------------------------
 
     def pending(self, limit: int) -> tuple[list[tuple[int, str]], int]:
-        """The next documents without a current vector, oldest first, and the seq to pass
-        to :meth:`put` with their vectors. A vector stored for the same text (before a
-        rebuild) is reused on the way, without an embedding call. ``([], 0)``: done."""
+        """Up to ``limit`` documents without a current vector, oldest first, and the seq to
+        pass to :meth:`put` with their vectors. A vector stored for the same text (the same
+        words said again, or a document before a rebuild) is reused on the way, without an
+        embedding call. ``([], 0)``: nothing is left."""
         out: list[tuple[int, str]] = []
-        docs: list[tuple[int, str]] = []
-        while not out:
-            start = self.through
-            docs = self.index.documents_after(start, limit)
+        pos = self.through
+        while len(out) < limit:
+            docs = self.index.documents_after(pos, limit)
             if not docs:
-                self._prune()
-                return [], 0
+                break
             with self.index.lock:
                 self.index.db.execute("BEGIN IMMEDIATE")
                 try:
                     for seq, text in docs:
-                        h = text_hash(text)
-                        row = self.index.db.execute("SELECT hash FROM vectors WHERE seq = ?", (seq,)).fetchone()
-                        if row is not None and bytes(row[0]) == h:
-                            continue
-                        same = self.index.db.execute(
-                            "SELECT norm, sig, vec FROM vectors WHERE hash = ? LIMIT 1", (h,)
-                        ).fetchone()
-                        if same is not None:
-                            self.index.db.execute(
-                                "INSERT OR REPLACE INTO vectors(seq, hash, norm, sig, vec) VALUES (?,?,?,?,?)",
-                                (seq, h, *same),
-                            )
-                            self._cache = None
-                            continue
-                        out.append((seq, text))
-                    if not out:  # the whole batch was current: move on
-                        self._set(through=str(docs[-1][0]), generation=self.index.generation)
+                        pos = seq
+                        if not self._reuse(seq, text_hash(text)):
+                            out.append((seq, text))
+                            if len(out) == limit:
+                                break
+                    if not out:  # everything so far was current: keep that progress
+                        self._set(through=str(pos), generation=self.index.generation)
                 except BaseException:
                     self.index.db.execute("ROLLBACK")
                     raise
                 self.index.db.execute("COMMIT")
-        return out, docs[-1][0]
+        if not out:
+            self._prune()
+            return [], 0
+        return out, pos
+
+    def _reuse(self, seq: int, h: bytes) -> bool:
+        """True if ``seq`` has the vector of its text already, or now got a copy of one."""
+        row = self.index.db.execute("SELECT hash FROM vectors WHERE seq = ?", (seq,)).fetchone()
+        if row is not None and bytes(row[0]) == h:
+            return True
+        same = self.index.db.execute("SELECT norm, sig, vec FROM vectors WHERE hash = ? LIMIT 1", (h,)).fetchone()
+        if same is None:
+            return False
+        self.index.db.execute(
+            "INSERT OR REPLACE INTO vectors(seq, hash, norm, sig, vec) VALUES (?,?,?,?,?)", (seq, h, *same))
+        self._cached(seq, same[1])
+        return True
+
+    def _cached(self, seq: int, sig: bytes) -> None:
+        """Keep the in-memory signatures in step with a row written for ``seq``."""
+        cache = self._cache
+        if cache is not None and (not cache[0] or seq > cache[0][-1]):
+            cache[0].append(seq)
+            cache[1].append(int.from_bytes(sig, "little"))
+        else:
+            self._cache = None
 
     def put(self, items: Iterable[tuple[int, str, Sequence[float]]], through: int) -> int:
         """Store embeddings; the backfill then resumes after ``through``. Returns rows written."""
@@ -193,13 +207,8 @@ class VectorStore:
                 self.index.db.execute("ROLLBACK")
                 raise
             self.index.db.execute("COMMIT")
-            cache = self._cache
-            if cache is not None and rows and (not cache[0] or rows[0][0] > cache[0][-1]):
-                for seq, _h, _n, sig, _v in rows:
-                    cache[0].append(seq)
-                    cache[1].append(int.from_bytes(sig, "little"))
-            else:
-                self._cache = None
+            for seq, _h, _n, sig, _v in rows:
+                self._cached(seq, sig)
         return len(rows)
 
     def _prune(self) -> None:

@@ -212,3 +212,20 @@ def test_doctor_reports_the_index_and_repairs_an_unreadable_one(store: Store, in
         assert reopened.count() == 0
     finally:
         reopened.close()
+
+
+def test_the_same_text_again_reuses_its_vector_and_batches_stay_full(store: Store, index: SearchIndex) -> None:
+    seqs = [say(store, t) for t in ("alpha", "beta", "alpha", "beta", "gamma", "delta", "alpha")]
+    index.sync(store)
+    vs = VectorStore(index)
+    vs.use_model("test")
+    batch, through = vs.pending(2)
+    assert batch == [(seqs[0], "alpha"), (seqs[1], "beta")] and through == seqs[1]
+    vs.put([(s, t, embed(t)) for s, t in batch], through)
+    batch, through = vs.pending(2)  # the repeats got their copies on the way: no call for them
+    assert batch == [(seqs[4], "gamma"), (seqs[5], "delta")] and through == seqs[5]
+    assert vs.count() == 4
+    vs.put([(s, t, embed(t)) for s, t in batch], through)
+    assert vs.pending(2) == ([], 0)
+    assert vs.count() == 7 and vs.progress() == (7, 7)
+    assert {s for s, _ in vs.search(embed("alpha"), limit=3)} == {seqs[0], seqs[2], seqs[6]}
