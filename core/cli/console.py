@@ -150,13 +150,7 @@ def forward(home: Home, argv: list[str], run_here: Callable[[], int] | None = No
     from memtray.core.base.errors import AlreadyRunning
 
     c = con()
-
-    def relay(msg: dict[str, Any]) -> None:
-        if "out" in msg:
-            c.write(msg["out"])
-        if "err" in msg:
-            c.write_err(msg["err"])
-
+    relay = _relay(c)
     deadline: float | None = None
     delay = 0.02
     while True:
@@ -185,6 +179,27 @@ def forward(home: Home, argv: list[str], run_here: Callable[[], int] | None = No
             )
         time.sleep(delay * (1 + random.random()))
         delay = min(delay * 2, 0.5)
+
+
+def forward_if_served(home: Home, argv: list[str]) -> int | None:
+    """Send ``argv`` to the instance if one serves ``home``; None when none does (nothing ran)."""
+    from memtray.core.base import ipc
+
+    c = con()
+    try:
+        return ipc.request(home, {"argv": argv, "env": ipc.forward_env(), "tty": c.tty}, _relay(c))
+    except (ipc.NoInstance, ipc.NotPrivate):
+        return None
+
+
+def _relay(c: Console) -> Callable[[dict[str, Any]], None]:
+    def relay(msg: dict[str, Any]) -> None:
+        if "out" in msg:
+            c.write(msg["out"])
+        if "err" in msg:
+            c.write_err(msg["err"])
+
+    return relay
 
 
 def _home_free(home: Home) -> bool:

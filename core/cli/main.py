@@ -18,7 +18,16 @@ from typing import Any
 from memtray.core import __version__
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
-from memtray.core.cli.console import Console, Forward, app_scope, con, forward, served_app, serving
+from memtray.core.cli.console import (
+    Console,
+    Forward,
+    app_scope,
+    con,
+    forward,
+    forward_if_served,
+    served_app,
+    serving,
+)
 from memtray.core.cli.console import err as _err
 from memtray.core.cli.console import out as _out
 from memtray.core.cli.frontend import Frontend, frontend, set_frontend
@@ -355,6 +364,15 @@ def main(argv: Sequence[str] | None = None, *, desktop: Frontend | None = None) 
         # Files memtray does not open itself (git objects and refs through dulwich, the
         # search index through sqlite) must be private too, whatever the user's umask.
         os.umask(0o077)
+    if argv[:1] == ["ask"] and not {"-", "-h", "--help"} & set(argv[1:]):
+        # a running instance is asked first, before building the parser (which imports
+        # every feature module): it parses the argv itself, as it does for any forward
+        try:
+            served = forward_if_served(Home.resolve(), argv)
+        except MemtrayError as exc:
+            return _report(exc)
+        if served is not None:
+            return served
     if not argv and not os.environ.get("MEMTRAY_NO_DESKTOP"):
         # bare `memtray` starts the desktop: skip building the parser, which imports
         # every feature module (the instance builds it when a command is forwarded)
@@ -379,15 +397,19 @@ def main(argv: Sequence[str] | None = None, *, desktop: Frontend | None = None) 
         except Forward as fwd:
             return forward(home, fwd.argv or argv, run_here=lambda: fn(args, home))
     except MemtrayError as exc:
-        _err(f"memtray: error: {exc}")
-        if exc.hint:
-            _err(f"  {exc.hint}")
-        return exc.exit_code
+        return _report(exc)
     except KeyboardInterrupt:
         _err("memtray: interrupted")
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _report(exc: MemtrayError) -> int:
+    _err(f"memtray: error: {exc}")
+    if exc.hint:
+        _err(f"  {exc.hint}")
+    return exc.exit_code
 
 
 def serve(app: Any, request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> int:
