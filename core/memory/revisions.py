@@ -6,6 +6,7 @@ how HISTORY.md grows. Pure functions of events and commits.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -78,7 +79,7 @@ def commit_message(rec: Record) -> str:
     return subject + "\n\n" + "\n".join(trailers) + "\n"
 
 
-def _what(d: dict[str, Any]) -> str:
+def _what(d: Mapping[str, Any]) -> str:
     """The subject's first words: the reason, and for a rollback the revision it went
     back to, for a restore the fact it put back and where from."""
     reason = str(d.get("reason", "?"))
