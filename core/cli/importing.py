@@ -3,7 +3,7 @@
 Runs against the App (or is forwarded to the running instance, so the import is
 written by the one writer). ``--dry-run`` reads everything and prints what would
 be added; ``--json`` prints the summary as one object
-``{"items", "already_imported", "messages", "facts", "history_entries", "notes"}``.
+``{"items", "already_imported", "messages", "facts", "history_entries", "consolidated", "notes", "dry_run"}``.
 """
 
 from __future__ import annotations
@@ -28,8 +28,17 @@ def _run(args: argparse.Namespace, home: Home, source: str, path: Path, items: A
         if memory is None or app.store.readonly:
             raise MemtrayError("the data home is open read-only; nothing can be imported", hint="Run `memtray doctor`.")
         quiet = args.json or args.dry_run
+        cons = getattr(app, "consolidation", None) or app.services.get("consolidation")
+        consolidate = None
+        if args.consolidate and not app.config.model:
+            raise MemtrayError("--consolidate needs a model to consolidate with, and none is configured",
+                               hint="Set one (memtray config set model ...), or import without --consolidate.")
+        if args.consolidate and not args.dry_run and cons is not None:
+            def consolidate(session: str) -> None:
+                app.run(cons.archive(session))
         imp = Importer(app.store, memory, source, str(path), dry_run=args.dry_run, new_id=IdGenerator(app.clock).new,
-                       progress=None if quiet else (lambda t: con().error(f"  imported {t}")), call=app.worker.call)
+                       progress=None if quiet else (lambda t: con().error(f"  {t}")), call=app.worker.call,
+                       consolidate=consolidate)
         summary = imp.run(items)
     if args.json:
         _out(json.dumps(summary.to_json() | {"dry_run": bool(args.dry_run)}, ensure_ascii=False))
@@ -41,7 +50,8 @@ def _run(args: argparse.Namespace, home: Home, source: str, path: Path, items: A
     s = summary
     verb = "would import" if args.dry_run else "imported"
     _out(f"{verb} {s.items} items: {s.messages} messages, {s.facts} facts, {s.entries} history entries"
-         + (f"; {s.skipped_items} already imported" if s.skipped_items else ""))
+         + (f"; {s.skipped_items} already imported" if s.skipped_items else "")
+         + (f"; {s.consolidated} sessions consolidated into memory" if s.consolidated else ""))
     for note in s.notes:
         _out(f"  note: {note}")
     return 0
@@ -74,5 +84,7 @@ def add_commands(sub: Any) -> None:
     for p in (n, c):
         p.add_argument("--dry-run", action="store_true", help="print what would be added; write nothing")
         p.add_argument("--json", action="store_true", help="print the summary as JSON")
+        p.add_argument("--consolidate", action="store_true",
+                       help="also consolidate each imported conversation into memory (uses the model)")
     n.set_defaults(fn=cmd_import_nanobot)
     c.set_defaults(fn=cmd_import_chatgpt)

@@ -11,7 +11,9 @@ memory item is a ``memory.written`` (reason ``import``, source ``import``) plus
 its ``import.item``. So an interrupted import keeps every finished item, and a
 rerun skips each item whose key and digest are already logged: importing twice
 adds nothing. A session that grew since (nanobot appends) imports only the new
-messages.
+messages. With ``--consolidate`` the sessions are not reset but consolidated into
+memory one by one as they are imported (the ordinary consolidation, guard
+included); what is not consolidated then is left to the idle sweep.
 """
 
 from __future__ import annotations
@@ -66,12 +68,14 @@ class Summary:
     messages: int = 0
     facts: int = 0
     entries: int = 0
+    consolidated: int = 0
     notes: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"items": self.items, "already_imported": self.skipped_items, "messages": self.messages,
-                "facts": self.facts, "history_entries": self.entries, "notes": self.notes}
+                "facts": self.facts, "history_entries": self.entries, "consolidated": self.consolidated,
+                "notes": self.notes}
 
 
 def clean(text: str) -> str:
@@ -102,9 +106,16 @@ class Importer:
 
     def __init__(self, store: Any, memory: Any, source: str, path: str, *, dry_run: bool,
                  new_id: Callable[[], str], progress: Callable[[str], None] | None = None,
-                 call: Callable[[Callable[[], Any]], Any] | None = None) -> None:
+                 call: Callable[[Callable[[], Any]], Any] | None = None,
+                 consolidate: Callable[[str], None] | None = None) -> None:
         #: runs a function on the store's writer thread (``Worker.call``); reading the source stays here
         self.call = call or (lambda fn: fn())
+        #: ``--consolidate``: folds an imported session into memory (called here, off the worker).
+        #: The session is then left open instead of reset, so whatever this does not finish
+        #: (a failure, an interruption) the idle sweep consolidates later.
+        self.consolidate = consolidate
+        self._keep_open = consolidate is not None
+        self._to_consolidate: list[str] = []
         self.store = store
         self.memory = memory
         self.source = source
@@ -120,6 +131,7 @@ class Importer:
         try:
             for item in items:
                 self.call(functools.partial(self._one, item))
+                self._consolidate_pending()
         except (ImportProblem, KeyboardInterrupt) as exc:
             if self._started and not self.dry_run:
                 failed = ImportFailed(import_id=self.import_id, source=self.source,
@@ -179,10 +191,25 @@ class Importer:
             if sent:
                 data["sent_at"] = sent
             batch.append(("message", data, session, None))
-        batch.append((SessionReset.TYPE, SessionReset(reason="import").to_data(), session, None))
+        if not self._keep_open:
+            batch.append((SessionReset.TYPE, SessionReset(reason="import").to_data(), session, None))
+        elif new and self.consolidate is not None:
+            self._to_consolidate.append(session)
         batch.append(self._record(item, digest, session=session, messages=len(new)))
         self.store.append_many(batch)
-        self.progress(f"{item.kind} {item.key}: {len(new)} messages")
+        self.progress(f"imported {item.kind} {item.key}: {len(new)} messages")
+
+    def _consolidate_pending(self) -> None:
+        while self._to_consolidate and self.consolidate is not None:
+            session = self._to_consolidate.pop(0)
+            try:
+                self.consolidate(session)
+                self.summary.consolidated += 1
+                self.progress(f"consolidated {session}")
+            except MemtrayError as exc:
+                self.summary.notes.append(f"consolidating {session} failed ({exc}); the idle sweep consolidates "
+                                          "the imported sessions later")
+                self.consolidate = None  # one failure (no model, offline): leave the rest to the sweep
 
     def _memory(self, item: Item, digest: str) -> None:
         facts = factdiff.parse(clean(item.text))
@@ -207,7 +234,7 @@ class Importer:
             self.store.append_many([rec])
         else:
             self.memory.write(new, reason="import", source="import", extra=[rec[:3]])
-        self.progress(f"MEMORY.md: {added} new facts")
+        self.progress(f"imported MEMORY.md: {added} new facts")
 
     def _history(self, item: Item, digest: str, prev: dict[str, Any] | None) -> None:
         already = int(prev["total"]) if prev else 0
@@ -224,7 +251,7 @@ class Importer:
         self.memory.check_worktree()
         self.memory.write(self.store.state.memory, reason="import", source="import",
                           history_append="\n\n".join(new), extra=[rec[:3]])
-        self.progress(f"HISTORY: {len(new)} entries")
+        self.progress(f"imported HISTORY: {len(new)} entries")
 
 
 def read_jsonl(lines: Iterator[bytes], where: str, notes: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:

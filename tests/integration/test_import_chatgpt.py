@@ -76,7 +76,7 @@ def test_zip_export_imports_current_branches_once(tmp_path: Path) -> None:
     first = _memtray(home, "import", "chatgpt", str(z), "--json")
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout) | {"notes": []} == {
-        "items": 3, "already_imported": 0, "messages": 6, "facts": 0, "history_entries": 0, "notes": [],
+        "items": 3, "already_imported": 0, "messages": 6, "facts": 0, "history_entries": 0, "consolidated": 0, "notes": [],
         "dry_run": False}
     msgs = [e for e in _events(home) if e["type"] == "message"]
     by_session: dict[str, list[str]] = {}
@@ -119,3 +119,51 @@ def test_a_1_gb_file_is_not_read_whole(tmp_path: Path) -> None:
         fh.truncate(1 << 30)
     r = _memtray(tmp_path / "home", "import", "chatgpt", str(big))
     assert r.returncode != 0 and "does not start with a JSON array" in r.stderr, r.stderr
+
+
+def test_consolidate_folds_each_conversation_into_memory(tmp_path: Path) -> None:
+    from tests.fixtures.llm_server import ScriptedLLMServer, tool_call
+    from tests.support import run_cli
+
+    def save(update: str) -> Any:
+        return tool_call("save_memory", {"history_entry": "[2023-11-14 22:00] Talked.", "memory_update": update,
+                                         "removed_facts": []})
+
+    f = tmp_path / "conversations.json"
+    f.write_text(json.dumps(export()[1:]))  # the plant and the hello conversations
+    with ScriptedLLMServer() as server:
+        server.script(save("# Facts\n\n- Has a monstera\n"), save("# Facts\n\n- Has a monstera\n- Is called Ada\n"))
+        out = run_cli(tmp_path / "home", "import", "chatgpt", str(f), "--consolidate", "--json",
+                      MEMTRAY_MODEL="openai/test-model", MEMTRAY_API_BASE=server.base_url, OPENAI_API_KEY="sk-test")
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["consolidated"] == 2
+        prompts = [json.dumps(r.json["messages"]) for r in server.requests if r.path.endswith("/chat/completions")]
+        assert "What plant is this?" in prompts[0] and "My name is Ada." in prompts[1]
+    shown = run_cli(tmp_path / "home", "memory", "show").stdout
+    assert "- Has a monstera" in shown and "- Is called Ada" in shown
+
+
+def test_consolidate_without_a_model_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    f = tmp_path / "conversations.json"
+    f.write_text(json.dumps(export()))
+    home = tmp_path / "home"
+    out = _memtray(home, "import", "chatgpt", str(f), "--consolidate")
+    assert out.returncode != 0 and "--consolidate needs a model" in out.stderr
+    assert not (home / "events").exists() or not [e for e in _events(home) if e["type"].startswith("import.")]
+
+
+def test_a_failed_consolidation_leaves_every_session_open_for_the_sweep(tmp_path: Path) -> None:
+    from tests.fixtures.llm_server import ScriptedLLMServer, error
+    from tests.support import run_cli
+
+    f = tmp_path / "conversations.json"
+    f.write_text(json.dumps(export()))
+    home = tmp_path / "home"
+    with ScriptedLLMServer() as server:
+        server.default = lambda _req: error(400)
+        out = run_cli(home, "import", "chatgpt", str(f), "--consolidate", "--json", MEMTRAY_MODEL="openai/test-model",
+                      MEMTRAY_API_BASE=server.base_url, OPENAI_API_KEY="sk-test")
+    got = json.loads(out.stdout)
+    assert out.returncode == 0 and got["messages"] == 6 and got["consolidated"] == 0
+    assert any("idle sweep" in n for n in got["notes"])
+    assert not any(e["type"] == "session.reset" for e in _events(home))  # still open for the sweep
