@@ -194,3 +194,40 @@ def test_http_needs_the_token(tmp_path: Path) -> None:
         if proc.stderr is not None:
             proc.stderr.close()
 
+
+def test_with_a_running_daemon_everything_goes_through_it(tmp_path: Path) -> None:
+    from tests.support import cli_env, run_cli
+
+    home = tmp_path / "home"
+    home.mkdir()
+    daemon = subprocess.Popen([sys.executable, "-m", "memtray.core.cli", "daemon"], env=cli_env(home),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert daemon.stderr is not None
+        line = daemon.stderr.readline()
+        assert "memtray daemon: ready" in line, line
+
+        async def body(s: ClientSession) -> tuple[Any, Any]:
+            said = await s.call_tool("remember", {"fact": "The user's favourite tea is sencha"})
+            return said, await s.read_resource("memtray://memory/MEMORY.md")
+
+        # the daemon holds the data home: a write can only have been made by forwarding to it
+        said, memory = anyio.run(_session, home, body)
+        assert not said.is_error, _text(said)
+        assert "sencha" in memory.contents[0].text
+        assert "Source: mcp" in _git_log(home)
+        f = tmp_path / "conversations.json"
+        f.write_text(json.dumps([{"id": "c1", "title": "t", "current_node": "b", "mapping": {
+            "a": {"id": "a", "parent": None, "children": ["b"], "message": {
+                "author": {"role": "user"}, "create_time": 1.7e9, "content": {"content_type": "text", "parts": ["hi"]}}},
+            "b": {"id": "b", "parent": "a", "children": [], "message": {
+                "author": {"role": "assistant"}, "create_time": 1.7e9, "content": {"content_type": "text", "parts": ["hello"]}}},
+        }}]))
+        imported = run_cli(home, "import", "chatgpt", str(f), "--json")
+        assert imported.returncode == 0, imported.stderr
+        assert json.loads(imported.stdout)["messages"] == 2
+        assert daemon.poll() is None
+    finally:
+        daemon.terminate()
+        daemon.communicate(timeout=120)
+
