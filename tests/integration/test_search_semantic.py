@@ -278,3 +278,31 @@ def test_hybrid_recalls_more_than_keywords_on_the_retrieval_set(
     finally:
         svc.close()
         store.close()
+
+
+# --- purge ---------------------------------------------------------------------------------
+
+
+def test_purge_empties_the_vectors_and_they_come_back_without_the_text(
+    home: Home, llm_server: ScriptedLLMServer
+) -> None:
+    from memtray.core.admin.purge import Matcher, purge
+    from memtray.core.app import App
+
+    app = App.open(home, config=embed_config(llm_server))
+    try:
+        for text in ("my locker code is 4471-ZEBRA-88", "I went running", "piano lessons on Tuesday"):
+            app.write(lambda t=text: app.store.append("message", {"role": "user", "content": t}, session="cli"))
+        app.run(app.search.backfill())
+        assert app.search.vectors.count() == 3
+        before = len(embedded_texts(llm_server))  # every pass so far has finished (backfill waited for it)
+        purge(app, Matcher("4471-ZEBRA-88"))
+        assert app.search.vectors.count() == 0  # state/ was emptied, vectors with it
+        app.run(app.search.backfill())  # (or the background pass it waits for)
+        sent = embedded_texts(llm_server)[before:]
+        assert len(sent) == 3 and not any("ZEBRA" in t for t in sent)
+        assert app.search.vectors.progress() == (3, 3)
+        hits = app.run(app.search.asearch("jogging", mode="semantic", limit=1)).hits
+        assert "running" in hits[0].snippet
+    finally:
+        app.close()
