@@ -59,6 +59,17 @@ class CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+def reset() -> None:
+    """Remove and close the handlers :func:`setup` installed (tests; a process done logging)."""
+    global _configured
+    root = logging.getLogger()
+    for old in _installed:
+        root.removeHandler(old)
+        old.close()
+    _installed.clear()
+    _configured = None
+
+
 def setup(home: Home, *, verbose: bool = False) -> None:
     """Log INFO+ to logs/memtray.log (rotated, 0600) and WARNING+ to stderr.
 
@@ -72,10 +83,7 @@ def setup(home: Home, *, verbose: bool = False) -> None:
     key = str(home.root)
     if _configured == key:
         return
-    for old in _installed:
-        root.removeHandler(old)
-        old.close()
-    _installed.clear()
+    reset()
     _configured = key
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     redactor = RedactingFilter()

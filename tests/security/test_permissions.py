@@ -177,7 +177,7 @@ def test_planted_checkpoint_and_log_links(tmp_path: Path, outside: Path) -> None
             if h not in handlers:
                 root.removeHandler(h)
                 h.close()
-        logsetup._configured.discard(str(home.root))
+        logsetup.reset()
     assert outside.read_bytes() == before
     assert not (home.state / CHECKPOINT_NAME).is_symlink() and not (home.logs / "memtray.log").is_symlink()
     assert b"a line for the application log" in (home.logs / "memtray.log").read_bytes()

@@ -105,7 +105,7 @@ def logging_line(home: Home) -> None:
             if h not in before:
                 root.removeHandler(h)
                 h.close()
-        logsetup._configured.discard(str(home.root))
+        logsetup.reset()
 
 
 def _everywhere(home: Home, text: str) -> list[str]:
