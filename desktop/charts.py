@@ -244,7 +244,8 @@ def png(chart: Chart, width: int, height: int) -> bytes:
         painter.end()
     buf = QBuffer()
     buf.open(QIODevice.OpenModeFlag.WriteOnly)
-    if not image.save(buf, b"PNG"):
+    # PySide6 takes the format as str at run time; its stubs say bytes
+    if not image.save(buf, "PNG"):  # type: ignore[call-overload]
         raise RuntimeError("Qt could not encode the chart as PNG")
     return bytes(buf.data().data())
 
