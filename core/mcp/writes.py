@@ -3,9 +3,10 @@
 They run inside the instance that holds the data home (the CLI command
 ``memtray mcp remember``/``forget`` that :mod:`memtray.core.mcp.server` runs, locally or
 forwarded), so they take the same path as every other write: one ``memory.written``
-(source ``mcp``) and an ``mcp.write`` naming the client, appended in one write, then one
-commit. A fact that reads like an instruction is refused, never written: what a client
-sends is data.
+(source ``mcp``, the client's name in its ``client`` member) and an ``mcp.write`` naming
+the client and the tool, appended in one write, then one commit with the trailers
+``Source: mcp`` and ``Client: <name>``. A fact that reads like an instruction is refused,
+never written: what a client sends is data.
 """
 
 from __future__ import annotations
@@ -70,4 +71,5 @@ def forget(memory: Any, fact: str, why: str, client: str | None) -> str:
 def _write(memory: Any, new: str, tool: str, client: str | None, reasons: dict[str, str] | None) -> None:
     seq = memory.store.state.memory_seq
     extra = [(McpWrite.TYPE, McpWrite(client=client_name(client), tool=tool, memory_seq=seq + 1).to_data(), None)]
-    memory.write(new, reason="agent", source="mcp", model=None, dropped_reasons=reasons, extra=extra)
+    memory.write(new, reason="agent", source="mcp", model=None, dropped_reasons=reasons, extra=extra,
+                 client=client_name(client))

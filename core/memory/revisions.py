@@ -74,6 +74,8 @@ def commit_message(rec: Record) -> str:
         trailers.append(f"Consolidation: {d['consolidation']}")
     trailers.append(f"Model: {d.get('model') or '-'}")
     trailers.append(f"Source: {d.get('source', 'memtray')}")
+    if d.get("client"):  # the MCP client that asked for the change
+        trailers.append(f"Client: {' '.join(str(d['client']).split())}")
     trailers.append(f"Facts: +{a} -{r} ~{c}")
     trailers.append(f"Flagged: {flagged}")
     return subject + "\n\n" + "\n".join(trailers) + "\n"

@@ -93,6 +93,7 @@ class MemoryService(FactOps):
         facts: Ledger | None = None,
         merged: dict[str, list[str]] | None = None,
         target: str | None = None,
+        client: str | None = None,
     ) -> list[Record]:
         """Append ``memory.written`` (+ ``extra`` events) in one write; git follows.
 
@@ -128,6 +129,7 @@ class MemoryService(FactOps):
             memory=memory, reason=reason, source=source, history_append=redact(history_append) if history_append else None,
             history=redact(history) if history is not None else None, consolidation=consolidation, model=model,
             diff=diff_json, flagged=flagged or None, provenance=provenance, target=target,
+            client=redact(client)[:80] if client else None,
         )
         data = ev.to_data()
         data["facts"] = ledger.to_json() | ({"merged": merged} if merged else {})

@@ -80,7 +80,7 @@ def test_list_read_search_remember_forget(tmp_path: Path) -> None:
     assert out["bad_rev"].is_error and "not a revision" in _text(out["bad_rev"])
     commits = [c for c in _git_log(home).split("\x00") if c.strip()]
     assert len(commits) == 2  # remember, forget (the repeated remember wrote nothing)
-    assert all("Source: mcp" in c for c in commits)
+    assert all("Source: mcp" in c and "Client: Test Client" in c for c in commits)
     events = [json.loads(line) for p in sorted((home / "events").glob("*.jsonl")) for line in p.read_text().splitlines()]
     writes = [e["data"] for e in events if e["type"] == "mcp.write"]
     assert [(w["client"], w["tool"]) for w in writes] == [("Test Client", "remember"), ("Test Client", "forget")]
