@@ -131,6 +131,8 @@ def check(home: Home) -> list[Finding]:
         out.append(Finding(True, f"disk: {free // 2**30} GiB free", code="disk"))
 
     out.extend(check_memory(home, log_damaged=bool(damages)))
+    if not damages:
+        out.extend(check_text(home))
     from memtray.core.audit.adopt import check_rebuilds
     from memtray.core.memory.provenance import check_provenance
 
@@ -140,6 +142,58 @@ def check(home: Home) -> list[Finding]:
 
     out.extend(check_search(home, cfg.embedding_model if cfg is not None else ""))
     return out
+
+
+def check_text(home: Home) -> list[Finding]:
+    """Events older versions logged with text that is not valid Unicode (a lone surrogate)
+    or holds a NUL. memtray refuses such text now; an old ``memory.written`` of it cannot
+    become a git commit, so start-up skips it in git (quarantined) and keeps it in the log.
+    The repair writes the latest memory again with the text made valid."""
+    from memtray.core.log.events import find_invalid
+
+    bad: list[tuple[Record, str]] = []
+    last_memory: Record | None = None
+    try:
+        elog = EventLog.open(home.events, readonly=True)
+        try:
+            for rec in elog.records():
+                found = find_invalid({"session": rec.session, **dict(rec.data)})
+                if found is not None:
+                    bad.append((rec, f"seq {rec.seq} ({rec.type}): {found[0]} holds {found[1]}"))
+                if rec.type == "memory.written":
+                    last_memory = rec
+        finally:
+            elog.close()
+    except MemtrayError as exc:
+        return [Finding(True, f"note: text of the log not checked ({exc})", code="text")]
+    if not bad:
+        return [Finding(True, "every text in the log is valid Unicode without NUL", code="text")]
+    detail = "; ".join(said for _r, said in bad[:3]) + (f"; and {len(bad) - 3} more" if len(bad) > 3 else "")
+    if last_memory is not None and any(r.seq == last_memory.seq for r, _ in bad):
+        return [Finding(False, "the current memory holds text git cannot store (its revision is quarantined)",
+                        detail, "write the current memory again with the invalid characters replaced "
+                        "(U+FFFD) and NULs removed: one new revision", lambda: repair_text(home), code="text")]
+    return [Finding(True, f"warning: {len(bad)} older event(s) hold text memtray no longer accepts; they "
+                    "stay readable in the log (a memory revision among them is skipped in git)", detail,
+                    code="text")]
+
+
+def repair_text(home: Home) -> str:
+    """A new ``memory.written`` of the current memory with lone surrogates replaced and NULs removed."""
+    from memtray.core.app import App
+    from memtray.core.base.config import Config
+    from memtray.core.log.events import MemoryWritten, scrub_text
+
+    app = App.open(home, config=Config(), start_services=False)
+    try:
+        clean = scrub_text(app.store.state.memory)
+        # appended as is (no fact diff): a diff against the current text would carry the very
+        # characters the log refuses; the facts keep their ids from the text (older events' way)
+        ev = MemoryWritten(memory=clean, reason="user-edit", source="memtray")
+        app.write(lambda: app.store.append(MemoryWritten.TYPE, ev.to_data()))
+        return "wrote the current memory again with valid text (one new revision); the old one stays in the log"
+    finally:
+        app.close()
 
 
 def _check_keyring(cfg: Any) -> Finding:

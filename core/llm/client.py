@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -32,6 +33,7 @@ from memtray.core.base.errors import (
 )
 from memtray.core.base.keys import ENV_VARS, KEYLESS, get_key, provider_of
 from memtray.core.llm import localmodel
+from memtray.core.log.events import find_invalid, scrub_obj
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +172,10 @@ class LLMClient:
                 hint="Run `memtray config set model openai/gpt-4o-mini` (any litellm model string), "
                 f"or open Settings in the app. For the small offline model: {localmodel.INSTALL_HINT}.",
             )
+        if find_invalid(req.messages) is not None:
+            # text older versions logged (a lone surrogate) cannot be encoded for any API:
+            # send it made valid rather than fail every turn that includes it
+            req = dataclasses.replace(req, messages=scrub_obj(req.messages))
         models = [model]
         if self.config.fallback_model and self.config.fallback_model != model and req.model is None:
             models.append(self.config.fallback_model)

@@ -38,6 +38,7 @@ from memtray.core.memory.gitrepo import (
     GitError,
     GitRepo,
     RepoDamaged,
+    UnstorableText,
     aside_path,
     bring_back,
     hand_edits,
@@ -64,6 +65,9 @@ class GitProjection:
         self.git = self._repo(home.memory)
         self.commits_made_on_start = 0
         self._behind = False  # a commit failed: make the missing ones before the next
+        #: memory.written events git cannot store (text older versions logged: a lone surrogate),
+        #: seq -> why; skipped by git (quarantined), reported by start-up and the doctor
+        self.quarantined: dict[int, str] = {}
         self.adopting = False
         #: what start-up found and repaired that the user should be told of (the desktop shows it)
         self.problems: list[str] = []
@@ -80,22 +84,39 @@ class GitProjection:
         damage: it is raised and nothing is moved.
         """
         self.store.subscribe(self._on_append)  # before adopting: a hand edit's event needs its commit
-        self._remove_stale_rebuilds()
         try:
-            self.git.open()
-            self.git.clean_stale_locks()
-            probe(self.git)
-        except RepoDamaged as exc:
-            self._rebuild_damaged(exc)
-        else:
-            behind = self.head_seq() != self.store.state.memory_seq
-            carried = hand_edits(self.home.memory) if behind else {}
-            base = {n: self.git.read(h, n) if (h := self.git.head()) else "" for n in carried}
-            self.commits_made_on_start = self.catch_up()
-            if carried:
-                self._merge_behind_edits(carried, base)
-        self.adopt_worktree()
+            self._remove_stale_rebuilds()
+            try:
+                self.git.open()
+                self.git.clean_stale_locks()
+                probe(self.git)
+            except RepoDamaged as exc:
+                self._rebuild_damaged(exc)
+            else:
+                behind = self.head_seq() != self.store.state.memory_seq
+                carried = hand_edits(self.home.memory) if behind else {}
+                base = {n: self.git.read(h, n) if (h := self.git.head()) else "" for n in carried}
+                self.commits_made_on_start = self.catch_up()
+                if carried:
+                    self._merge_behind_edits(carried, base)
+            self.adopt_worktree()
+        except GitError as exc:
+            # git is a projection: one that cannot follow the log now (a full disk, a lock it
+            # cannot remove) never stops a command. Memory is read from the log; git catches up
+            # on the next write or start, and `memtray doctor` says what is wrong.
+            self._behind = True
+            said = (f"The memory repository could not follow the event log ({exc}); your memory is "
+                    "safe in the log and git catches up on the next write or start. "
+                    "Run `memtray doctor` for details.")
+            log.warning("%s", said)
+            self.problems.append(said)
         self.problems += [said[0].upper() + said[1:] + "." for said in self.git.removed_links]
+        if self.quarantined:
+            seqs = ", ".join(str(q) for q in sorted(self.quarantined))
+            said = (f"{len(self.quarantined)} memory revision(s) (event seq {seqs}) hold text git cannot store; "
+                    "they are kept in the log and skipped in git. Run `memtray doctor --repair`.")
+            log.warning("%s", said)
+            self.problems.append(said)
 
     def _merge_behind_edits(self, carried: dict[str, bytes], base: dict[str, str]) -> None:
         """A hand edit made while git was behind the log was made on an older MEMORY.md than
@@ -197,10 +218,11 @@ class GitProjection:
         return sha
 
     def head_seq(self) -> int:
+        """The seq of the last memory.written git holds, quarantined ones counted as held."""
         head = self.git.head()
-        if head is None:
-            return 0
-        return int(self.git.info(head).trailers.get("Event-Seq", "0") or 0)
+        seq = 0 if head is None else int(self.git.info(head).trailers.get("Event-Seq", "0") or 0)
+        later = [q for q in self.quarantined if q > seq]
+        return max([seq, *later]) if later and max(later) <= self.store.state.memory_seq else seq
 
     def catch_up(self) -> int:
         """Make the commits missing for logged ``memory.written`` events. Returns how many."""
@@ -219,7 +241,13 @@ class GitProjection:
             if rec.seq > state.memory_seq:
                 break
             if rec.type == MemoryWritten.TYPE:
-                self._commit(rec)
+                try:
+                    self._commit(rec)
+                except UnstorableText as exc:  # it can never be committed: skip it, keep the rest
+                    if rec.seq not in self.quarantined:
+                        log.warning("memory revision of event %d quarantined: %s", rec.seq, exc)
+                    self.quarantined[rec.seq] = str(exc)
+                    continue
                 made += 1
         if made:
             log.warning("made %d memory commit(s) missing for logged events", made)

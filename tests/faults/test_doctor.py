@@ -293,7 +293,7 @@ def test_doctor_after_a_crash_mid_commit(tmp_path: Path) -> None:
     app = open_app(home)
     write_memory(app, ["likes tea"])
     svc = app.memory
-    app.store._listeners.remove(svc._on_append)  # the process dies before git follows
+    app.store._listeners.remove(svc.projection._on_append)  # the process dies before git follows
     write_memory(app, ["likes tea", "plays chess"])
     crash(app)
     bad = _problems(home)
