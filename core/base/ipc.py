@@ -126,7 +126,7 @@ def runtime_dir(home: Home) -> Path:
     if xdg and _private_dir(Path(xdg), create=False, own=False):
         return Path(xdg)
     uid = _uid()
-    base = Path(tempfile.gettempdir())
+    base = Path(os.environ.get("TMPDIR") or tempfile.gettempdir())  # read now: tempfile caches it
     # a squatter may have made the first name (owned by them): take the next of ours
     for n in range(8):
         candidate = base / (f"memtray-{uid}" if n == 0 else f"memtray-{uid}.{n}")
