@@ -107,6 +107,9 @@ class _Rule:
     group: int | str = 0  # the part of the match that is secret
     #: Decides the kind, or None to ignore the match; may also narrow the span.
     check: Callable[[re.Match[str], _Runs], tuple[str, int, int] | None] | None = None
+    #: The trigger is inside the secret's own run of 16+ non-space characters
+    #: (:data:`secret_rules.TOKEN_RUN`): it is looked for in those runs only.
+    token: bool = False
 
 
 class _Runs:
@@ -238,17 +241,20 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "anthropic-key",
+        token=True,
         triggers=("sk-ant-",),
         pattern=re.compile(rf"(?<![{_TOKEN}])sk-ant-[{_TOKEN}]{{20,}}"),
     ),
     _Rule(
         "openai-key",
+        token=True,
         triggers=("sk-",),
         # Keys are random, so they have a digit; "sk-learn-and-friends" does not.
         pattern=re.compile(rf"(?<![{_TOKEN}])sk-(?!ant-)(?=[A-Za-z_\-]*[0-9])[{_TOKEN}]{{20,}}"),
     ),
     _Rule(
         "github-token",
+        token=True,
         triggers=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         pattern=re.compile(
             r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"
@@ -256,6 +262,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "slack-webhook",
+        token=True,
         triggers=("hooks.slack.com/",),
         pattern=re.compile(
             r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/\-]{8,})"
@@ -264,6 +271,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "slack-token",
+        token=True,
         triggers=("xox", "xapp-"),
         pattern=re.compile(
             rf"(?<![{_TOKEN}])(?:xox[abposre]-[A-Za-z0-9\-]{{10,}}|xapp-\d-[A-Za-z0-9\-]{{10,}})"
@@ -271,11 +279,13 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "google-api-key",
+        token=True,
         triggers=("AIza",),
         pattern=re.compile(rf"(?<![{_TOKEN}])AIza[{_TOKEN}]{{30,}}"),
     ),
     _Rule(
         "aws-access-key-id",
+        token=True,
         triggers=_AWS_PREFIXES,
         pattern=re.compile(
             rf"(?<![A-Za-z0-9])(?:{'|'.join(_AWS_PREFIXES)})"
@@ -294,6 +304,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "jwt",
+        token=True,
         triggers=("eyJ",),
         pattern=re.compile(
             rf"(?<![{_TOKEN}])eyJ[{_TOKEN}]{{8,}}\.[{_TOKEN}]{{8,}}\.[{_TOKEN}]{{8,}}"
@@ -327,7 +338,8 @@ _RULES: tuple[_Rule, ...] = (
         group=1,
     ),
     *(
-        _Rule(kind, triggers=(trigger,), pattern=re.compile(pattern), group=1 if "(" in pattern.replace("(?", "") else 0)
+        _Rule(kind, triggers=(trigger,), pattern=re.compile(pattern), group=1 if "(" in pattern.replace("(?", "") else 0,
+              token=secret_rules.min_width(pattern) >= secret_rules.TOKEN_RUN)
         for kind, trigger, pattern in secret_rules.PREFIXED
     ),
     _Rule(
@@ -403,16 +415,24 @@ def _scan(text: str, *, use_triggers: bool = True) -> list[tuple[int, int, int]]
     markers = [m.span() for m in _MARKER_RE.finditer(text)]
     ends = [m_end for _, m_end in markers]
     runs = _Runs(text)
-    lowered: str | None = None
     found: list[tuple[int, int, int]] = []
+    # Folded rules match ASCII case-insensitively ((?ai)), so lower() is enough.
+    long_runs = [w for w in text.split() if len(w) >= secret_rules.TOKEN_RUN]
+    texts = {"raw": text, "token": "\n".join(long_runs), "folded": text.lower()}
+    seen: dict[tuple[str, str], bool] = {}  # many rules share a trigger: look for each once
+
+    def has(where: str, triggers: tuple[str, ...]) -> bool:
+        for trigger in triggers:
+            key = (where, trigger)
+            if key not in seen:
+                seen[key] = trigger in texts[where]
+            if seen[key]:
+                return True
+        return False
+
     for rule in _RULES:
-        if use_triggers:
-            # Folded rules match ASCII case-insensitively ((?ai)), so lower() is enough.
-            haystack = text
-            if rule.folded:
-                lowered = haystack = text.lower() if lowered is None else lowered
-            if not any(trigger in haystack for trigger in rule.triggers):
-                continue
+        if use_triggers and not has("folded" if rule.folded else "token" if rule.token else "raw", rule.triggers):
+            continue
         for m in rule.pattern.finditer(text):
             if rule.check is not None:
                 hit = rule.check(m, runs)
@@ -422,15 +442,14 @@ def _scan(text: str, *, use_triggers: bool = True) -> list[tuple[int, int, int]]
             else:
                 kind, (start, end) = rule.kind, m.span(rule.group)
             found.extend((*piece, _RANK[kind]) for piece in _clip(start, end, markers, ends))
-    if lowered is None:
-        lowered = text.lower()
     for vp in secret_rules.detect_secrets_patterns():
-        if use_triggers and vp.triggers and not any(t.lower() in lowered for t in vp.triggers):
+        if use_triggers and vp.triggers and not has("folded" if vp.folded else "token" if vp.token else "raw",
+                                                    vp.triggers):
             continue
         for start, end in _vendor_spans(text, vp.pattern):
             found.extend((*piece, _RANK[vp.kind]) for piece in _clip(start, end, markers, ends))
     for kind, spans in (("known-key", secret_rules.known_secret_spans(text, is_secret_name)),
-                        ("high-entropy", secret_rules.high_entropy_spans(text))):
+                        ("high-entropy", secret_rules.high_entropy_spans(text, long_runs))):
         for start, end in spans:
             found.extend((*piece, _RANK[kind]) for piece in _clip(start, end, markers, ends))
     return found

@@ -50,6 +50,24 @@ class VendorPattern:
     kind: str
     pattern: re.Pattern[str]
     triggers: tuple[str, ...]  # empty: always run
+    folded: bool  # triggers are lowercase, looked for in the lowercased text
+    #: the trigger is part of the secret's own run of 16+ non-space characters, so it is
+    #: looked for only in the text's runs that long (see ``redact._scan``)
+    token: bool
+
+
+#: A rule whose matches are runs of at least this many non-space characters may look
+#: for its trigger in those runs only: ordinary prose has few of them.
+TOKEN_RUN = 16
+
+
+def min_width(pattern: str) -> int:
+    """The fewest characters ``pattern`` can match (0 when unknown)."""
+    try:
+        parser = importlib.import_module("re._parser")
+        return int(parser.parse(pattern).getwidth()[0])
+    except Exception:
+        return 0
 
 
 def extend_token(text: str, start: int, end: int, floor: int = 0) -> tuple[int, int]:
@@ -65,8 +83,10 @@ def extend_token(text: str, start: int, end: int, floor: int = 0) -> tuple[int, 
 # --- detect-secrets ------------------------------------------------------------------------
 
 #: detect-secrets plugin -> (kind, triggers): the rule runs only on a text that contains
-#: one of the triggers, compared case-insensitively. A plugin not listed here still runs
-#: (as kind "secret", on every text).
+#: one of the triggers. The plugins that look for a label (``aws...key = "..."``) match
+#: case-insensitively: their triggers are lowercase and looked for in the lowercased
+#: text (:data:`_LABEL_PLUGINS`). A plugin not listed here still runs (as kind
+#: "secret", on every text).
 DETECT_SECRETS_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ArtifactoryDetector": ("artifactory-token", ("AKC", "AP")),
     "AWSKeyDetector": ("aws-access-key-id", ("aws", "a3t", "abia", "acca", "akia", "asia")),
@@ -92,6 +112,8 @@ DETECT_SECRETS_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "TelegramBotTokenDetector": ("telegram-bot-token", (":",)),
     "TwilioKeyDetector": ("twilio-key", ("AC", "SK")),
 }
+_LABEL_PLUGINS = frozenset({"AWSKeyDetector", "CloudantDetector", "IbmCloudIamDetector", "IbmCosHmacDetector",
+                            "SoftlayerDetector"})
 # Not secrets: a public IP address is not redacted.
 _SKIPPED_PLUGINS = frozenset({"IPPublicDetector"})
 # memtray's own rule keeps the webhook URL's host and path and redacts its secret part
@@ -114,7 +136,11 @@ def detect_secrets_patterns() -> tuple[VendorPattern, ...]:
                         or inspect.isabstract(cls) or name in _SKIPPED_PLUGINS):
                     continue
                 kind, triggers = DETECT_SECRETS_KINDS.get(name, ("secret", ()))
-                out.extend(VendorPattern(kind, rx, triggers) for rx in cls().denylist
+                folded = name in _LABEL_PLUGINS
+                token = not folded and name != "PrivateKeyDetector"
+                out.extend(VendorPattern(kind, rx, tuple(t.lower() for t in triggers) if folded else triggers, folded,
+                                         token and min_width(rx.pattern) >= TOKEN_RUN)
+                           for rx in cls().denylist
                            if not rx.pattern.startswith(_SKIPPED_PATTERNS))
         return tuple(out)
 
@@ -186,10 +212,23 @@ def entropy(s: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(s).values()) if n else 0.0
 
 
-def high_entropy_spans(text: str) -> list[tuple[int, int]]:
-    """Bare runs that look random enough to be keys."""
+def _runs_at(text: str, words: list[str]) -> list[tuple[int, int]]:
+    """Where each of ``words`` (``text.split()``'s, in order) is in ``text``."""
+    out, pos = [], 0
+    for word in words:
+        start = text.find(word, pos)
+        out.append((start, start + len(word)))
+        pos = start + len(word)
+    return out
+
+
+def high_entropy_spans(text: str, long_words: list[str] | None = None) -> list[tuple[int, int]]:
+    """Bare runs that look random enough to be keys. ``long_words``: the words of
+    ``text.split()`` of 16 characters or more, in order, if the caller has them."""
     out = []
-    for m in _RUN_RE.finditer(text):
+    words = long_words if long_words is not None else [w for w in text.split() if len(w) >= TOKEN_RUN]
+    runs = _runs_at(text, [w for w in words if len(w) >= MIN_LENGTH])
+    for m in (m for a, b in runs for m in _RUN_RE.finditer(text, a, b)):
         start, end = m.span()
         if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "[.%\\"):
             continue
@@ -225,11 +264,28 @@ def add_known_secret(value: str | None) -> None:
         _known.add(value.strip())
 
 
+_ENV_NAME_RE = re.compile(r"(?i)(?:key|token|secret|pass|passwd|pwd|passphrase|password|credentials?)$")
+
+
+_env_names: tuple[int, list[str]] = (-1, [])
+
+
+def _secret_env_names(is_secret_name: Callable[[str], bool]) -> list[str]:
+    # Listing the environment costs more than the rest of a short redaction: the names
+    # are listed again only when the number of variables changes (a value is always
+    # read fresh).
+    global _env_names
+    if _env_names[0] != len(os.environ):
+        _env_names = (len(os.environ), [n for n in os.environ if _ENV_NAME_RE.search(n) and is_secret_name(n)])
+    return _env_names[1]
+
+
 def known_secrets(is_secret_name: Callable[[str], bool]) -> list[str]:
     """Every value to redact exactly: keys memtray read, secret-named environment variables."""
     values = set(_known)
-    for name, value in os.environ.items():
-        if len(value) >= _MIN_KNOWN and " " not in value and is_secret_name(name):
+    for name in _secret_env_names(is_secret_name):
+        value = os.environ.get(name, "")
+        if len(value) >= _MIN_KNOWN and " " not in value:
             values.add(value)
     return sorted(values, key=len, reverse=True)
 

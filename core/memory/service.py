@@ -14,7 +14,7 @@ from typing import Any
 
 from memtray.core.base.clock import Clock
 from memtray.core.base.home import Home
-from memtray.core.base.redact import redact
+from memtray.core.base.redact import redact, redact_obj
 from memtray.core.base.worker import WriterThread, on_writer
 from memtray.core.log.events import MemoryReviewed, MemoryRolledBack, MemoryWritten, Record
 from memtray.core.log.store import Store
@@ -128,7 +128,7 @@ class MemoryService(FactOps):
         ev = MemoryWritten(
             memory=memory, reason=reason, source=source, history_append=redact(history_append) if history_append else None,
             history=redact(history) if history is not None else None, consolidation=consolidation, model=model,
-            diff=diff_json, flagged=flagged or None, provenance=provenance, target=target,
+            diff=diff_json, flagged=flagged or None, provenance=redact_obj(provenance), target=target,
             client=redact(client)[:80] if client else None,
         )
         data = ev.to_data()

@@ -173,4 +173,4 @@ def test_no_secret_reaches_the_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         for name, data in [*files.items(), ("git objects", git_bytes), ("model requests", sent)]:
             if needle in data or escaped in data:
                 leaks.append((name, secret[:12] + "..."))
-    assert leaks == []
+    assert leaks == [], "\n".join(map(str, leaks))
