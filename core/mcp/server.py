@@ -220,7 +220,8 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False) -> MCPSer
         async def undo_consolidation(
             consolidation: ConsolidationId,
         ) -> str:
-            """Undo one consolidation (its id from memory_log): memory goes back, as a new revision."""
+            """Undo one consolidation or revision (an id from memory_log): what it changed is taken
+            back and later changes stay, as a new revision the user can see."""
             return (await call(["memory", "undo", consolidation])).strip()
 
     return server

@@ -231,3 +231,22 @@ def test_with_a_running_daemon_everything_goes_through_it(tmp_path: Path) -> Non
         daemon.terminate()
         daemon.communicate(timeout=120)
 
+
+def test_undo_takes_back_one_change_and_keeps_the_later_ones(tmp_path: Path) -> None:
+    from memtray.core.cli.main import build_parser
+    from memtray.core.cli.mcp import has_undo
+
+    if not has_undo(build_parser()):
+        pytest.skip("this memtray has no `memory undo`")
+
+    async def body(s: ClientSession) -> tuple[Any, str]:
+        await s.call_tool("remember", {"fact": "The user likes tea"})
+        await s.call_tool("remember", {"fact": "The user likes trains"})
+        first = json.loads(_text(await s.call_tool("memory_log", {})))[-1]["rev"]
+        undone = await s.call_tool("undo_consolidation", {"consolidation": first})
+        return undone, (await s.read_resource("memtray://memory/MEMORY.md")).contents[0].text
+
+    undone, memory = anyio.run(_session, tmp_path / "home", body)
+    assert not undone.is_error and "likes tea" in _text(undone)
+    assert "likes trains" in memory and "likes tea" not in memory
+
