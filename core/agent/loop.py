@@ -39,6 +39,7 @@ from memtray.core.log.events import (
     Message,
     Record,
     TurnFailed,
+    check_text,
     scrub_obj,
     scrub_text,
 )
@@ -144,6 +145,7 @@ class Agent:
         return lock
 
     def log_user(self, session: str, text: str, recall: Recall | None = None) -> Record:
+        check_text(session, "the session name")  # typed by the user: said before anything else
         text = clean_text(text)
         if len(text) > MAX_INPUT_CHARS:
             raise InputTooLarge(f"the message is {len(text):,} characters; the limit is {MAX_INPUT_CHARS:,}")

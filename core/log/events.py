@@ -111,7 +111,8 @@ def check_text(obj: Any, what: str = "the text") -> None:
     found = find_invalid(obj)
     if found is not None:
         where, problem = found
-        raise InvalidText(f"{what} ({where}) contains {problem}; memtray stores only valid Unicode text")
+        what = what if isinstance(obj, str) else f"{what} ({where})"
+        raise InvalidText(f"{what} contains {problem}; memtray stores only valid Unicode text")
 
 
 def scrub_text(text: str) -> str:

@@ -231,3 +231,18 @@ def _as_arguments(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value)
+
+
+def test_a_session_name_the_user_typed_is_checked_before_anything_is_logged(tmp_path: Path,
+                                                                           server: ScriptedLLMServer) -> None:
+    from memtray.core.base.errors import InvalidText
+
+    home = Home.resolve(tmp_path / "home")
+    app = _open(home, server)
+    try:
+        for bad in ("work\x00", "caf\udce9"):
+            with pytest.raises(InvalidText, match=r"^the session name contains a (NUL|lone surrogate)"):
+                app.run(app.agent.turn(bad, "hello", stream=False))
+        assert list(app.store.log.records()) == []
+    finally:
+        app.close()

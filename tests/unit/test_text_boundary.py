@@ -85,8 +85,10 @@ def test_problems_are_named_with_the_first_bad_character() -> None:
     assert text_problem("ab\ud800c\x00") == "a lone surrogate (U+D800) at character 2"
     assert text_problem("a\x00b\udfff") == "a NUL character at character 1"
     assert text_problem("fine 🎉") is None
-    with pytest.raises(InvalidText, match=r"the session name \(text\) contains a NUL character"):
+    with pytest.raises(InvalidText, match=r"^the session name contains a NUL character at character 4;"):
         check_text("work\x00", "the session name")
+    with pytest.raises(InvalidText, match=r"^the arguments \(a\[1\]\) contains a lone surrogate"):
+        check_text({"a": ["ok", "\udcff"]}, "the arguments")
 
 
 def test_nothing_is_written_when_one_event_of_a_batch_is_refused(tmp_path: Path) -> None:
