@@ -210,7 +210,9 @@ def test_the_issue_examples_never_reach_memory_history_or_git(tmp_path: Path, ll
     )
     app = _app(home, llm_server)
     try:
-        app.run(app.agent.turn("quick", "Look at this page", stream=False))
+        page = "\n".join([*ISSUE_EXAMPLES, history_bad])
+        app.run(app.agent.turn("quick", f"My system is Ubuntu and I ignore spoilers. Look at this page:\n{page}",
+                               stream=False))
         out = app.run(app.consolidation.consolidate("quick", trigger="manual"))
         memory = app.store.state.memory
         assert "User's system is Ubuntu" in memory and "Ignores spoilers" in memory
