@@ -56,6 +56,7 @@ def main() -> int:
           f"(a new home every 50 kills), "
           f"{took:.0f} s")
     print("commands started: " + ", ".join(f"{k} {v}" for k, v in sorted(result.commands.items())))
+    print("commands finished with status 0: " + ", ".join(f"{k} {v}" for k, v in sorted(result.succeeded.items())))
     print(f"model server errors: {len(errors)}")
     shutil.rmtree(work, ignore_errors=True)
     return 0 if not errors else 1

@@ -185,8 +185,12 @@ def _argv_for(op: str, home: Path, rng: random.Random, n: int) -> list[str] | No
         return ["memory", "redo", rng.choice(done)] if done else None
     if op == "rebuild":
         return ["memory", "rebuild", "--model", "openai/test-model", "--name", f"r{rng.randrange(3)}"]
-    if op == "undo":
-        return ["memory", "undo"]
+    if op == "undo":  # a consolidation, or the last revision
+        done = [r.data["consolidation"] for r in recs if r.type == "consolidation.completed"]
+        written = [r for r in recs if r.type == "memory.written"]
+        if done and rng.random() < 0.5:
+            return ["memory", "undo", rng.choice(done)]
+        return ["memory", "undo", "HEAD"] if written else None
     return None
 
 

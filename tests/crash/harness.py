@@ -376,6 +376,8 @@ class Campaign:
     events: int = 0
     commits: int = 0
     commands: dict[str, int] = field(default_factory=dict)
+    #: commands that ran to the end with exit status 0 (not killed first)
+    succeeded: dict[str, int] = field(default_factory=dict)
     broken: list[str] = field(default_factory=list)
     home: Path | None = None
     last_events: int = 0
@@ -413,6 +415,10 @@ def run_campaign(server: ForkServer, home: Path, base_url: str, *, kills: int, s
             if line.startswith("cmd "):
                 op = line.split()[1]
                 out.commands[op] = out.commands.get(op, 0) + 1
+            elif line.startswith("did "):
+                _, op, code = line.split()
+                if code == "0":
+                    out.succeeded[op] = out.succeeded.get(op, 0) + 1
             elif line.startswith("broken"):
                 out.broken.append(line)
         assert not out.broken, out.broken[:3]
