@@ -388,8 +388,12 @@ def sync_all(app: App) -> dict[str, RebuildInfo]:
     """Bring every rebuild branch up to date with the log (after a crash or a repository rebuild)."""
     rebuilds, _ = scan(app.store.log.records())
     git: GitRepo = app.memory.git
-    for info in sorted(rebuilds.values(), key=lambda r: r.started_seq):
-        sync_branch(git, info)
+
+    def sync() -> None:
+        for info in sorted(rebuilds.values(), key=lambda r: r.started_seq):
+            sync_branch(git, info)
+
+    app.write(sync)  # branch refs and commits are git writes: the worker makes them
     return rebuilds
 
 
@@ -601,7 +605,7 @@ def discard(app: App, name: str) -> RebuildInfo:
         raise RebuildError(f"no rebuild named {name!r}", hint="See `memtray memory rebuild --list`.")
     app.store.append(RebuildDiscarded.TYPE, RebuildDiscarded(rebuild=info.id).to_data())
     info.status = "discarded"
-    sync_branch(app.memory.git, info)
+    app.write(lambda: sync_branch(app.memory.git, info))
     return info
 
 

@@ -63,9 +63,11 @@ class MemoryService(FactOps):
         """Reconcile git with the log, then follow new events (see :class:`GitProjection`)."""
         self.projection.start()
 
+    @on_writer
     def reconcile(self) -> None:
         self.projection.reconcile()
 
+    @on_writer
     def check_worktree(self) -> bool:
         return self.projection.check_worktree()
 
@@ -164,8 +166,16 @@ class MemoryService(FactOps):
         raise MemoryError_(f"no fact matching {fact!r} at {sha[:8]}", hint="See `memtray memory show REV`.")
 
     @on_writer
-    def restore_fact(self, rev: str, fact: str) -> Revision:
+    def restore_fact(self, rev: str | None, fact: str) -> Revision:
+        """Add a fact back as it was at ``rev`` (or, with ``rev`` None, a fact id as its
+        newest revision had it), with its id."""
         self.projection.adopt_worktree()
+        if rev is None:
+            hit = self.find_fact_by_id(fact)
+            if hit is None:
+                raise MemoryError_(f"no fact {fact!r} in any revision",
+                                   hint="Give REV FACT, or an id from `memtray memory dropped`.")
+            rev = f"seq:{hit[1]}"
         f, src = self._find(rev, fact)
         current = self.store.state.memory
         led = self.ledger()
