@@ -176,9 +176,30 @@ def dropped_why(reason: str, by: str | None) -> str:
 
 
 def cmd_restore_fact(args: argparse.Namespace, home: Home) -> int:
+    words = [args.rev, *args.fact]
+    # `restore-fact F12`: an id alone is found in the history; otherwise REV FACT as before
+    rev, fact = (None, words[0]) if len(words) == 1 else (words[0], " ".join(words[1:]))
     with app_scope(home) as app:
-        rev = app.memory.restore_fact(args.rev, " ".join(args.fact))
-        _out(f"restored as revision {rev.short}")
+        new = app.memory.restore_fact(rev, fact)
+        _out(f"restored as revision {new.short}")
+    return 0
+
+
+def cmd_undo(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        res = app.memory.undo(args.target)
+    if args.json:
+        _out(_dumps(res.to_json()))
+    else:
+        if res.revision is not None:
+            _out(f"undid {res.target.short} ({res.target.reason}); new revision {res.revision.short}")
+        for d in res.done:
+            _out(f"  {d['action']} [{d['id']}] {d['text']}")
+        for d in res.not_done:
+            _out(f"  not undone [{d['id']}] {d['text']}: {d['why']}")
+    if res.revision is None:
+        raise MemtrayError(f"nothing to undo in {res.target.short}",
+                           hint="Its changes are already undone or were changed again since (listed above).")
     return 0
 
 
@@ -265,10 +286,14 @@ def add_commands(sub: Any) -> None:
     dr = ms.add_parser("dropped", help="every fact ever removed, and why")
     dr.add_argument("--json", action="store_true")
     dr.set_defaults(fn=cmd_dropped)
-    rf = ms.add_parser("restore-fact", help="add a fact back as it was at REV")
-    rf.add_argument("rev")
-    rf.add_argument("fact", nargs="+")
+    rf = ms.add_parser("restore-fact", help="add a fact back as it was at REV (or by its id alone)")
+    rf.add_argument("rev", metavar="REV|ID")
+    rf.add_argument("fact", nargs="*")
     rf.set_defaults(fn=cmd_restore_fact)
+    un = ms.add_parser("undo", help="undo one consolidation or revision, fact by fact (a new revision)")
+    un.add_argument("target", metavar="CONSOLIDATION|REV")
+    un.add_argument("--json", action="store_true")
+    un.set_defaults(fn=cmd_undo)
     rb = ms.add_parser("rollback", help="make memory what it was at REV (a new revision)")
     rb.add_argument("rev")
     rb.set_defaults(fn=cmd_rollback)

@@ -57,8 +57,8 @@ from memtray.core.log.events import (
 )
 from memtray.core.log.projections import ConsolidationState
 from memtray.core.log.store import Store
-from memtray.core.memory import factdiff
-from memtray.core.memory.facts import read_markers
+from memtray.core.memory import facts
+from memtray.core.memory.facts import Ledger, read_markers
 from memtray.core.memory.guard import (
     SAVE_MEMORY,
     Reply,
@@ -67,7 +67,10 @@ from memtray.core.memory.guard import (
     parse_reply,
     shown_messages,
 )
+from memtray.core.memory.ledgers import diff_by_id
+from memtray.core.memory.proposal import apply_reply
 from memtray.core.memory.service import MemoryService
+from memtray.core.memory.undo import carry
 
 log = logging.getLogger(__name__)
 
@@ -123,14 +126,20 @@ class IdGuarded:
 
 async def request_save_memory(
     llm: LLMClient, timeout: float, memory: str, messages: list[dict[str, Any]], model: str | None,
-    template: str | None = None,
+    template: str | None = None, *, ledger: Ledger | None = None, budget: int | None = None,
 ) -> LLMResult:
     """Ask the model for ``save_memory`` over ``messages`` on top of ``memory`` (forced tool call).
 
-    Shared by consolidation, redo and rebuilds so every path sends the same request.
+    Shared by consolidation, redo and rebuilds so every path sends the same request. With
+    ``ledger`` the memory is shown with its fact ids; past 80 % of ``budget`` characters the
+    model is asked to compress it by merging facts.
     """
     text = template if template is not None else resources.text("prompts/consolidation.md")
-    prompt = text.replace("{memory}", memory.strip() or "(empty)").replace(
+    shown = facts.render(ledger, memory) if ledger is not None and ledger.facts else memory.strip()
+    if budget and len(memory) > 0.8 * budget:
+        shown += "\n\n" + resources.text("prompts/memory_budget.txt").strip().replace(
+            "{size}", f"{len(memory):,}").replace("{budget}", f"{budget:,}")
+    prompt = text.replace("{memory}", shown or "(empty)").replace(
         "{conversation}", format_messages(messages))
     return await asyncio.wait_for(
         llm.complete(Request(

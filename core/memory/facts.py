@@ -124,8 +124,22 @@ def _next_after(ids: Sequence[str]) -> int:
     return max(nums, default=0) + 1
 
 
-def render(ledger: Ledger) -> str:
-    """The memory as the model sees it: sections and one ``- [ID] text`` bullet per fact."""
+_MARKER_RE = re.compile(r"^(\s*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?)")
+
+
+def render(ledger: Ledger, text: str | None = None) -> str:
+    """The memory as the model sees it: ``text`` (the MEMORY.md the ledger names) with each
+    fact's id after its list marker (``- [F12] Lives in Lyon``); without ``text``, sections
+    and one bullet per fact."""
+    if text is not None:
+        spans = factdiff.spans(text)
+        if [f.norm for f, _a, _b in spans] == [f.norm for f in ledger.facts]:
+            lines = text.split("\n")
+            for f, (_fact, first, _end) in zip(ledger.facts, spans, strict=True):
+                m = _MARKER_RE.match(lines[first])
+                at = m.end() if m else 0
+                lines[first] = f"{lines[first][:at]}[{f.id}] {lines[first][at:]}"
+            return "\n".join(lines).strip()
     out: list[str] = []
     section: str | None = None
     for f in ledger.facts:

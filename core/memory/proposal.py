@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memtray import resources
 from memtray.core.memory import factdiff, facts
 from memtray.core.memory.factdiff import Fact
 from memtray.core.memory.facts import Ledger
@@ -82,6 +83,9 @@ def review_item(kind: str, text: str, section: str, fact_id: str | None, reason:
 
 # --- support ---------------------------------------------------------------------------
 
+# only the words that say nothing at all: "cat" is common in memories but it is what a fact says
+_STOP = frozenset(w for line in resources.text("corpus/stopwords.txt").splitlines()
+                  if not line.startswith("#") for w in line.split())
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
@@ -102,7 +106,7 @@ def _mentions(text: str, message: str, *, strict: bool) -> bool:
         return False  # without a citation, every name and number must be in the message
     if not strict and named:
         return True
-    need = facts.content(text) - anc
+    need = {w for w in _msg_words(text) if w not in _STOP and len(w) > 2} - anc
     if _CJK_RE.search(text):
         grams = _bigrams(text)
         return bool(grams & _bigrams(message)) if grams else bool(anc)

@@ -31,12 +31,13 @@ class Change:
 
 
 def changes(before: Ledger, after: Ledger) -> list[Change]:
-    """What happened to each fact id from ``before`` to ``after`` (unchanged ids left out)."""
+    """What happened to each fact id from ``before`` to ``after`` (unchanged ids left out;
+    a fact that only moved to another section is unchanged)."""
     a = {f.id: f for f in before.facts}
     b = {f.id: f for f in after.facts}
     out = [Change(i, a[i], None) for i in a if i not in b]
-    out += [Change(i, a[i], b[i]) for i in a if i in b and (a[i].norm != b[i].norm or
-                                                          a[i].section.casefold() != b[i].section.casefold())]
+    # a fact that only moved section is not a change: undo reverts words, not layout
+    out += [Change(i, a[i], b[i]) for i in a if i in b and a[i].norm != b[i].norm]
     out += [Change(i, None, b[i]) for i in b if i not in a]
     return out
 
@@ -87,10 +88,7 @@ def _drop(text: str, ledger: Ledger, fid: str) -> tuple[str, Ledger]:
 def _set(text: str, ledger: Ledger, fid: str, fact: Fact) -> tuple[str, Ledger]:
     k = _index(ledger, fid)
     assert k is not None
-    if ledger.facts[k].section.casefold() != fact.section.casefold():
-        text, ledger = _drop(text, ledger, fid)
-        return _put(text, ledger, fact)
-    new = factdiff.replace_fact(text, k, fact.text)
+    new = factdiff.replace_fact(text, k, fact.text)  # where it stands now, in its section of now
     return new, _relabel(new, Ledger(tuple(f for f in ledger.facts if f.id != fid), ledger.next), {fact.norm: fid})
 
 

@@ -1,0 +1,176 @@
+"""Memory operations by fact id: the ids of a write, undo, restore, dropped, why, review.
+
+:class:`FactOps` is the part of :class:`~memtray.core.memory.service.MemoryService`
+that works on fact ids (see :mod:`facts` for where they live). Every write gets the
+ids of its facts (:meth:`FactOps.facts_for`): given by the consolidation guard, or
+attached from the previous revision (a hand edit keeps the ids of the facts it
+edited in place). The fact diff of every ``memory.written`` is by id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memtray.core.log.events import Record
+from memtray.core.memory import factdiff, facts
+from memtray.core.memory.browse import SILENT_HELD, MemoryBrowsing, MemoryError_, msg_json
+from memtray.core.memory.factdiff import Fact, FactDiff
+from memtray.core.memory.facts import Ledger
+from memtray.core.memory.ledgers import Ledgers, diff_by_id, find_in_history
+from memtray.core.memory.revisions import Revision
+from memtray.core.memory.undo import undo as undo_changes
+
+
+@dataclass
+class UndoResult:
+    """What ``memtray memory undo`` did: the new revision (None when there was nothing to
+    undo), the revision undone, and fact by fact what was and was not undone."""
+
+    revision: Revision | None
+    target: Revision
+    done: list[dict[str, Any]] = field(default_factory=list)
+    not_done: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"revision": self.revision.to_json() if self.revision else None, "undone": self.target.to_json(),
+                "done": self.done, "not_done": self.not_done}
+
+
+class FactOps(MemoryBrowsing):
+    """Id-based operations; needs ``write`` from the service."""
+
+    _ledgers: Ledgers | None = None
+
+    @property
+    def ledgers(self) -> Ledgers:
+        if self._ledgers is None:
+            self._ledgers = Ledgers(self.store)
+        return self._ledgers
+
+    def write(self, memory: str, **kw: Any) -> list[Record]:
+        raise NotImplementedError
+
+    def ledger(self) -> Ledger:
+        """The current memory's facts with their ids."""
+        return self.ledgers.current()
+
+    def ledger_at(self, rev: str) -> Ledger:
+        return self.ledgers.at_seq(self.revision(rev).event_seq)
+
+    def facts_for(self, memory: str, reason: str, given: Ledger | None) -> tuple[Ledger, FactDiff]:
+        """The ids of a write's facts and its diff by id. ``given`` (the guard's, or a rollback's
+        target) is used when it names exactly ``memory``'s facts (redaction may have changed one)."""
+        old = self.ledger()
+        new_facts = factdiff.parse(memory)
+        if given is not None and [f.norm for f in given.facts] == [f.norm for f in new_facts]:
+            led = Ledger(tuple(f2.__class__(g.id, f2.section, f2.text, f2.norm) for g, f2 in zip(
+                given.facts, new_facts, strict=True)), max(given.next, old.next))
+        else:
+            keep = {f.norm: f.id for f in given.facts} if given is not None else None
+            led = facts.attach(old, memory, in_place=reason == "user-edit", keep=keep)
+        return led, diff_by_id(old, led)
+
+    # --- undo -------------------------------------------------------------------------
+
+    def undo_changes(self, target: str) -> UndoResult:
+        """Undo exactly the fact changes of one revision (a consolidation id or a revision):
+        re-add what it dropped, restore what it reworded, remove what it added, as one new
+        revision that keeps everything after it. Says what it could not undo and why."""
+        sha = self.resolve(target)
+        rev = self.revision(sha)
+        parents = self.git.info(sha).parents
+        before = self.ledgers.at_seq(self.revision(parents[0]).event_seq) if parents else Ledger(())
+        after = self.ledgers.at_seq(rev.event_seq)
+        current = self.ledger()
+        out = undo_changes(before, after, self.store.state.memory, current)
+        if not out.done:
+            return UndoResult(None, rev, [], out.not_done)
+        reasons = {d["id"]: f"undo of {rev.short}" for d in out.done if d["action"] == "removed"}
+        prov = {d["id"]: {"restored_from": parents[0] if parents else None} for d in out.done
+                if d["action"] in ("restored", "reverted")}
+        self.write(out.memory, reason="undo", source="user", dropped_reasons=reasons, provenance=prov or None,
+                   facts=out.ledger)
+        return UndoResult(self.revision("HEAD"), rev, out.done, out.not_done)
+
+    # --- by id ------------------------------------------------------------------------
+
+    def find_fact_by_id(self, fact_id: str) -> tuple[Fact, int] | None:
+        key = facts.id_key(fact_id)
+        return find_in_history(self.ledgers, key) if key else None
+
+    def dropped(self) -> list[dict[str, Any]]:
+        """Every fact ever removed: by which revision, why, and whether it is back now (by id)."""
+        live = set(self.ledger().ids)
+        norms = {f.norm for f in self.ledger().facts}
+        shas = {info.trailers.get("Event-Seq"): info.sha for info in self.git.walk()}
+        out = []
+        for rec in self.memory_events():
+            listed = set()
+            by_id = "facts" in rec.data
+            for item in (rec.data.get("diff") or {}).get("dropped", []):
+                listed.add(item["id"])
+                present = item["id"] in live if by_id else factdiff.normalize(item["text"]) in norms
+                out.append({
+                    "id": item["id"], "text": item["text"], "section": item.get("section", ""),
+                    "rev": shas.get(str(rec.seq)), "event_seq": rec.seq, "time": rec.ts,
+                    "reason": item.get("reason") or "silent", "by": rec.data.get("reason"),
+                    "present_now": present,
+                })
+            for item in rec.data.get("flagged") or []:
+                if item.get("kind") == "silent-drop" and item["fact_id"] not in listed:
+                    out.append({
+                        "id": item["fact_id"], "text": item["text"], "section": item.get("section", ""),
+                        "rev": shas.get(str(rec.seq)), "event_seq": rec.seq, "time": rec.ts,
+                        "reason": SILENT_HELD, "by": rec.data.get("reason"),
+                        "present_now": item["fact_id"] in live or factdiff.normalize(item["text"]) in norms,
+                    })
+        return out
+
+    def pending_review(self) -> list[dict[str, Any]]:
+        """Items held for review that are still pending: derived from the state, so a fact
+        that is back in memory (a rollback, an undo, a hand edit) is no longer listed."""
+        led = self.ledger()
+        live = set(led.ids)
+        norms = {f.norm for f in led.facts}
+        items = [i for i in self.store.state.review.values()
+                 if not (i.get("kind") == "silent-drop" and i.get("fact_id") in live)
+                 and factdiff.normalize(str(i.get("text", ""))) not in norms]
+        return sorted(items, key=lambda i: i["seq"])
+
+    def why(self, fact: str) -> dict[str, Any]:
+        """Where a fact of the current memory came from: the revision that gave it its present
+        words and the messages it names as sources (by id; also after rollback and restore)."""
+        led = self.ledger()
+        key = facts.id_key(fact)
+        target = led.get(key) if key else None
+        if target is None:
+            target = factdiff.match_fact(list(led.facts), fact)
+        if target is None:
+            raise MemoryError_(f"no fact in current memory matches {fact!r}",
+                               hint="See `memtray memory show` for the facts and their words.")
+        found: tuple[Record, dict[str, Any]] | None = None
+        exact = False
+        for rec in self.memory_events():
+            prov = (rec.data.get("provenance") or {}).get(target.id)
+            if not isinstance(prov, dict) or not prov.get("source_seqs"):
+                continue
+            same = factdiff.normalize(str(prov.get("text", ""))) == target.norm
+            if same or not exact:  # the newest that gave it these words, else the newest at all
+                found, exact = (rec, prov), same
+        if found is None:
+            return super().why(target.text)
+        rec, prov = found
+        seqs = sorted(int(s) for s in prov.get("source_seqs") or [])
+        messages = [msg_json(r) for r in self.store.log.records(seqs[0] - 1) if r.seq in set(seqs)] if seqs else []
+        sha = next((i.sha for i in self.git.walk() if i.trailers.get("Event-Seq") == str(rec.seq)), None)
+        return {
+            "fact": {"id": target.id, "section": target.section, "text": target.text},
+            "revision": self.revision(sha).to_json() if sha else None,
+            "source": rec.data.get("source"),
+            "consolidation": rec.data.get("consolidation"),
+            "messages": messages,
+        }
+
+
+__all__ = ["FactOps", "UndoResult"]
