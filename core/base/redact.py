@@ -442,7 +442,9 @@ def _scan(text: str, *, use_triggers: bool = True) -> list[tuple[int, int, int]]
             else:
                 kind, (start, end) = rule.kind, m.span(rule.group)
             found.extend((*piece, _RANK[kind]) for piece in _clip(start, end, markers, ends))
-    for vp in secret_rules.detect_secrets_patterns():
+    # Every detect-secrets shape memtray's own rules do not cover is a run of 16+ characters:
+    # without one, its plugins are not even imported (a short note, a session name).
+    for vp in secret_rules.detect_secrets_patterns() if long_runs else ():
         if use_triggers and vp.triggers and not has("folded" if vp.folded else "token" if vp.token else "raw",
                                                     vp.triggers):
             continue

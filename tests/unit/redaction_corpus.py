@@ -303,7 +303,7 @@ _VENDOR: dict[str, list[str]] = {
     "supabase-key": ["sbp_" + rand(HEX, 40), "sb_" + "secret_" + rand(B64URL, 32), "sbp_" + rand(HEX, 40)],
     "cloudflare-token": ["cfut_" + rand(B64URL, 40), "cfat_" + rand(B64URL, 40), "cfk_" + rand(B64URL, 40)],
     "jfrog-token": ["cmVmdGtuOjAxOj" + rand(ALNUM, 50) for _ in range(3)],
-    "artifactory-token": ["AKC" + rand(ALNUM, 70), "AP6" + rand(ALNUM, 40), "APB" + rand(ALNUM, 12)],
+    "artifactory-token": ["AKC" + rand(ALNUM, 70), "AP6" + rand(ALNUM, 40), "APB" + rand(ALNUM, 14)],
     "discord-bot-token": ["M" + rand(B64URL, 23) + "." + rand(B64URL, 6) + "." + rand(B64URL, 27),
                           "N" + rand(B64URL, 25) + "." + rand(B64URL, 6) + "." + rand(B64URL, 27),
                           "O" + rand(B64URL, 24) + "." + rand(B64URL, 6) + "." + rand(B64URL, 27)],
