@@ -143,6 +143,10 @@ def _build(
         agent.config = new
 
     settings.subscribe(follow)
+    # Learn the configured provider's key now (queued on the worker, so before any turn's
+    # redaction runs, and not on the way to the window): a key that lives only in the
+    # keyring is then redacted exactly even in the first message of a fresh process.
+    worker.call_soon(_prime_key, cfg)
     agent.before_turn.append(settings.refresh)  # a hand edit of config.toml counts from the next turn
 
     memory = MemoryService(store, home, clock)
@@ -171,6 +175,17 @@ def _build(
               memory, consolidation, search, reminders, mcp)
     add_maintenance(app)
     return app
+
+
+def _prime_key(cfg: Config) -> None:
+    if not cfg.model:
+        return
+    from memtray.core.base import keys
+
+    try:
+        keys.get_key(keys.provider_of(cfg.model))
+    except Exception as exc:  # no keyring, a locked one: the turn that needs the key says so
+        log.info("could not read the API key at start (%s); redaction learns it at first use", exc)
 
 
 def _build_search(
