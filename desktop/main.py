@@ -213,6 +213,8 @@ class Desktop(QObject):
     # --- views ------------------------------------------------------------------------
 
     def toggle_popup(self) -> None:
+        if self._in_flow("popup"):  # the tray icon or the hotkey during the first run
+            return
         if self.popup is not None:
             self.popup.toggle()
 

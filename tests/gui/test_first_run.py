@@ -149,3 +149,16 @@ def test_no_tray_notice_once(qtbot: Any, configured_home: Any, runtime_dir: Path
         assert d.no_tray_banner is None  # said once per data home
     finally:
         close_desktop(d)
+
+
+def test_tray_click_during_the_first_run_raises_the_onboarding(qtbot: Any, fresh: Any) -> None:
+    d = make_desktop(qtbot, fresh, show_dialogs=True)
+    try:
+        qtbot.waitUntil(lambda: d.onboarding is not None and d.onboarding.isVisible(), timeout=5000)
+        d.toggle_popup()  # what the tray icon and the hotkey call
+        assert not d.popup.isVisible() and d.onboarding.isVisible()
+        d.onboarding.reject()
+        assert not d.first_run
+        qtbot.waitUntil(d.popup.isVisible, timeout=5000)  # asked for during the flow: opens after it
+    finally:
+        close_desktop(d)
