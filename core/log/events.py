@@ -463,6 +463,9 @@ class MemoryWritten(Payload):
     provenance: dict[str, Any] | None = None
     #: the program that asked for the write (an MCP client's name), when not memtray itself
     client: str | None = None
+    #: the id of every fact of ``memory`` in document order, and the next id number:
+    #: ``{"ids": [...], "next": N, "merged": {survivor: [ids]}}`` (absent before fact ids existed)
+    facts: dict[str, Any] | None = None
     #: a rollback's: the revision (sha) memory went back to, named in the commit message
     target: str | None = None
 
