@@ -15,7 +15,8 @@ from tests.fixtures.llm_server import tool_call
 pytestmark = pytest.mark.gui
 
 REV1 = "# About the user\n\n- Likes green tea\n- Lives in Lyon\n"
-REV2 = "# About the user\n\n- Likes green tea\n- Works as a nurse\n"
+# a hand edit that removes one fact and adds another (one rewritten in place would be a rewording)
+REV2 = "# About the user\n\n- Works as a nurse\n- Likes green tea\n"
 
 
 def _git_head(memory_dir: Path) -> str:
