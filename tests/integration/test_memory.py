@@ -142,7 +142,9 @@ def test_repository_layout_and_git_settings(app: App, home: Home) -> None:
     assert (home.memory / ".git" / "HEAD").is_file()
     assert (home.memory / "MEMORY.md").read_text() == MEM0
     assert (home.memory / "HISTORY.md").read_text() == ""
-    assert git(home, "config", "--get", "core.fsyncObjectFiles").strip() == "true"
+    assert git(home, "config", "--get", "core.fsync").strip() == "objects,derived-metadata,reference"
+    assert git(home, "config", "--get", "core.fsyncMethod").strip() == "fsync"
+    assert mem(app).git.repo.object_store.fsync_object_files is True  # dulwich reads only the old key
     assert git(home, "config", "--get", "gc.auto").strip() == "0"
     assert git(home, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
     assert mem(app).git.path.is_absolute()
