@@ -1,3 +1,7 @@
-"""History search: the derived full-text index over HISTORY.md and the log, and the
-search_history tool.
+"""History search: keyword (FTS5) and semantic (embeddings) retrieval over the log's
+messages, the HISTORY.md diary and memory edits, fused into hybrid search; recall
+of past snippets for a turn; the search_history tool.
+
+text (hits, queries, excerpts) < index (keywords) < vectors < embed < hybrid < service;
+health is what the doctor reports.
 """
