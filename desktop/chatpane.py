@@ -18,9 +18,11 @@ from typing import Any
 from memtray.core.agent import reset
 from memtray.core.log import transcript
 
+from . import texts
 from .bridge import Follower, Task
 from .chatview import ChatView, ErrorView, InputBox, MessageView, divider
 from .context import Context
+from .mcp_panel import ConsentQuestion, ConsentWatcher
 from .qt import (
     QApplication,
     QClipboard,
@@ -155,6 +157,9 @@ class ChatPane(QWidget):
         self.feed = Follower(ctx.bridge, self._query, self._apply, name=f"chat:{session}", parent=self,
                              wants=lambda change: self.session in change.sessions)
         self.feed.request()
+        #: a refused MCP call in this session becomes "Allow tools from <server>?" (mcp_panel.py)
+        self.consent = ConsentWatcher(ctx, lambda: self.session, parent=self)
+        self.consent.asked.connect(self._ask_consent)
 
     # --- following the log ----------------------------------------------------------
 
@@ -431,6 +436,19 @@ class ChatPane(QWidget):
             self._error.deleteLater()
             self._error = None
         self.status.setText("")
+
+    # --- MCP consent ------------------------------------------------------------------
+
+    def _ask_consent(self, server: str) -> None:
+        q = ConsentQuestion(self.ctx, server)
+        q.answered.connect(self.consent.answered)
+        q.retry.connect(self._retry_allowed)
+        self.view.add(q)
+        self.view.scroll_to_end()
+
+    def _retry_allowed(self, server: str) -> None:
+        if not self.busy:
+            self.send(texts.text("mcp.retry_message", server=server))
 
     # --- /new -------------------------------------------------------------------------
 

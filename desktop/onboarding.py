@@ -1,7 +1,8 @@
 """The first-run flow: one window, whatever started memtray (plain, ``toggle``, ``show``).
 
 Page one chooses the model (the Settings form; it says which model is in use
-now, e.g. the offline one, and how weak that is). Page two appears only when
+now, e.g. the offline one, and how weak that is) and offers the imports from
+nanobot and ChatGPT (import_dialog.py). Page two appears only when
 something else needs saying: the global hotkey is not available (how to bind
 ``memtray toggle`` instead) and/or there is no system tray. Nothing opens on
 top of it; :class:`memtray.desktop.main.Desktop` routes the hotkey notice and
@@ -18,6 +19,7 @@ from . import texts
 from .context import Context
 from .hotkey_dialog import HotkeyHelp
 from .hotkeys import HotkeyStatus
+from .import_dialog import import_buttons
 from .qt import (
     QDialog,
     QFrame,
@@ -82,6 +84,9 @@ class Onboarding(QDialog):
         lay.addWidget(self.model_note)
         self.form = ModelForm(ctx)
         lay.addWidget(self.form)
+        lay.addWidget(label(texts.text("import.offer"), muted=True))
+        imports, self.import_btns = import_buttons(ctx, self)
+        lay.addWidget(imports)
         self.message = label("", muted=True)
         lay.addWidget(self.message)
         lay.addStretch(1)

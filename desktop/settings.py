@@ -1,5 +1,5 @@
 """Settings: provider and model, API key (keyring), test connection, hotkey, memory,
-launch at login, data folder. The first-run onboarding (onboarding.py) reuses the model form.
+MCP servers (mcp_panel.py), imports (import_dialog.py), launch at login, data folder. The first-run onboarding (onboarding.py) reuses the model form.
 
 Everything slow (keyring, the test request, config writes, autostart files) runs
 on the worker through the bridge. Saving goes through core: ``config.set_value``
@@ -18,6 +18,8 @@ from . import autostart, providers, texts
 from .bridge import Task
 from .context import Context
 from .hotkeys import HotkeyStatus
+from .import_dialog import import_buttons
+from .mcp_panel import McpSection
 from .qt import (
     QCheckBox,
     QComboBox,
@@ -392,6 +394,17 @@ class SettingsPage(QWidget):
         self.drop_policy_help = label("", muted=True)
         f.addRow("", self.drop_policy_help)
         self.drop_policy.currentIndexChanged.connect(self._policy_changed)
+        col.addWidget(card)
+
+        card, f = _card("AI tools (MCP)")
+        self.mcp = McpSection(ctx)
+        f.addRow(self.mcp)
+        col.addWidget(card)
+
+        card, f = _card("Import")
+        f.addRow(label(texts.text("import.offer"), muted=True))
+        imports, self.import_btns = import_buttons(ctx, self)
+        f.addRow(imports)
         col.addWidget(card)
 
         card, f = _card("General")
