@@ -23,6 +23,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -63,6 +64,13 @@ def next_at(r: ReminderState, schedule_of: Callable[[ReminderState], Schedule]) 
     return t.timestamp() if t is not None else None
 
 
+@dataclass(frozen=True)
+class _Meta:
+    position: Position | None = None
+    last_seq: int = -1
+    last_id: str = ""
+
+
 class DueIndex:
     """The next-due index file (thread-safe: one lock around the connection)."""
 
@@ -93,14 +101,14 @@ class DueIndex:
         """Bring the index up to the log; returns how many reminders were (re)indexed."""
         with self._lock:
             meta = self._meta()
-            pos = meta.get("position")
-            if pos is not None and meta.get("last_seq") == elog.last_seq:
+            pos = meta.position
+            if pos is not None and meta.last_seq == elog.last_seq:
                 rec = record_ending_at(elog.dir, pos) if elog.last_seq else None
-                if elog.last_seq == 0 or (rec is not None and rec.id == meta.get("last_id")):
+                if elog.last_seq == 0 or (rec is not None and rec.id == meta.last_id):
                     return 0
             if pos is not None:
                 rec = record_ending_at(elog.dir, pos)
-                if rec is not None and rec.id == meta.get("last_id") and rec.seq == meta.get("last_seq"):
+                if rec is not None and rec.id == meta.last_id and rec.seq == meta.last_seq:
                     touched: set[str] = set()
                     last: tuple[Record, Position] | None = None
                     for r, p in elog.read(pos, upcast=False):
@@ -178,15 +186,15 @@ class DueIndex:
 
     # --- internals -------------------------------------------------------------------
 
-    def _meta(self) -> dict[str, object]:
+    def _meta(self) -> _Meta:
         values = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
         if values.get("format") != str(FORMAT):
-            return {}
+            return _Meta()
         try:
             pos = Position.from_json(json.loads(values["position"])) if "position" in values else None
-            return {"position": pos, "last_seq": int(values.get("last_seq", -1)), "last_id": values.get("last_id", "")}
+            return _Meta(pos, int(values.get("last_seq", -1)), str(values.get("last_id", "")))
         except (ValueError, TypeError, IndexError, KeyError):
-            return {}
+            return _Meta()
 
     def _set_meta(self, seq: int, ident: str, pos: Position) -> None:
         self._db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [
