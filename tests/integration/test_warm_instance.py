@@ -144,6 +144,28 @@ def test_it_exits_after_its_idle_time(home: Home, llm_server: ScriptedLLMServer,
     assert _user_messages(home) == ["one question"]
 
 
+def test_a_plain_daemon_takes_over_from_it(home: Home, llm_server: ScriptedLLMServer, runtime: Path) -> None:
+    env = _configure(home, llm_server)
+    assert run_cli(home.root, "ask", "to the warm one", **WARM, **env).returncode == 0
+    warm_pid = int(_status(home, **env)["pid"])
+    daemon = subprocess.Popen([sys.executable, "-m", "memtray.core.cli", "daemon"], env=cli_env(home.root, **env),
+                              stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
+    try:
+        assert daemon.stderr is not None
+        line = daemon.stderr.readline()
+        assert "memtray daemon: ready, delivering reminders" in line, line
+        assert _wait_exit(warm_pid)  # it handed over and left
+        info = _status(home, **env)
+        assert info["kind"] == "daemon" and info["pid"] == daemon.pid
+        out = run_cli(home.root, "ask", "to the daemon", **WARM, **env)
+        assert out.returncode == 0, out.stderr
+    finally:
+        daemon.terminate()
+        daemon.communicate(timeout=120)
+    assert "handing the data home over" in _instance_log(home)
+    assert _user_messages(home) == ["to the warm one", "to the daemon"]
+
+
 @pytest.mark.parametrize("how", ["setting", "flag", "environment"])
 def test_it_never_starts_when_disabled(home: Home, llm_server: ScriptedLLMServer, runtime: Path, how: str) -> None:
     env = _configure(home, llm_server, **({"warm_instance": "false"} if how == "setting" else {}))
