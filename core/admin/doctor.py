@@ -133,6 +133,7 @@ def check(home: Home) -> list[Finding]:
     out.extend(check_memory(home, log_damaged=bool(damages)))
     if not damages:
         out.extend(check_text(home))
+        out.extend(check_attachments(home))
     from memtray.core.audit.adopt import check_rebuilds
     from memtray.core.memory.provenance import check_provenance
 
@@ -194,6 +195,30 @@ def repair_text(home: Home) -> str:
         return "wrote the current memory again with valid text (one new revision); the old one stays in the log"
     finally:
         app.close()
+
+
+def check_attachments(home: Home) -> list[Finding]:
+    """Every attachment a message references is in ``attachments/`` with its hash."""
+    from memtray.core.log.attachments import AttachmentStore, refs_of
+
+    store = AttachmentStore(home.root)
+    problems: list[str] = []
+    seen = 0
+    elog = EventLog.open(home.events, readonly=True)
+    try:
+        for rec in elog.records():
+            if rec.type != "message":
+                continue
+            for ref in refs_of(rec.data):
+                seen += 1
+                problem = store.problem(ref)
+                if problem is not None:
+                    problems.append(f"seq {rec.seq} ({ref.name}): {problem}")
+    finally:
+        elog.close()
+    if problems:
+        return [Finding(False, f"{len(problems)} attachment(s) missing or damaged", _some(problems), code="attachments")]
+    return [Finding(True, f"attachments: {seen} referenced, all present with their hash", code="attachments")]
 
 
 def _check_keyring(cfg: Any) -> Finding:

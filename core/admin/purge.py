@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import Home
+from memtray.core.log import attachments
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import SCHEMA, BadRecord, Payload, Record, decode_raw, encode
 from memtray.core.log.projections import replay
@@ -171,8 +172,9 @@ class LogPlan:
     segments: dict[Path, bytes] = field(default_factory=dict)  # new contents of changed segments
 
 
-def plan_log(events_dir: Path, m: Matcher) -> LogPlan:
-    """Rewrite every record in memory; refuse if the pattern is part of the log's structure."""
+def plan_log(events_dir: Path, m: Matcher, remap: dict[str, tuple[str, int]] | None = None) -> LogPlan:
+    """Rewrite every record in memory; refuse if the pattern is part of the log's structure.
+    ``remap``: attachments rewritten under a new hash (their references follow)."""
     plan = LogPlan()
     for _number, path in list_segments(events_dir):
         raw = path.read_bytes()
@@ -190,8 +192,10 @@ def plan_log(events_dir: Path, m: Matcher) -> LogPlan:
                                  hint="Run `memtray doctor --repair` first.") from None
             data, n1 = _sub_obj(m, dict(rec.data))
             session, n2 = m.sub(rec.session) if rec.session is not None else (None, 0)
+            moved = attachments.remap_refs(data, remap or {})
+            data = moved if moved is not None else data
             new = line
-            if n1 + n2:
+            if n1 + n2 or moved is not None:
                 new = encode(Record(rec.seq, rec.id, rec.ts, rec.type, rec.v, session, data))[:-1]
                 changed = True
                 plan.events += 1
@@ -317,7 +321,9 @@ def _purge_locked(app: App, m: Matcher, by: str) -> Report:
     memory = app.memory
     if memory is not None:
         memory.check_worktree()  # a pending hand edit becomes an event, then is purged too
-    plan = plan_log(home.events, m)
+    store_ = attachments.AttachmentStore(home.root)
+    remap = attachments.rewrite_all(store_, m.sub_raw)  # extracted text of attached files
+    plan = plan_log(home.events, m, remap)
     rep = Report(plan.events, plan.occurrences, plan.revisions)
     old_refs = _refs(memory)
 
@@ -335,7 +341,8 @@ def _purge_locked(app: App, m: Matcher, by: str) -> Report:
     if memory is not None:
         _rebuild_memory(app, memory)
         rep.dropped_refs = sorted(set(old_refs) - set(_refs(memory)))
-    rep.files = _scrub_files(home, m)
+    attachments.remove(store_, remap)
+    rep.files = _scrub_files(home, m) + len(remap)
 
     salt = secrets.token_hex(16)
     rep.digest = m.digest(salt)

@@ -5,6 +5,8 @@ appended as it happens, so a crash or provider failure loses nothing and the
 user's message is in the log even when the provider fails. The tool loop has an
 iteration cap. Each assistant message records the sha256 of the exact request
 it answered (``request_hash``) so past prompts can be reconstructed and checked.
+Attachments are stored (core/log/attachments.py) before the user message that
+references them is logged, and only after the model is known to take them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +36,7 @@ from memtray.core.base.errors import LLMError, MemtrayError
 from memtray.core.base.redact import redact, redact_obj
 from memtray.core.llm.client import DeltaCallback, LLMClient, Request
 from memtray.core.llm.tools import ToolContext, ToolRegistry
+from memtray.core.log.attachments import AttachmentStore, Prepared
 from memtray.core.log.events import (
     ContextChanged,
     Message,
@@ -56,6 +59,27 @@ MAX_INPUT_CHARS = 1_000_000
 
 class InputTooLarge(MemtrayError):
     hint = "Send a shorter message, or attach the text as a file in a later version."
+
+
+class NoVision(MemtrayError):
+    hint = "Remove the image, or choose a model that reads images (e.g. openai/gpt-4o) in Settings."
+
+
+def supports_vision(model: str) -> bool:
+    """Whether litellm knows ``model`` to take image parts (unknown models: no)."""
+    import litellm  # already loaded by the client when a turn runs
+
+    try:
+        return bool(litellm.supports_vision(model=model))
+    except Exception:  # litellm raises for models it has no entry for
+        return False
+
+
+def content_chars(content: Any) -> int:
+    """Characters of text in a message's content (a string or a list of parts)."""
+    if isinstance(content, list):
+        return sum(len(p.get("text") or "") for p in content if isinstance(p, dict))
+    return len(content or "")
 
 
 def clean_text(text: str) -> str:
@@ -102,6 +126,7 @@ class Agent:
         self.config = config
         self.clock = clock or Clock()
         self.tools = tools if tools is not None else ToolRegistry()
+        self.attachments = AttachmentStore(store.home.root)
         self._locks: dict[str, asyncio.Lock] = {}
         #: called with (session, state) after a turn appended messages (consolidation trigger)
         self.after_turn: list[Callable[[str], None]] = []
@@ -134,7 +159,7 @@ class Agent:
 
     def messages_for(self, session: str) -> list[dict[str, Any]]:
         s = self.store.state.session(session)
-        return build_messages(self.system_prompt(), get_history(s))
+        return build_messages(self.system_prompt(), get_history(s, load=self.attachments.load))
 
     # --- the turn -------------------------------------------------------------------
 
@@ -144,14 +169,18 @@ class Agent:
             lock = self._locks[session] = asyncio.Lock()
         return lock
 
-    def log_user(self, session: str, text: str, recall: Recall | None = None) -> Record:
+    def log_user(
+        self, session: str, text: str, recall: Recall | None = None, attachments: Sequence[Prepared] = ()
+    ) -> Record:
         check_text(session, "the session name")  # typed by the user: said before anything else
         text = clean_text(text)
         if len(text) > MAX_INPUT_CHARS:
             raise InputTooLarge(f"the message is {len(text):,} characters; the limit is {MAX_INPUT_CHARS:,}")
         ctx = runtime_context(self.clock.now(), self.zone())
+        refs = [self.attachments.put(a).to_data() for a in attachments] or None
         msg = Message(role="user", content=redact(text), context=ctx,
-                      recall=recall.text if recall else None, recalled=recall.seqs if recall else None)
+                      recall=recall.text if recall else None, recalled=recall.seqs if recall else None,
+                      attachments=refs)
         return self.store.append(Message.TYPE, msg.to_data(), session=session)
 
     async def turn(
@@ -162,14 +191,19 @@ class Agent:
         on_delta: DeltaCallback | None = None,
         stream: bool = True,
         tool_ctx: ToolContext | None = None,
+        attachments: Sequence[Prepared] = (),
     ) -> TurnResult:
-        """One user turn. Raises LLMError after logging ``turn.failed``."""
+        """One user turn. Raises LLMError after logging ``turn.failed``; NoVision (nothing
+        logged) when an image is attached for a model that cannot read images."""
         session = redact(session)  # a token pasted as a session name is a secret too
         for fn in self.before_turn:
             fn()
+        images = [a.ref.name for a in attachments if a.ref.kind == "image"]
+        if images and not supports_vision(self.llm.model):
+            raise NoVision(f"the model {self.llm.model} cannot read images ({', '.join(images)})")
         async with self._lock(session):
             recall = await self._recall(session, text)
-            user = self.log_user(session, text, recall)
+            user = self.log_user(session, text, recall, attachments)
             return await self._run(session, [user], on_delta, stream, tool_ctx)
 
     async def _recall(self, session: str, text: str) -> Recall | None:
@@ -212,10 +246,10 @@ class Agent:
             while True:
                 pctx = self.prompt_context(model, tools)
                 messages = build_messages(
-                    pctx.system_prompt(self.store.state.memory), get_history(self.store.state.session(session))
+                    pctx.system_prompt(self.store.state.memory), get_history(self.store.state.session(session), load=self.attachments.load)
                 )
                 basis = self.store.state.last_seq
-                self.last_request_chars[session] = sum(len(m.get("content") or "") for m in messages)
+                self.last_request_chars[session] = sum(content_chars(m.get("content")) for m in messages)
                 rhash = request_hash(model, messages, tools)
                 partial.clear()
                 try:

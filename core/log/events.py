@@ -384,6 +384,9 @@ class Message(Payload):
     recall: str | None = None
     #: the seqs of the past messages quoted in ``recall`` (on the user message and its replies)
     recalled: list[int] | None = None
+    #: on a user message: references to its attachments in the content-addressed store
+    #: (core/log/attachments.py: sha256, mime, name, size, kind); never the bytes themselves
+    attachments: list[dict[str, Any]] | None = None
 
 
 @SCHEMA.register

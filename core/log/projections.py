@@ -25,7 +25,8 @@ KEEP_FINISHED = 256
 _TRIM_SLACK = 64  # trim in batches: a sort per finished consolidation would slow replay
 
 # The message fields that are replayed into sessions (and sent to the model).
-_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "context", "stop", "recall", "recalled")
+_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "context", "stop", "recall", "recalled",
+                 "attachments")
 _MESSAGE_KEYSET = frozenset(_MESSAGE_KEYS)
 
 

@@ -4,20 +4,31 @@ A session is derived state (:class:`~memtray.core.log.projections.SessionState`)
 :func:`get_history` returns what is sent to the model: the unconsolidated tail,
 starting at a user turn, with no orphaned tool call or tool result, and with
 each user message rendered exactly as it was sent (runtime-context line
-included) so consecutive prompts share an identical prefix.
+included) so consecutive prompts share an identical prefix. A user message's
+attachments are rebuilt from their references (``load`` reads the store): a file's
+text follows the message, an image becomes an ``image_url`` content part.
 """
 
 from __future__ import annotations
 
+import base64
+import logging
+from collections.abc import Callable
 from typing import Any
 
+from memtray.core.log.attachments import AttachmentMissing, refs_of
 from memtray.core.log.projections import SessionState
 
+log = logging.getLogger(__name__)
 
-def render(msg: dict[str, Any], *, recall: bool = False) -> dict[str, Any]:
+#: sha256 -> the stored bytes of an attachment (AttachmentStore.load)
+Loader = Callable[[str], bytes]
+
+
+def render(msg: dict[str, Any], *, recall: bool = False, load: Loader | None = None) -> dict[str, Any]:
     """A stored message as the provider sees it; ``recall``: with the past snippets it was
     sent with (only the newest user message carries them, so they stay late in the request
-    and the snippets of earlier turns are not sent again)."""
+    and the snippets of earlier turns are not sent again); ``load``: reads attachments."""
     role = msg["role"]
     out: dict[str, Any] = {"role": role}
     content = msg.get("content")
@@ -26,6 +37,8 @@ def render(msg: dict[str, Any], *, recall: bool = False) -> dict[str, Any]:
     if role == "user" and msg.get("context"):
         content = f"{msg['context']}\n\n{content or ''}"
     out["content"] = content if content is not None else ""
+    if role == "user" and msg.get("attachments"):
+        out["content"] = with_attachments(out["content"], msg, load)
     if role == "assistant" and msg.get("tool_calls"):
         out["tool_calls"] = msg["tool_calls"]
         if not content:
@@ -35,6 +48,28 @@ def render(msg: dict[str, Any], *, recall: bool = False) -> dict[str, Any]:
         if msg.get("name"):
             out["name"] = msg["name"]
     return out
+
+
+def with_attachments(text: str, msg: dict[str, Any], load: Loader | None) -> str | list[dict[str, Any]]:
+    """``text`` with the message's attachments: files' text appended, images as parts."""
+    images: list[dict[str, Any]] = []
+    for ref in refs_of(msg):
+        try:
+            if load is None:
+                raise AttachmentMissing("no attachment store")
+            data = load(ref.sha256)
+        except AttachmentMissing as exc:
+            log.warning("attachment %s of a message is not sent: %s", ref.sha256[:12], exc)
+            text += f"\n\n[attachment {ref.name} is missing]"
+            continue
+        if ref.kind == "image":
+            url = f"data:{ref.mime};base64,{base64.b64encode(data).decode('ascii')}"
+            images.append({"type": "image_url", "image_url": {"url": url}})
+        else:
+            text += f"\n\n[attached file: {ref.name}]\n{data.decode('utf-8', 'replace')}"
+    if not images:
+        return text
+    return [{"type": "text", "text": text}, *images]
 
 
 def clean(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -70,11 +105,13 @@ def clean(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def get_history(session: SessionState, max_messages: int | None = None) -> list[dict[str, Any]]:
+def get_history(
+    session: SessionState, max_messages: int | None = None, load: Loader | None = None
+) -> list[dict[str, Any]]:
     """Unconsolidated messages, ready to send (see module doc)."""
     msgs = session.slice(session.last_consolidated, session.count)
     if max_messages is not None and len(msgs) > max_messages:
         msgs = msgs[-max_messages:]
     out = clean(msgs)
     last_user = max((i for i, m in enumerate(out) if m["role"] == "user"), default=-1)
-    return [render(m, recall=i == last_user) for i, m in enumerate(out)]
+    return [render(m, recall=i == last_user, load=load) for i, m in enumerate(out)]
