@@ -45,6 +45,13 @@ def cmd_ask(args: argparse.Namespace, home: Home) -> int:
     if text == "-" and not getattr(args, "literal", False):
         text = sys.stdin.read()
         args.text, args.literal = [text], True  # read once: a retry or a forward keeps it
+    attach = [os.path.abspath(f) for f in getattr(args, "attach", None) or []]
+    if attach:
+        from memtray.core.log.attachments import from_file
+
+        files = [from_file(f) for f in attach]  # a bad file is said before anything is logged
+    else:
+        files = []
     if not text.strip():
         raise MemtrayError("nothing to ask", hint='Usage: memtray ask "your question"')
     c = con()
@@ -53,7 +60,8 @@ def cmd_ask(args: argparse.Namespace, home: Home) -> int:
             _offline_notice(app)
             streaming = c.tty
             result = app.run(
-                app.agent.turn(args.session, text, on_delta=c.write if streaming else None, stream=streaming)
+                app.agent.turn(args.session, text, on_delta=c.write if streaming else None, stream=streaming,
+                               attachments=files)
             )
             if streaming:
                 _out()
@@ -61,7 +69,8 @@ def cmd_ask(args: argparse.Namespace, home: Home) -> int:
                 _out(result.reply)
     except Forward:
         # what the instance runs: the text itself, whatever this process read it from
-        raise Forward(["ask", "--session", args.session, "--literal", "--", text]) from None
+        raise Forward(["ask", "--session", args.session, "--literal",
+                       *[x for f in attach for x in ("--attach", f)], "--", text]) from None
     return 0
 
 
@@ -283,6 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("ask", help="one turn: print the reply")
     a.add_argument("--session", default="cli")
+    a.add_argument("--attach", action="append", metavar="FILE",
+                   help="attach an image (for a model that reads images), a PDF or a text file; repeatable")
     a.add_argument("--literal", action="store_true", help=argparse.SUPPRESS)  # "-" is the text itself
     a.add_argument("text", nargs="+", help='the message ("-" reads stdin)')
     a.set_defaults(fn=cmd_ask)
@@ -364,7 +375,9 @@ def main(argv: Sequence[str] | None = None, *, desktop: Frontend | None = None) 
         # Files memtray does not open itself (git objects and refs through dulwich, the
         # search index through sqlite) must be private too, whatever the user's umask.
         os.umask(0o077)
-    if argv[:1] == ["ask"] and not {"-", "-h", "--help"} & set(argv[1:]):
+    if argv[:1] == ["ask"] and not {"-", "-h", "--help"} & set(argv[1:]) and not any(
+        a.startswith("--attach") for a in argv[1:]  # paths are made absolute first
+    ):
         # a running instance is asked first, before building the parser (which imports
         # every feature module): it parses the argv itself, as it does for any forward
         try:

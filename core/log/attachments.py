@@ -211,3 +211,12 @@ def remove(store: AttachmentStore, shas: Iterable[str]) -> None:
     for sha in shas:
         with contextlib.suppress(OSError):
             store.path(sha).unlink()
+
+
+def from_file(path: Path | str) -> Prepared:
+    """:func:`prepare` for a file on disk; a clear error when it cannot be read."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise AttachmentError(f"cannot read {path}: {exc.strerror or exc}", hint="Check the file name.") from None
+    return prepare(data, Path(path).name)
