@@ -33,6 +33,7 @@ from .qt import (
     QObject,
     QPlainTextEdit,
     QPushButton,
+    QShowEvent,
     Qt,
     QVBoxLayout,
     QWidget,
@@ -169,6 +170,10 @@ class McpSection(QWidget):
         self.feed.request()
 
     def refresh(self) -> None:
+        self.feed.request()
+
+    def showEvent(self, event: QShowEvent) -> None:  # a connection's state is not in the log: ask again
+        super().showEvent(event)
         self.feed.request()
 
     def _show(self, state: McpState) -> None:

@@ -107,6 +107,12 @@ def test_refused_call_in_the_chat_asks_then_allows_and_retries(qtbot: Any, confi
         assert calls == ["refused", "ok"]
         # an allowed server is not asked about again
         assert len(pane.findChildren(ConsentQuestion)) == 1
+        # Settings shows the connection the turn started, with its tools
+        section = _settings(d).mcp
+        qtbot.waitUntil(lambda: bool(section.views) and section.views[0].row.status == "running", timeout=10000)
+        (view,) = section.views
+        assert view.row.allowed and "allowed" in view.title.text() and view.toggle.text() == "Deny"
+        assert {"hang", "flood", "sneaky"} <= set(view.row.tools) and "sneaky" in view.tools.text()
     finally:
         close_desktop(d)
 
