@@ -18,7 +18,7 @@ from typing import Any
 from memtray.core.agent import reset
 from memtray.core.log import transcript
 
-from . import texts
+from . import recall_view, texts
 from .bridge import Follower, Task
 from .chatview import ChatView, ErrorView, InputBox, MessageView, divider
 from .context import Context
@@ -246,6 +246,7 @@ class ChatPane(QWidget):
             text = str(m.get("content") or "")
             if text != view.text:  # stored redacted, or the reply of a turn that was stopped
                 view.finish(text, tag=view.tag.text())
+            recall_view.attach(self.ctx, view, m.get("recalled"))
             self._live.remove(view)
             later = [w for w in self._live if self.view.col.indexOf(w) > self.view.col.indexOf(view)]
             anchor = later[0] if later else None
@@ -258,7 +259,10 @@ class ChatPane(QWidget):
             names = ", ".join(tc.get("function", {}).get("name", "?") for tc in m["tool_calls"])
             return divider(self.ctx, f"used {names}")
         tag = "stopped" if m.get("stop") == "cancelled" else ""
-        return MessageView(self.ctx, role, str(m.get("content") or ""), tag=tag)
+        view = MessageView(self.ctx, role, str(m.get("content") or ""), tag=tag)
+        if role == "assistant":
+            recall_view.attach(self.ctx, view, m.get("recalled"))  # "recalled: N messages"
+        return view
 
     def load_older(self) -> None:
         if self._held:

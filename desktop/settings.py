@@ -1,5 +1,5 @@
 """Settings: provider and model, API key (keyring), test connection, hotkey, memory,
-MCP servers (mcp_panel.py), imports (import_dialog.py), launch at login, data folder. The first-run onboarding (onboarding.py) reuses the model form.
+recall (recall_view.py), MCP servers (mcp_panel.py), imports (import_dialog.py), launch at login, data folder. The first-run onboarding (onboarding.py) reuses the model form.
 
 Everything slow (keyring, the test request, config writes, autostart files) runs
 on the worker through the bridge. Saving goes through core: ``config.set_value``
@@ -40,6 +40,7 @@ from .qt import (
     QWidget,
     Signal,
 )
+from .recall_view import RecallSection
 
 log = logging.getLogger(__name__)
 
@@ -396,6 +397,11 @@ class SettingsPage(QWidget):
         self.drop_policy.currentIndexChanged.connect(self._policy_changed)
         col.addWidget(card)
 
+        card, f = _card("Recall")
+        self.recall = RecallSection(ctx)
+        f.addRow(self.recall)
+        col.addWidget(card)
+
         card, f = _card("AI tools (MCP)")
         self.mcp = McpSection(ctx)
         f.addRow(self.mcp)
@@ -458,6 +464,7 @@ class SettingsPage(QWidget):
         self.drop_policy.setCurrentIndex(max(0, self.drop_policy.findData(cfg.drop_policy)))
         self._policy_changed()
         self.launch.setChecked(cfg.launch_at_login)
+        self.recall.load(cfg)
         set_state(self.result, "", "muted")
 
     def _policy_changed(self) -> None:
@@ -473,6 +480,7 @@ class SettingsPage(QWidget):
             "drop_policy": str(self.drop_policy.currentData()),
             "launch_at_login": self.launch.isChecked(),
         })
+        v.update(self.recall.values())
         return v
 
     def save(self) -> None:

@@ -67,11 +67,21 @@ def cmd_ask(args: argparse.Namespace, home: Home) -> int:
                 _out()
             else:
                 _out(result.reply)
+            _recalled_note(result.records)
     except Forward:
         # what the instance runs: the text itself, whatever this process read it from
         raise Forward(["ask", "--session", args.session, "--literal",
                        *[x for f in attach for x in ("--attach", f)], "--", text]) from None
     return 0
+
+
+def _recalled_note(records: Sequence[Any]) -> None:
+    """One stderr line when the reply was given past messages (recall); stdout stays the reply."""
+    seqs = next((r.data.get("recalled") for r in reversed(records)
+                 if r.type == "message" and r.data.get("role") == "assistant"), None)
+    if seqs:
+        n = len(seqs)
+        _err(f"recalled: {n} past message{'s' if n != 1 else ''} (seq {', '.join(str(s) for s in seqs)})")
 
 
 def cmd_chat(args: argparse.Namespace, home: Home) -> int:

@@ -9,6 +9,9 @@ state is written (the worker); the desktop calls them through its bridge.
 The unconsolidated messages of a session are in the derived state; older ones
 live only in the event log and are read from it by seq, newest segment first,
 so showing the last screenful never reads the whole history.
+
+:func:`recalled` returns the past entries a reply was given by recall (its
+``recalled`` seqs): messages, diary entries and memory edits, from the log.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtray.core.log.eventlog import EventLog
+from memtray.core.log.events import Record
 from memtray.core.log.projections import State
 from memtray.core.log.segments import list_segments, scan_segment
 
@@ -113,4 +117,66 @@ def earlier(log: EventLog, session: str, before_seq: int, limit: int = 40) -> Pa
     return Page(found[-limit:] if len(found) > limit else found, at_start=exhausted)
 
 
-__all__ = ["Page", "SessionInfo", "Snapshot", "earlier", "sessions", "snapshot", "visible"]
+@dataclass(frozen=True)
+class Recalled:
+    """One recalled entry: ``role`` is ``user``/``assistant`` for a message, ``diary`` for a
+    HISTORY.md entry, ``memory`` for a memory edit; ``missing`` when the log no longer has it."""
+
+    seq: int
+    ts: str = ""
+    session: str | None = None
+    role: str = ""
+    text: str = ""
+    missing: bool = False
+
+
+def recalled(log: EventLog, seqs: list[int]) -> list[Recalled]:
+    """The entries at ``seqs`` (a reply's ``recalled``), in that order. Reads segments
+    newest first and stops once all are found; a seq no longer in the log (purged) is
+    returned as ``missing``."""
+    wanted = {int(s) for s in seqs}
+    found: dict[int, Recalled] = {}
+    upcast = log.schema.upcast
+    for number, path in reversed(list_segments(log.dir)):
+        if len(found) == len(wanted):
+            break
+        for raw in scan_segment(path, number).records:
+            if raw.seq in wanted:
+                entry = _entry(upcast(raw))
+                if entry is not None:
+                    found[raw.seq] = entry
+    return [found.get(s, Recalled(s, missing=True)) for s in (int(x) for x in seqs)]
+
+
+def _entry(rec: Record) -> Recalled | None:
+    d = rec.data
+    if rec.type == "message":
+        return Recalled(rec.seq, rec.ts, rec.session, str(d.get("role") or ""), str(d.get("content") or ""))
+    if rec.type == "memory.written":
+        diary = d.get("history_append")
+        if isinstance(diary, str) and diary.strip():
+            return Recalled(rec.seq, rec.ts, rec.session, "diary", diary.strip())
+        diff = d.get("diff")
+        if not isinstance(diff, dict):
+            diff = {}
+        lines = [_fact(item) for key in ("added", "changed") for item in (diff.get(key) or [])]
+        return Recalled(rec.seq, rec.ts, rec.session, "memory", "\n".join(t for t in lines if t))
+    return None
+
+
+def _fact(item: Any) -> str:
+    """A fact's text in a memory diff (a string, or ``{"new"|"text"|"fact": ...}``)."""
+    if isinstance(item, str):
+        return item.strip()
+    if isinstance(item, dict):
+        for key in ("new", "text", "fact"):
+            value = item.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+            if isinstance(value, dict):
+                return _fact(value)
+    return ""
+
+
+__all__ = ["Page", "Recalled", "SessionInfo", "Snapshot", "earlier", "recalled", "sessions", "snapshot",
+           "visible"]
