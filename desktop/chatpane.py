@@ -93,6 +93,7 @@ class ChatPane(QWidget):
         lay.setSpacing(0)
         self.view = ChatView(ctx)
         self.view.load_more.connect(self.load_older)
+        self.view.more.setVisible(False)  # until the first snapshot says whether anything is earlier
         lay.addWidget(self.view, 1)
 
         bottom = QFrame()
@@ -178,6 +179,7 @@ class ChatPane(QWidget):
             self.session = session
             self._shown = None
             self.view.clear()
+            self.view.more.setVisible(False)  # until this session's snapshot arrives
             self.feed.request()
 
     def reload(self) -> None:
