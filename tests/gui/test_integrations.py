@@ -188,3 +188,27 @@ def test_settings_and_onboarding_offer_both_imports(qtbot: Any, desktop: Any) ->
     dialogs = ob.findChildren(ImportDialog)
     assert len(dialogs) == 1 and dialogs[0].source == "chatgpt" and dialogs[0].isVisible()
     dialogs[0].close()
+
+
+def test_nanobot_import_brings_memory_and_sessions(qtbot: Any, desktop: Any, tmp_path: Path) -> None:
+    ws = tmp_path / "workspace"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "MEMORY.md").write_text("# Memory\n\n## About\n\n- The user's cat is called Miso.\n",
+                                             encoding="utf-8")
+    (ws / "sessions").mkdir()
+    lines = [{"_type": "metadata", "key": "cli:direct"},
+             {"role": "user", "content": "Remind me what my cat is called", "timestamp": "2026-01-02T10:00:00"},
+             {"role": "assistant", "content": "Miso.", "timestamp": "2026-01-02T10:00:05"}]
+    (ws / "sessions" / "cli_direct.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n{torn",
+                                                      encoding="utf-8")
+    dlg = ImportDialog(_settings(desktop).ctx, "nanobot", path=str(ws))
+    qtbot.addWidget(dlg)
+    with qtbot.waitSignal(dlg.finished_run, timeout=20000) as sig:
+        dlg.dry_run()
+    assert sig.args[1].items == 2 and "damaged" in dlg.details.toPlainText()  # the torn line is a note
+    with qtbot.waitSignal(dlg.finished_run, timeout=20000) as sig:
+        dlg.start_import()
+    assert sig.args[1].messages == 2
+    app = desktop.app
+    assert "Miso" in app.store.state.memory
+    assert any(k.startswith("nanobot:") for k in app.store.state.sessions)
