@@ -458,7 +458,8 @@ class ConsolidationService:
         gone = [f for f in shown.facts if snap.get(f.id) is None]  # a redo's base facts no longer in memory
         a = apply_reply(snap, snap_text, memory_update=update, edits=edits or None, removed=reply.removed, messages=texts,
                         policy=policy, also=gone)
-        text, led, renames = a.memory, a.ledger, {}
+        text, led = a.memory, a.ledger
+        renames: dict[str, str] = {}
         if [(f.id, f.norm) for f in snap.facts] != [(f.id, f.norm) for f in current.facts]:
             text, led, renames = carry(snap, current, text, led)
         prov: dict[str, Any] = {}

@@ -9,6 +9,7 @@ edited in place). The fact diff of every ``memory.written`` is by id.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +49,8 @@ class FactOps(MemoryBrowsing):
             self._ledgers = Ledgers(self.store)
         return self._ledgers
 
-    def write(self, memory: str, **kw: Any) -> list[Record]:
-        raise NotImplementedError
+    #: the service's write (see :meth:`MemoryService.write`)
+    write: Callable[..., list[Record]]
 
     def ledger(self) -> Ledger:
         """The current memory's facts with their ids."""

@@ -255,6 +255,14 @@ _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _COMMON = frozenset(resources.text("corpus/stopwords.txt").split()) | frozenset(["user", "users", "has", "have", "had", "likes", "like", "loves", "lives", "live", "works", "work", "is", "are", "was", "prefers", "prefer", "born", "speaks", "owns", "plays", "visited", "learning", "learns", "studies", "enjoys", "hates", "dislikes", "drinks", "eats", "uses", "wants", "plans", "daughter", "son", "wife", "husband", "partner", "sister", "brother", "mother", "father", "mom", "dad", "child", "children", "kid", "kids", "job", "home", "city", "name", "age", "favourite", "favorite", "allergic", "birthday", "email", "phone", "pet", "dog", "cat", "car", "language", "languages", "works", "worked", "lived", "moved", "moving", "goes", "went", "runs", "drives", "reads", "writes", "the", "a", "an", "prefers", "preferred", "currently", "now", "always", "never", "usually", "often", "new", "old", "first", "last", "next", "main", "habite", "travaille", "aime", "est", "a", "une", "un", "le", "la", "les", "des", "du", "de", "et", "ou", "vit", "parle", "utilisateur", "utilisatrice", "fille", "fils", "femme", "mari", "ville", "nom", "chat", "chien"])
 
 
+# common, so never names, but what a fact is about: a rewording keeps them
+_NOUNS_TEXT = """
+    partner daughter son wife husband sister brother mother father mom dad child children kid kids
+    pet dog cat car fille fils femme mari chat chien
+"""
+_NOUNS = frozenset(_NOUNS_TEXT.split())
+
+
 @functools.lru_cache(maxsize=8192)
 def _words(text: str) -> tuple[str, ...]:
     return tuple(_WORD_RE.findall(factdiff.normalize(text)))
@@ -296,8 +304,9 @@ def compatible(old: str, new: str) -> bool:
 
 @functools.lru_cache(maxsize=8192)
 def content(text: str) -> frozenset[str]:
-    """A fact's words without the ones that say nothing of it."""
-    return frozenset(w for w in _words(text) if w not in _COMMON and len(w) > 1)
+    """A fact's words without the ones that say nothing of it (stop words; "daughter" and
+    "partner" say something, even though they are no names)."""
+    return frozenset(w for w in _words(text) if (w not in _COMMON or w in _NOUNS) and len(w) > 1)
 
 
 def covers(big: str, small: str) -> bool:
@@ -344,7 +353,9 @@ def pair(old: Sequence[Fact], new: Sequence[Fact], *, in_place: bool = False) ->
     cands: list[tuple[float, bool, int, int]] = []
     for i in left_old:
         for j in left_new:
-            if not compatible(old[i].text, new[j].text):
+            # a rewording may change the words that say nothing of the fact ("likes" ->
+            # "enjoys"), never the ones that do ("pasta with lemon" -> "pasta with chili")
+            if not compatible(old[i].text, new[j].text) or not _keeps_words(old[i].text, new[j].text):
                 continue
             score = factdiff.similarity(old[i].text, new[j].text)
             if score >= PAIR_THRESHOLD:
@@ -364,6 +375,11 @@ def pair(old: Sequence[Fact], new: Sequence[Fact], *, in_place: bool = False) ->
             out[js[0]] = i
             used.add(i)
     return out
+
+
+def _keeps_words(old: str, new: str) -> bool:
+    words = frozenset(_words(new))
+    return all(has_word(w, words) for w in content(old))
 
 
 def _pair_in_place(old: Sequence[Fact], new: Sequence[Fact], out: dict[int, int], used: set[int]) -> None:

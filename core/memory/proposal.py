@@ -99,21 +99,19 @@ def _bigrams(text: str) -> set[str]:
 
 
 def _mentions(text: str, message: str, *, strict: bool) -> bool:
+    """Whether ``message`` says ``text``: a cited message needs one of its names or words; an
+    uncited one at least half of its names, numbers and words together."""
     words = _msg_words(message)
     anc = facts.anchors(text)
-    named = [a for a in anc if facts.has_word(a, words)]
-    if strict and len(named) < len(anc):
-        return False  # without a citation, every name and number must be in the message
-    if not strict and named:
-        return True
-    need = {w for w in _msg_words(text) if w not in _STOP and len(w) > 2} - anc
+    need = ({w for w in _msg_words(text) if w not in _STOP and len(w) > 2} - anc) | anc
     if _CJK_RE.search(text):
         grams = _bigrams(text)
-        return bool(grams & _bigrams(message)) if grams else bool(anc)
+        if grams:
+            return bool(grams & _bigrams(message))
     if not need:
-        return bool(anc)
+        return False
     hit = sum(1 for w in need if facts.has_word(w, words))
-    return hit * 2 >= len(need) if strict else hit >= 1 or bool(anc)
+    return hit * 2 >= len(need) if strict else hit >= 1
 
 
 def support(text: str, cited: Sequence[int], messages: Sequence[str]) -> list[int]:
@@ -254,10 +252,10 @@ def _apply_full(current: Ledger, update: str, reasons: dict[str, str], messages:
     # bullets without a usable id: the precise matcher
     free_old = [f for f in current.facts if f.id not in claimed and f.id not in reasons]
     todo = [j for j in range(len(new)) if assign[j] is None and j not in drop and j not in split_of]
-    for k, i in facts.pair(free_old, [new[j] for j in todo]).items():
+    for k, oi in facts.pair(free_old, [new[j] for j in todo]).items():
         j = todo[k]
-        assign[j] = free_old[i].id
-        claimed[free_old[i].id] = j
+        assign[j] = free_old[oi].id
+        claimed[free_old[oi].id] = j
     # current facts no bullet claims: merged into a bullet that says it all, removed, or silent
     silent: list[Fact] = []
     absorbed: dict[int, list[Fact]] = {}
@@ -266,9 +264,9 @@ def _apply_full(current: Ledger, update: str, reasons: dict[str, str], messages:
             continue
         if f.id in reasons:
             continue
-        holder = next((j for j in range(len(new)) if j not in drop and facts.covers(new[j].text, f.text)), None)
-        if holder is not None:
-            absorbed.setdefault(holder, []).append(f)
+        keeper = next((j for j in range(len(new)) if j not in drop and facts.covers(new[j].text, f.text)), None)
+        if keeper is not None:
+            absorbed.setdefault(keeper, []).append(f)
         else:
             silent.append(f)
     for j, olds in absorbed.items():
@@ -512,8 +510,8 @@ def _apply_edits(current: Ledger, text: str, edits: Sequence[Mapping[str, Any]],
         now = next((g for g in ledger.facts if g.id == f.id), None)
         if now is not None:
             verdicts.append(Verdict("kept" if now.norm == f.norm else "reworded", f.id, now.text))
-    for survivor, ids in merged.items():
-        verdicts += [Verdict("merged", i, by_id[i].text, survivor) for i in ids if i in by_id]
+    for survivor, gone_ids in merged.items():
+        verdicts += [Verdict("merged", i, by_id[i].text, survivor) for i in gone_ids if i in by_id]
     live = set(ledger.ids)
     for i in list(reasons):
         if i in by_id and i not in live:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from memtray.core.log.events import Record
 from memtray.core.memory import factdiff
+from memtray.core.memory.facts import Ledger
 
 if TYPE_CHECKING:
     from memtray.core.base.findings import Finding
@@ -88,7 +89,7 @@ def trace(records: Iterable[Record]) -> tuple[str, dict[str, Origin]]:
         for item in diff.get("added", []):
             current[item["id"]] = _origin(rec, item, cons, gone)
         memory = str(d["memory"])
-        facts = factdiff.parse(memory)
+        facts = Ledger.of(memory, d).facts  # the event's fact ids (content ids for old events)
         ids = {f.id for f in facts}
         for f in facts:  # a fact the recorded diff does not explain (should not happen)
             if f.id not in current:

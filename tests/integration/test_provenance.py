@@ -12,7 +12,6 @@ from memtray.core.audit.retention import synthetic_corpus
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.log.eventlog import EventLog
-from memtray.core.memory import factdiff
 from memtray.core.memory.provenance import check_provenance, trace
 
 from tests.fixtures.corpus_model import CorpusModel
@@ -81,7 +80,7 @@ def test_every_current_fact_has_provenance_and_why_covers_all(home: Home, llm_se
         reasons = [r.data["reason"] for r in app.store.log.records() if r.type == "memory.written"]
         for kind in ("consolidation", "agent", "user-edit", "restore", "rollback", "review", "adopt"):
             assert kind in reasons, (kind, reasons)
-        facts = factdiff.parse(app.store.state.memory)
+        facts = app.memory.ledger().facts  # with their ids
         assert len(facts) >= 20
         memory, origins = trace(app.store.log.records())
         assert memory == app.store.state.memory

@@ -282,7 +282,8 @@ and her partner is Sam, a teacher. She likes green tea and is allergic to peanut
         expect=k(F3="reworded"), new={"Works at Saint-Luc hospital": "split"}),
     Case("split without ids", BASE.replace(
         "- Partner is Sam, a teacher\n", "- Partner is Sam\n- Sam is a teacher\n"),
-        expect=k(F5="reworded"), new={"Sam is a teacher": "split"}),
+        # without ids, neither part says the whole fact: it is kept as it was, the parts restate it
+        expect=k(F5="silent-kept"), new={"Partner is Sam": "duplicate", "Sam is a teacher": "duplicate"}),
     Case("restating beside the original", BASE.replace(
         "- Partner is Sam, a teacher\n", "- Partner is Sam, a teacher\n- Sam teaches\n"),
         expect=k(), new={"Sam teaches": "duplicate"}),
