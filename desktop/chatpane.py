@@ -19,6 +19,7 @@ from memtray.core.agent import reset
 from memtray.core.log import transcript
 
 from . import recall_view, texts
+from .attach_bar import AttachBar
 from .bridge import Follower, Task
 from .chatview import ChatView, ErrorView, InputBox, MessageView, divider
 from .context import Context
@@ -119,6 +120,8 @@ class ChatPane(QWidget):
         self.send_btn.clicked.connect(self._send_or_stop)
         self.send_btn.setMinimumWidth(72)
         row.addWidget(self.send_btn, 0, Qt.AlignmentFlag.AlignBottom)
+        self.attach = AttachBar(ctx, self.input)  # pasted or dropped images and files
+        bl.addWidget(self.attach)
         bl.addLayout(row)
         tools = QHBoxLayout()
         tools.setSpacing(2)
@@ -312,7 +315,11 @@ class ChatPane(QWidget):
 
     def submit(self) -> None:
         text = self.input.toPlainText()
-        if not text.strip() or self.busy:
+        if (not text.strip() and not self.attach.items) or self.busy:
+            return
+        refused = self.attach.refusal(self.ctx.app.agent.llm.model)
+        if refused:  # said before anything is sent or logged; the text and files stay
+            self.attach.say(refused)
             return
         if text.strip() == "/new":
             self.input.clear()
@@ -322,16 +329,18 @@ class ChatPane(QWidget):
             text = compose(text, self._clip_text())
             self.clip_btn.setChecked(False)
         self.input.clear()
-        self.send(text)
+        self.send(text, self.attach.take())
 
-    def send(self, text: str) -> None:
-        """Send ``text`` as the user's message and stream the reply."""
+    def send(self, text: str, files: list[Any] | None = None) -> None:
+        """Send ``text`` (with ``files``: attachments) as the user's message and stream the reply."""
         self._clear_error()
-        user = MessageView(self.ctx, "user", text)
+        names = ", ".join(f.ref.name for f in files or [])
+        user = MessageView(self.ctx, "user", f"{text}\n\n📎 {names}" if names else text)
         self.view.add(user)
         agent = self.ctx.app.agent
         session = self.session
-        self._start(lambda task: agent.turn(session, text, on_delta=task.emit_delta, stream=True), "turn", user)
+        self._start(lambda task: agent.turn(session, text, on_delta=task.emit_delta, stream=True,
+                                            attachments=files or ()), "turn", user)
 
     def retry(self) -> None:
         if self.busy:
