@@ -386,7 +386,7 @@ def main(argv: Sequence[str] | None = None, *, desktop: Frontend | None = None) 
         # search index through sqlite) must be private too, whatever the user's umask.
         os.umask(0o077)
     if argv[:1] == ["ask"] and not {"-", "-h", "--help"} & set(argv[1:]) and not any(
-        a.startswith("--attach") for a in argv[1:]  # paths are made absolute first
+        a.startswith("--a") for a in argv[1:]  # --attach (or its abbreviation): paths are made absolute first
     ):
         # a running instance is asked first, before building the parser (which imports
         # every feature module): it parses the argv itself, as it does for any forward
