@@ -37,7 +37,7 @@ from memtray.core.base.clock import parse_ts
 from memtray.core.base.errors import MemtrayError
 from memtray.core.log.events import ContextChanged, Record
 from memtray.core.log.projections import State, apply
-from memtray.core.log.sessions import get_history
+from memtray.core.log.sessions import Loader, get_history
 
 
 class NotATurn(MemtrayError):
@@ -132,12 +132,14 @@ def find_turn(records: Iterable[Record], *, seq: int | None = None, when: dateti
 
 
 def reconstruct(
-    records: Sequence[Record] | Callable[[], Iterable[Record]], seqs: Iterable[int] | None = None
+    records: Sequence[Record] | Callable[[], Iterable[Record]], seqs: Iterable[int] | None = None,
+    load: Loader | None = None,
 ) -> dict[int, Reconstruction]:
     """Rebuild the requests of the assistant turns ``seqs`` (all of them when None).
 
     ``records`` is the whole log from seq 1: a list, or a function returning a fresh
-    iterator (``EventLog.records``), since the log is read twice.
+    iterator (``EventLog.records``), since the log is read twice. ``load`` reads the
+    attachments user messages reference (``AttachmentStore.load``).
     """
 
     def recs_() -> Iterable[Record]:
@@ -173,19 +175,19 @@ def reconstruct(
     pending = sorted(targets)
     i = 0
     if pending[0] == 0:
-        _build(state, targets[0], out)
+        _build(state, targets[0], out, load)
         i = 1
     for rec in recs_():
         if i >= len(pending):
             break
         apply(state, rec)
         while i < len(pending) and pending[i] == rec.seq:
-            _build(state, targets[rec.seq], out)
+            _build(state, targets[rec.seq], out, load)
             i += 1
     return out
 
 
-def _build(state: State, targets: list[_Target], out: dict[int, Reconstruction]) -> None:
+def _build(state: State, targets: list[_Target], out: dict[int, Reconstruction], load: Loader | None = None) -> None:
     for t in targets:
         d = t.context.data if t.context is not None else {}
         model = str(d.get("model", ""))
@@ -196,7 +198,7 @@ def _build(state: State, targets: list[_Target], out: dict[int, Reconstruction])
         system = system_prompt(state.memory, bootstrap, skills, str(d["identity"]) if "identity" in d else None,
                                format=fmt if fmt in PROMPT_FORMATS else PROMPT_FORMAT)
         session = state.sessions.get(t.session)
-        history = get_history(session) if session is not None else []
+        history = get_history(session, load=load) if session is not None else []
         messages = build_messages(system, history)
         out[t.seq] = Reconstruction(
             t.seq, t.ts, t.session, model, messages, tools, t.request_hash,

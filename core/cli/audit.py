@@ -274,7 +274,9 @@ def cmd_prompt_at(args: argparse.Namespace, home: Home) -> int:
             seq = find_turn(elog.records(), seq=int(m.group(1)), session=args.session)
         else:
             seq = find_turn(elog.records(), when=_when(spec), session=args.session)
-        rec = reconstruct(elog.records, [seq])[seq]
+        from memtray.core.log.attachments import AttachmentStore
+
+        rec = reconstruct(elog.records, [seq], AttachmentStore(home.root).load)[seq]
     finally:
         elog.close()
     rev = None

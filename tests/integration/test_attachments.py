@@ -11,10 +11,12 @@ import pytest
 from memtray.core.admin import doctor
 from memtray.core.admin.purge import MARKER, Matcher, find_traces, purge
 from memtray.core.agent.loop import NoVision, request_hash
+from memtray.core.agent.timetravel import reconstruct
 from memtray.core.app import App
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.log.attachments import AttachmentError, AttachmentStore, prepare
+from memtray.core.log.eventlog import EventLog
 
 from tests.fixtures.llm_server import ScriptedLLMServer, reply
 from tests.fixtures.tiny_files import pdf_with_text, png
@@ -67,6 +69,15 @@ def test_image_is_an_image_part_and_replay_rebuilds_the_same_prompt(home: Home, 
         app.close()
     assert rebuilt[:-1] == llm_server.requests[-1]["messages"]
     assert request_hash("openai/gpt-4o", rebuilt[:-1], tools) == answer.data["request_hash"]
+    # `memtray prompt at` rebuilds the very request too
+    elog = EventLog.open(home.events, readonly=True)
+    try:
+        again = reconstruct(elog.records, [answer.seq], AttachmentStore(home.root).load)[answer.seq]
+        blind = reconstruct(elog.records, [answer.seq])[answer.seq]
+    finally:
+        elog.close()
+    assert again.match and again.messages == rebuilt[:-1]
+    assert not blind.match  # without the store the image is missing: the check can fail
 
 
 def test_pdf_and_text_files_are_sent_as_redacted_text(home: Home, llm_server: ScriptedLLMServer) -> None:
