@@ -220,9 +220,9 @@ class ModelForm(QWidget):
     def _update_fields(self, p: providers.Provider) -> None:
         self.api_base.setEnabled(p.base_editable)
         self.help.setText(p.help)
-        self.model.lineEdit().setPlaceholderText(
-            "e.g. gemini/gemini-2.0-flash" if p.id == "custom" else "model name"
-        )
+        edit = self.model.lineEdit()
+        if edit is not None:
+            edit.setPlaceholderText("e.g. gemini/gemini-2.0-flash" if p.id == "custom" else "model name")
 
     # --- keyring (on the worker) ------------------------------------------------------
 
@@ -251,8 +251,12 @@ class ModelForm(QWidget):
         from memtray.core.base import keys
 
         provider = self.key_provider()
+
+        def shown(src: str) -> None:
+            self._show_key_source(provider, src)
+
         self.ctx.bridge.call(keys.key_source, provider, name="key-source",
-                             on_result=lambda src, p=provider: self._show_key_source(p, src),
+                             on_result=shown,
                              on_error=lambda e: set_state(self.key_status, error_text(e), "error"))
 
     def _show_key_source(self, provider: str, source: str) -> None:
@@ -294,9 +298,10 @@ class ModelForm(QWidget):
 
     def candidate_config(self) -> cfgmod.Config:
         v = self.values()
+        current: cfgmod.Config = self.ctx.app.config
         return dataclasses.replace(
-            self.ctx.app.config, model=v["model"], api_base=v["api_base"], fallback_model="",
-            llm_retries=0, llm_timeout=min(self.ctx.app.config.llm_timeout, 30.0),
+            current, model=v["model"], api_base=v["api_base"], fallback_model="",
+            llm_retries=0, llm_timeout=min(current.llm_timeout, 30.0),
         )
 
     def test(self) -> None:
@@ -347,10 +352,10 @@ class SettingsPage(QWidget):
         page = QVBoxLayout(self)
         page.setContentsMargins(0, 0, 0, 0)
         page.setSpacing(0)
-        self.scroll = QScrollArea()
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
-        page.addWidget(self.scroll, 1)
+        self.cards_scroll = QScrollArea()
+        self.cards_scroll.setWidgetResizable(True)
+        self.cards_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        page.addWidget(self.cards_scroll, 1)
         inner = QWidget()
         col = QVBoxLayout(inner)
         col.setContentsMargins(24, 20, 24, 24)
@@ -453,7 +458,7 @@ class SettingsPage(QWidget):
         hl.addStretch(0)
         for form in inner.findChildren(QFormLayout):
             _align_labels(form)
-        self.scroll.setWidget(holder)
+        self.cards_scroll.setWidget(holder)
         self.load()
 
     def load(self) -> None:

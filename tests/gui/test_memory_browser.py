@@ -229,7 +229,7 @@ def test_settings_save_stays_in_view(qtbot: Any, desktop: Any) -> None:
     desktop.open("settings")
     page = window.settings
     QApplication.processEvents()
-    assert page.scroll.verticalScrollBar().maximum() > 0  # the cards do not fit: they scroll
+    assert page.cards_scroll.verticalScrollBar().maximum() > 0  # the cards do not fit: they scroll
     for btn in (page.save_btn, page.revert_btn):
         assert not btn.visibleRegion().isEmpty(), btn.text()
         assert window.rect().contains(btn.mapTo(window, btn.rect().bottomRight()))
