@@ -32,8 +32,8 @@ from typing import Any
 
 from memtray.core.base.errors import EnvironmentProblem, MemtrayError
 from memtray.core.base.faults import crash_point
-from memtray.core.base.worker import WriterThread
 from memtray.core.base.fsutil import DIR_MODE, atomic_write, ensure_dir
+from memtray.core.base.worker import WriterThread
 
 log = logging.getLogger(__name__)
 
