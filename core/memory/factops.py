@@ -68,9 +68,23 @@ class FactOps(MemoryBrowsing):
             led = Ledger(tuple(f2.__class__(g.id, f2.section, f2.text, f2.norm) for g, f2 in zip(
                 given.facts, new_facts, strict=True)), max(given.next, old.next))
         else:
-            keep = {f.norm: f.id for f in given.facts} if given is not None else None
+            keep = {f.norm: f.id for f in given.facts} if given is not None else {}
+            if reason in ("adopt", "rebuild", "review", "restore", "rollback", "undo"):
+                # a fact that comes back gets back the id it left with
+                live, live_norms = set(old.ids), {f.norm for f in old.facts}
+                for fid, norm in self._dropped_norms():
+                    if fid not in live and norm not in live_norms:
+                        keep.setdefault(norm, fid)
             led = facts.attach(old, memory, in_place=reason == "user-edit", keep=keep)
         return led, diff_by_id(old, led)
+
+    def _dropped_norms(self) -> list[tuple[str, str]]:
+        """(id, normalised text) of every fact a revision dropped, newest first."""
+        out: list[tuple[str, str]] = []
+        for rec in self.memory_events():
+            for item in (rec.data.get("diff") or {}).get("dropped", []):
+                out.append((str(item["id"]), factdiff.normalize(str(item.get("text", "")))))
+        return out[::-1]
 
     # --- undo -------------------------------------------------------------------------
 
@@ -159,8 +173,10 @@ class FactOps(MemoryBrowsing):
             same = factdiff.normalize(str(prov.get("text", ""))) == target.norm
             if same or not exact:  # the newest that gave it these words, else the newest at all
                 found, exact = (rec, prov), same
-        if found is None:
-            return super().why(target.text)
+        if found is None:  # no recorded sources (a hand edit, an old event): the revision that wrote it
+            info = super().why(target.text)
+            info["fact"] = {"id": target.id, "section": target.section, "text": target.text}
+            return info
         rec, prov = found
         seqs = sorted(int(s) for s in prov.get("source_seqs") or [])
         messages = [msg_json(r) for r in self.store.log.records(seqs[0] - 1) if r.seq in set(seqs)] if seqs else []

@@ -122,6 +122,11 @@ class MemoryService(FactOps):
             for i in ids:
                 reasons.setdefault(i, f"merged into {survivor}")
         ledger, d = self.facts_for(memory, reason, facts)
+        if provenance:
+            # callers that name facts by their content id (adopt, imports) get them on fact ids
+            content_ids = {f.id: led.id for f, led in zip(factdiff.parse(memory), ledger.facts, strict=False)}
+            live = set(ledger.ids)
+            provenance = {k if k in live else content_ids.get(k, k): v for k, v in provenance.items()}
         diff_json = d.to_json()
         flagged = [_redact_item(i) for i in flagged or ()]
         held = {i["fact_id"] for i in flagged if i.get("kind") == "silent-drop"}
