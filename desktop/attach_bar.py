@@ -33,6 +33,17 @@ from .qt import (
 )
 
 
+def shown_text(text: str, names: list[str]) -> str:
+    """A user message as the chat shows it: its text, then the names of its attachments."""
+    return f"{text}\n\nattached: {', '.join(names)}" if names else text
+
+
+def logged_text(m: dict[str, Any]) -> str:
+    """:func:`shown_text` of a logged message (its attachment references)."""
+    names = [str(r.get("name", "")) for r in m.get("attachments") or [] if isinstance(r, dict)]
+    return shown_text(str(m.get("content") or ""), names)
+
+
 def _png(image: QImage) -> bytes:
     buf = QByteArray()
     dev = QBuffer(buf)
@@ -81,8 +92,8 @@ class AttachBar(QWidget):
         cl = QHBoxLayout(chip)
         cl.setContentsMargins(6, 1, 1, 1)
         cl.setSpacing(2)
-        kind = "🖼" if item.ref.kind == "image" else "📄"
-        label = QLabel(f"{kind} {item.ref.name}")
+        kind = "image" if item.ref.kind == "image" else "file"
+        label = QLabel(f"{kind}: {item.ref.name}")
         label.setToolTip(f"{item.ref.name} — {item.ref.mime}, {item.ref.size:,} bytes")
         cl.addWidget(label)
         remove = QToolButton()

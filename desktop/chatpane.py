@@ -19,7 +19,7 @@ from memtray.core.agent import reset
 from memtray.core.log import transcript
 
 from . import recall_view, texts
-from .attach_bar import AttachBar
+from .attach_bar import AttachBar, logged_text, shown_text
 from .bridge import Follower, Task
 from .chatview import ChatView, ErrorView, InputBox, MessageView, divider
 from .context import Context
@@ -248,7 +248,7 @@ class ChatPane(QWidget):
                 if w is not None:
                     self.view.insert_before(anchor, w)
                 continue
-            text = str(m.get("content") or "")
+            text = logged_text(m)
             if text != view.text:  # stored redacted, or the reply of a turn that was stopped
                 view.finish(text, tag=view.tag.text())
             recall_view.attach(self.ctx, view, m.get("recalled"))
@@ -264,7 +264,7 @@ class ChatPane(QWidget):
             names = ", ".join(tc.get("function", {}).get("name", "?") for tc in m["tool_calls"])
             return divider(self.ctx, f"used {names}")
         tag = "stopped" if m.get("stop") == "cancelled" else ""
-        view = MessageView(self.ctx, role, str(m.get("content") or ""), tag=tag)
+        view = MessageView(self.ctx, role, logged_text(m), tag=tag)
         if role == "assistant":
             recall_view.attach(self.ctx, view, m.get("recalled"))  # "recalled: N messages"
         return view
@@ -334,8 +334,7 @@ class ChatPane(QWidget):
     def send(self, text: str, files: list[Any] | None = None) -> None:
         """Send ``text`` (with ``files``: attachments) as the user's message and stream the reply."""
         self._clear_error()
-        names = ", ".join(f.ref.name for f in files or [])
-        user = MessageView(self.ctx, "user", f"{text}\n\n📎 {names}" if names else text)
+        user = MessageView(self.ctx, "user", shown_text(text, [f.ref.name for f in files or []]))
         self.view.add(user)
         agent = self.ctx.app.agent
         session = self.session

@@ -57,6 +57,7 @@ def test_pasted_screenshot_reaches_the_model_as_an_image_part(qtbot: Any, vision
         qtbot.keyClick(pane.input, Qt.Key.Key_Return)
     assert sig.args[0] == "finished"
     assert pane.attach.items == [] and not pane.attach.isVisibleTo(pane)
+    assert pane.view.messages()[-2].text.endswith("what is in this screenshot?\n\nattached: screenshot-1.png")
     parts = _user(llm_server.chat_requests[-1])["content"]
     assert parts[0]["type"] == "text" and parts[0]["text"].endswith("what is in this screenshot?")
     assert parts[1]["type"] == "image_url"
