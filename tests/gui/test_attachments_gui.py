@@ -110,3 +110,36 @@ def test_a_model_without_vision_is_told_before_anything_is_sent(qtbot: Any, desk
     assert pane.input.toPlainText() == "look" and len(pane.attach.items) == 1  # nothing lost
     assert not pane.busy and desktop.app.store.state.last_seq == before
     assert llm_server.chat_requests == []
+
+
+def test_a_file_dropped_on_the_input_becomes_a_chip(qtbot: Any, desktop: Any, tmp_path: Path) -> None:
+    from PySide6.QtCore import QPointF
+    from PySide6.QtGui import QDragEnterEvent, QDropEvent
+
+    def drop_on(widget: Any, mime: QMimeData) -> QDropEvent:
+        args = (QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton,
+                Qt.KeyboardModifier.NoModifier)
+        enter = QDragEnterEvent(*args)
+        QApplication.sendEvent(widget, enter)  # Qt delivers a drop only after an accepted enter
+        assert enter.isAccepted()
+        drop = QDropEvent(QPointF(5, 5), *args[1:])
+        QApplication.sendEvent(widget, drop)
+        return drop
+
+    desktop.show_popup()
+    pane = desktop.popup.pane
+    note = tmp_path / "notes.md"
+    note.write_text("# Trip\n- leave at 9\n")
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(note))])
+    drop = drop_on(pane.input.viewport(), mime)
+    assert drop.isAccepted()
+    assert [(i.ref.name, i.ref.kind) for i in pane.attach.items] == [("notes.md", "text")]
+    assert pane.input.toPlainText() == ""  # the file's path is not typed into the input
+    bad = tmp_path / "blob.bin"
+    bad.write_bytes(b"\x00\xff\xfe\x01")
+    mime2 = QMimeData()
+    mime2.setUrls([QUrl.fromLocalFile(str(bad))])
+    drop_on(pane.input.viewport(), mime2)
+    assert "blob.bin is neither text, a PDF nor an image" in pane.attach.error.text()
+    assert [i.ref.name for i in pane.attach.items] == ["notes.md"]
