@@ -48,7 +48,7 @@ def _png(image: QImage) -> bytes:
     buf = QByteArray()
     dev = QBuffer(buf)
     dev.open(QIODevice.OpenModeFlag.WriteOnly)
-    image.save(dev, "PNG")
+    image.save(dev, "PNG")  # type: ignore[call-overload]  # PySide6 wants str at run time, its stubs say bytes
     dev.close()
     return bytes(buf.data())
 
