@@ -78,6 +78,8 @@ class DueIndex:
         self.path = path
         self._db = db
         self._lock = threading.RLock()
+        #: after close, a late listener call (an append while quitting) does nothing
+        self.closed = False
 
     @classmethod
     def open(cls, state_dir: Path) -> DueIndex:
@@ -93,6 +95,7 @@ class DueIndex:
 
     def close(self) -> None:
         with self._lock:
+            self.closed = True
             self._db.close()
 
     # --- keeping up with the log ----------------------------------------------------
@@ -137,6 +140,8 @@ class DueIndex:
         recs = list(records)
         touched = {str(r.data.get("reminder")) for r in recs if r.type.startswith("reminder.")}
         with self._lock:
+            if self.closed:
+                return
             self._update(touched, state, schedule_of, (recs[-1], head) if recs else None)
 
     def _update(self, ids: set[str], state: State, schedule_of: Callable[[ReminderState], Schedule],
@@ -161,6 +166,9 @@ class DueIndex:
     def move(self, rid: str, when: datetime | None) -> None:
         """Set when ``rid`` is next worth looking at (an occurrence skipped as too late
         writes no event, so the service moves it on to the next one here)."""
+        with self._lock:
+            if self.closed:
+                return
         with self._lock, self._tx():
             if when is None:
                 self._db.execute("DELETE FROM due WHERE id = ?", (rid,))
@@ -171,12 +179,16 @@ class DueIndex:
 
     def due_ids(self, now: datetime) -> list[str]:
         with self._lock:
+            if self.closed:
+                return []
             rows = self._db.execute("SELECT id FROM due WHERE next_at <= ? ORDER BY next_at",
                                     (now.timestamp(),)).fetchall()
         return [r[0] for r in rows]
 
     def earliest(self) -> datetime | None:
         with self._lock:
+            if self.closed:
+                return None
             row = self._db.execute("SELECT MIN(next_at) FROM due").fetchone()
         return datetime.fromtimestamp(row[0], UTC) if row and row[0] is not None else None
 

@@ -402,8 +402,9 @@ class ReminderService:
             sched, self._scheduler = self._scheduler, None
         if sched is not None:
             sched.shutdown(wait=True)
-        if self._index is not None:
-            self._index.close()
+        index, self._index = self._index, None
+        if index is not None:
+            index.close()
 
     def timers(self) -> dict[str, datetime | None]:
         """The scheduler's jobs and when each runs next (empty before :meth:`start`)."""
