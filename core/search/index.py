@@ -191,6 +191,8 @@ class SearchIndex:
             try:
                 db = _connect(path)
             except sqlite3.DatabaseError as exc:
+                if _is_full(exc):  # not damage: deleting it would only hand the space to another write
+                    raise
                 log.warning("search index %s is unusable (%s); rebuilding it from the log", path, exc)
                 _remove(path)
                 db = _connect(path)
@@ -546,6 +548,11 @@ def _stored_format(db: sqlite3.Connection) -> str | None:
     except sqlite3.OperationalError:  # no meta table: a new file
         return None
     return None if row is None else str(row[0])
+
+
+def _is_full(exc: sqlite3.Error) -> bool:
+    """SQLITE_FULL (or the OS's ENOSPC under it): the disk is full, the file is fine."""
+    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
 
 
 def _remove(path: Path) -> None:
