@@ -369,12 +369,22 @@ def pair(old: Sequence[Fact], new: Sequence[Fact], *, in_place: bool = False) ->
     # leftover on either side does
     left_old = [i for i in left_old if i not in used and anc_old[i]]
     left_new = [j for j in left_new if j not in out]
-    fits = {i: [j for j in left_new if compatible(old[i].text, new[j].text)] for i in left_old}
+    # ... and shares none of the old one's other words: same-language text that kept the names
+    # but changed what they are about ("nephew Tobias" -> "niece Tobias") is no translation
+    fits = {i: [j for j in left_new if compatible(old[i].text, new[j].text) and not _same_language(
+        old[i].text, new[j].text, anc_old[i])] for i in left_old}
     for i, js in fits.items():
         if len(js) == 1 and sum(js[0] in other for other in fits.values()) == 1:
             out[js[0]] = i
             used.add(i)
     return out
+
+
+def _same_language(old: str, new: str, names: frozenset[str]) -> bool:
+    """Whether two facts share a word besides their names: then they are not a translation."""
+    a = {w for w in _words(old) if len(w) > 1} - names
+    b = {w for w in _words(new) if len(w) > 1}
+    return bool(a & b)
 
 
 def _keeps_words(old: str, new: str) -> bool:
