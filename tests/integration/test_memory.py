@@ -28,7 +28,7 @@ from memtray.core.memory.gitrepo import GitError, GitRepo
 from memtray.core.memory.service import MemoryService
 
 from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
-from tests.unit.redaction_corpus import CORPUS
+from tests.unit.base.redaction_corpus import CORPUS
 
 MEM0 = "# Memory\n\n## Identity\n- User's name is Ada\n- User lives in London\n\n## Preferences\n- User likes green tea\n"
 

@@ -31,7 +31,7 @@ from memtray.core.base.home import Home
 from tests.crash.harness import check_app
 from tests.faults.support import open_app
 from tests.fixtures.llm_server import ScriptedLLMServer, error, last_user_text, reply, tool_call
-from tests.unit.redaction_corpus import CORPUS
+from tests.unit.base.redaction_corpus import CORPUS
 
 # litellm's streaming path warns once per process about a pydantic TypedDict (not ours)
 pytestmark = pytest.mark.filterwarnings("ignore:.*on TypedDict class .* using the `ReadOnly` qualifier:UserWarning")

@@ -19,7 +19,7 @@ from memtray.core.log.store import Store
 
 SESSIONS = st.sampled_from(["quick", "cli", "reminder:1"])
 # what may enter an event: Unicode scalar values without NUL (the codec refuses the rest,
-# tests/unit/test_text_boundary.py checks that)
+# tests/unit/log/test_text_boundary.py checks that)
 TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), min_size=0, max_size=40)
 
 

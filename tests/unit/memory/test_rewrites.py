@@ -1,4 +1,4 @@
-"""The guard on ids, fact by fact, over a corpus of realistic rewrites (tests/unit/rewrite_corpus.py)."""
+"""The guard on ids, fact by fact, over a corpus of realistic rewrites (tests/unit/memory/rewrite_corpus.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from memtray.core.memory import factdiff, facts
 from memtray.core.memory.proposal import apply_reply
 
-from tests.unit.rewrite_corpus import CASES, Case
+from tests.unit.memory.rewrite_corpus import CASES, Case
 
 
 def test_the_corpus_is_large_enough() -> None:

@@ -10,7 +10,7 @@ from memtray.core.base.errors import UnknownEventVersion
 from memtray.core.log.events import SCHEMA, Record, Schema, decode_raw
 from memtray.core.log.projections import KNOWN_TYPES, replay
 
-GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "events"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "events"
 
 
 def _records(name: str) -> list[Record]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from memtray.core.cli.main import build_parser
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "CLI.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "CLI.md"
 
 
 def _commands(parser: argparse.ArgumentParser, path: list[str]) -> Iterator[tuple[list[str], list[str]]]:

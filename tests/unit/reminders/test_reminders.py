@@ -29,7 +29,7 @@ from memtray.core.reminders import spec as rs
 from memtray.core.reminders.service import ReminderService
 from memtray.core.reminders.spec import ReminderError, Schedule
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 T0 = datetime(2026, 11, 30, 9, 0, 0, tzinfo=UTC)
 BERLIN = "Europe/Berlin"
 NEW_YORK = "America/New_York"

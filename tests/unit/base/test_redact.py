@@ -24,7 +24,7 @@ from memtray.core.base.redact import (
     redact_obj,
 )
 
-from tests.unit.redaction_corpus import CORPUS, NEGATIVES
+from tests.unit.base.redaction_corpus import CORPUS, NEGATIVES
 
 _ids = [f"{kind}-{n}" for n, (kind, _, _) in enumerate(CORPUS)]
 
