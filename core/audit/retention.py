@@ -499,6 +499,16 @@ def run_eval(
 # --- scoring memory history from the log -------------------------------------------------
 
 
+def _keys(item: dict[str, Any]) -> list[str]:
+    """The ids a diff item may be scored under: its fact id (newer events diff by fact id)
+    and the content id :func:`score` computes from the text (older events used that)."""
+    keys = [str(item["id"])]
+    parsed = factdiff.parse(f"- {item.get('text', '')}\n")
+    if parsed and parsed[0].id not in keys:
+        keys.append(parsed[0].id)
+    return keys
+
+
 def history_steps(records: Iterable[Record]) -> list[StepInput]:
     """The current memory's history as steps: every ``memory.written`` in the log.
 
@@ -527,10 +537,12 @@ def history_steps(records: Iterable[Record]) -> list[StepInput]:
         for item in diff.get("dropped", []):
             # the writer records the write's own reason for a drop nobody explained: that one is lost
             if not (by_model and reason in ("consolidation", "redo") and item.get("reason") == reason):
-                reasons[item["id"]] = item.get("reason") or reason
+                for key in _keys(item):
+                    reasons[key] = item.get("reason") or reason
         if not by_model:
             for ch in diff.get("changed", []):
-                reasons[ch["old"]["id"]] = reason
+                for key in _keys(ch["old"]):
+                    reasons[key] = reason
         held = {it["fact_id"] for it in d.get("flagged") or [] if it.get("kind") == "silent-drop"}
         st = StepInput(f"{reason} #{rec.seq}", "model" if by_model else "user", memory, d["memory"], reasons,
                        held=held, sources=pending, ts=rec.ts)

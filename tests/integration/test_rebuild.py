@@ -89,7 +89,8 @@ def test_rebuild_compare_adopt_with_a_second_model(home: Home, llm_server: Scrip
                                                     recorded: CorpusModel) -> None:
     main_before = _git(home, "rev-parse", "main").strip()
     memory_before = (home.memory / "MEMORY.md").read_text()
-    assert HALLUCINATION[0] in memory_before and "Lives on Mars" in memory_before
+    # the guard held the fact the model invented (no message states it); the prank's stays
+    assert HALLUCINATION[0] not in memory_before and "Lives on Mars" in memory_before
     n_requests = len(recorded.consolidations)
 
     out = _cli(home, llm_server, "memory", "rebuild", "--model", "openai/careful", "--exclude", "prank",
@@ -110,17 +111,17 @@ def test_rebuild_compare_adopt_with_a_second_model(home: Home, llm_server: Scrip
     out = _cli(home, llm_server, "memory", "compare", "rebuild/careful", "--json")
     assert out.returncode == 0, out.stderr
     cmp = json.loads(out.stdout)
-    assert {f["text"] for f in cmp["diff"]["dropped"]} == {HALLUCINATION[0], "Lives on Mars"}
+    assert {f["text"] for f in cmp["diff"]["dropped"]} == {"Lives on Mars"}
     assert cmp["diff"]["added"] == [] and cmp["status"] == "completed" and cmp["steps_pending"] == 0
     main_r, rb_r = cmp["retention"]["main"], cmp["retention"]["rebuild"]
-    assert [u["fact"] for u in main_r["unsupported_insertions"]] == [HALLUCINATION[0]]
-    assert rb_r["unsupported_insertions"] == [] and rb_r["survival"] == main_r["survival"] == 1.0
+    assert main_r["unsupported_insertions"] == [] and rb_r["unsupported_insertions"] == []
+    assert rb_r["survival"] == main_r["survival"] == 1.0
     text = _cli(home, llm_server, "memory", "compare", "rebuild/careful").stdout
-    assert f"- [People] {HALLUCINATION[0]}" in text and "unsupported insertions" in text
+    assert "Lives on Mars" in text
 
     out = _cli(home, llm_server, "memory", "adopt", "rebuild/careful")
     assert out.returncode == 0, out.stderr
-    assert "adopted rebuild/careful: new revision" in out.stdout and "−2" in out.stdout
+    assert "adopted rebuild/careful: new revision" in out.stdout and "−1" in out.stdout
     assert (home.memory / "MEMORY.md").read_text() == branch_mem
     head = _git(home, "log", "-1", "--format=%B", "main")
     assert "Reason: adopt" in head and "Model: openai/careful" in head

@@ -160,7 +160,11 @@ def test_plot_without_pyside6_says_so_and_keeps_the_report(home: Home, corpus_se
 def test_unsupported_insertions_and_a_model_that_fails_half_way(
     home: Home, corpus_server: ScriptedLLMServer
 ) -> None:
+    # the guard holds a fact no consolidated message supports: nothing unsupported gets in ...
     r = _report(home, corpus_server, "hallucinating", "-k", "3")
+    assert r["unsupported_insertions"] == []
+    # ... and the score still sees what the model tried, when the guard is off
+    r = _report(home, corpus_server, "hallucinating", "-k", "3", "--no-guard")
     assert [u["fact"] for u in r["unsupported_insertions"]] == [HALLUCINATION[0]]
     assert r["unsupported_insertions"][0]["step"] == 1
     r = _report(home, corpus_server, "flaky", "-k", "6")
