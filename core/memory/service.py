@@ -131,7 +131,10 @@ class MemoryService(FactOps):
         flagged = [_redact_item(i) for i in flagged or ()]
         held = {i["fact_id"] for i in flagged if i.get("kind") == "silent-drop"}
         for item in diff_json["dropped"]:
-            item["reason"] = reasons.get(item["id"]) or (SILENT_HELD if item["id"] in held else reason)
+            # callers that name a dropped fact by its content id (adopt, imports) still give its reason
+            by_text = factdiff.parse(f"- {item['text']}\n")
+            given = reasons.get(item["id"]) or (reasons.get(by_text[0].id) if by_text else None)
+            item["reason"] = given or (SILENT_HELD if item["id"] in held else reason)
         ev = MemoryWritten(
             memory=memory, reason=reason, source=source, history_append=redact(history_append) if history_append else None,
             history=redact(history) if history is not None else None, consolidation=consolidation, model=model,
