@@ -193,6 +193,22 @@ def bounded_schema(schema: Any) -> Any:
     return out
 
 
+def one_form(schema: Any) -> Any:
+    """Where a tool offers two ways to answer (``save_memory``: the whole ``memory_update``
+    or ``edits``), the grammar makes the small model use the first one: left optional, it
+    writes neither, and an answer with neither is refused."""
+    if not isinstance(schema, Mapping):
+        return schema
+    props = schema.get("properties")
+    if isinstance(props, Mapping) and "memory_update" in props and "edits" in props:
+        out = dict(schema)
+        out["properties"] = {k: v for k, v in props.items() if k != "edits"}
+        required = list(out.get("required") or [])
+        out["required"] = required + ([] if "memory_update" in required else ["memory_update"])
+        return out
+    return schema
+
+
 class Engine:
     """One llama.cpp model per process, loaded on first use; generation is serialised (not thread-safe)."""
 
@@ -235,7 +251,7 @@ class Engine:
             kw["stop"] = params["stop"]
         if tool is not None:  # only ever a forced tool: the model calls the first tool for anything on "auto"
             fn = dict(tool.get("function", {}))
-            fn["parameters"] = bounded_schema(fn.get("parameters") or {})
+            fn["parameters"] = one_form(bounded_schema(fn.get("parameters") or {}))
             kw["tools"] = [{"type": "function", "function": fn}]
             kw["tool_choice"] = {"type": "function", "function": {"name": name}}
         return self.load().create_chat_completion(**kw)

@@ -258,3 +258,7 @@ def test_forced_tool_schema_is_bounded_so_the_json_always_closes() -> None:
     assert props["history_entry"] == {"type": "string", "description": props["history_entry"]["description"]}
     assert params["required"] == SAVE_MEMORY["function"]["parameters"]["required"]
     assert "maxItems" not in SAVE_MEMORY["function"]["parameters"]["properties"]["removed_facts"]  # not mutated
+    # the small model answers in the whole-document form: left optional, it wrote neither form
+    one = localmodel.one_form(params)
+    assert "edits" not in one["properties"] and "memory_update" in one["required"]
+    assert "edits" in params["properties"]  # not mutated
