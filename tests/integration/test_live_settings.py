@@ -74,7 +74,8 @@ def _consolidate(home: Home, server: ScriptedLLMServer, memory: str) -> None:
         return echo(req)
 
     server.responder = respond
-    for text in ("tell me something", "and something else"):
+    # the facts are said in the conversation: a fact no message supports is held, not written
+    for text in ("I live in Lyon", "and I have a cat called Tom"):
         assert run_cli(home.root, "ask", text, **ENV).returncode == 0
     out = run_cli(home.root, "consolidate", "--session", "cli", **ENV)
     assert out.returncode == 0, out.stdout + out.stderr
