@@ -136,7 +136,7 @@ async def request_save_memory(
     """
     text = template if template is not None else resources.text("prompts/consolidation.md")
     shown = facts.render(ledger, memory) if ledger is not None and ledger.facts else memory.strip()
-    if budget and len(memory) > 0.8 * budget:
+    if budget and len(memory) > NEAR_BUDGET * budget:
         shown += "\n\n" + resources.text("prompts/memory_budget.txt").strip().replace(
             "{size}", f"{len(memory):,}").replace("{budget}", f"{budget:,}")
     prompt = text.replace("{memory}", shown or "(empty)").replace(
@@ -152,6 +152,10 @@ async def request_save_memory(
         )),
         timeout=timeout,
     )
+
+
+#: share of ``memory_budget`` past which consolidations compress and the user is told
+NEAR_BUDGET = 0.8
 
 
 class PromptSize(Protocol):
@@ -510,12 +514,22 @@ class ConsolidationService:
 
     def _notify(self, out: Outcome) -> None:
         notifier = self.notifier
-        if not notifier.installed or not (out.added or out.removed or out.changed or out.flagged or out.kept):
+        if not notifier.installed:
             return
-        body = out.summary()
-        if out.flagged or out.removed:
-            body += " — review"
-        notifier.notify("Memory updated", body, kind="memory", target=f"consolidation:{out.consolidation}")
+        if out.added or out.removed or out.changed or out.flagged or out.kept:
+            body = out.summary()
+            if out.flagged or out.removed:
+                body += " — review"
+            notifier.notify("Memory updated", body, kind="memory", target=f"consolidation:{out.consolidation}")
+        size, budget = len(self.store.state.memory), self.settings.current.memory_budget
+        if budget and size > NEAR_BUDGET * budget:
+            # never truncated: the next consolidations are asked to merge facts; the user decides the rest
+            notifier.notify(
+                "Memory is near its size budget",
+                f"MEMORY.md is {size:,} of {budget:,} characters. Consolidations now merge facts to make room; "
+                "raise memory_budget in Settings, or remove facts you no longer need in the memory browser.",
+                kind="memory", target="memory",
+            )
 
     def close(self, timeout: float = 120.0) -> None:
         """Let background consolidations finish (bounded) before the app stops."""
