@@ -52,8 +52,8 @@ class Notifier(QObject):
     clicked = Signal(str)  # target, on the GUI thread
     #: (action key, target) when one of the extra actions was chosen ("undo", "review"), GUI thread
     action_invoked = Signal(str, str)
-    _posted = Signal(str, str, str, str)
-    _dbus_failed = Signal(str, str, str, str)
+    _posted = Signal(str, str, str, str, object)
+    _dbus_failed = Signal(str, str, str, str, object)
     _dbus_action = Signal(str)
     _dbus_extra = Signal(str, str)
 
@@ -103,9 +103,10 @@ class Notifier(QObject):
 
     def notify(self, title: str, body: str = "", *, kind: str = "info", target: str | None = None) -> None:
         """Show a notification. Safe to call from any thread; never raises."""
-        self._posted.emit(str(title), str(body), kind if kind in KINDS else "info", target or "")
-
-    # --- GUI thread -----------------------------------------------------------------
+        kind = kind if kind in KINDS else "info"
+        # the actions are worked out here, on the caller's thread (the worker, for memory
+        # notifications), so the GUI thread never reads the live state to find them
+        self._posted.emit(str(title), str(body), kind, target or "", self._extra_actions(kind, target or ""))
 
     def _extra_actions(self, kind: str, target: str) -> Actions:
         if self.actions_for is None or not target:
@@ -116,16 +117,18 @@ class Notifier(QObject):
             log.exception("could not work out the notification's actions")
             return []
 
-    def _show(self, title: str, body: str, kind: str, target: str) -> None:
-        actions = self._extra_actions(kind, target)
+    # --- GUI thread -----------------------------------------------------------------
+
+    def _show(self, title: str, body: str, kind: str, target: str, actions: Actions) -> None:
         if self.use_dbus and self._bus_state != "absent":
             self._pool.submit(self._send_dbus, title, body, kind, target, actions)
             return
-        self._fallback(title, body, kind, target)
+        self._fallback(title, body, kind, target, actions)
 
-    def _fallback(self, title: str, body: str, kind: str, target: str) -> None:
+    def _fallback(self, title: str, body: str, kind: str, target: str, actions: Actions | None = None) -> None:
         channel = self._fallback_channel()
-        actions = self._extra_actions(kind, target)
+        if actions is None:
+            actions = self._extra_actions(kind, target)
         if channel == "tray":
             assert self.tray is not None
             icon = (QSystemTrayIcon.MessageIcon.Warning if kind == "failure"
@@ -193,7 +196,7 @@ class Notifier(QObject):
             if self._bus is not None:
                 self._bus.close()
                 self._bus = None
-            self._dbus_failed.emit(title, body, kind, target)
+            self._dbus_failed.emit(title, body, kind, target, list(extra or []))
 
     def _on_action(self, msg: Any) -> None:
         nid, action = msg.body[0], msg.body[1]
