@@ -248,7 +248,7 @@ class AppMachine(RuleBasedStateMachine):
         assert self.app is not None
         if before_commit:
             svc = self._svc()
-            self.app.store._listeners.remove(svc._on_append)
+            self.app.store._listeners.remove(svc.projection._on_append)
             self.remember(["comet"])
         head = self.app.store.log.head
         self._crash()

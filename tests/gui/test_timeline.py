@@ -69,7 +69,7 @@ def _consolidated(desktop: Any, llm_server: Any) -> None:
     app = desktop.app
     cons = app.consolidation
     llm_server.script(reply("Noted."))
-    app.run(app.agent.turn("cli", "I live in Lyon and I am a nurse", stream=False))
+    app.run(app.agent.turn("cli", "I live in Lyon, I am a nurse and I own a boat", stream=False))
     llm_server.script(tool_call("save_memory", {
         "history_entry": "Lyon, nurse.",
         "memory_update": "# About the user\n\n- Lives in Lyon\n- Works as a nurse\n- Owns a boat\n",
