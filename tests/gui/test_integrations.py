@@ -105,8 +105,9 @@ def test_refused_call_in_the_chat_asks_then_allows_and_retries(qtbot: Any, confi
         assert sig.args == ["finished", "Done, that was data."]
         calls = [r.data["status"] for r in d.app.store.log.records() if r.type == "mcp.call"]
         assert calls == ["refused", "ok"]
-        # an allowed server is not asked about again
-        assert len(pane.findChildren(ConsentQuestion)) == 1
+        # an allowed server is not asked about again (the answered question may be gone
+        # already when the pane redrew from the log)
+        assert len(pane.findChildren(ConsentQuestion)) <= 1
         # Settings shows the connection the turn started, with its tools
         section = _settings(d).mcp
         qtbot.waitUntil(lambda: bool(section.views) and section.views[0].row.status == "running", timeout=10000)
