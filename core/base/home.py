@@ -63,6 +63,10 @@ class Home:
         return self.root / "memtray.lock"
 
     @property
+    def device_file(self) -> Path:
+        return self.root / "device.json"
+
+    @property
     def socket_name(self) -> str:
         """Name of the desktop's single-instance socket: one per data home."""
         import hashlib
@@ -173,3 +177,31 @@ def _lock_fd(fd: int) -> None:
         import fcntl
 
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def device_id(home: Home) -> str:
+    """This data home's device id (``d`` + 12 hex digits), chosen at first use.
+
+    Sync keeps one log per device: the id names this device's stream on a remote
+    and in a fact id or event that must say where it was made. It lives in
+    ``device.json`` beside the log (not in config.toml, which a user may copy to
+    another machine); a damaged file is replaced by a new id, which only makes the
+    device look new to its peers.
+    """
+    import json
+    import secrets
+    import socket
+
+    from memtray.core.base.fsutil import atomic_write
+
+    path = home.device_file
+    try:
+        ident = json.loads(path.read_text(encoding="utf-8"))["id"]
+        if isinstance(ident, str) and len(ident) == 13 and ident[0] == "d" and all(c in "0123456789abcdef" for c in ident[1:]):
+            return ident
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    ident = "d" + secrets.token_hex(6)
+    body = {"id": ident, "name": socket.gethostname()}
+    atomic_write(path, json.dumps(body) + "\n")
+    return ident
