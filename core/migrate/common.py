@@ -52,6 +52,12 @@ class Item:
     #: a damaged part the reader stepped over ("line 7: not JSON")
     notes: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # The key names the item in the log (import.item) and in the session name; a
+        # token pasted into a session or file name must not reach the disk, and the
+        # redacted key is the one a rerun finds logged, so dedupe keeps working.
+        self.key = clean(self.key)
+
     def digest(self) -> str:
         h = hashlib.sha256()
         for part in (self.kind, self.key, self.text, *self.entries):

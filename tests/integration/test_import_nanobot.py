@@ -117,3 +117,39 @@ def test_not_a_workspace_is_refused(tmp_path: Path) -> None:
     (tmp_path / "somewhere").mkdir()
     r = _memtray(tmp_path / "home", "import", "nanobot", str(tmp_path / "somewhere"))
     assert r.returncode != 0 and "does not look like a nanobot workspace" in r.stderr
+
+
+SECRET = "sk-proj-" + "Qx7" * 14 + "Zt"
+
+SECRET_WRITER = textwrap.dedent('''
+    import sys
+    from pathlib import Path
+    from nanobot.session.manager import SessionManager
+    ws = Path(sys.argv[1]); ws.mkdir(parents=True, exist_ok=True)
+    m = SessionManager(ws, sessions_root=Path(sys.argv[2]))
+    s = m.get_or_create("cli:" + sys.argv[3])
+    s.add_message("user", "my sister lives in Porto")
+    m.save(s)
+    print(m.sessions_dir)
+''')
+
+
+def test_a_secret_in_a_session_key_never_reaches_the_disk(tmp_path: Path) -> None:
+    """nanobot names sessions by channel and chat id; a token pasted as one is redacted in the
+    import record's key as in the session name, and a rerun still finds the item imported."""
+    py = _nanobot_python()
+    ws, root = tmp_path / "ws", tmp_path / "sessions"
+    made = subprocess.run([str(py), "-c", SECRET_WRITER, str(ws), str(root), SECRET], capture_output=True,
+                          text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    sessions = Path(made.stdout.strip().splitlines()[-1])
+    home = tmp_path / "home"
+    r = _memtray(home, "import", "nanobot", str(ws), "--sessions", str(sessions), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["messages"] == 1
+    items = [e for e in _events(home) if e["type"] == "import.item"]
+    assert items and all(SECRET not in json.dumps(e) for e in items)
+    leaked = [p for p in home.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert leaked == []
+    again = _memtray(home, "import", "nanobot", str(ws), "--sessions", str(sessions), "--json")
+    assert json.loads(again.stdout)["already_imported"] == 1
