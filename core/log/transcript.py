@@ -156,12 +156,17 @@ def _entry(rec: Record) -> Recalled | None:
         diary = d.get("history_append")
         if isinstance(diary, str) and diary.strip():
             return Recalled(rec.seq, rec.ts, rec.session, "diary", diary.strip())
-        diff = d.get("diff")
-        if not isinstance(diff, dict):
-            diff = {}
-        lines = [_fact(item) for key in ("added", "changed") for item in (diff.get(key) or [])]
-        return Recalled(rec.seq, rec.ts, rec.session, "memory", "\n".join(t for t in lines if t))
+        return Recalled(rec.seq, rec.ts, rec.session, "memory", diff_text(d.get("diff")))
     return None
+
+
+def diff_text(diff: Any) -> str:
+    """The added and changed facts of a ``memory.written`` diff, one per line (what
+    recall shows of a memory edit, and what search indexes of it)."""
+    if not isinstance(diff, dict):
+        return ""
+    lines = [_fact(item) for key in ("added", "changed") for item in (diff.get(key) or [])]
+    return "\n".join(t for t in lines if t)
 
 
 def _fact(item: Any) -> str:
@@ -178,5 +183,5 @@ def _fact(item: Any) -> str:
     return ""
 
 
-__all__ = ["Page", "Recalled", "SessionInfo", "Snapshot", "earlier", "recalled", "sessions", "snapshot",
-           "visible"]
+__all__ = ["Page", "Recalled", "SessionInfo", "Snapshot", "diff_text", "earlier", "recalled", "sessions",
+           "snapshot", "visible"]

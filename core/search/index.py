@@ -52,6 +52,7 @@ from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import Record, scrub_text
 from memtray.core.log.segments import Position
 from memtray.core.log.store import Store, record_ending_at
+from memtray.core.log.transcript import diff_text
 from memtray.core.search.text import (
     CLOSE,
     ELLIPSIS,
@@ -124,28 +125,7 @@ def revision_text(data: Mapping[str, Any]) -> str:
     changed facts, one per line. Consolidations are covered by their diary entry."""
     if data.get("reason") == "consolidation":
         return ""
-    diff = data.get("diff")
-    lines: list[str] = []
-    if isinstance(diff, dict):
-        for key in ("added", "changed"):
-            for item in diff.get(key) or []:
-                text = _fact_text(item)
-                if text:
-                    lines.append(text)
-    return "\n".join(lines)
-
-
-def _fact_text(item: Any) -> str:
-    if isinstance(item, str):
-        return item.strip()
-    if isinstance(item, dict):
-        for key in ("new", "text", "fact"):
-            value = item.get(key)
-            if isinstance(value, str) and value.strip():
-                return value.strip()
-            if isinstance(value, dict):
-                return _fact_text(value)
-    return ""
+    return diff_text(data.get("diff"))
 
 
 # --- the index ---------------------------------------------------------------------------
