@@ -34,6 +34,7 @@ from memtray.core.memory.consolidation import ConsolidationService
 from memtray.core.memory.service import MemoryService
 from memtray.core.reminders.service import ReminderService
 from memtray.core.reminders.service import register_tools as register_reminder_tools
+from memtray.core.sync.service import SyncService
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 IDLE_SWEEP_SECONDS = 300.0
 GC_SECONDS = 6 * 3600.0
 SETTINGS_SECONDS = 2.0  # how soon a running instance sees a hand edit of config.toml
+SYNC_CHECK_SECONDS = 60.0  # how often the instance asks whether an automatic sync is due
 
 
 @dataclass
@@ -59,6 +61,7 @@ class App:
     search: Any  # memtray.core.search's SearchService, or None when the index cannot open
     reminders: ReminderService
     mcp: Any = None  # memtray.core.mcp.client.McpTools: other MCP servers' tools, from the first turn
+    sync: SyncService | None = None  # sync with the user's other devices through a git remote
 
     @property
     def config(self) -> Config:
@@ -171,8 +174,9 @@ def _build(
     mcp = McpTools(home, tools, store, worker)  # starts mcp.toml's servers at the first turn
     agent.before_turn.append(mcp.before_turn)
 
+    sync = SyncService(home, store, memory, settings, clock)
     app = App(home, store, settings, clock, llm, agent, tools, worker, notifier,
-              memory, consolidation, search, reminders, mcp)
+              memory, consolidation, search, reminders, mcp, sync)
     add_maintenance(app)
     return app
 
@@ -213,3 +217,5 @@ def add_maintenance(app: App) -> None:
 
     app.reminders.add_maintenance("git-gc", GC_SECONDS, gc_when_idle)
     app.reminders.add_maintenance("settings", SETTINGS_SECONDS, app.settings.refresh)
+    if app.sync is not None:  # runs off the worker: the network never blocks a write
+        app.reminders.add_maintenance("sync", SYNC_CHECK_SECONDS, app.sync.tick)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import tomllib
 from collections.abc import Callable
@@ -49,6 +50,10 @@ class Config:
     embedding_api_base: str = ""  # empty: api_base when the provider is the chat model's
     recall: bool = False  # give each turn a few relevant past messages
     recall_limit: int = 3
+    #: sync (docs/SYNC.md): the git remote (a path, ssh or https address; never a password in it)
+    sync_remote: str = ""
+    sync_enabled: bool = False  # sync automatically while the desktop or daemon runs
+    sync_interval_minutes: float = 15.0
 
 
 _CHOICES = {"drop_policy": ("keep", "review")}
@@ -66,8 +71,10 @@ _RANGES: dict[str, tuple[float, float]] = {
     "reminder_grace_hours": (0, 24 * 365),
     "warm_instance_idle_minutes": (0.01, 7 * 24 * 60),
     "recall_limit": (1, 20),
+    "sync_interval_minutes": (1, 7 * 24 * 60),
 }
 log = logging.getLogger(__name__)
+_USERINFO = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^/@\s:]+:[^/@\s]+@")
 
 ENV_OVERRIDES = {"model": "MEMTRAY_MODEL", "api_base": "MEMTRAY_API_BASE"}
 
@@ -107,6 +114,10 @@ def coerce(key: str, value: Any) -> Any:
         lo, hi = _RANGES[key]
         if not lo <= out <= hi:
             raise ConfigError(f"{key} must be between {lo:g} and {hi:g}, not {out}")
+    if key == "sync_remote" and out and _USERINFO.search(out):
+        raise ConfigError("sync_remote must not hold a password",
+                          hint="Leave credentials out of the address; git's credential helper or ssh-agent "
+                          "provides them.")
     if key == "timezone" and out:
         from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 

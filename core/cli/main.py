@@ -359,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     from memtray.core.cli import memory as cli_memory
     from memtray.core.cli import remind as cli_remind
     from memtray.core.cli import search as cli_search
+    from memtray.core.cli import sync as cli_sync
 
     cli_memory.add_commands(sub)
     cli_audit.add_commands(sub)  # after cli_memory: adds memory rebuild/compare/adopt
@@ -368,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_daemon.add_commands(sub, serve)
     cli_mcp.add_commands(sub, entry=main, parser=build_parser)
     cli_importing.add_commands(sub)
+    cli_sync.add_commands(sub)
     fe = frontend()
     if fe is not None:  # desktop not installed: toggle/show/quit are unavailable
         fe.add_commands(sub)

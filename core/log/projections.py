@@ -120,6 +120,8 @@ class ReminderState:
     active: bool = True
     fired: list[str] = field(default_factory=list)  # occurrence keys, newest last (bounded)
     last_fired: str | None = None
+    #: the device that owns it when it was imported from a peer (only the owner fires it)
+    device: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -148,6 +150,8 @@ class State:
     unknown: dict[str, int] = field(default_factory=dict)
     #: digest of the last ``context.changed`` (the agent appends one only when it differs)
     context_digest: str | None = None
+    #: sync: per peer device, how far its stream was imported ({"commit", "through"})
+    sync: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def session(self, key: str) -> SessionState:
         s = self.sessions.get(key)
@@ -168,6 +172,7 @@ class State:
             "review": dict(sorted(self.review.items())),
             "unknown": dict(sorted(self.unknown.items())),
             "context_digest": self.context_digest,
+            "sync": dict(sorted(self.sync.items())),
         }
 
     @classmethod
@@ -185,6 +190,7 @@ class State:
             review=dict(obj.get("review", {})),
             unknown=dict(obj.get("unknown", {})),
             context_digest=obj.get("context_digest"),
+            sync=dict(obj.get("sync", {})),
         )
 
     def copy(self) -> State:
@@ -221,6 +227,8 @@ KNOWN_TYPES = frozenset(
         "import.failed",
         "mcp.write",
         "mcp.call",
+        "sync.pulled",
+        "sync.purge",
     }
 )
 
@@ -244,6 +252,12 @@ def apply(state: State, rec: Record) -> State:
         seq, _id, ts, _t, _v, key, _d = rec
         key = key or "default"
         s = state.sessions.get(key) or state.session(key)
+        if "origin" in d:  # imported from a peer: consolidated there, never part of a tail here
+            s.base += 1
+            s.last_consolidated = s.base
+            s.last_ts = ts
+            state.last_seq = seq
+            return state
         msg = {k: v for k, v in d.items() if k in _MESSAGE_KEYSET and v is not None}
         msg["seq"] = seq
         msg["ts"] = ts
@@ -302,7 +316,8 @@ def apply(state: State, rec: Record) -> State:
     elif t == "reminder.scheduled":
         rid = d["reminder"]
         state.reminders[rid] = ReminderState(
-            rid, d["text"], d["kind"], d["spec"], d["tz"], d.get("mode", "notify"), rec.seq, rec.ts
+            rid, d["text"], d["kind"], d["spec"], d["tz"], d.get("mode", "notify"), rec.seq, rec.ts,
+            device=(d.get("origin") or {}).get("device"),
         )
     elif t == "reminder.fired":
         r = state.reminders.get(d["reminder"])
@@ -317,6 +332,8 @@ def apply(state: State, rec: Record) -> State:
         r = state.reminders.get(d["reminder"])
         if r is not None:
             r.active = False
+    elif t == "sync.pulled":
+        state.sync[d["device"]] = {"commit": d["commit"], "through": d["through"]}
     elif t not in KNOWN_TYPES:
         state.unknown[t] = state.unknown.get(t, 0) + 1
     state.last_seq = rec.seq

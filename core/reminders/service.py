@@ -244,6 +244,8 @@ class ReminderService:
         r = self.store.state.reminders.get(occ.reminder)
         if r is None or not r.active or occ.key in r.fired:
             return None
+        if r.device is not None:  # imported from the device that owns it: that one fires it
+            return None
         if r.kind != "at" and r.last_fired is not None and occ.key <= r.last_fired:
             return None
         return r

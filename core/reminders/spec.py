@@ -462,7 +462,7 @@ def due_one(r: ReminderState, now: datetime, grace: timedelta, sched: Schedule |
     delivered only within ``grace``; a one-shot beyond it is returned as
     ``expired``, a recurring one is skipped (its next occurrence comes anyway).
     """
-    if not r.active:
+    if not r.active or r.device is not None:  # a peer's reminder: its own device fires it
         return None
     sched = sched or Schedule.of(r)
     if r.kind == "at":

@@ -19,7 +19,7 @@ CORE = Path(__file__).resolve().parents[2] / "core"
 QT = ("PySide6", "PyQt5", "PyQt6", "PySide2", "shiboken6", "qtpy")
 
 #: Bottom to top. ``app`` is the composition root; ``cli`` the console front end on top.
-ROOMS = ("base", "log", "llm", "memory", "reminders", "search", "agent", "mcp", "app", "audit", "admin", "migrate",
+ROOMS = ("base", "log", "llm", "memory", "reminders", "search", "agent", "mcp", "sync", "app", "audit", "admin", "migrate",
          "cli")
 TOP_LEVEL = {"__init__.py", "app.py"}
 MAX_LINES = 650

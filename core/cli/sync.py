@@ -1,0 +1,76 @@
+"""``memtray sync [REMOTE]``: share this home with the user's other devices (docs/SYNC.md).
+
+Runs through ``cli.app_scope``, so with the desktop or daemon running the sync
+happens in that instance (the one writer), whichever terminal asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from memtray.core.base.home import Home
+from memtray.core.cli.console import app_scope, out
+from memtray.core.sync.service import SyncService, read_status
+
+
+def add_commands(sub: Any) -> None:
+    p = sub.add_parser(
+        "sync",
+        help="push this device's log and pull the others' through a git remote",
+        description="Sync the event log and memory with the user's other devices through a git remote "
+        "(a bare repository path, ssh or https; credentials come from git). Each device pushes only its "
+        "own stream, fast-forward only; peers' events are imported and their memory merged by fact id.",
+    )
+    p.add_argument("remote", nargs="?", help="the remote (default: the sync_remote setting)")
+    p.add_argument("--init", action="store_true",
+                   help="use a remote that already holds other refs (memtray adds refs/memtray/ only)")
+    p.add_argument("--status", action="store_true", help="only say what the last sync did")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.set_defaults(fn=cmd_sync)
+
+
+def _remote_arg(remote: str | None) -> str | None:
+    if remote is None:
+        return None
+    # a local path is made absolute here: a forwarded command runs in another working directory
+    if "://" not in remote and not remote.startswith("git@") and os.path.exists(remote):
+        return os.path.abspath(remote)
+    return remote
+
+
+def cmd_sync(args: argparse.Namespace, home: Home) -> int:
+    if args.status:
+        st = read_status(home)
+        if args.json:
+            out(json.dumps(st, ensure_ascii=False, sort_keys=True))
+            return 0
+        if not st:
+            out("never synced")
+            return 0
+        out(f"remote: {st.get('remote')}  device: {st.get('device')}")
+        out(f"last sync: {st.get('last_success') or 'never succeeded'}")
+        if st.get("last_error"):
+            out(f"last attempt {st.get('last_attempt')} failed: {st['last_error']}")
+        if st.get("conflicts"):
+            out(f"conflicts kept for review: {len(st['conflicts'])} (memtray memory review)")
+        return 1 if st.get("last_error") else 0
+    remote = _remote_arg(args.remote)
+    with app_scope(home) as app:
+        svc: SyncService | None = app.sync
+        assert svc is not None
+        rep = svc.sync(remote, init=args.init)
+    if args.json:
+        out(json.dumps(rep.to_json(), ensure_ascii=False, sort_keys=True))
+        return 0
+    peers = ", ".join(f"{d}: {n}" for d, n in sorted(rep.peers.items())) or "no new events"
+    out(f"synced with {rep.remote}: pushed {rep.pushed} event(s), imported {rep.imported} ({peers})")
+    for line in rep.merges:
+        out(f"  memory: {line}")
+    if rep.conflicts:
+        out(f"  {len(rep.conflicts)} conflict(s) kept for review: memtray memory review")
+    for note in rep.notes:
+        out(f"  note: {note}")
+    return 0

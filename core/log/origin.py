@@ -1,0 +1,88 @@
+"""Where an event was made: the origin mark of events imported from another device.
+
+Each device's log holds the events it made itself (no mark) and the events it
+imported from its peers through sync (see docs/SYNC.md). An imported event keeps
+its type, its payload and its original event id (so importing it twice is a
+no-op), and its payload carries one extra member::
+
+    "origin": {"device": "d1a2b3c4d5e6f", "seq": 42, "ts": "2026-11-30T09:15:02.123Z"}
+
+(the device that made it, its seq and time *there*). The mark lives in the payload
+rather than the envelope so that the codec, the checksums and every reader of
+older versions are untouched; payload classes ignore members they do not know.
+
+This module also says which events travel at all (:data:`EXPORTED`): a device's
+own conversation, session, reminder and memory events and its purge tombstones;
+device-local bookkeeping (consolidations, checkpoints of tools, ...) stays home.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memtray.core.log.events import Record
+
+ORIGIN_KEY = "origin"
+
+#: events a device pushes in its own stream. ``memory.written`` travels but is not
+#: imported as-is: its peers hand it to the memory merge (``memory.merge``).
+EXPORTED = frozenset({
+    "message",
+    "session.reset",
+    "reminder.scheduled",
+    "reminder.fired",
+    "reminder.cancelled",
+    "memory.written",
+    "sync.purge",
+})
+
+#: exported events a peer appends to its own log (with the origin mark)
+IMPORTED = EXPORTED - {"memory.written"}
+
+#: the bookkeeping event of a pull: ``{"device", "commit", "through"}``, appended in the
+#: same write as the events it imported, so the cursor and the events agree after a crash
+PULLED = "sync.pulled"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """The device an imported event was made on, its seq and time there, and its id."""
+
+    device: str
+    seq: int
+    ts: str
+    id: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"device": self.device, "seq": self.seq, "ts": self.ts}
+
+
+def origin_of(record: Record) -> Origin | None:
+    """The origin of an imported ``record``, or None for an event made on this device."""
+    mark = record.data.get(ORIGIN_KEY) if isinstance(record.data, Mapping) else None
+    if not isinstance(mark, Mapping):
+        return None
+    device, seq, ts = mark.get("device"), mark.get("seq"), mark.get("ts")
+    if not isinstance(device, str) or not isinstance(seq, int) or not isinstance(ts, str):
+        return None
+    return Origin(device, seq, ts, record.id)
+
+
+def is_imported(data: Mapping[str, Any]) -> bool:
+    """True if a payload carries an origin mark (the fold's fast check)."""
+    return ORIGIN_KEY in data
+
+
+def marked(record: Record, device: str) -> dict[str, Any]:
+    """The payload of a peer's ``record`` as this device logs it: verbatim plus the mark."""
+    data = dict(record.data)
+    data[ORIGIN_KEY] = {"device": device, "seq": record.seq, "ts": record.ts}
+    return data
+
+
+def peer_session(session: str | None, device: str) -> str:
+    """The session an imported conversation is filed under here: the peer's own name
+    with its device, so two devices' "quick" chats never interleave in one session."""
+    return f"{session or 'default'}@{device}"

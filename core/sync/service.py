@@ -1,0 +1,386 @@
+"""``memtray sync``: push this device's stream, import its peers', merge their memory.
+
+One sync, in this order, each step leaving both sides as they were if it fails:
+
+1. list the remote's refs (``git ls-remote``): a remote that cannot be reached, or
+   one holding other things and no memtray stream, stops here;
+2. fetch every device stream into the private sync repository (only local
+   tracking refs move);
+3. check every stream: a peer whose stream no longer contains what was imported
+   from it (rewritten by someone else), a damaged segment (line checksums), a
+   tree that is not a memtray stream: stop, nothing imported;
+4. import each peer's new events, oldest first, as the same events with their
+   ids and an origin mark (:mod:`memtray.core.log.origin`), together with the
+   cursor (``sync.pulled``) in one write; its ``memory.written`` go to the memory
+   merge (``MemoryService.merge_peer_heads``) first, so a crash in between only
+   makes the next sync hand the same heads again (the merge is idempotent);
+5. add one segment with this device's new events and push it as a fast-forward
+   of its own ref only (never forced); the local ref moves only after the remote
+   took it; the memory repository is mirrored to ``.../memory`` when that is a
+   fast-forward too.
+
+Nothing here orders events by wall-clock time: cursors are per-device seqs and
+imports are idempotent by event id, so a device whose clock is hours off syncs
+like any other. The outcome is kept in ``<home>/sync/status.json`` for the tray,
+``memtray sync --status`` and the doctor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memtray.core.base.clock import Clock, format_ts, parse_ts
+from memtray.core.base.config import Settings
+from memtray.core.base.errors import MemtrayError
+from memtray.core.base.fsutil import atomic_write
+from memtray.core.base.home import Home, device_id
+from memtray.core.log.events import Record, legacy_line
+from memtray.core.log.origin import EXPORTED, IMPORTED, ORIGIN_KEY, PULLED, marked, peer_session
+from memtray.core.log.segments import Position
+from memtray.core.log.store import Store, record_ending_at
+from memtray.core.sync.gitcli import Git, SyncError, has_password, safe_url
+from memtray.core.sync.stream import (
+    PREFIX,
+    LocalRepo,
+    PeerEvents,
+    log_ref,
+    memory_ref,
+    tracking_ref,
+)
+
+log = logging.getLogger(__name__)
+
+#: events imported per write (one fsync each); a month offline is a few of these
+IMPORT_BATCH = 2000
+#: after a failure, the next automatic attempt waits this long, doubling, up to the interval
+RETRY_FIRST = timedelta(minutes=1)
+
+
+class NotMemtrayRemote(SyncError):
+    """The remote holds refs, none of them a memtray stream."""
+
+
+@dataclass
+class SyncReport:
+    remote: str
+    device: str
+    imported: int = 0
+    pushed: int = 0
+    peers: dict[str, int] = field(default_factory=dict)  # device -> events imported now
+    merges: list[str] = field(default_factory=list)  # MergeOutcome summaries
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    pending_heads: int = 0  # peer memory heads not merged (this memtray cannot merge)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_status(home: Home) -> dict[str, Any]:
+    """``<home>/sync/status.json``: what the last sync did (``{}`` before the first); never raises."""
+    try:
+        body = json.loads((home.root / "sync" / "status.json").read_text(encoding="utf-8"))
+        return body if isinstance(body, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def remote_key(url: str) -> str:
+    return hashlib.sha1(url.encode("utf-8")).hexdigest()[:12]
+
+
+def check_remote(url: str) -> str:
+    """The remote URL as given, or :class:`SyncError` for one that holds a password."""
+    url = url.strip()
+    if not url:
+        raise SyncError("no sync remote is set",
+                        hint="Give one (`memtray sync /path/to/bare.git`) or set it: "
+                        "`memtray config set sync_remote URL`.")
+    if has_password(url):
+        raise SyncError(f"the remote address {safe_url(url)} holds a password",
+                        hint="memtray never stores credentials: leave them out of the address and let "
+                        "git's credential helper or ssh-agent provide them.")
+    return url
+
+
+class SyncService:
+    """Sync of one open store with git remotes. Built by the App (``app.sync``)."""
+
+    def __init__(self, home: Home, store: Store, memory: Any, settings: Settings, clock: Clock) -> None:
+        self.home = home
+        self.store = store
+        self.memory = memory
+        self.settings = settings
+        self.clock = clock
+        self.dir = home.root / "sync"
+        self._lock = threading.Lock()
+        self._device: str | None = None
+
+    @property
+    def device(self) -> str:
+        if self._device is None:
+            self._device = device_id(self.home)
+        return self._device
+
+    @property
+    def status_path(self) -> Path:
+        return self.dir / "status.json"
+
+    def repo(self) -> LocalRepo:
+        return LocalRepo(self.dir / "repo.git").ensure()
+
+    # --- status ---------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """What the last sync did (``{}`` before the first); never raises."""
+        return read_status(self.home)
+
+    def _save_status(self, body: dict[str, Any]) -> None:
+        try:
+            self.dir.mkdir(mode=0o700, exist_ok=True)
+            atomic_write(self.status_path, json.dumps(body, indent=1, sort_keys=True) + "\n")
+        except (OSError, MemtrayError) as exc:
+            log.warning("could not save the sync status: %s", exc)
+
+    # --- one sync ---------------------------------------------------------------------
+
+    def sync(self, remote: str | None = None, *, init: bool = False) -> SyncReport:
+        """Sync with ``remote`` (default: the ``sync_remote`` setting). Raises SyncError."""
+        url = check_remote(remote if remote is not None else self.settings.current.sync_remote)
+        with self._lock:
+            started = format_ts(self.clock.now())
+            prev = self.status()
+            try:
+                rep = self._sync(url, init)
+            except MemtrayError as exc:
+                failures = int(prev.get("failures", 0)) + 1 if prev.get("last_error") else 1
+                self._save_status({**prev, "remote": safe_url(url), "device": self.device, "last_attempt": started,
+                                   "last_error": str(exc), "hint": exc.hint, "failures": failures})
+                raise
+            self._save_status({
+                "remote": safe_url(url), "device": self.device, "last_attempt": started, "last_success": started,
+                "last_error": None, "failures": 0, "imported": rep.imported, "pushed": rep.pushed,
+                "peers": sorted(set(prev.get("peers", [])) | set(rep.peers)) if rep.peers else prev.get("peers", []),
+                "conflicts": rep.conflicts or (prev.get("conflicts", []) if not rep.merges else []),
+                "pending_heads": rep.pending_heads, "notes": rep.notes,
+            })
+            return rep
+
+    def _sync(self, url: str, init: bool) -> SyncReport:
+        if self.store.readonly:
+            raise SyncError("the event log is read-only (damaged or opened by another program)",
+                            hint="Run `memtray doctor` first.")
+        me = self.device
+        rep = SyncReport(safe_url(url), me)
+        repo = self.repo()
+        key = remote_key(url)
+        refs = repo.ls_remote(url)
+        streams = sorted({name[len(PREFIX):-len("/log")] for name in refs
+                          if name.startswith(PREFIX) and name.endswith("/log")})
+        if refs and not streams and not init:
+            raise NotMemtrayRemote(
+                f"{safe_url(url)} is not a memtray remote (it has {len(refs)} ref(s), no memtray stream)",
+                hint="Use an empty repository for sync, or `memtray sync --init URL` to add memtray's refs "
+                "(under refs/memtray/ only) beside what it holds.")
+        repo.fetch(url, key, streams)
+        # 3. check everything before changing anything
+        peers: list[PeerEvents] = []
+        for dev in streams:
+            if dev == me:
+                continue
+            commit = repo.git.rev(tracking_ref(key, dev))
+            if commit is None:
+                raise SyncError(f"the stream of {dev} was listed but could not be fetched")
+            cursor = self.store.state.sync.get(dev) or {}
+            through = int(cursor.get("through", 0))
+            seen = cursor.get("commit")
+            if seen and repo.git.has_object(seen) and not repo.git.is_ancestor(seen, commit):
+                raise SyncError(
+                    f"the stream of device {dev} on the remote was rewritten by someone else (it no longer "
+                    f"contains {seen[:12]}, imported here)",
+                    hint="Nothing was imported or pushed. Restore that ref on the remote, or sync with another "
+                    "remote; memtray never overwrites a stream.")
+            if seen == commit:
+                continue
+            peers.append(repo.read_after(dev, commit, through))
+        mine_remote = repo.git.rev(tracking_ref(key, me)) if me in streams else None
+        base = self._base(repo, mine_remote)
+        # 4. import
+        for peer in peers:
+            self._import(peer, rep)
+        # 5. push my new events
+        self._push(repo, url, base, mine_remote, rep)
+        self._mirror_memory(url, rep)
+        return rep
+
+    def _base(self, repo: LocalRepo, mine_remote: str | None) -> str | None:
+        """The commit my next segment builds on: the local ref, or the remote's copy of it
+        when that is ahead (a crash after a push, before the local ref moved)."""
+        me = self.device
+        local = repo.git.rev(log_ref(me))
+        if mine_remote is None:
+            return local
+        if local is None or (local != mine_remote and repo.git.is_ancestor(local, mine_remote)):
+            head = repo.head(mine_remote, me)
+            if head.last_seq > self.store.log.last_seq:
+                raise SyncError(
+                    f"the remote's stream of this device ({me}) holds events this home does not have "
+                    f"(up to seq {head.last_seq}, here {self.store.log.last_seq})",
+                    hint="Another data home uses the same device id (a copied home?). Give one of them a new "
+                    "id: move its device.json away; it then syncs as a new device.")
+            repo.set_ref(log_ref(me), mine_remote, local)
+            return mine_remote
+        if not repo.git.is_ancestor(mine_remote, local):
+            raise SyncError(
+                f"this device's stream on the remote ({log_ref(me)}) was rewritten by someone else",
+                hint="Nothing was pushed. memtray never force-pushes; restore the ref on the remote "
+                "or sync with another remote.")
+        return local
+
+    # --- importing ------------------------------------------------------------------
+
+    def _merge(self, heads: Sequence[Record], device: str, rep: SyncReport) -> bool:
+        merge = getattr(self.memory, "merge_peer_heads", None)
+        if merge is None:
+            return False
+        try:
+            from memtray.core.memory.merge import PeerHead  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            return False
+        outcome = merge([PeerHead(device, r.id, r.ts, dict(r.data)) for r in heads])
+        if outcome.summary:
+            rep.merges.append(str(outcome.summary))
+        rep.conflicts.extend(list(outcome.conflicts))
+        return True
+
+    def _import(self, peer: PeerEvents, rep: SyncReport) -> None:
+        dev = peer.device
+        records = peer.records
+        imported = 0
+        for start in range(0, max(len(records), 1), IMPORT_BATCH):
+            chunk = records[start : start + IMPORT_BATCH]
+            heads = [r for r in chunk if r.type == "memory.written"]
+            final = start + IMPORT_BATCH >= len(records)
+            stop = False
+            if heads and not self._merge(heads, dev, rep):
+                # no merge here yet: stop before the first head so nothing is skipped for good
+                cut = chunk.index(heads[0])
+                chunk, final, stop = chunk[:cut], False, True
+                rep.pending_heads += len(heads)
+                rep.notes.append(f"memory of {dev} not merged: this memtray cannot merge memory yet")
+            through = peer.last_seq if final else (chunk[-1].seq if chunk else None)
+            batch: list[tuple[str, Any, str | None, str | None]] = [
+                (r.type, marked(r, dev), peer_session(r.session, dev), r.id) for r in chunk if r.type in IMPORTED]
+            if through is not None:
+                batch.append((PULLED, {"device": dev, "commit": peer.commit, "through": through}, None, None))
+            if batch:
+                self.store.append_many(batch)
+            imported += sum(1 for r in chunk if r.type in IMPORTED)
+            if stop:
+                break
+        rep.peers[dev] = imported
+        rep.imported += imported
+
+    # --- pushing --------------------------------------------------------------------
+
+    def _own_after(self, seq: int) -> Iterator[Record]:
+        """This device's exported events after ``seq``, from a remembered position when it still
+        matches the log (a purge rewrites segments: then from the start)."""
+        pos: Position | None = None
+        try:
+            hint = json.loads((self.dir / "pushed.json").read_text(encoding="utf-8"))
+            cand = Position.from_json(hint["position"])
+            rec = record_ending_at(self.store.log.dir, cand)
+            if rec is not None and rec.seq == hint["seq"] and rec.seq <= seq:
+                pos = cand
+        except (OSError, ValueError, KeyError, TypeError):
+            pos = None
+        for rec, _end in self.store.log.read(pos, upcast=False):
+            if rec.seq > seq and rec.type in EXPORTED and ORIGIN_KEY not in rec.data:
+                yield rec
+
+    def _push(self, repo: LocalRepo, url: str, base: str | None, mine_remote: str | None, rep: SyncReport) -> None:
+        me = self.device
+        last = repo.head(base, me).last_seq if base else 0
+        own = list(self._own_after(last))
+        head = base
+        if own:
+            when = format_ts(self.clock.now())
+            head = repo.extend(me, base, [legacy_line(r) for r in own], own[-1].seq, own[0].seq,
+                               _git_date(own[-1].ts, when))
+        if head is None or head == mine_remote:
+            return
+        repo.push(url, head, log_ref(me))
+        if head != base:
+            repo.set_ref(log_ref(me), head, base)
+        rep.pushed = len(own)
+        self._remember_position()
+
+    def _remember_position(self) -> None:
+        with self.store.locked():
+            body = {"seq": self.store.log.last_seq, "position": self.store.log.head.to_json()}
+        try:
+            atomic_write(self.dir / "pushed.json", json.dumps(body) + "\n")
+        except (OSError, MemtrayError):
+            pass
+
+    def _mirror_memory(self, url: str, rep: SyncReport) -> None:
+        """Best effort: the memory repository's history beside the stream (``git log --graph``)."""
+        gitdir = self.home.memory / ".git"
+        if not (gitdir / "HEAD").exists():
+            return
+        try:
+            git = Git(gitdir)
+            sha = git.rev("HEAD")
+            if sha is None:
+                return
+            LocalRepo(self.dir / "repo.git").push(url, sha, memory_ref(self.device), git=git)
+        except SyncError as exc:
+            rep.notes.append(f"memory history not mirrored: {exc}")
+
+    # --- automatic sync -------------------------------------------------------------
+
+    def due(self, now: datetime | None = None) -> bool:
+        """Whether the automatic sync should run now: every ``sync_interval_minutes`` after
+        the last success; after a failure sooner, backing off from a minute."""
+        cfg = self.settings.current
+        if not cfg.sync_enabled or not cfg.sync_remote:
+            return False
+        now = now or self.clock.now()
+        st = self.status()
+        interval = timedelta(minutes=cfg.sync_interval_minutes)
+        try:
+            if st.get("last_error") and st.get("last_attempt"):
+                wait = min(RETRY_FIRST * (2 ** max(int(st.get("failures", 1)) - 1, 0)), interval)
+                return bool(now - parse_ts(st["last_attempt"]) >= wait)
+            if st.get("last_success"):
+                return bool(now - parse_ts(st["last_success"]) >= interval)
+        except (ValueError, TypeError, OverflowError):
+            return True
+        return True
+
+    def tick(self) -> SyncReport | None:
+        """The maintenance job: sync if due; a failure is recorded (and retried), never raised."""
+        if not self.due():
+            return None
+        try:
+            return self.sync()
+        except MemtrayError as exc:
+            log.warning("sync failed: %s", exc)
+            return None
+
+
+def _git_date(ts: str, fallback: str) -> str:
+    """A git date for a commit (only informative: nothing orders by it)."""
+    try:
+        return str(int(parse_ts(ts).timestamp())) + " +0000"
+    except (ValueError, TypeError):
+        return str(int(parse_ts(fallback).timestamp())) + " +0000"

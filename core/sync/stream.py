@@ -1,0 +1,243 @@
+"""Device streams as git commits, and the remote that holds them.
+
+A device's *stream* is the events it made itself that travel
+(:data:`~memtray.core.log.origin.EXPORTED`), as append-only segment files in a
+chain of commits on ``refs/memtray/devices/<device>/log``::
+
+    memtray.json                       {"format": "memtray-stream", "version": 1, "device", "last_seq", ...}
+    segments/000000/000000000001.jsonl the lines of one push, exactly as the log holds them
+    segments/000000/000000000212.jsonl (named by their first seq; a directory per 10 000 seqs)
+
+Each push adds one segment and never changes an old one, so a remote only ever
+grows, every push is a fast-forward, and the line checksums of the log (CRC-32)
+travel with the lines: a damaged segment is found before anything is imported.
+
+The commits are built in ``<home>/sync/repo.git`` (a bare repository private to
+this home, a cache: losing it costs one fetch) with git plumbing, and pushed and
+fetched with the ``git`` command line (:mod:`memtray.core.sync.gitcli`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memtray.core.log.events import BadRecord, Record, decode_raw, verify_line
+from memtray.core.log.origin import ORIGIN_KEY
+from memtray.core.sync.gitcli import NETWORK_TIMEOUT, Git, SyncError, last_words, safe_url
+
+FORMAT = "memtray-stream"
+VERSION = 1
+META = "memtray.json"
+PREFIX = "refs/memtray/devices/"
+BUCKET = 10_000
+
+
+def log_ref(device: str) -> str:
+    return f"{PREFIX}{device}/log"
+
+
+def memory_ref(device: str) -> str:
+    return f"{PREFIX}{device}/memory"
+
+
+def segment_path(first_seq: int) -> str:
+    return f"segments/{first_seq // BUCKET:06d}/{first_seq:012d}.jsonl"
+
+
+def tracking_ref(remote_key: str, device: str) -> str:
+    """Where a fetched device stream is kept locally (never pushed)."""
+    return f"refs/memtray/remotes/{remote_key}/{device}/log"
+
+
+@dataclass(frozen=True)
+class StreamHead:
+    commit: str
+    device: str
+    last_seq: int
+    segments: int
+    events: int
+
+
+@dataclass(frozen=True)
+class PeerEvents:
+    device: str
+    commit: str
+    records: list[Record]
+    last_seq: int
+
+
+class LocalRepo:
+    """The home's private sync repository (``<home>/sync/repo.git``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.git = Git(path)
+
+    def ensure(self) -> LocalRepo:
+        if not (self.path / "HEAD").exists():
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            Git().run(["init", "--bare", "-q", str(self.path)], what="creating the sync repository")
+            for key, value in (("gc.auto", "0"), ("core.fsync", "objects,derived-metadata,reference"),
+                               ("core.fsyncMethod", "fsync"), ("user.name", "memtray"),
+                               ("user.email", "sync@memtray.invalid")):
+                self.git.run(["config", key, value])
+        return self
+
+    # --- reading streams ------------------------------------------------------------
+
+    def head(self, commit: str, expect_device: str | None = None) -> StreamHead:
+        """The stream metadata of ``commit``; :class:`SyncError` if it is not a memtray stream."""
+        raw = self.git.blobs([f"{commit}:{META}"])[0]
+        try:
+            meta = json.loads(raw) if raw is not None else None
+            ok = (isinstance(meta, dict) and meta.get("format") == FORMAT and isinstance(meta.get("last_seq"), int)
+                  and isinstance(meta.get("device"), str))
+        except ValueError:
+            ok, meta = False, None
+        if not ok or meta is None:
+            raise SyncError(f"{commit[:12]} is not a memtray stream (no valid {META})",
+                            hint="This remote holds something else under refs/memtray/; use another remote.")
+        if int(meta.get("version", 0)) > VERSION:
+            raise SyncError(f"the stream of {meta['device']} was written by a newer memtray (format "
+                            f"{meta.get('version')})", hint="Update memtray on this device, then sync again.")
+        if expect_device is not None and meta["device"] != expect_device:
+            raise SyncError(f"the stream under {log_ref(expect_device)} says it belongs to {meta['device']}",
+                            hint="The remote's refs were moved by hand; use another remote.")
+        return StreamHead(commit, meta["device"], meta["last_seq"], int(meta.get("segments", 0)),
+                          int(meta.get("events", 0)))
+
+    def segments(self, commit: str) -> list[tuple[int, str]]:
+        """(first seq, path) of every segment of the stream at ``commit``, in order."""
+        res = self.git.run(["ls-tree", "-r", "--name-only", commit, "--", "segments"])
+        out = []
+        for name in res.out.decode().split("\n"):
+            if not name:
+                continue
+            stem = name.rsplit("/", 1)[-1].removesuffix(".jsonl")
+            if not stem.isdigit():
+                raise SyncError(f"unexpected file {name} in a memtray stream at {commit[:12]}")
+            out.append((int(stem), name))
+        out.sort()
+        return out
+
+    def read_after(self, device: str, commit: str, through: int) -> PeerEvents:
+        """Every event of ``device``'s stream at ``commit`` with a seq after ``through``,
+        each line's checksum verified; a damaged or inconsistent segment raises."""
+        head = self.head(commit, device)
+        segs = self.segments(commit)
+        # segment i holds seqs in [first_i, first_i+1): read those that can hold one after ``through``
+        ends = [nxt for nxt, _ in segs[1:]] + [head.last_seq + 1]
+        wanted = [seg for seg, end in zip(segs, ends, strict=True) if end > through + 1]
+        blobs = self.git.blobs([f"{commit}:{path}" for _, path in wanted])
+        records: list[Record] = []
+        last = 0
+        for (_first, path), blob in zip(wanted, blobs, strict=True):
+            if blob is None:
+                raise SyncError(f"segment {path} of {device} is missing on the remote")
+            lines = blob.split(b"\n")
+            if lines and lines[-1] == b"":
+                lines.pop()
+            for n, line in enumerate(lines, 1):
+                where = f"segment {path} of device {device} on the remote, line {n}"
+                if not verify_line(line):
+                    raise SyncError(f"{where} is damaged (checksum mismatch)",
+                                    hint=f"Nothing was imported. Device {device} can push it again: run "
+                                    "`memtray doctor` there; other devices are not affected.")
+                try:
+                    rec = decode_raw(line)
+                except BadRecord as exc:
+                    raise SyncError(f"{where} is damaged ({exc})") from None
+                if rec.seq <= last:
+                    raise SyncError(f"{where} is out of order (seq {rec.seq} after {last})")
+                last = rec.seq
+                if rec.seq <= through or ORIGIN_KEY in rec.data:
+                    continue
+                records.append(rec)
+        if last > head.last_seq:
+            raise SyncError(f"the stream of {device} holds seq {last} past its own end ({head.last_seq})")
+        return PeerEvents(device, commit, records, max(head.last_seq, through))
+
+    # --- writing my stream ----------------------------------------------------------
+
+    def extend(self, device: str, base: str | None, lines: Sequence[bytes], last_seq: int,
+               first_seq: int, when: str) -> str:
+        """A new commit on ``base`` adding one segment with ``lines``; the ref is not moved."""
+        prev = self.head(base, device) if base else None
+        blob = self.git.text(["hash-object", "-w", "--stdin"], input=b"".join(lines))
+        meta = {"format": FORMAT, "version": VERSION, "device": device, "last_seq": last_seq,
+                "segments": (prev.segments if prev else 0) + 1,
+                "events": (prev.events if prev else 0) + len(lines)}
+        meta_blob = self.git.text(["hash-object", "-w", "--stdin"], input=(json.dumps(meta, sort_keys=True) + "\n").encode())
+        fd, index = tempfile.mkstemp(prefix="index-", dir=self.path)
+        os.close(fd)
+        os.unlink(index)
+        env = {"GIT_INDEX_FILE": index}
+        try:
+            self.git.run(["read-tree", base] if base else ["read-tree", "--empty"], env=env)
+            self.git.run(["update-index", "--add", "--cacheinfo", f"100644,{blob},{segment_path(first_seq)}",
+                          "--cacheinfo", f"100644,{meta_blob},{META}"], env=env)
+            tree = self.git.text(["write-tree"], env=env)
+        finally:
+            if os.path.exists(index):
+                os.unlink(index)
+        stamp = {"GIT_AUTHOR_NAME": "memtray", "GIT_AUTHOR_EMAIL": f"{device}@memtray.invalid",
+                 "GIT_COMMITTER_NAME": "memtray", "GIT_COMMITTER_EMAIL": f"{device}@memtray.invalid",
+                 "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+        msg = f"{device}: events {first_seq}..{last_seq} ({len(lines)})\n".encode()
+        args = ["commit-tree", tree] + (["-p", base] if base else [])
+        return self.git.text(args, input=msg, env=stamp)
+
+    def set_ref(self, ref: str, new: str, old: str | None) -> None:
+        args = ["update-ref", ref, new] + ([old] if old else [])
+        self.git.run(args, what="recording the pushed stream")
+
+    # --- the remote -----------------------------------------------------------------
+
+    def ls_remote(self, url: str) -> dict[str, str]:
+        """Every ref of the remote (name -> sha); :class:`SyncError` if it cannot be reached."""
+        res = self.git.run(["ls-remote", "--", url], timeout=NETWORK_TIMEOUT, check=False)
+        if res.code != 0:
+            raise SyncError(f"cannot reach the remote {safe_url(url)}: {safe_url(last_words(res.err))}",
+                            hint="Check the address, the network and your git credentials "
+                            "(git's credential helper or ssh-agent), then sync again.")
+        refs = {}
+        for line in res.out.decode("utf-8", "replace").splitlines():
+            sha, _, name = line.partition("\t")
+            if name:
+                refs[name] = sha
+        return refs
+
+    def fetch(self, url: str, remote_key: str, devices: Iterable[str]) -> None:
+        specs = [f"+{log_ref(d)}:{tracking_ref(remote_key, d)}" for d in devices]
+        if not specs:
+            return
+        res = self.git.run(["fetch", "--no-tags", "--quiet", "--no-write-fetch-head", "--", url, *specs],
+                           timeout=NETWORK_TIMEOUT, check=False)
+        if res.code != 0:
+            raise SyncError(f"could not fetch from {safe_url(url)}: {safe_url(last_words(res.err))}",
+                            hint="Nothing was changed here. Sync again once the remote is reachable.")
+
+    def push(self, url: str, sha: str, ref: str, git: Git | None = None) -> None:
+        """Push ``sha`` to ``ref`` as a fast-forward (never forced); raise with git's reason."""
+        res = (git or self.git).run(["push", "--porcelain", "--quiet", "--", url, f"{sha}:{ref}"],
+                                    timeout=NETWORK_TIMEOUT, check=False)
+        if res.code == 0:
+            return
+        text = res.out.decode("utf-8", "replace") + "\n" + res.err
+        said = [ln.removeprefix("remote:").strip() for ln in res.err.splitlines() if ln.startswith("remote:")]
+        said = [s for s in said if s]
+        if "non-fast-forward" in text or "fetch first" in text or "stale info" in text:
+            raise SyncError(f"the remote refused {ref}: it moved since this device last pushed",
+                            hint="Another data home uses this device id, or the remote was rewritten. "
+                            "Nothing was changed; see `memtray doctor`.")
+        if "pre-receive hook declined" in text or "hook declined" in text or "[remote rejected]" in text:
+            why = "; ".join(said[-3:]) or last_words(res.err)
+            raise SyncError(f"the remote rejected the push: {safe_url(why)}",
+                            hint="Nothing was changed on either side; memtray tries again at the next sync.")
+        raise SyncError(f"could not push to {safe_url(url)}: {safe_url(last_words(res.err))}",
+                        hint="Nothing was changed on the remote; memtray tries again at the next sync.")

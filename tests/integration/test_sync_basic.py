@@ -1,0 +1,109 @@
+"""Sync through a real bare repository: two and three homes end in the same state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memtray.core.log.origin import origin_of
+from memtray.core.sync.gitcli import SyncError
+from tests.integration.sync_support import bare, contents, digest, git, open_app, say
+
+
+def test_two_homes_exchange_messages_and_end_in_the_same_state(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    try:
+        say(a, "laptop one")
+        say(b, "desktop one")
+        assert a.sync is not None and b.sync is not None
+        ra = a.sync.sync(str(remote))
+        assert ra.pushed == 2 and ra.imported == 0
+        rb = b.sync.sync(str(remote))
+        assert rb.imported == 2 and rb.pushed == 2
+        ra2 = a.sync.sync(str(remote))
+        assert ra2.imported == 2 and ra2.pushed == 0
+        assert contents(a) == contents(b) == {"laptop one", "noted: laptop one", "desktop one", "noted: desktop one"}
+        assert digest(a) == digest(b)
+        # imported events keep their id and carry where they were made
+        imported = [r for r in a.store.log.records() if origin_of(r) is not None]
+        assert {origin_of(r).device for r in imported} == {b.sync.device}  # type: ignore[union-attr]
+        assert all(r.session == f"quick@{b.sync.device}" for r in imported)
+        # the peer's messages are not part of this device's unconsolidated tail
+        assert len(a.store.state.sessions["quick"].messages) == 2
+        assert a.store.state.sessions[f"quick@{b.sync.device}"].unconsolidated == 0
+        # syncing again changes nothing on either side
+        before = (a.store.log.last_seq, b.store.log.last_seq)
+        assert a.sync.sync(str(remote)).imported == 0
+        assert b.sync.sync(str(remote)).imported == 0
+        assert (a.store.log.last_seq, b.store.log.last_seq) == before
+        # the remote holds one ref per device and nothing else
+        refs = git("--git-dir", str(remote), "for-each-ref", "--format=%(refname)").splitlines()
+        assert sorted(r for r in refs if r.endswith("/log")) == sorted(
+            f"refs/memtray/devices/{d}/log" for d in (a.sync.device, b.sync.device))
+        git("--git-dir", str(remote), "fsck", "--strict")
+    finally:
+        a.close()
+        b.close()
+
+
+def test_three_homes_converge_whatever_the_order(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    apps = [open_app(tmp_path / n) for n in "abc"]
+    try:
+        for round_ in range(3):
+            for i, app in enumerate(apps):
+                say(app, f"round {round_} on {i}")
+                assert app.sync is not None
+                app.sync.sync(str(remote))
+        for app in apps:  # one more pass brings everyone up to date
+            assert app.sync is not None
+            app.sync.sync(str(remote))
+        digests = {digest(app) for app in apps}
+        assert len(digests) == 1
+        assert len(contents(apps[0])) == 18
+    finally:
+        for app in apps:
+            app.close()
+
+
+def test_imports_survive_a_reopen_and_a_lost_sync_repository(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    say(a, "first")
+    assert a.sync is not None and b.sync is not None
+    a.sync.sync(str(remote))
+    b.sync.sync(str(remote))
+    a.close()
+    b.close()
+    import shutil
+
+    shutil.rmtree(tmp_path / "a" / "sync")
+    shutil.rmtree(tmp_path / "b" / "sync")
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    try:
+        say(a, "second")
+        assert a.sync is not None and b.sync is not None
+        assert a.sync.sync(str(remote)).pushed == 2  # only the new ones: the remote said where it was
+        assert b.sync.sync(str(remote)).imported == 2  # the cursor lives in the log, not the sync repo
+        assert digest(a) == digest(b)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_remote_url_with_a_password_is_refused(tmp_path: Path) -> None:
+    a = open_app(tmp_path / "a")
+    try:
+        assert a.sync is not None
+        with pytest.raises(SyncError, match="holds a password"):
+            a.sync.sync("https://me:hunter2@example.invalid/repo.git")
+        status = tmp_path / "a" / "sync" / "status.json"
+        assert not status.exists() or "hunter2" not in status.read_text()
+        from memtray.core.base.config import ConfigError, coerce
+
+        with pytest.raises(ConfigError, match="password"):
+            coerce("sync_remote", "https://me:hunter2@example.invalid/repo.git")
+    finally:
+        a.close()
