@@ -172,17 +172,20 @@ def _argv_for(op: str, home: Path, rng: random.Random, n: int) -> list[str] | No
     if op == "rollback":
         written = [r for r in recs if r.type == "memory.written"]
         return ["memory", "rollback", "HEAD~1"] if len(written) >= 2 else None
-    if op == "restore-fact":
-        for r in reversed(recs):
-            dropped = ((r.data.get("diff") or {}).get("dropped") or []) if r.type == "memory.written" else []
-            for d in dropped:
-                text = d.get("text") if isinstance(d, dict) else d
-                if text:
-                    return ["memory", "restore-fact", "HEAD~1", str(text)]
+    if op == "restore-fact":  # a fact some revision dropped that memory does not hold now
+        written = [r for r in recs if r.type == "memory.written"]
+        held = set(((written[-1].data.get("facts") or {}).get("ids") or []) if written else [])
+        for r in reversed(written):
+            for d in (r.data.get("diff") or {}).get("dropped") or []:
+                fid = d.get("id") if isinstance(d, dict) else None
+                if fid and fid not in held:
+                    return ["memory", "restore-fact", str(fid)]
         return None
-    if op == "redo":
+    if op == "redo":  # mostly the last consolidation (an older one's redo drops the facts after it)
         done = [r.data["consolidation"] for r in recs if r.type == "consolidation.completed"]
-        return ["memory", "redo", rng.choice(done)] if done else None
+        if not done:
+            return None
+        return ["memory", "redo", done[-1] if rng.random() < 0.7 else rng.choice(done)]
     if op == "rebuild":
         return ["memory", "rebuild", "--model", "openai/test-model", "--name", f"r{rng.randrange(3)}"]
     if op == "undo":  # a consolidation, or the last revision
@@ -201,7 +204,7 @@ def child_ops(p: dict[str, Any]) -> None:
     import contextlib
     import io
 
-    from memtray.core.cli.main import build_parser, main
+    from memtray.core.cli.main import main
     from memtray.core.log.store import Store
 
     home = Path(p["home"])
@@ -217,8 +220,7 @@ def child_ops(p: dict[str, Any]) -> None:
 
     Store.append_many = acking  # type: ignore[method-assign]
     rng = random.Random(p["seed"])
-    has_undo = _has_subcommand(build_parser(), ["memory", "undo"])
-    ops = [op for op in p.get("ops") or OPS if op != "undo" or has_undo]
+    ops = list(p.get("ops") or OPS)
     out(f"start {os.getpid()} 0")
     for i in range(int(p["commands"])):
         op = rng.choice(ops)
@@ -238,19 +240,12 @@ def child_ops(p: dict[str, Any]) -> None:
         err = buf_err.getvalue()
         if "Traceback" in err or (op.startswith("ask") and code != 0):
             out(f"broken {op} exit {code}: {err}".replace("\n", " ")[:500])
+        elif code != 0:  # a refusal: say why, so the campaign can tell a command that never runs
+            why = (err.strip().splitlines() or ["(nothing on stderr)"])[0]
+            out(f"did {op} {code} {why}".replace("\n", " ")[:300])
         else:
             out(f"did {op} {code}")
     out("done")
-
-
-def _has_subcommand(parser: Any, path: list[str]) -> bool:
-    import argparse
-
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction) and path[0] in action.choices:
-            sub = action.choices[path[0]]
-            return len(path) == 1 or _has_subcommand(sub, path[1:])
-    return False
 
 
 def _warm_litellm() -> None:

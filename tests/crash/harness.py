@@ -378,6 +378,10 @@ class Campaign:
     commands: dict[str, int] = field(default_factory=dict)
     #: commands that ran to the end with exit status 0 (not killed first)
     succeeded: dict[str, int] = field(default_factory=dict)
+    #: commands that ended with another status, by command and first line of stderr
+    refused: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: the command that was running when its child was SIGKILLed (started, not yet ended)
+    killed: dict[str, int] = field(default_factory=dict)
     broken: list[str] = field(default_factory=list)
     home: Path | None = None
     last_events: int = 0
@@ -398,32 +402,58 @@ def run_campaign(server: ForkServer, home: Path, base_url: str, *, kills: int, s
     Every ``fresh_every`` kills the campaign moves to a new home (``home`` with a
     number): a rebuild re-consolidates the whole log, so one ever-growing home would
     make each kill slower than the last. ``git fsck`` runs every ``fsck_every`` kills
-    and on each home before it is left."""
+    and on each home before it is left.
+
+    Which command a kill lands in is chance (and what a command can do depends on what
+    earlier kills left), so after ``kills`` kills a command never killed while running,
+    or never run to its end, gets runs of its own (with ``consolidate``, which makes
+    what undo, redo and restore-fact work on, and ``ask``), up to ``kills // 10 + 20``
+    more children, in the last home."""
+    from tests.crash.forkserver import OPS
+
     rng = random.Random(seed)
     acked: set[int] = set()
     out = Campaign()
     base = home
-    while out.kills < kills:
-        home = base.with_name(f"{base.name}-{out.kills // fresh_every}")
+    wanted = list(ops or OPS)
+    extra = kills // 10 + 20
+    while True:
+        if out.kills >= kills:
+            missing = [op for op in wanted if not out.killed.get(op) or not out.succeeded.get(op)]
+            if not missing or extra <= 0:
+                break
+            extra -= 1
+            ops = sorted({missing[extra % len(missing)], "ask", "consolidate"})
+        n = min(out.kills, kills - 1) // fresh_every  # the runs that top up stay in the last home
+        home = base.with_name(f"{base.name}-{n}")
         if not home.exists():
-            left = base.with_name(f"{base.name}-{out.kills // fresh_every - 1}") / "memory"
+            left = base.with_name(f"{base.name}-{n - 1}") / "memory"
             if out.kills and (left / ".git").is_dir():
                 git_fsck(left)
             acked = set()
         child = kill_ops(server, home, base_url, rng, ops)
+        running: str | None = None
         for line in child.lines:
             if line.startswith("cmd "):
-                op = line.split()[1]
-                out.commands[op] = out.commands.get(op, 0) + 1
+                running = line.split()[1]
+                out.commands[running] = out.commands.get(running, 0) + 1
             elif line.startswith("did "):
-                _, op, code = line.split()
+                _, op, code, *why = line.split(maxsplit=3)
+                running = None
                 if code == "0":
                     out.succeeded[op] = out.succeeded.get(op, 0) + 1
+                else:
+                    reasons = out.refused.setdefault(op, {})
+                    reason = f"exit {code}: {why[0] if why else ''}"
+                    reasons[reason] = reasons.get(reason, 0) + 1
             elif line.startswith("broken"):
                 out.broken.append(line)
+                running = None
         assert not out.broken, out.broken[:3]
         if child.killed_by_us and child.status == signal.SIGKILL:
             out.kills += 1
+            if running is not None:
+                out.killed[running] = out.killed.get(running, 0) + 1
         elif child.status == 0:
             out.finished += 1
         else:
