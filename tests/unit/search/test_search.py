@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-from collections.abc import Iterator
 from datetime import UTC, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -34,20 +33,6 @@ def say(store: Store, role: str, content: str | None, session: str = "cli", **ex
 def diary(store: Store, entry: str, session: str | None = "cli") -> int:
     data = {"memory": "# Memory\n", "reason": "consolidation", "history_append": entry}
     return store.append("memory.written", data, session=session).seq
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(Home.resolve(tmp_path / "home"))
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def index(store: Store) -> Iterator[SearchIndex]:
-    idx = SearchIndex.open(index_path(store.home))
-    yield idx
-    idx.close()
 
 
 def seed(store: Store) -> dict[str, int]:

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from memtray.core.base.home import Home
 from memtray.core.log.store import Store
 from memtray.core.search import vectors as vecmod
 from memtray.core.search.health import check_search
@@ -17,20 +14,6 @@ from memtray.core.search.text import Hit, cjk_split, fts_query
 from memtray.core.search.vectors import VectorStore, quantize, signature
 
 from tests.fixtures.embeddings import cosine, embed
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(Home.resolve(tmp_path / "home"))
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def index(store: Store) -> Iterator[SearchIndex]:
-    idx = SearchIndex.open(index_path(store.home))
-    yield idx
-    idx.close()
 
 
 def say(store: Store, content: str, role: str = "user", session: str = "cli") -> int:
