@@ -24,8 +24,6 @@ import json
 import random
 import re
 import subprocess
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +38,7 @@ from memtray.core.memory.consolidation import ConsolidationFailedError
 from memtray.core.memory.facts import read_markers
 from memtray.core.memory.service import MemoryService
 
+from tests.fixtures.consolidator import ScriptedConsolidator, norm
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, reply, tool_call
 from tests.support import run_cli
 
@@ -72,10 +71,6 @@ FILLERS: dict[str, list[str]] = {
 SLOT = re.compile(r"\{(\w+)\}")
 
 
-def norm(text: str) -> str:
-    return factdiff.normalize(text)
-
-
 @dataclass
 class Fact:
     k: int
@@ -85,18 +80,12 @@ class Fact:
 
 
 @dataclass
-class ForgetfulModel:
+class ForgetfulModel(ScriptedConsolidator[Fact]):
     """The scripted consolidator and the oracle of what it did."""
 
-    rng: random.Random
-    facts: dict[int, Fact] = field(default_factory=dict)
-    by_norm: dict[str, int] = field(default_factory=dict)
     #: proper removals of the last answer, committed once the consolidation succeeds
     pending: list[tuple[int, str, str]] = field(default_factory=list)
     removed: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # k -> [(text, reason)]
-    errors: list[BaseException] = field(default_factory=list)
-    stats: dict[str, int] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
     # --- facts and their wordings ------------------------------------------------------------
 
@@ -116,12 +105,6 @@ class ForgetfulModel:
                 self.register(k, text)
                 return k, text
         raise AssertionError("ran out of fresh facts")
-
-    def register(self, k: int, text: str) -> None:
-        n = norm(text)
-        assert self.by_norm.get(n, k) == k, f"{text!r} would name two facts"
-        self.by_norm[n] = k
-        self.facts[k].wordings.add(n)
 
     def reword(self, k: int, text: str) -> str:
         """The same fact in other words (close enough for anyone to call it a rewording)."""
@@ -144,17 +127,6 @@ class ForgetfulModel:
         return k
 
     # --- answering ---------------------------------------------------------------------------
-
-    def __call__(self, req: dict[str, Any]) -> Response:
-        try:
-            with self.lock:
-                return self.answer(req)
-        except BaseException as exc:  # surfaced by the test, not swallowed by the server thread
-            self.errors.append(exc)
-            raise
-
-    def bump(self, what: str, n: int = 1) -> None:
-        self.stats[what] = self.stats.get(what, 0) + n
 
     def answer(self, req: dict[str, Any]) -> Response:
         self.pending = []
@@ -249,12 +221,6 @@ class ForgetfulModel:
 @pytest.fixture
 def model() -> ForgetfulModel:
     return ForgetfulModel(random.Random(SEED))
-
-
-@pytest.fixture
-def served(model: ForgetfulModel) -> Iterator[ScriptedLLMServer]:
-    with ScriptedLLMServer(responder=model) as server:
-        yield server
 
 
 def git(home: Home, *args: str) -> str:

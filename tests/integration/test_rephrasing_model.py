@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import random
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 from memtray.core.app import App
@@ -31,12 +30,6 @@ ROUNDS = 200
 @pytest.fixture
 def model() -> RephrasingModel:
     return RephrasingModel(random.Random(SEED))
-
-
-@pytest.fixture
-def served(model: RephrasingModel) -> Iterator[ScriptedLLMServer]:
-    with ScriptedLLMServer(responder=model) as server:
-        yield server
 
 
 def test_rephrasing_model_loses_nothing_doubles_nothing_and_is_never_refused(
