@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from memtray.core.log.origin import origin_of
 from memtray.core.sync.gitcli import SyncError
+
 from tests.integration.sync_support import bare, contents, digest, git, open_app, say
 
 

@@ -1,0 +1,209 @@
+"""Sync against remotes that misbehave: each failure is one clear message and changes nothing."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from memtray.core.base.clock import Clock
+from memtray.core.sync.gitcli import SyncError
+from memtray.core.sync.service import NotMemtrayRemote
+from memtray.core.sync.stream import log_ref
+
+from tests.integration.sync_support import GIT, bare, contents, digest, git, open_app, say
+
+
+def _refs(remote: Path) -> dict[str, str]:
+    out = git("--git-dir", str(remote), "for-each-ref", "--format=%(refname) %(objectname)")
+    return dict(line.split() for line in out.splitlines())
+
+
+def test_a_remote_that_rejects_pushes_changes_nothing_and_the_next_sync_catches_up(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'quota exceeded for this repository' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    a = open_app(tmp_path / "a")
+    try:
+        assert a.sync is not None
+        say(a, "kept locally")
+        with pytest.raises(SyncError, match="rejected the push: quota exceeded") as info:
+            a.sync.sync(str(remote))
+        assert "Nothing was changed" in info.value.hint
+        assert _refs(remote) == {}
+        assert a.sync.repo().git.rev(log_ref(a.sync.device)) is None  # local ref did not move either
+        st = a.sync.status()
+        assert st["last_error"].startswith("the remote rejected") and st["failures"] == 1
+        hook.unlink()
+        assert a.sync.sync(str(remote)).pushed == 2
+        assert a.sync.status()["last_error"] is None
+    finally:
+        a.close()
+
+
+def test_a_remote_that_is_not_a_memtray_remote_is_refused_unless_asked(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "code.git")
+    work = tmp_path / "work"
+    git("init", "-q", str(work))
+    (work / "README").write_text("someone's project\n")
+    git("-C", str(work), "add", "README")
+    git("-C", str(work), "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "init")
+    git("-C", str(work), "push", "-q", str(remote), "HEAD:refs/heads/main")
+    before = _refs(remote)
+    a = open_app(tmp_path / "a")
+    try:
+        assert a.sync is not None
+        say(a, "hello")
+        with pytest.raises(NotMemtrayRemote, match="not a memtray remote"):
+            a.sync.sync(str(remote))
+        assert _refs(remote) == before
+        rep = a.sync.sync(str(remote), init=True)
+        assert rep.pushed == 2
+        after = _refs(remote)
+        assert after["refs/heads/main"] == before["refs/heads/main"]  # what it held is untouched
+    finally:
+        a.close()
+
+
+def test_a_vanished_remote_is_one_message(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "usb" / "remote.git")
+    a = open_app(tmp_path / "a")
+    try:
+        assert a.sync is not None
+        say(a, "x")
+        a.sync.sync(str(remote))
+        shutil.rmtree(tmp_path / "usb")
+        say(a, "y")
+        with pytest.raises(SyncError, match="cannot reach the remote"):
+            a.sync.sync(str(remote))
+        assert "Traceback" not in a.sync.status()["last_error"]
+    finally:
+        a.close()
+
+
+def _commit_segment(remote: Path, ref: str, payload: bytes, tmp: Path) -> None:
+    """Add a segment to the stream at ``ref`` on the remote by hand (a damaged peer push)."""
+    head = git("--git-dir", str(remote), "rev-parse", ref)
+    env = {"GIT_INDEX_FILE": str(tmp / "idx")}
+    import os
+
+    e = {**os.environ, **env}
+    subprocess.run([GIT, "--git-dir", str(remote), "read-tree", head], env=e, check=True)
+    blob = subprocess.run([GIT, "--git-dir", str(remote), "hash-object", "-w", "--stdin"], input=payload,
+                          env=e, check=True, capture_output=True).stdout.decode().strip()
+    subprocess.run([GIT, "--git-dir", str(remote), "update-index", "--add", "--cacheinfo",
+                    f"100644,{blob},segments/000000/000000009000.jsonl"], env=e, check=True)
+    tree = subprocess.run([GIT, "--git-dir", str(remote), "write-tree"], env=e, check=True,
+                          capture_output=True).stdout.decode().strip()
+    commit = subprocess.run([GIT, "--git-dir", str(remote), "-c", "user.name=x", "-c", "user.email=x@x",
+                             "commit-tree", tree, "-p", head, "-m", "damaged"], env=e, check=True,
+                            capture_output=True).stdout.decode().strip()
+    git("--git-dir", str(remote), "update-ref", ref, commit)
+
+
+def test_a_damaged_segment_on_the_remote_imports_nothing(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    try:
+        assert a.sync is not None and b.sync is not None
+        say(b, "good")
+        b.sync.sync(str(remote))
+        # a flipped byte in a line of b's stream (the checksum no longer matches)
+        line = b.store.log.tail(1)[0]
+        from memtray.core.log.events import legacy_line
+
+        bad = legacy_line(line._replace(seq=9000)).replace(b"noted", b"nOted")
+        _commit_segment(remote, log_ref(b.sync.device), bad, tmp_path)
+        seq = a.store.log.last_seq
+        with pytest.raises(SyncError, match="damaged \\(checksum mismatch\\)") as info:
+            a.sync.sync(str(remote))
+        assert "000000009000.jsonl" in str(info.value) and b.sync.device in str(info.value)
+        assert a.store.log.last_seq == seq  # not even the good segment was imported
+        assert log_ref(a.sync.device) not in _refs(remote)  # and nothing pushed
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_stream_rewritten_by_someone_else_is_refused_on_both_sides(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    try:
+        assert a.sync is not None and b.sync is not None
+        say(a, "one")
+        a.sync.sync(str(remote))
+        say(b, "two")
+        b.sync.sync(str(remote))
+        a.sync.sync(str(remote))
+        # someone force-pushes b's ref back to an unrelated history (here: a's own stream)
+        git("--git-dir", str(remote), "update-ref", log_ref(b.sync.device),
+            git("--git-dir", str(remote), "rev-parse", log_ref(a.sync.device)))
+        say(a, "three")
+        before = _refs(remote)
+        seq = a.store.log.last_seq
+        with pytest.raises(SyncError, match="rewritten by someone else"):
+            a.sync.sync(str(remote))
+        assert _refs(remote) == before and a.store.log.last_seq == seq
+        # and b, whose own stream it is, refuses to build on it
+        with pytest.raises(SyncError, match="rewritten by someone else|says it belongs to"):
+            b.sync.sync(str(remote))
+        assert _refs(remote) == before
+    finally:
+        a.close()
+        b.close()
+
+
+class _Skewed(Clock):
+    def __init__(self, offset: timedelta) -> None:
+        self.offset = offset
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+
+def test_a_device_whose_clock_is_hours_off_converges(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    a = open_app(tmp_path / "a")
+    b = open_app(tmp_path / "b", clock=_Skewed(timedelta(hours=-7)))  # b lives in the past
+    try:
+        assert a.sync is not None and b.sync is not None
+        for i in range(3):
+            say(a, f"a{i}")
+            a.sync.sync(str(remote))
+            say(b, f"b{i}")
+            b.sync.sync(str(remote))
+        a.sync.sync(str(remote))
+        assert digest(a) == digest(b)
+        assert {f"b{i}" for i in range(3)} <= contents(a)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_one_device_offline_for_thousands_of_events_then_syncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memtray.core.sync import service
+
+    monkeypatch.setattr(service, "IMPORT_BATCH", 300)  # several import writes, each with its cursor
+    remote = bare(tmp_path / "remote.git")
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    try:
+        assert a.sync is not None and b.sync is not None
+        a.sync.sync(str(remote))
+        b.sync.sync(str(remote))
+        for i in range(500):
+            say(b, f"offline {i}", session=f"s{i % 7}")
+        say(a, "meanwhile")
+        a.sync.sync(str(remote))
+        rb = b.sync.sync(str(remote))
+        assert rb.pushed == 1000 and rb.imported == 2
+        ra = a.sync.sync(str(remote))
+        assert ra.imported == 1000
+        pulled = [r for r in a.store.log.records() if r.type == "sync.pulled"]
+        assert len(pulled) == 4  # 300 + 300 + 300 + 100
+        assert digest(a) == digest(b)
+    finally:
+        a.close()
+        b.close()

@@ -1,0 +1,77 @@
+"""Sync over a real network transport: ``git daemon`` on 127.0.0.1, started by the test."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from memtray.core.sync.gitcli import SyncError
+from memtray.core.sync.service import SyncReport
+
+from tests.integration.sync_support import bare, contents, digest, git_daemon, open_app, say
+
+
+def test_three_homes_sync_through_git_daemon_even_at_the_same_moment(tmp_path: Path) -> None:
+    base = tmp_path / "srv"
+    base.mkdir()
+    bare(base / "mem.git")
+    apps = [open_app(tmp_path / n) for n in "abc"]
+    try:
+        with git_daemon(base) as prefix:
+            url = f"{prefix}/mem.git"
+            for i, app in enumerate(apps):
+                say(app, f"hello from {i}")
+            # all three at once: each pushes only its own ref, so none can reject another
+            reports: list[SyncReport] = []
+            errors: list[BaseException] = []
+            start = threading.Barrier(3)
+
+            def run(app: object) -> None:
+                try:
+                    start.wait()
+                    reports.append(app.sync.sync(url))  # type: ignore[attr-defined]
+                except BaseException as exc:
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=run, args=(app,)) for app in apps]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert errors == []
+            assert sum(r.pushed for r in reports) == 6
+            for app in apps:
+                assert app.sync is not None
+                app.sync.sync(url)
+            assert len({digest(app) for app in apps}) == 1
+            assert contents(apps[0]) >= {"hello from 0", "hello from 1", "hello from 2"}
+    finally:
+        for app in apps:
+            app.close()
+
+
+def test_a_remote_that_goes_away_mid_way_leaves_the_next_sync_to_finish(tmp_path: Path) -> None:
+    base = tmp_path / "srv"
+    base.mkdir()
+    bare(base / "mem.git")
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    try:
+        assert a.sync is not None and b.sync is not None
+        with git_daemon(base) as prefix:
+            url = f"{prefix}/mem.git"
+            say(a, "before the outage")
+            a.sync.sync(url)
+        say(a, "during the outage")
+        with pytest.raises(SyncError, match="cannot reach the remote"):
+            a.sync.sync(url)
+        assert a.sync.status()["failures"] == 1
+        with git_daemon(base) as prefix:  # another port: the same remote under a new address
+            url = f"{prefix}/mem.git"
+            assert a.sync.sync(url).pushed == 2
+            b.sync.sync(url)
+            assert "during the outage" in contents(b)
+            assert digest(a) == digest(b)
+    finally:
+        a.close()
+        b.close()
