@@ -148,7 +148,7 @@ def test_a_stream_rewritten_by_someone_else_is_refused_on_both_sides(tmp_path: P
             a.sync.sync(str(remote))
         assert _refs(remote) == before and a.store.log.last_seq == seq
         # and b, whose own stream it is, refuses to build on it
-        with pytest.raises(SyncError, match="rewritten by someone else|says it belongs to"):
+        with pytest.raises(SyncError, match=r"rewritten by someone else|says it belongs to"):
             b.sync.sync(str(remote))
         assert _refs(remote) == before
     finally:
