@@ -9,7 +9,8 @@ venv) and by the nanobot worker (nanobot's own throwaway venv).
   the newest ``WINDOW // 2``), so both send the same unconsolidated tail.
 * :func:`serve` is the JSON-lines loop a worker runs: one request per line on
   stdin, one reply per line on the *original* stdout (library chatter that
-  prints is sent to stderr so it cannot corrupt the protocol).
+  prints is sent to stderr so it cannot corrupt the protocol);
+  :func:`serve_side` serves a side's methods named in :data:`OPS`.
 * :func:`prefix_shares` measures prompt-prefix stability on serialised requests.
 """
 
@@ -153,3 +154,12 @@ def serve(handlers: dict[str, Callable[..., Any]]) -> None:
 
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
         out.write(json.dumps(reply) + "\n")
+
+
+#: The operations the driver asks of a side (a side that has no need of one, e.g. ``close``, leaves it out).
+OPS = ("setup", "load", "open", "build", "persist", "prefix", "close")
+
+
+def serve_side(side: object, version: Callable[[], str]) -> None:
+    """:func:`serve` ``side``'s methods named in :data:`OPS`, and ``version`` (of the system measured)."""
+    serve({op: getattr(side, op) for op in OPS if hasattr(side, op)} | {"version": version})

@@ -24,7 +24,7 @@ from common import (  # noqa: E402
     message,
     pointer_after,
     prefix_shares,
-    serve,
+    serve_side,
     timed,
 )
 from memtray.core.agent.context import runtime_context  # noqa: E402
@@ -154,17 +154,7 @@ class Side:
 
 
 def main() -> None:
-    side = Side()
-    serve({
-        "setup": side.setup,
-        "load": side.load,
-        "open": side.open,
-        "build": side.build,
-        "persist": side.persist,
-        "prefix": side.prefix,
-        "close": side.close,
-        "version": lambda: __import__("memtray.core").core.__version__,
-    })
+    serve_side(Side(), lambda: __import__("memtray.core").core.__version__)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from common import (
     pointer_after,
     prefix_shares,
     serialize,
-    serve,
+    serve_side,
     timed,
 )
 from nanobot.agent.context import ContextBuilder
@@ -148,16 +148,7 @@ class Side:
 
 
 def main() -> None:
-    side = Side()
-    serve({
-        "setup": side.setup,
-        "load": side.load,
-        "open": side.open,
-        "build": side.build,
-        "persist": side.persist,
-        "prefix": side.prefix,
-        "version": lambda: __import__("importlib.metadata").metadata.version("nanobot-ai"),
-    })
+    serve_side(Side(), lambda: __import__("importlib.metadata").metadata.version("nanobot-ai"))
 
 
 if __name__ == "__main__":
