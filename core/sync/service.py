@@ -40,6 +40,7 @@ from typing import Any
 from memtray.core.base.clock import Clock, format_ts, parse_ts
 from memtray.core.base.config import Settings
 from memtray.core.base.errors import MemtrayError
+from memtray.core.base.faults import crash_point
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import Home, device_id
 from memtray.core.log.events import Record, legacy_line
@@ -191,6 +192,7 @@ class SyncService:
                 hint="Use an empty repository for sync, or `memtray sync --init URL` to add memtray's refs "
                 "(under refs/memtray/ only) beside what it holds.")
         repo.fetch(url, key, streams)
+        crash_point("sync.fetched")
         # 3. check everything before changing anything
         peers: list[PeerEvents] = []
         for dev in streams:
@@ -256,6 +258,7 @@ class SyncService:
         except ImportError:
             return False
         outcome = merge([PeerHead(device, r.id, r.ts, dict(r.data)) for r in heads])
+        crash_point("sync.merged")
         if outcome.summary:
             rep.merges.append(str(outcome.summary))
         rep.conflicts.extend(list(outcome.conflicts))
@@ -283,6 +286,7 @@ class SyncService:
                 batch.append((PULLED, {"device": dev, "commit": peer.commit, "through": through}, None, None))
             if batch:
                 self.store.append_many(batch)
+                crash_point("sync.imported")
             imported += sum(1 for r in chunk if r.type in IMPORTED)
             if stop:
                 break
@@ -319,6 +323,7 @@ class SyncService:
         if head is None or head == mine_remote:
             return
         repo.push(url, head, log_ref(me))
+        crash_point("sync.pushed")  # the remote has it, the local ref does not yet
         if head != base:
             repo.set_ref(log_ref(me), head, base)
         rep.pushed = len(own)

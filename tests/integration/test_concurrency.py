@@ -12,21 +12,15 @@ from typing import Any
 
 import pytest
 from memtray.core.base.home import Home
-from memtray.core.log.eventlog import EventLog
 
 from tests.fixtures.llm_server import ScriptedLLMServer
-from tests.support import ROOT, cli_env, run_cli
+from tests.support import ROOT, cli_env, configure, run_cli, user_messages
 
 pytestmark = pytest.mark.slow
 
 
-def _configure(home: Home, server: ScriptedLLMServer) -> dict[str, str]:
-    env = {"OPENAI_API_KEY": "sk-test"}
-    for key, value in (("model", "openai/test-model"), ("api_base", server.base_url), ("llm_retries", "0"),
-                       ("llm_timeout", "120"), ("memory_window", "100000")):
-        out = run_cli(home.root, "config", "set", key, value, **env)
-        assert out.returncode == 0, out.stderr
-    return env
+#: beyond the test model: a timeout for 55 interpreters on a shared machine, a window no burst fills
+SETTINGS = {"llm_timeout": "120", "memory_window": "100000"}
 
 
 def _popen(home: Home, *args: str, **env: str) -> subprocess.Popen[str]:
@@ -49,15 +43,6 @@ def _burst(home: Home, texts: list[str], env: dict[str, str]) -> list[tuple[str,
     return done
 
 
-def _user_messages(home: Home) -> list[str]:
-    elog = EventLog.open(home.events, readonly=True)
-    try:
-        return [r.data["content"] for r in elog.iter_records()
-                if r.type == "message" and r.data.get("role") == "user"]
-    finally:
-        elog.close()
-
-
 def _start_daemon(home: Home, env: dict[str, str]) -> subprocess.Popen[str]:
     daemon = _popen(home, "daemon", **env)
     assert daemon.stderr is not None
@@ -68,7 +53,7 @@ def _start_daemon(home: Home, env: dict[str, str]) -> subprocess.Popen[str]:
 
 @pytest.mark.timeout(1800)  # 55 interpreters on a shared machine; nothing here waits on a clock
 def test_fifty_at_a_daemon_and_five_at_each_other_lose_nothing(home: Home, llm_server: ScriptedLLMServer) -> None:
-    env = _configure(home, llm_server)
+    env = configure(home, llm_server, **SETTINGS)
     daemon = _start_daemon(home, env)
     try:
         burst = _burst(home, [f"burst message {i}" for i in range(50)], env)
@@ -89,7 +74,7 @@ def test_fifty_at_a_daemon_and_five_at_each_other_lose_nothing(home: Home, llm_s
         assert err.count("waiting for another memtray command to finish") <= 1, err
     assert sum("waiting for another memtray command" in err for *_, err in alone) >= 1  # they did meet
 
-    logged = _user_messages(home)
+    logged = user_messages(home)
     expected = [t for t, *_ in burst] + [t for t, *_ in alone]
     assert sorted(logged) == sorted(expected)  # 55, each once
     assert len(set(logged)) == len(logged) == 55
@@ -98,7 +83,7 @@ def test_fifty_at_a_daemon_and_five_at_each_other_lose_nothing(home: Home, llm_s
 def test_a_waiting_command_keeps_its_stdin(home: Home, llm_server: ScriptedLLMServer) -> None:
     from memtray.core.base.home import HomeLock
 
-    env = _configure(home, llm_server)
+    env = configure(home, llm_server, **SETTINGS)
     lock = HomeLock(home).acquire()  # what a one-shot command does while it runs
     try:
         second = subprocess.Popen([sys.executable, "-m", "memtray.core.cli", "ask", "-"],
@@ -118,11 +103,11 @@ def test_a_waiting_command_keeps_its_stdin(home: Home, llm_server: ScriptedLLMSe
         out, err = second.stdout.read(), second.stderr.read()  # small: neither pipe fills
         assert second.wait(timeout=300) == 0, err
     assert out.startswith("echo: ") and out.endswith("from stdin, read once\n"), out
-    assert _user_messages(home) == ["from stdin, read once"]
+    assert user_messages(home) == ["from stdin, read once"]
 
 
 def test_stdin_is_forwarded_as_text_to_a_running_daemon(home: Home, llm_server: ScriptedLLMServer) -> None:
-    env = _configure(home, llm_server)
+    env = configure(home, llm_server, **SETTINGS)
     daemon = _start_daemon(home, env)
     try:
         out = run_cli(home.root, "ask", "-", input="- a line that starts with a dash", **env)
@@ -131,7 +116,7 @@ def test_stdin_is_forwarded_as_text_to_a_running_daemon(home: Home, llm_server: 
         daemon.communicate(timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("echo: ") and out.stdout.endswith("\n- a line that starts with a dash\n"), out.stdout
-    assert _user_messages(home) == ["- a line that starts with a dash"]
+    assert user_messages(home) == ["- a line that starts with a dash"]
 
 
 def test_the_lock_holder_is_named_while_waiting_is_bounded(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
 
 from memtray.core.app import App
 from memtray.core.audit import adopt, rebuild
@@ -14,23 +13,9 @@ from memtray.core.base.home import Home
 from memtray.core.log.eventlog import EventLog
 from memtray.core.memory.provenance import check_provenance, trace
 
-from tests.fixtures.corpus_model import CorpusModel
-from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
+from tests.fixtures.corpus_model import RememberingModel
+from tests.fixtures.llm_server import ScriptedLLMServer
 from tests.support import run_cli
-
-
-class _Responder(CorpusModel):
-    def __call__(self, request: dict[str, Any]) -> Any:
-        msgs = request.get("messages") or []
-        if any(t["function"]["name"] == "save_memory" for t in request.get("tools") or []):
-            return super().__call__(request)
-        if msgs and msgs[-1].get("role") == "tool":
-            return reply("Done.")
-        last = str(msgs[-1].get("content") or "")
-        if "Please remember that" in last:
-            return tool_call("remember", {"fact": last.split("Please remember that", 1)[1].strip(" ."),
-                                          "section": "Notes"})
-        return super().__call__(request)
 
 
 def _build_history(app: App) -> None:
@@ -72,7 +57,7 @@ def _build_history(app: App) -> None:
 
 
 def test_every_current_fact_has_provenance_and_why_covers_all(home: Home, llm_server: ScriptedLLMServer) -> None:
-    llm_server.responder = _Responder()
+    llm_server.responder = RememberingModel()
     app = App.open(home, config=Config(model="openai/careful", api_base=llm_server.base_url, llm_retries=0,
                                        memory_window=1000))
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import replace
-from typing import Any
 
 import pytest
 from memtray.core.agent.loop import request_hash
@@ -16,23 +15,9 @@ from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.llm.client import DeltaCallback, LLMClient, LLMResult, Request
 
-from tests.fixtures.corpus_model import CorpusModel
-from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
+from tests.fixtures.corpus_model import RememberingModel
+from tests.fixtures.llm_server import ScriptedLLMServer
 from tests.support import run_cli
-
-
-class _Responder(CorpusModel):
-    def __call__(self, request: dict[str, Any]) -> Any:
-        msgs = request.get("messages") or []
-        if any(t["function"]["name"] == "save_memory" for t in request.get("tools") or []):
-            return super().__call__(request)
-        if msgs and msgs[-1].get("role") == "tool":
-            return reply("Done.")
-        last = str(msgs[-1].get("content") or "") if msgs else ""
-        if "Please remember" in last:
-            fact = last.split("Please remember that", 1)[1].strip().rstrip(".")
-            return tool_call("remember", {"fact": fact, "section": "Notes"})
-        return super().__call__(request)
 
 
 def _turns(app: App, session: str, texts: list[str]) -> None:
@@ -57,7 +42,7 @@ def _settle(app: App) -> None:
 def test_every_turn_is_rebuilt_exactly_across_consolidations_rollbacks_and_new(
     home: Home, llm_server: ScriptedLLMServer
 ) -> None:
-    llm_server.responder = _Responder()
+    llm_server.responder = RememberingModel()
     cfg = Config(model="openai/test-model", api_base=llm_server.base_url, llm_retries=0, memory_window=6)
     user = [m["content"] for m in synthetic_corpus().messages if m["role"] == "user"]
     app = App.open(home, config=cfg)

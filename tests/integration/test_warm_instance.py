@@ -25,10 +25,9 @@ from typing import Any
 import pytest
 from memtray.core.base import ipc
 from memtray.core.base.home import Home
-from memtray.core.log.eventlog import EventLog
 
 from tests.fixtures.llm_server import ScriptedLLMServer
-from tests.support import ROOT, cli_env, run_cli
+from tests.support import ROOT, cli_env, configure, run_cli, user_messages
 
 pytestmark = pytest.mark.slow
 
@@ -43,15 +42,6 @@ def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(d))
     yield d
     shutil.rmtree(d, ignore_errors=True)
-
-
-def _configure(home: Home, server: ScriptedLLMServer, **settings: str) -> dict[str, str]:
-    env = {"OPENAI_API_KEY": "sk-test"}
-    values = {"model": "openai/test-model", "api_base": server.base_url, "llm_retries": "0", **settings}
-    for key, value in values.items():
-        out = run_cli(home.root, "config", "set", key, value, **env)
-        assert out.returncode == 0, out.stderr
-    return env
 
 
 def _status(home: Home, **env: str) -> dict[str, Any]:
@@ -83,15 +73,6 @@ def _wait_exit(pid: int, timeout: float = 300.0) -> bool:
         os.close(fd)
 
 
-def _user_messages(home: Home) -> list[str]:
-    elog = EventLog.open(home.events, readonly=True)
-    try:
-        return [r.data["content"] for r in elog.iter_records()
-                if r.type == "message" and r.data.get("role") == "user"]
-    finally:
-        elog.close()
-
-
 def _quit(home: Home, pid: int, env: dict[str, str]) -> None:
     out = run_cli(home.root, "daemon", "stop", **env)
     assert out.returncode == 0, out.stderr
@@ -101,7 +82,7 @@ def _quit(home: Home, pid: int, env: dict[str, str]) -> None:
 def test_the_first_command_starts_it_and_the_second_is_served_by_it(
     home: Home, llm_server: ScriptedLLMServer, runtime: Path
 ) -> None:
-    env = _configure(home, llm_server)
+    env = configure(home, llm_server)
     assert not _status(home, **env)["running"]
     first = run_cli(home.root, "ask", "first of a burst", **WARM, **env)
     assert first.returncode == 0, first.stderr
@@ -120,11 +101,11 @@ def test_the_first_command_starts_it_and_the_second_is_served_by_it(
         _quit(home, pid, env)
     assert "stopping (asked to quit)" in _instance_log(home)
     assert not _status(home, **env)["running"]
-    assert _user_messages(home) == ["first of a burst", "second of a burst"]
+    assert user_messages(home) == ["first of a burst", "second of a burst"]
 
 
 def test_memtray_quit_ends_it(home: Home, llm_server: ScriptedLLMServer, runtime: Path) -> None:
-    env = _configure(home, llm_server)
+    env = configure(home, llm_server)
     assert run_cli(home.root, "ask", "hello", **WARM, **env).returncode == 0
     pid = int(_status(home, **env)["pid"])
     out = run_cli(home.root, "quit", **env)
@@ -134,18 +115,18 @@ def test_memtray_quit_ends_it(home: Home, llm_server: ScriptedLLMServer, runtime
 
 
 def test_it_exits_after_its_idle_time(home: Home, llm_server: ScriptedLLMServer, runtime: Path) -> None:
-    env = _configure(home, llm_server, warm_instance_idle_minutes="0.02")  # 1.2 s
+    env = configure(home, llm_server, warm_instance_idle_minutes="0.02")  # 1.2 s
     out = run_cli(home.root, "ask", "one question", **WARM, **env)
     assert out.returncode == 0, out.stderr
     [pid] = _ready_pids(home)
     assert _wait_exit(pid), "the idle instance did not exit"
     assert "stopping (idle for 1.2s)" in _instance_log(home)
     assert not _status(home, **env)["running"]
-    assert _user_messages(home) == ["one question"]
+    assert user_messages(home) == ["one question"]
 
 
 def test_a_plain_daemon_takes_over_from_it(home: Home, llm_server: ScriptedLLMServer, runtime: Path) -> None:
-    env = _configure(home, llm_server)
+    env = configure(home, llm_server)
     assert run_cli(home.root, "ask", "to the warm one", **WARM, **env).returncode == 0
     warm_pid = int(_status(home, **env)["pid"])
     daemon = subprocess.Popen([sys.executable, "-m", "memtray.core.cli", "daemon"], env=cli_env(home.root, **env),
@@ -163,12 +144,12 @@ def test_a_plain_daemon_takes_over_from_it(home: Home, llm_server: ScriptedLLMSe
         daemon.terminate()
         daemon.communicate(timeout=120)
     assert "handing the data home over" in _instance_log(home)
-    assert _user_messages(home) == ["to the warm one", "to the daemon"]
+    assert user_messages(home) == ["to the warm one", "to the daemon"]
 
 
 @pytest.mark.parametrize("how", ["setting", "flag", "environment"])
 def test_it_never_starts_when_disabled(home: Home, llm_server: ScriptedLLMServer, runtime: Path, how: str) -> None:
-    env = _configure(home, llm_server, **({"warm_instance": "false"} if how == "setting" else {}))
+    env = configure(home, llm_server, **({"warm_instance": "false"} if how == "setting" else {}))
     args = ["--no-daemon", "ask", "x"] if how == "flag" else ["ask", "x"]
     extra = {} if how == "environment" else WARM  # cli_env sets MEMTRAY_NO_WARM=1
     out = run_cli(home.root, *args, **extra, **env)
@@ -182,7 +163,7 @@ def test_it_never_starts_when_disabled(home: Home, llm_server: ScriptedLLMServer
 def test_a_failed_start_says_so_and_the_command_still_runs(
     home: Home, llm_server: ScriptedLLMServer, runtime: Path, tmp_path: Path
 ) -> None:
-    env = _configure(home, llm_server)
+    env = configure(home, llm_server)
     # an AppImage path that is not a program: the instance cannot start
     bogus = tmp_path / "not-an-appimage"
     bogus.write_text("#!/bin/sh\necho broken >&2\nexit 3\n")
@@ -192,7 +173,7 @@ def test_a_failed_start_says_so_and_the_command_still_runs(
     assert out.stdout.endswith("still answered\n")
     assert "the background instance did not start" in out.stderr and "instance.log" in out.stderr
     assert "broken" in _instance_log(home)
-    assert _user_messages(home) == ["still answered"]
+    assert user_messages(home) == ["still answered"]
 
 
 # --- another user -------------------------------------------------------------------
@@ -220,7 +201,7 @@ def _as_other_user(fn: Any) -> int:
 def test_a_second_users_commands_never_reach_it(
     home: Home, llm_server: ScriptedLLMServer, runtime: Path
 ) -> None:
-    env = _configure(home, llm_server)
+    env = configure(home, llm_server)
     assert run_cli(home.root, "ask", "mine", **WARM, **env).returncode == 0
     pid = int(_status(home, **env)["pid"])
     path = ipc.socket_path(home)
@@ -257,7 +238,7 @@ def test_a_second_users_commands_never_reach_it(
         assert _as_other_user(lambda: 0 if ipc.runtime_dir(home) != runtime else 1) == 0
     finally:
         _quit(home, pid, env)
-    assert _user_messages(home) == ["mine"]
+    assert user_messages(home) == ["mine"]
     assert "refused a connection from uid 65534" in (home.logs / "memtray.log").read_text(encoding="utf-8")
 
 
@@ -265,7 +246,7 @@ def test_a_second_users_commands_never_reach_it(
 def test_a_squatter_on_the_old_path_does_not_stop_the_daemon(
     home: Home, llm_server: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = _configure(home, llm_server)
+    env = configure(home, llm_server)
     tmp = Path(tempfile.mkdtemp(prefix="mtsq"))
     tmp.chmod(0o1777)  # a shared /tmp
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
@@ -303,6 +284,6 @@ def test_a_squatter_on_the_old_path_does_not_stop_the_daemon(
             daemon.terminate()
             daemon.communicate(timeout=120)
         assert daemon.returncode == 0
-        assert _user_messages(home) == ["despite the squatter"]
+        assert user_messages(home) == ["despite the squatter"]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
