@@ -1,0 +1,55 @@
+"""The origin mark of imported events and how the fold treats them."""
+
+from __future__ import annotations
+
+from memtray.core.log.events import Record
+from memtray.core.log.origin import EXPORTED, IMPORTED, Origin, marked, origin_of, peer_session
+from memtray.core.log.projections import State, apply, replay
+
+
+def _rec(seq: int, type_: str, data: dict, session: str | None = "quick", id_: str | None = None) -> Record:
+    return Record(seq, id_ or f"ID{seq:04d}", "2026-12-01T10:00:00.000Z", type_, 1, session, data)
+
+
+def test_origin_of_reads_the_mark_and_ignores_events_made_here() -> None:
+    peer = _rec(7, "message", {"role": "user", "content": "hi"})
+    here = _rec(1, "message", marked(peer, "d0123456789ab"), session=peer_session("quick", "d0123456789ab"),
+                id_=peer.id)  # an import keeps the id it was made with
+    assert origin_of(here) == Origin("d0123456789ab", 7, "2026-12-01T10:00:00.000Z", "ID0007")
+    assert here.session == "quick@d0123456789ab"
+    assert origin_of(peer) is None
+    assert origin_of(_rec(2, "message", {"role": "user", "origin": "not a mark"})) is None
+
+
+def test_memory_heads_travel_but_are_never_imported_as_is() -> None:
+    assert "memory.written" in EXPORTED and "memory.written" not in IMPORTED
+    assert "consolidation.started" not in EXPORTED
+
+
+def test_imported_messages_are_never_part_of_a_tail_and_never_move_a_local_pointer() -> None:
+    dev = "d0123456789ab"
+    recs = [
+        _rec(1, "message", {"role": "user", "content": "mine"}),
+        _rec(2, "message", marked(_rec(5, "message", {"role": "user", "content": "theirs"}), dev),
+             session=peer_session("quick", dev)),
+        _rec(3, "message", {"role": "assistant", "content": "mine too"}),
+    ]
+    st = replay(recs)
+    assert [m["content"] for m in st.sessions["quick"].messages] == ["mine", "mine too"]
+    peer = st.sessions[f"quick@{dev}"]
+    assert peer.messages == [] and peer.unconsolidated == 0 and peer.count == 1
+    assert st.last_seq == 3
+
+
+def test_a_peers_reminder_is_owned_by_its_device_and_the_cursor_is_kept() -> None:
+    dev = "d0123456789ab"
+    sched = {"reminder": "R1", "text": "call", "kind": "at", "spec": "2026-12-02T10:00:00+00:00", "tz": "UTC"}
+    st = State()
+    apply(st, _rec(1, "reminder.scheduled", marked(_rec(3, "reminder.scheduled", sched), dev)))
+    apply(st, _rec(2, "reminder.scheduled", {**sched, "reminder": "R2"}))
+    apply(st, _rec(3, "sync.pulled", {"device": dev, "commit": "c" * 40, "through": 3}))
+    assert st.reminders["R1"].device == dev and st.reminders["R2"].device is None
+    assert st.sync == {dev: {"commit": "c" * 40, "through": 3}}
+    again = State.from_json(st.to_json())
+    assert again.sync == st.sync and again.reminders["R1"].device == dev
+    assert "sync.pulled" not in st.unknown
