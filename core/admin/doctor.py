@@ -142,6 +142,9 @@ def check(home: Home) -> list[Finding]:
     from memtray.core.search.health import check_search
 
     out.extend(check_search(home, cfg.embedding_model if cfg is not None else ""))
+    from memtray.core.sync.health import check_sync
+
+    out.extend(check_sync(home, cfg))
     return out
 
 
