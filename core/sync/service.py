@@ -31,7 +31,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -124,6 +124,11 @@ class SyncService:
         self.dir = home.root / "sync"
         self._lock = threading.Lock()
         self._device: str | None = None
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
+
+    def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> None:
+        """``fn(status)`` after every sync attempt, on the thread that synced (the tray's line)."""
+        self._listeners.append(fn)
 
     @property
     def device(self) -> str:
@@ -150,6 +155,11 @@ class SyncService:
             atomic_write(self.status_path, json.dumps(body, indent=1, sort_keys=True) + "\n")
         except (OSError, MemtrayError) as exc:
             log.warning("could not save the sync status: %s", exc)
+        for fn in list(self._listeners):
+            try:
+                fn(dict(body))
+            except Exception:  # a view that fails must not fail the sync
+                log.exception("sync status listener failed")
 
     # --- one sync ---------------------------------------------------------------------
 
