@@ -471,6 +471,22 @@ class MemoryWritten(Payload):
     facts: dict[str, Any] | None = None
     #: a rollback's: the revision (sha) memory went back to, named in the commit message
     target: str | None = None
+    #: sync: the device that wrote it, and the memory.written event ids it follows (two or more
+    #: for a merge); absent in older events = the previous memory.written of the same log
+    device: str | None = None
+    parents: list[str] | None = None
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class MemoryPeerHead(Payload):
+    """A memory revision another device wrote (``data`` verbatim), kept for the memory merge."""
+
+    TYPE: ClassVar[str] = "memory.peer"
+    device: str
+    event_id: str
+    ts: str
+    data: dict[str, Any]
 
 
 @SCHEMA.register
@@ -588,6 +604,8 @@ class RebuildProgress(Payload):
     flagged: list[dict[str, Any]] | None = None
     message_seqs: list[int] | None = None
     model: str | None = None
+    #: the id of every fact of ``memory``, as in ``memory.written`` (absent before rebuilds kept ids)
+    facts: dict[str, Any] | None = None
 
 
 @SCHEMA.register

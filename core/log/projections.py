@@ -210,6 +210,7 @@ KNOWN_TYPES = frozenset(
         "memory.reviewed",
         "log.damaged",
         "memory.purged",
+        "memory.peer",
         "reminder.scheduled",
         "reminder.fired",
         "reminder.cancelled",

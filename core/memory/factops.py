@@ -148,9 +148,11 @@ class FactOps(MemoryBrowsing):
         led = self.ledger()
         live = set(led.ids)
         norms = {f.norm for f in led.facts}
+        texts = {f.id: f.norm for f in led.facts}
         items = [i for i in self.store.state.review.values()
-                 if not (i.get("kind") == "silent-drop" and i.get("fact_id") in live)
-                 and factdiff.normalize(str(i.get("text", ""))) not in norms]
+                 if (_conflict_open(i, texts) if i.get("kind") == "merge-conflict" else
+                     not (i.get("kind") == "silent-drop" and i.get("fact_id") in live)
+                     and factdiff.normalize(str(i.get("text", ""))) not in norms)]
         return sorted(items, key=lambda i: i["seq"])
 
     def why(self, fact: str) -> dict[str, Any]:
@@ -188,6 +190,15 @@ class FactOps(MemoryBrowsing):
             "consolidation": rec.data.get("consolidation"),
             "messages": messages,
         }
+
+
+def _conflict_open(item: dict[str, Any], texts: dict[str, str]) -> bool:
+    """A merge conflict waits while its fact is in memory (and, for two wordings, while the
+    other wording is not the one memory holds): removing or rewording it by hand resolves it."""
+    now = texts.get(str(item.get("fact_id")))
+    if now is None:
+        return False
+    return item.get("conflict") == "removed-reworded" or now != factdiff.normalize(str(item.get("text", "")))
 
 
 __all__ = ["FactOps", "UndoResult"]

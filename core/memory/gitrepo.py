@@ -24,7 +24,7 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -291,8 +291,10 @@ class GitRepo:
         *,
         branch: bytes = BRANCH,
         update_worktree: bool = True,
+        parents: Sequence[str] | None = None,
     ) -> str:
-        """One commit containing ``files`` (whole contents) on top of ``branch``."""
+        """One commit containing ``files`` (whole contents) on top of ``branch`` (or, with
+        ``parents``, with those parents: a merge, or a commit of another device's line)."""
         self._check_writer("a memory commit")
         from dulwich.objects import Blob, Commit, Tree
 
@@ -310,7 +312,7 @@ class GitRepo:
                 tree.add(name.encode(), 0o100644, blob.id)
             commit = Commit()
             commit.tree = tree.id
-            commit.parents = [parent] if parent else []
+            commit.parents = [p.encode() for p in parents] if parents is not None else [parent] if parent else []
             commit.author = commit.committer = AUTHOR
             ts = int(when.timestamp())
             commit.author_time = commit.commit_time = ts

@@ -27,7 +27,7 @@ from memtray.core.base.clock import Clock, parse_ts
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.faults import crash_point
 from memtray.core.base.fsutil import atomic_write, fsync_dir
-from memtray.core.base.home import Home
+from memtray.core.base.home import Home, device_id
 from memtray.core.base.worker import WriterThread
 from memtray.core.log.events import MemoryWritten, Record
 from memtray.core.log.projections import State
@@ -44,6 +44,7 @@ from memtray.core.memory.gitrepo import (
     hand_edits,
     probe,
 )
+from memtray.core.memory.peers import PeerLine
 from memtray.core.memory.revisions import apply_history, commit_message
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,8 @@ class GitProjection:
         #: the single writer the repository checks (set by the composition root)
         self.writer: WriterThread | None = None
         self.git = self._repo(home.memory)
+        #: merge revisions' other parents: commits of other devices' revisions (see peers.py)
+        self.peers = PeerLine(store, lambda: device_id(home))
         self.commits_made_on_start = 0
         self._behind = False  # a commit failed: make the missing ones before the next
         #: memory.written events git cannot store (text older versions logged: a lone surrogate),
@@ -158,6 +161,7 @@ class GitProjection:
                            hint="Run `memtray doctor --repair`: it repairs the log, then rebuilds memory/.")
         log.error("the memory repository is damaged (%s); rebuilding it from the event log", exc)
         self.git.close()
+        self.peers.reset()
         stamp = self.clock.now().strftime("%Y%m%dT%H%M%S")
         carried = hand_edits(home.memory, self._logged_texts())
         work = aside_path(home.memory, "rebuilding", stamp)
@@ -178,6 +182,7 @@ class GitProjection:
             fsync_dir(home.root)
         except Exception as err:
             self.git.close()
+            self.peers.reset()
             shutil.rmtree(work, ignore_errors=True)
             self.git = self._repo(home.memory)
             raise GitError(f"the memory repository is damaged ({exc}) and could not be rebuilt: {err}") from err
@@ -213,7 +218,9 @@ class GitProjection:
         head = self.git.head()
         prev_history = self.git.read(head, "HISTORY.md") if head else ""
         files = {"MEMORY.md": rec.data["memory"], "HISTORY.md": apply_history(prev_history, rec)}
-        sha = self.git.commit(files, commit_message(rec), parse_ts(rec.ts))
+        parents = self.peers.commit_parents(rec, self.git, head)
+        sha = self.git.commit(files, commit_message(rec), parse_ts(rec.ts), parents=parents)
+        self.peers.committed(rec, sha)
         self._behind = False
         return sha
 
@@ -235,6 +242,7 @@ class GitProjection:
             # git is ahead of the log (restored from a backup?): rebuild it from the log
             log.warning("memory repository is ahead of the event log; rebuilding it from the log")
             self.git.set_ref("refs/heads/main", None)
+            self.peers.reset()
             after = 0
         made = 0
         for rec in self.store.log.records(after):

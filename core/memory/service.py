@@ -26,18 +26,21 @@ from memtray.core.memory.factops import FactOps, UndoResult
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.gitrepo import GitRepo
 from memtray.core.memory.guard import review_item
+from memtray.core.memory.ledgers import diff_by_id
+from memtray.core.memory.merging import PeerMerging, SyncFields, renamed
 from memtray.core.memory.projection import GitProjection
 from memtray.core.memory.revisions import Revision
 
 log = logging.getLogger(__name__)
 
-REASONS = ("consolidation", "agent", "user-edit", "restore", "rollback", "redo", "review", "adopt", "rebuild", "import", "undo")
+REASONS = ("consolidation", "agent", "user-edit", "restore", "rollback", "redo", "review", "adopt", "rebuild", "import", "undo",
+           "merge")
 MAX_MEMORY_CHARS = 200_000
 
 __all__ = ["MAX_MEMORY_CHARS", "REASONS", "SILENT_HELD", "MemoryError_", "MemoryService", "UndoResult"]
 
 
-class MemoryService(FactOps):
+class MemoryService(FactOps, PeerMerging):
     def __init__(self, store: Store, home: Home, clock: Clock) -> None:
         self.store = store
         self.projection = GitProjection(store, home, clock, self.write)
@@ -96,6 +99,7 @@ class MemoryService(FactOps):
         merged: dict[str, list[str]] | None = None,
         target: str | None = None,
         client: str | None = None,
+        sync: SyncFields | None = None,
     ) -> list[Record]:
         """Append ``memory.written`` (+ ``extra`` events) in one write; git follows.
 
@@ -109,6 +113,10 @@ class MemoryService(FactOps):
         rollback's); without it they are attached from the current revision. The event
         records them (``facts``) and its fact diff is by id; ``merged`` (survivor id ->
         ids merged into it) gives those dropped ids their reason.
+
+        Every event names its device and the revision it follows (``parents``); a merge
+        gives its own (``sync``: event id, parents, writer, ids renamed since, events to
+        log before it).
         """
         if reason not in REASONS:
             raise MemoryError_(f"unknown memory change reason {reason!r}")
@@ -122,6 +130,8 @@ class MemoryService(FactOps):
             for i in ids:
                 reasons.setdefault(i, f"merged into {survivor}")
         ledger, d = self.facts_for(memory, reason, facts)
+        if sync is not None and sync.renamed:
+            d = diff_by_id(renamed(self.ledger(), sync.renamed), ledger)
         if provenance:
             # callers that name facts by their content id (adopt, imports) get them on fact ids
             content_ids = {f.id: led.id for f, led in zip(factdiff.parse(memory), ledger.facts, strict=False)}
@@ -142,10 +152,19 @@ class MemoryService(FactOps):
             client=redact(client)[:80] if client else None,
         )
         data = ev.to_data()
-        data["facts"] = ledger.to_json() | ({"merged": merged} if merged else {})
-        items: list[tuple[str, dict[str, Any], str | None, str | None]] = [(MemoryWritten.TYPE, data, session, None)]
+        data["facts"] = ledger.to_json() | ({"merged": merged} if merged else {}) | (
+            {"renamed": sync.renamed} if sync is not None and sync.renamed else {})
+        data["device"] = sync.device if sync is not None and sync.device else self.device
+        before = list(sync.before) if sync is not None else []
         with self.store.locked():  # re-entrant: the seq read here is the one append_many gives
-            seq = self.store.log.last_seq + 1
+            if sync is not None and sync.parents is not None:
+                data["parents"] = list(sync.parents)
+            else:
+                prev = self.head_id()
+                data["parents"] = [prev] if prev else []
+            items: list[tuple[str, dict[str, Any], str | None, str | None]] = [
+                *before, (MemoryWritten.TYPE, data, session, sync.event_id if sync is not None else None)]
+            seq = self.store.log.last_seq + 1 + len(before)
             for t, data, sess in extra or []:
                 items.append((t, {**data, "memory_seq": seq} if "memory_seq" in data else data, sess, None))
             return self.store.append_many(items)
@@ -259,11 +278,34 @@ class MemoryService(FactOps):
         """Put the held fact (back) into memory."""
         item = self._review(item_id)
         self.projection.adopt_worktree()
+        if item.get("kind") == "merge-conflict":
+            return self._resolve_conflict(item)
         new = factdiff.add_fact(self.store.state.memory, item["text"], item.get("section") or None)
         keep = {factdiff.normalize(item["text"]): item["fact_id"]} if item.get("kind") == "silent-drop" else None
         self.write(new, reason="review", source="user", facts=fact_ids.attach(self.ledger(), new, keep=keep),
                    extra=[(MemoryReviewed.TYPE, MemoryReviewed(item=item["id"], action="restore",
                                                                memory_seq=self.store.state.memory_seq + 1).to_data(), None)])
+        return self.revision("HEAD")
+
+    def _resolve_conflict(self, item: dict[str, Any]) -> Revision:
+        """A merge conflict the other way: the other device's words, or its removal."""
+        led = self.ledger()
+        fact = led.get(str(item["fact_id"]))
+        if fact is None:
+            raise MemoryError_(f"fact {item['fact_id']} is no longer in memory; nothing to resolve",
+                               hint="Accept the item: `memtray memory review accept ID`.")
+        k = led.facts.index(fact)
+        current = self.store.state.memory
+        done = MemoryReviewed(item=item["id"], action="restore", memory_seq=self.store.state.memory_seq + 1).to_data()
+        if item.get("conflict") == "removed-reworded":
+            new = factdiff.remove_fact(current, factdiff.parse(current)[k])
+            self.write(new, reason="review", source="user", dropped_reasons={fact.id: str(item.get("reason", "merge conflict"))},
+                       facts=Ledger(tuple(f for f in led.facts if f.id != fact.id), led.next),
+                       extra=[(MemoryReviewed.TYPE, done, None)])
+        else:
+            new = factdiff.replace_fact(current, k, str(item["text"]))
+            ids = Ledger.with_ids(new, led.ids, led.next) if len(factdiff.parse(new)) == len(led.facts) else None
+            self.write(new, reason="review", source="user", facts=ids, extra=[(MemoryReviewed.TYPE, done, None)])
         return self.revision("HEAD")
 
     def _review(self, item_id: str) -> dict[str, Any]:

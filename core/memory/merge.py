@@ -1,0 +1,366 @@
+"""Merging memory across devices: a three-way merge of two memory revisions by fact id (pure).
+
+Every ``memory.written`` is a node of a DAG: its event id, the device that wrote it
+(``device``) and the revisions it follows (``parents``; absent in events written
+before sync existed = the previous ``memory.written`` of the same log). Two devices
+that both consolidated hold two heads; :func:`merge_nodes` merges them against their
+lowest common ancestor (no common ancestor = an empty memory; several = those merged
+first, as git's recursive strategy does), fact by fact on ids:
+
+* a fact changed on one side only takes that change (reworded, moved, removed);
+* reworded on both sides: the wording that says everything the other says is kept,
+  else the wording of the lower device id, and the other is held for review;
+* removed on one side and reworded on the other: kept with its new words, and held
+  for review (``memory review restore`` removes it after all). Never a silent loss;
+* ids are per-device counters, so two devices both hand out ``F12``: a new fact of the
+  higher device whose id the lower device used for something else gets a new number
+  (after both devices' counters), the same way on every device;
+* a new fact restating one the other side has (:func:`facts.pair`, the precise
+  matcher: the same words, a rewording that keeps every name and number, a
+  translation) is one fact, not two.
+
+The merge is symmetric and deterministic: the sides are ordered by device id, never
+"ours" and "theirs", so ``merge(a, b) == merge(b, a)`` and two devices merging the same
+heads write the same text, the same ids and the same event id (:func:`merge_id`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memtray.core.memory import factdiff
+from memtray.core.memory import facts as fact_ids
+from memtray.core.memory.factdiff import Fact
+from memtray.core.memory.facts import Ledger
+
+__all__ = ["Dag", "MergeOutcome", "Merged", "Node", "PeerHead", "merge3", "merge_id", "merge_nodes"]
+
+#: the kind of review item a merge conflict becomes
+CONFLICT = "merge-conflict"
+
+
+@dataclass(frozen=True)
+class PeerHead:
+    """A ``memory.written`` another device wrote, as the sync hands it over."""
+
+    device: str  # origin device id
+    event_id: str  # the origin memory.written's event id
+    ts: str  # its origin timestamp
+    data: Mapping[str, Any]  # its payload, verbatim (memory, facts, parents, reason, ...)
+
+
+@dataclass(frozen=True)
+class MergeOutcome:
+    """What :meth:`MemoryService.merge_peer_heads` did."""
+
+    merged: bool  # a merge revision was written
+    fast_forward: bool  # local memory simply became the peer's (nothing local since)
+    up_to_date: bool  # nothing to do (already contains it)
+    conflicts: list[dict[str, Any]]  # each kept for review: {"id", "ours", "theirs", "kind"}
+    revision: str | None  # the git sha of the new revision, if any
+    summary: str  # one line for the CLI / tray
+
+    def to_json(self) -> dict[str, Any]:
+        return {"merged": self.merged, "fast_forward": self.fast_forward, "up_to_date": self.up_to_date,
+                "conflicts": self.conflicts, "revision": self.revision, "summary": self.summary}
+
+
+@dataclass(frozen=True)
+class Node:
+    """One memory revision of the DAG."""
+
+    id: str
+    device: str
+    parents: tuple[str, ...]
+    ts: str
+    data: Mapping[str, Any]
+    seq: int = 0  # where this device's log recorded it (what was known when it was)
+
+    @property
+    def text(self) -> str:
+        return str(self.data.get("memory", ""))
+
+    @functools.cached_property
+    def ledger(self) -> Ledger:
+        return Ledger.of(self.text, self.data)
+
+    def dropped_reasons(self) -> dict[str, str]:
+        """Why this revision removed each fact it removed (its fact diff)."""
+        return {str(i["id"]): str(i.get("reason") or "") for i in (self.data.get("diff") or {}).get("dropped", [])
+                if isinstance(i, Mapping) and "id" in i}
+
+
+class Dag:
+    """The memory revisions one device knows, by event id."""
+
+    def __init__(self, nodes: Iterable[Node] = ()) -> None:
+        self.nodes: dict[str, Node] = {}
+        for n in nodes:
+            self.add(n)
+
+    def add(self, node: Node) -> None:
+        self.nodes.setdefault(node.id, node)
+
+    def __contains__(self, ident: object) -> bool:
+        return ident in self.nodes
+
+    def ancestors(self, ident: str) -> set[str]:
+        """``ident`` and every revision it follows (parents this device does not know are skipped)."""
+        out: set[str] = set()
+        todo = [ident]
+        while todo:
+            i = todo.pop()
+            if i in out or i not in self.nodes:
+                continue
+            out.add(i)
+            todo.extend(self.nodes[i].parents)
+        return out
+
+    def heads(self, idents: Iterable[str]) -> list[str]:
+        """Of ``idents``, those no other one follows, ordered by (device, id)."""
+        ids = {i for i in idents if i in self.nodes}
+        anc = {i: self.ancestors(i) for i in ids}
+        out = [i for i in ids if not any(i in anc[j] for j in ids if j != i)]
+        return sorted(out, key=lambda i: (self.nodes[i].device, i))
+
+    def common_bases(self, a: set[str], b: set[str]) -> list[str]:
+        """The lowest common ancestors of two ancestor sets, ordered by (device, id)."""
+        return self.heads(a & b)
+
+
+@dataclass
+class Merged:
+    """The result of a merge: the text and its ledger, and how it came about."""
+
+    text: str
+    ledger: Ledger
+    conflicts: list[dict[str, Any]] = field(default_factory=list)  # review items (kind merge-conflict)
+    dropped: dict[str, str] = field(default_factory=dict)  # id -> why (removed on one side)
+    renamed: dict[str, dict[str, str]] = field(default_factory=dict)  # device -> {old id: new id}
+    merged: dict[str, list[str]] = field(default_factory=dict)  # survivor -> ids merged into it
+    origin: dict[str, str] = field(default_factory=dict)  # fact id -> device whose words it has
+
+
+def merge_id(parents: Sequence[str], merged: Merged) -> str:
+    """The merge revision's event id: from its sorted parent ids and what it holds, so two
+    devices merging the same heads write the same event (the other's copy imports as a no-op),
+    and two that (knowing different ancestors) merged them differently do not look the same."""
+    body = json.dumps([sorted(parents), merged.text, merged.ledger.ids], ensure_ascii=False)
+    return "M" + hashlib.sha256(body.encode()).hexdigest()[:25].upper()
+
+
+# --- the three-way merge ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Side:
+    device: str
+    text: str
+    ledger: Ledger
+    dropped: Mapping[str, str]  # why this side removed a fact since the base
+    used: frozenset[str]  # every id this side had since the base (dropped ones too)
+
+
+def _pick(o: Fact, a: Fact, b: Fact) -> tuple[Fact, Fact | None]:
+    """The wording of a fact both sides have: the changed one, or (both changed) the one
+    that covers the other, else ``a``'s with ``b``'s to review."""
+    if a.norm == b.norm:
+        return (b if a.section == o.section and b.section != o.section else a), None
+    if a.norm == o.norm:
+        return b, None
+    if b.norm == o.norm:
+        return a, None
+    if fact_ids.covers(a.text, b.text):
+        return a, None
+    if fact_ids.covers(b.text, a.text):
+        return b, None
+    return a, b
+
+
+def _item(fact_id: str, text: str, section: str, conflict: str, reason: str,
+          words: Mapping[str, str | None]) -> dict[str, Any]:
+    """A review item for a conflict: ``text`` is the other choice (``reworded``: the words not
+    kept; ``removed-reworded``: the fact kept, which ``restore`` removes), ``words`` what each
+    device had (None: removed)."""
+    ident = hashlib.sha1(f"{CONFLICT}:{fact_id}:{conflict}:{factdiff.normalize(text)}".encode()).hexdigest()[:10]
+    return {"id": ident, "kind": CONFLICT, "text": text, "section": section, "fact_id": fact_id,
+            "reason": reason, "conflict": conflict, "words": dict(words)}
+
+
+def merge3(base: Ledger, x: Side, y: Side) -> Merged:
+    """Merge two sides against ``base``; see the module docstring. ``x`` and ``y`` may be
+    given in any order (they are ordered by device id here)."""
+    a, b = sorted((x, y), key=lambda s: s.device)
+    o = {f.id: f for f in base.facts}
+    la = {f.id: f for f in a.ledger.facts}
+    nxt = max(base.next, a.ledger.next, b.ledger.next, _next_after([*o, *la, *b.used, *a.used]))
+    # b's new ids that a used for something else get new numbers
+    renamed: dict[str, str] = {}
+    b_facts: list[Fact] = []
+    for f in b.ledger.facts:
+        if f.id not in o and (f.id in a.used or f.id in la) and not (f.id in la and la[f.id].norm == f.norm):
+            renamed[f.id] = fact_ids.new_id(nxt)
+            nxt += 1
+            f = Fact(renamed[f.id], f.section, f.text, f.norm)
+        b_facts.append(f)
+    lb = {f.id: f for f in b_facts}
+    out = Merged("", Ledger(()), renamed={b.device: renamed} if renamed else {})
+    # what each id becomes: a Fact (its words), or None (removed)
+    final: dict[str, Fact | None] = {}
+    from_b: set[str] = set()  # ids whose words are b's
+    # a new fact restating one the other side has is that fact
+    cand_a = [f for f in a.ledger.facts if f.id not in lb]
+    cand_b = [f for f in b_facts if f.id not in la]
+    for j, i in fact_ids.pair(cand_a, cand_b).items():
+        fa, fb = cand_a[i], cand_b[j]
+        if fa.id in o and fb.id in o:
+            continue  # two old facts, each removed on the other side: not a restatement
+        keep_b = fb.id in o and fa.id not in o
+        survivor, other = (fb, fa) if keep_b else (fa, fb)
+        words = fb if fact_ids.covers(fb.text, fa.text) and not fact_ids.covers(fa.text, fb.text) else fa
+        if survivor.id in o and o[survivor.id].norm == survivor.norm:
+            words = other  # the old fact was restated in new words on the other side: a rewording
+        final[survivor.id] = Fact(survivor.id, words.section, words.text, words.norm)
+        if words is fb:
+            from_b.add(survivor.id)
+        final[other.id] = None
+        out.merged.setdefault(survivor.id, []).append(other.id)
+    for fid, of in o.items():
+        if fid in final:
+            continue
+        fa_, fb_ = la.get(fid), lb.get(fid)
+        if fa_ is not None and fb_ is not None:
+            kept, alt = _pick(of, fa_, fb_)
+            final[fid] = kept
+            if kept is fb_:
+                from_b.add(fid)
+            if alt is not None:
+                out.conflicts.append(_item(fid, alt.text, alt.section, "reworded",
+                                           f"reworded on {a.device} and on {b.device}; {a.device}'s words kept, "
+                                           f"these are {b.device}'s", {a.device: fa_.text, b.device: fb_.text}))
+        elif fa_ is not None or fb_ is not None:
+            here, gone = (a, b) if fa_ is not None else (b, a)
+            f = fa_ if fa_ is not None else fb_
+            assert f is not None
+            why = gone.dropped.get(fid) or ""
+            if f.norm == of.norm:
+                final[fid] = None
+                out.dropped[fid] = f"removed on {gone.device}: {why}" if why else f"removed on {gone.device}"
+            else:
+                final[fid] = f
+                if here is b:
+                    from_b.add(fid)
+                out.conflicts.append(_item(fid, f.text, f.section, "removed-reworded",
+                                           f"removed on {gone.device} ({why or 'no reason given'}) but reworded on {here.device}; "
+                                           "kept with the new words", {here.device: f.text, gone.device: None}))
+        else:
+            final[fid] = None
+    text, led = _build(a, b_facts, final, from_b, nxt)
+    out.text, out.ledger = text, led
+    out.origin = {f.id: (b.device if f.id in from_b or (f.id in lb and f.id not in la) else a.device)
+                  for f in led.facts}
+    return out
+
+
+def _build(a: Side, b_facts: Sequence[Fact], final: Mapping[str, Fact | None], from_b: set[str],
+           nxt: int) -> tuple[str, Ledger]:
+    """The merged MEMORY.md: ``a``'s text with ``b``'s changes applied, and its ledger."""
+    text = a.text
+    ids = list(a.ledger.ids)
+    la = {f.id for f in a.ledger.facts}
+
+    def relabel(new_text: str, want: list[str]) -> None:
+        nonlocal text, ids
+        text, ids = new_text, want
+
+    for f in a.ledger.facts:
+        target = final.get(f.id, f)
+        k = ids.index(f.id)
+        if target is None:
+            new = factdiff.remove_fact(text, factdiff.parse(text)[k])
+            relabel(new, ids[:k] + ids[k + 1:])
+        elif target.norm != f.norm:
+            new = factdiff.replace_fact(text, k, target.text)
+            relabel(new, ids)
+    for f in b_facts:
+        target = final.get(f.id, f)
+        if f.id in la or target is None or f.id in ids:
+            continue
+        new = factdiff.add_fact(text, target.text, target.section or None)
+        if new == text:
+            continue  # the same words are already there (under another id)
+        after = factdiff.parse(new)
+        # add_fact appends at the end of its section: find the one fact that is new
+        before_norms = [g.norm for g in factdiff.parse(text)]
+        at = next((k for k, g in enumerate(after) if k >= len(before_norms) or g.norm != before_norms[k]),
+                  len(after) - 1)
+        relabel(new, [*ids[:at], f.id, *ids[at:]])
+    parsed = factdiff.parse(text)
+    if len(parsed) != len(ids):  # cannot happen for well-formed texts; never lose the text
+        known = {f.id: f for f in (*b_facts, *a.ledger.facts, *(f for f in final.values() if f is not None))}
+        return text, fact_ids.attach(Ledger(tuple(known.values()), nxt), text)
+    seen: set[str] = set()
+    out: list[str] = []
+    for i in ids:
+        if i in seen:
+            i = fact_ids.new_id(nxt)
+            nxt += 1
+        seen.add(i)
+        out.append(i)
+    return text, Ledger.with_ids(text, out, nxt)
+
+
+def _next_after(ids: Iterable[str]) -> int:
+    nums = [int(i[1:]) for i in ids if i.startswith("F") and i[1:].isdigit()]
+    return max(nums, default=0) + 1
+
+
+# --- merging DAG nodes -----------------------------------------------------------------
+
+def _since(dag: Dag, device: str, text: str, ledger: Ledger, anc: set[str], base_anc: set[str]) -> Side:
+    """One side of a merge: its text and ids, what it removed since the base and why (the
+    fact diffs of the revisions between the base and it), and every id it had meanwhile."""
+    dropped: dict[str, str] = {}
+    used: set[str] = set(ledger.ids)
+    for n in sorted((dag.nodes[i] for i in anc - base_anc), key=lambda n: (n.ts, n.id)):
+        dropped.update(n.dropped_reasons())
+        used.update(n.ledger.ids)
+    return Side(device, text, ledger, dropped, frozenset(used))
+
+
+def merge_nodes(dag: Dag, heads: Sequence[str]) -> Merged:
+    """Merge the revisions ``heads`` (two or more, none following another) of ``dag``.
+
+    Folded in (device, id) order; each step merges against the lowest common ancestor
+    (several: merged first, recursively; none: an empty memory)."""
+    order = sorted(heads, key=lambda i: (dag.nodes[i].device, i))
+    first = dag.nodes[order[0]]
+    acc = Merged(first.text, first.ledger)
+    acc_anc = dag.ancestors(order[0])
+    for h in order[1:]:
+        node = dag.nodes[h]
+        anc = dag.ancestors(h)
+        bases = dag.common_bases(acc_anc, anc)
+        if not bases:
+            base, base_anc = Ledger(()), set()
+        elif len(bases) == 1:
+            base, base_anc = dag.nodes[bases[0]].ledger, dag.ancestors(bases[0])
+        else:
+            base = merge_nodes(dag, bases).ledger
+            base_anc = set().union(*(dag.ancestors(x) for x in bases))
+        left = _since(dag, first.device, acc.text, acc.ledger, acc_anc, base_anc)
+        right = _since(dag, node.device, node.text, node.ledger, anc, base_anc)
+        step = merge3(base, left, right)
+        step.conflicts = acc.conflicts + step.conflicts
+        step.dropped = {**acc.dropped, **step.dropped}
+        for dev, ren in acc.renamed.items():
+            step.renamed.setdefault(dev, {}).update(ren)
+        for k, v in acc.merged.items():
+            step.merged.setdefault(k, []).extend(v)
+        step.origin = {k: acc.origin.get(k, v) if v == first.device else v for k, v in step.origin.items()}
+        acc, acc_anc = step, acc_anc | anc
+    return acc

@@ -1,0 +1,188 @@
+"""Taking in another device's memory: record its revisions, then fast-forward or merge.
+
+:meth:`PeerMerging.merge_peer_heads` is what sync calls with the ``memory.written``
+events a peer wrote (:class:`~memtray.core.memory.merge.PeerHead`). Each new one is
+logged as a ``memory.peer`` event (its payload verbatim: the log stays the only
+source, so a rebuild of ``memory/`` makes the same merges), never applied as it is.
+Then, with this device's current revision and every recorded peer revision it does
+not contain yet:
+
+* nothing new (the peer's revisions are already in this memory's history): up to date;
+* nothing happened here since (this revision is one the peer's follows): a
+  fast-forward: the peer's revision is written here *under its own event id* with its
+  text, ids and parents, so it is the same revision on both devices and the copy the
+  peer later receives back is already known;
+* else one merge revision (:func:`~memtray.core.memory.merge.merge_nodes`) whose
+  parents are the heads and whose event id derives from them
+  (:func:`~memtray.core.memory.merge.merge_id`): a device that merged the same heads
+  wrote the same event. Conflicts go to the review queue (kind ``merge-conflict``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memtray.core.base.home import device_id
+from memtray.core.base.worker import on_writer
+from memtray.core.log.events import MemoryPeerHead, Record
+from memtray.core.memory.factdiff import Fact
+from memtray.core.memory.facts import Ledger
+from memtray.core.memory.merge import (
+    CONFLICT,
+    Dag,
+    MergeOutcome,
+    Node,
+    PeerHead,
+    merge_id,
+    merge_nodes,
+)
+from memtray.core.memory.peers import Known, memory_dag
+
+if TYPE_CHECKING:
+    from memtray.core.log.store import Store
+    from memtray.core.memory.projection import GitProjection
+
+__all__ = ["PeerMerging", "SyncFields", "peer_record_id", "renamed"]
+
+
+@dataclass(frozen=True)
+class SyncFields:
+    """What a merge or fast-forward gives :meth:`MemoryService.write` besides the text."""
+
+    event_id: str | None = None
+    parents: Sequence[str] | None = None
+    device: str | None = None
+    renamed: Mapping[str, str] = field(default_factory=dict)  # this device's ids renamed by the merge
+    before: Sequence[tuple[str, dict[str, Any], str | None, str | None]] = ()  # events logged first
+
+
+def renamed(ledger: Ledger, ids: Mapping[str, str]) -> Ledger:
+    """``ledger`` with some ids renamed (to diff it with a merge that renumbered them)."""
+    return Ledger(tuple(Fact(ids.get(f.id, f.id), f.section, f.text, f.norm) for f in ledger.facts), ledger.next)
+
+
+def peer_record_id(event_id: str) -> str:
+    """The event id of the ``memory.peer`` recording a peer's revision: one per revision."""
+    return "P" + hashlib.sha256(event_id.encode()).hexdigest()[:25].upper()
+
+
+class PeerMerging:
+    """The merge part of :class:`~memtray.core.memory.service.MemoryService`."""
+
+    store: Store
+    projection: GitProjection
+    write: Callable[..., list[Record]]
+    _device: str | None = None
+    _head_cache: tuple[int, str | None] = (-1, None)
+
+    @property
+    def device(self) -> str:
+        """This device's id (chosen at first use, see :func:`memtray.core.base.home.device_id`)."""
+        if self._device is None:
+            self._device = device_id(self.projection.home)
+        return self._device
+
+    def head_id(self) -> str | None:
+        """The event id of the current memory revision (None before the first)."""
+        seq = self.store.state.memory_seq
+        if self._head_cache[0] != seq:
+            rec = next((r for r in self.store.log.records(seq - 1) if r.seq == seq), None) if seq > 0 else None
+            self._head_cache = (seq, rec.id if rec is not None else None)
+        return self._head_cache[1]
+
+    def memory_dag(self) -> Known:
+        return memory_dag(self.store.log.records(), self.device)
+
+    @on_writer
+    def merge_peer_heads(self, heads: Sequence[PeerHead]) -> MergeOutcome:
+        """Record the peer's revisions ``heads`` (oldest first) and merge them into memory:
+        at most one new ``memory.written``. Idempotent: heads already known change nothing."""
+        self.projection.adopt_worktree()  # a hand edit waiting in the work tree is recorded first
+        known = self.memory_dag()
+        dag = known.dag
+        records: list[tuple[str, dict[str, Any], str | None, str | None]] = []
+        new: list[str] = []
+        for h in heads:
+            if h.event_id in dag:
+                continue
+            data = dict(h.data)
+            parents = data.get("parents")
+            if not isinstance(parents, list):
+                parents = [known.last_peer[h.device]] if h.device in known.last_peer else []
+            known.last_peer[h.device] = h.event_id
+            dag.add(Node(h.event_id, str(data.get("device") or h.device), tuple(str(p) for p in parents),
+                         h.ts, data, known.seq + 1 + len(records)))
+            records.append((MemoryPeerHead.TYPE, MemoryPeerHead(device=h.device, event_id=h.event_id, ts=h.ts,
+                                                                data=data).to_data(),
+                            None, peer_record_id(h.event_id)))
+            new.append(h.event_id)
+        local = known.head
+        mine = dag.ancestors(local) if local else set()
+        outside = [i for i, n in dag.nodes.items() if i not in mine and i not in known.local]
+        tips = dag.heads([*outside, *([local] if local else [])])
+        if not tips or tips == [local]:
+            if records:
+                self.store.append_many(records)
+            said = "memory is up to date" if not new else f"memory already holds {len(new)} revision(s) from {_devices(dag, new)}"
+            return MergeOutcome(False, False, True, [], None, said)
+        if len(tips) == 1:
+            return self._fast_forward(dag, local, mine, dag.nodes[tips[0]], records)
+        return self._merge(dag, local, tips, records)
+
+    def _fast_forward(self, dag: Dag, local: str | None, mine: set[str], target: Node,
+                      records: list[tuple[str, dict[str, Any], str | None, str | None]]) -> MergeOutcome:
+        ren = _renames_since(dag, dag.ancestors(target.id) - mine, self.device)
+        flagged = [dict(i) for i in target.data.get("flagged") or () if isinstance(i, Mapping) and i.get("kind") == CONFLICT]
+        self.write(target.text, reason="merge", facts=target.ledger, flagged=flagged or None,
+                   merged=(target.data.get("facts") or {}).get("merged") or None,
+                   sync=SyncFields(target.id, list(target.parents), target.device, ren, records))
+        sha = self.projection.git.head()
+        return MergeOutcome(False, True, False, self._conflicts(flagged), sha,
+                            f"memory fast-forwarded to {target.device}'s revision" + (
+                                f" ({len(flagged)} conflict(s) to review)" if flagged else ""))
+
+    def _merge(self, dag: Dag, local: str | None, tips: list[str],
+               records: list[tuple[str, dict[str, Any], str | None, str | None]]) -> MergeOutcome:
+        merged = merge_nodes(dag, tips)
+        mid = merge_id(tips, merged)
+        ren = merged.renamed.get(self.device, {})
+        prov = {fid: {"merged_from": dev} for fid, dev in merged.origin.items() if dev != self.device}
+        self.write(merged.text, reason="merge", facts=merged.ledger, flagged=merged.conflicts or None,
+                   dropped_reasons=merged.dropped, merged=merged.merged or None, provenance=prov or None,
+                   sync=SyncFields(mid, tips, self.device, ren, records))
+        sha = self.projection.git.head()
+        others = _devices(dag, [t for t in tips if t != local])
+        n = len(merged.conflicts)
+        return MergeOutcome(True, False, False, self._conflicts(merged.conflicts), sha,
+                            f"memory merged with {others}" + (f"; {n} conflict(s) kept for review" if n else ""))
+
+    def _conflicts(self, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Review items as the sync shows them: this device's words and the other's (None:
+        removed there)."""
+        out = []
+        for i in items:
+            words = dict(i.get("words") or {})
+            ours = words.pop(self.device, i.get("text"))
+            theirs = next(iter(words.values()), None) if words else None
+            out.append({"id": i.get("fact_id"), "ours": ours, "theirs": theirs,
+                        "kind": str(i.get("conflict") or "conflict"), "review": i.get("id"), "reason": i.get("reason")})
+        return out
+
+
+def _devices(dag: Dag, ids: Sequence[str]) -> str:
+    devs = sorted({dag.nodes[i].device for i in ids if i in dag})
+    return ", ".join(devs) or "another device"
+
+
+def _renames_since(dag: Dag, ids: set[str], device: str) -> dict[str, str]:
+    """The ids of ``device``'s facts that the merges among ``ids`` renumbered (old -> new)."""
+    out: dict[str, str] = {}
+    for n in sorted((dag.nodes[i] for i in ids), key=lambda n: (n.ts, n.id)):
+        ren = (n.data.get("facts") or {}).get("renamed") or {}
+        for old, new in (ren.get(device) or {}).items() if isinstance(ren, Mapping) else ():
+            out = {k: (new if v == old else v) for k, v in out.items()}
+            out.setdefault(old, new)
+    return out

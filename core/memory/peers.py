@@ -1,0 +1,173 @@
+"""Memory revisions of other devices: the DAG read from the log, their side line in git.
+
+Every ``memory.written`` of this log and every ``memory.peer`` (a revision another
+device wrote, recorded by :meth:`~memtray.core.memory.service.MemoryService.merge_peer_heads`)
+is a node of the DAG :mod:`memtray.core.memory.merge` works on. The log is the only
+source: :func:`memory_dag` reads it, and :class:`PeerLine` gives the git projection the
+parents of a merge revision: this device's previous commit first, then a commit of its
+own for each other revision it follows, on a side line (``refs/memtray/peers/<device>``)
+made from the recorded peer revisions. Those commits are deterministic (the event's
+text, time and ids; parents only among what the log held before it), so a rebuild of
+``memory/`` from the log makes the same graph, SHA for SHA, and ``git log --graph``
+shows where each device's memory went and where they met.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memtray.core.base.clock import parse_ts
+from memtray.core.log.events import Record
+from memtray.core.memory.merge import Dag, Node
+from memtray.core.memory.revisions import apply_history
+
+if TYPE_CHECKING:
+    from memtray.core.log.store import Store
+    from memtray.core.memory.gitrepo import GitRepo
+
+MEMORY_WRITTEN = "memory.written"
+MEMORY_PEER = "memory.peer"
+SIDE_REF = "refs/memtray/peers/"
+
+
+@dataclass
+class Known:
+    """The memory DAG as far as the log goes."""
+
+    dag: Dag = field(default_factory=Dag)
+    head: str | None = None  # this device's current revision (the last memory.written)
+    last_peer: dict[str, str] = field(default_factory=dict)  # stream device -> its last recorded revision
+    local: dict[str, int] = field(default_factory=dict)  # event id -> seq of this log's memory.written
+    seq: int = 0  # read through this seq
+
+    def add(self, rec: Record, device: str) -> None:
+        d = rec.data
+        if rec.type == MEMORY_WRITTEN:
+            parents = d.get("parents")
+            if not isinstance(parents, list):  # older events: the previous one of this log
+                parents = [self.head] if self.head else []
+            self.dag.nodes[rec.id] = Node(rec.id, str(d.get("device") or device), tuple(str(p) for p in parents),
+                                          rec.ts, d, rec.seq)
+            self.head = rec.id
+            self.local[rec.id] = rec.seq
+        elif rec.type == MEMORY_PEER:
+            stream = str(d.get("device", ""))
+            data = d.get("data") or {}
+            eid = str(d.get("event_id", ""))
+            parents = data.get("parents") if isinstance(data, Mapping) else None
+            if not isinstance(parents, list):
+                parents = [self.last_peer[stream]] if stream in self.last_peer else []
+            self.last_peer[stream] = eid
+            if isinstance(data, Mapping) and eid:
+                self.dag.add(Node(eid, str(data.get("device") or stream), tuple(str(p) for p in parents),
+                                  str(d.get("ts", "")), data, rec.seq))
+        self.seq = rec.seq
+
+
+def memory_dag(records: Iterable[Record], device: str) -> Known:
+    """The memory DAG of a log (``device``: this log's device, for events that do not say)."""
+    known = Known()
+    for rec in records:
+        if rec.type in (MEMORY_WRITTEN, MEMORY_PEER):
+            known.add(rec, device)
+    return known
+
+
+def side_message(node: Node) -> str:
+    """The commit message of another device's revision (no Event-Seq: it is not this log's)."""
+    diff = node.data.get("diff") or {}
+    a, r, c = len(diff.get("added", [])), len(diff.get("dropped", [])), len(diff.get("changed", []))
+    reason = str(node.data.get("reason", "?"))
+    return (f"{node.device}: {reason}: +{a} -{r} ~{c}\n\n"
+            f"Device: {node.device}\nEvent-Id: {node.id}\nReason: {reason}\nFacts: +{a} -{r} ~{c}\n")
+
+
+class PeerLine:
+    """The git parents of merge revisions, and the side-line commits they need."""
+
+    def __init__(self, store: Store, device: Any) -> None:
+        self.store = store
+        self._device = device  # () -> this device's id
+        self.known = Known()
+        self.shas: dict[str, str] = {}  # event id -> commit
+
+    def reset(self) -> None:
+        self.known = Known()
+        self.shas.clear()
+
+    def _read_to(self, seq: int) -> None:
+        if seq < self.known.seq:
+            self.reset()
+        if seq == self.known.seq:
+            return
+        dev = self._device()
+        for rec in self.store.log.records(self.known.seq):
+            if rec.seq >= seq:
+                break
+            if rec.type in (MEMORY_WRITTEN, MEMORY_PEER):
+                self.known.add(rec, dev)
+            self.known.seq = rec.seq
+        self.known.seq = max(self.known.seq, seq - 1)
+
+    def commit_parents(self, rec: Record, git: GitRepo, head: str | None) -> list[str] | None:
+        """The parents of ``rec``'s commit when it follows more than this device's previous
+        revision (a merge), else None (the usual single parent)."""
+        parents = rec.data.get("parents")
+        if rec.data.get("reason") != "merge" or not isinstance(parents, list):
+            return None
+        self._read_to(rec.seq)
+        prev = self.known.head
+        out = [head] if head else []
+        for p in parents:
+            if p == prev or p not in self.known.dag:
+                continue
+            sha = self._sha(str(p), git)
+            if sha and sha not in out:
+                out.append(sha)
+        return out
+
+    def committed(self, rec: Record, sha: str) -> None:
+        self.shas[rec.id] = sha
+
+    def _sha(self, ident: str, git: GitRepo) -> str | None:
+        """The commit of revision ``ident``: this log's (on the main line) or one made on the
+        side line, its own parents first (iteratively: a peer's line may be long)."""
+        if ident in self.shas:
+            return self.shas[ident]
+        if ident in self.known.local:
+            return self._main_sha(ident, git)
+        todo = [ident]
+        while todo:
+            cur = todo[-1]
+            node = self.known.dag.nodes[cur]
+            # only what the log held before this revision was recorded: the same on every rebuild
+            before = [p for p in node.parents if p in self.known.dag and self.known.dag.nodes[p].seq < node.seq]
+            missing = [p for p in before if p not in self.shas and p not in self.known.local]
+            if missing:
+                todo.extend(missing)
+                continue
+            todo.pop()
+            if cur in self.shas:
+                continue
+            pshas = [s for p in before if (s := self.shas.get(p) or self._main_sha(p, git))]
+            prev_history = git.read(pshas[0], "HISTORY.md") if pshas else ""
+            fake = Record(0, cur, node.ts, MEMORY_WRITTEN, 1, None, node.data)
+            files = {"MEMORY.md": node.text, "HISTORY.md": apply_history(prev_history, fake)}
+            branch = (SIDE_REF + node.device).encode()
+            self.shas[cur] = git.commit(files, side_message(node), parse_ts(node.ts), branch=branch,
+                                        update_worktree=False, parents=pshas)
+        return self.shas[ident]
+
+    def _main_sha(self, ident: str, git: GitRepo) -> str | None:
+        seq = self.known.local.get(ident)
+        if seq is None:
+            return None
+        if ident not in self.shas:
+            want = str(seq)
+            for info in git.walk():
+                if info.trailers.get("Event-Seq") == want:
+                    self.shas[ident] = info.sha
+                    break
+        return self.shas.get(ident)
