@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 IDLE_SWEEP_SECONDS = 300.0
 GC_SECONDS = 6 * 3600.0
 SETTINGS_SECONDS = 2.0  # how soon a running instance sees a hand edit of config.toml
+EMBED_SECONDS = 60.0  # how often a delivering instance makes sure the history embedding runs
 SYNC_CHECK_SECONDS = 60.0  # how often the instance asks whether an automatic sync is due
 
 
@@ -105,6 +106,13 @@ class App:
     def write(self, fn: Callable[[], T]) -> T:
         """Run a mutation ``fn`` on the worker (the single writer) and return its result."""
         return self.worker.call_here(fn)
+
+    def start_background(self) -> None:
+        """Start what only a long-lived instance runs (the daemon, the warm instance, the
+        desktop): embedding the history for search by meaning. A one-shot command never
+        calls it, so that work neither delays nor outlives the command. Idempotent."""
+        if self.search is not None:
+            self.search.start_embedding()
 
     def reconfigure(self, cfg: Config) -> list[str]:
         """Apply new settings (the Settings window, `config set` in or through the instance)."""
@@ -217,5 +225,8 @@ def add_maintenance(app: App) -> None:
 
     app.reminders.add_maintenance("git-gc", GC_SECONDS, gc_when_idle)
     app.reminders.add_maintenance("settings", SETTINGS_SECONDS, app.settings.refresh)
+    # a delivering instance is long-lived (the desktop, the daemon): it embeds the history;
+    # the later runs restart a backfill whose back-off after a failure is over
+    app.reminders.add_maintenance("embedding", EMBED_SECONDS, app.start_background)
     if app.sync is not None:  # runs off the worker: the network never blocks a write
         app.reminders.add_maintenance("sync", SYNC_CHECK_SECONDS, app.sync.tick)

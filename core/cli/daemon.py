@@ -94,6 +94,7 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
             if taken is None:
                 raise
             app = taken
+        app.start_background()  # long-lived: the history is embedded meanwhile
         me = _Instance(warm, float(app.config.warm_instance_idle_minutes) * 60.0)
         server = None
         try:

@@ -12,6 +12,14 @@ anything, so tools are only passed when the caller forces one (consolidation's
 ``save_memory``); llama.cpp then constrains the output to the tool's JSON
 schema with a grammar. Replies are streamed only when no tool is involved.
 Nothing here imports litellm or llama_cpp at import time.
+
+The same GGUF file also makes the offline **embeddings** for history search
+(:class:`Embeddings`, a second llama.cpp context opened with ``embedding=True``:
+one made for generation cannot embed): the mean of the last layer's states over
+the text's tokens, centred on the mean of a fixed reference set so that the
+direction every text shares does not swamp the differences. A 135M chat model
+makes weak retrieval vectors (bench/BENCHMARKS.md has the figures), so search
+treats them as a hint next to the keywords, never instead of them.
 """
 
 from __future__ import annotations
@@ -56,6 +64,19 @@ MAX_TOOL_TOKENS = 1536
 #: item until the token cap and the JSON never closes. (No maxLength on strings: llama-cpp-python
 #: turns it into one nested optional per character, which crashes llama.cpp's grammar parser.)
 ARRAY_ITEMS = 4
+#: The name the offline embeddings are stored under (with the GGUF file's name and the pooling).
+EMBED_MODEL = "local/smollm2"
+#: Tokens of a text that are embedded (the rest is cut: a message's start says what it is about).
+EMBED_TOKENS = 512
+#: Texts whose mean embedding is subtracted from every vector (module doc). Fixed, so that
+#: vectors made in different processes and months stay comparable.
+REFERENCE_TEXTS = (
+    "Good morning, how are you today?", "Thanks, that helps a lot.", "Can you remind me tomorrow?",
+    "I had a long day at work.", "What should I cook for dinner tonight?", "The weather is nice.",
+    "We talked about it last week.", "Here is the plan for the weekend.", "Noted.", "Sure, here you go.",
+    "Bonjour, comment ça va ?", "Merci beaucoup pour ton aide.", "On en reparle demain.",
+    "今天天气很好。", "谢谢你的帮助。", "我们明天再说。",
+)
 
 
 def gguf_path() -> Path | None:
@@ -258,6 +279,81 @@ class Engine:
 
 
 _ENGINE = Engine()
+
+
+class Embeddings:
+    """The offline embedding model: SmolLM2 loaded for embedding, on first use, once per process.
+
+    :meth:`embed` is blocking and serialised (llama.cpp contexts are not thread-safe);
+    callers run it in a thread. Loading costs about a second and ~150 MB besides the chat
+    model's context; a process that never embeds never loads it."""
+
+    def __init__(self, path: Path | None = None, n_ctx: int = EMBED_TOKENS, threads: int | None = None) -> None:
+        self._path = path
+        self._n_ctx = n_ctx
+        # half the cores: a backfill runs in the background of a desktop, beside everything else
+        self._threads = threads or max(1, (os.cpu_count() or 2) // 2)
+        self._llama: Any = None
+        self._centre: list[float] | None = None
+        self.lock = threading.RLock()
+
+    def path(self) -> Path | None:
+        return self._path or gguf_path()
+
+    def identity(self) -> str:
+        """What the vectors are stored under: another GGUF file or pooling is another model."""
+        path = self.path()
+        return f"{EMBED_MODEL}:{path.name if path else GGUF_FILE}:mean-centred"
+
+    def load(self) -> Any:
+        """Load the model (a few seconds, once); the first embedding call does it anyway."""
+        with self.lock:
+            return self._load_locked()
+
+    def _load_locked(self) -> Any:
+        if self._llama is None:
+            path = self.path()
+            if path is None:
+                raise RuntimeError(f"the offline model is not installed: {missing(check_disabled=False)}")
+            import llama_cpp
+
+            started = time.monotonic()
+            llama = llama_cpp.Llama(
+                model_path=str(path), embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
+                n_ctx=self._n_ctx, n_batch=self._n_ctx, n_ubatch=self._n_ctx,
+                n_threads=self._threads, n_threads_batch=self._threads, verbose=False,
+            )
+            ref = llama.embed(list(REFERENCE_TEXTS), normalize=True)
+            self._centre = [sum(col) / len(ref) for col in zip(*ref, strict=True)]
+            self._llama = llama
+            log.info("loaded %s for embeddings from %s in %.1fs", NAME, path, time.monotonic() - started)
+        return self._llama
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One centred vector per text, in order (blocking). Raises RuntimeError/ValueError
+        when the model cannot be loaded or run."""
+        with self.lock:
+            llama = self._load_locked()
+            centre = self._centre or []
+            out = []
+            for vec in llama.embed(texts, normalize=True, truncate=True):
+                out.append([x - c for x, c in zip(vec, centre, strict=True)])
+            return out
+
+    def close(self) -> None:
+        with self.lock:
+            llama, self._llama = self._llama, None
+            if llama is not None:
+                with contextlib.suppress(Exception):
+                    llama.close()
+
+
+_EMBEDDINGS = Embeddings()
+
+
+def embeddings() -> Embeddings:
+    """The process's offline embedding model (not loaded until it first embeds)."""
+    return _EMBEDDINGS
 
 
 def _handler_class(litellm: ModuleType) -> type:

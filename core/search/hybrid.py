@@ -9,6 +9,11 @@ query's words counts half (weighted RRF): "my daughter's teacher" matching
 "teacher training" is weak evidence. Equal scores go to the newer document
 (recency is the tie-breaker, as a person asking "what did I say about X"
 usually means the latest time).
+
+With weak vectors (the offline 135M model: :attr:`Embedder.strong` is False) the
+fusion must never do worse than keywords alone, so :func:`keyword_first` keeps
+the keyword search's own hits in their places and lets the fusion fill only the
+places they leave: the vectors can add a passage, never push one out.
 """
 
 from __future__ import annotations
@@ -61,3 +66,17 @@ def fuse(keyword: Sequence[Hit], semantic: Sequence[Hit], limit: int, k: int = R
                 keyword_score=kw_score.get(seq), semantic_score=sem_score.get(seq))
         for seq in order
     ]
+
+
+def keyword_first(keyword: Sequence[Hit], fused: Sequence[Hit], limit: int) -> list[Hit]:
+    """The keyword search's hits in their order, then the fused ranking's other hits
+    (module doc). Scores stay the fused ones (the order, not the score, says which
+    came first), or the keyword score for a hit the fusion did not reach."""
+    by_seq = {h.seq: h for h in fused}
+    out: list[Hit] = []
+    for h in keyword[:limit]:
+        f = by_seq.get(h.seq)
+        out.append(f if f is not None else replace(h, mode="hybrid", keyword_score=h.score, semantic_score=None))
+    seen = {h.seq for h in out}
+    out.extend(h for h in fused if h.seq not in seen)
+    return out[:limit]

@@ -5,11 +5,14 @@ keyword / semantic / hybrid searches, recalls past snippets for a turn, and is t
 Owns :class:`SearchService` and ``install``. Appends only mark the keyword index
 stale (never blocking the appending thread); the next search indexes the new
 records, and :meth:`SearchService.start` indexes the backlog once in a thread.
-Embedding runs as a background task on the app's worker loop: batched
-(:data:`BATCH` documents a call), resumable (the position is stored with the
-vectors, so a restart continues where it stopped), retried with a back-off when
-the provider fails, and never awaited by a turn. Until a document has its vector
-it is found by its words only.
+Embedding runs as a background task on the app's worker loop, and only in a
+long-lived instance (the daemon, the warm instance, the desktop), which calls
+:meth:`SearchService.start_embedding`: a one-shot command never starts it, so it
+can neither delay nor outlive the command (``history embed`` runs it in the
+foreground on purpose). It is batched (:data:`BATCH` documents a call),
+resumable (the position is stored with the vectors, so a restart continues where
+it stopped), retried with a back-off when the model fails, and never awaited by
+a turn. Until a document has its vector it is found by its words only.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from memtray.core.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
 from memtray.core.log.events import Record
 from memtray.core.log.store import Store
 from memtray.core.search.embed import SETUP_HINT, Embedder
-from memtray.core.search.hybrid import CANDIDATES, fuse, semantic_hits
+from memtray.core.search.hybrid import CANDIDATES, fuse, keyword_first, semantic_hits
 from memtray.core.search.index import KINDS, SearchIndex, index_path
 from memtray.core.search.text import Hit, SearchError, format_hits
 
@@ -122,6 +125,7 @@ class SearchService:
         self._backfill_lock = asyncio.Lock()  # one backfill at a time (background or `history embed`)
         self._listeners: list[Callable[[int, int], None]] = []  # backfill progress (worker loop only)
         self._started = False
+        self._embedding = False  # background embedding: long-lived instances only (module doc)
         self._failures = 0
         self._retry_at = 0.0
         self.last_error: str | None = None
@@ -131,11 +135,11 @@ class SearchService:
 
     def _on_append(self, records: list[Record], state: object) -> None:
         self._dirty = True
-        if self._started:
+        if self._embedding:
             self._kick()
 
     def start(self) -> None:
-        """Index the backlog in a thread; then embed it in the background (if configured)."""
+        """Index the backlog in a thread (the keyword index; embedding is :meth:`start_embedding`)."""
         self._started = True
         if self._thread is None:
             self._thread = threading.Thread(target=self._background, name="memtray-search", daemon=True)
@@ -148,8 +152,17 @@ class SearchService:
             log.warning("could not bring the search index up to date: %s", exc)
         except Exception:  # a bug: log it; the next search retries and raises it there
             log.exception("indexing the history for search failed")
-        if not self._stop.is_set():
+        if self._embedding and not self._stop.is_set():
             self._kick()
+
+    def start_embedding(self) -> None:
+        """Embed the history in the background from now on, and whatever is appended later
+        (a long-lived instance only: module doc). Idempotent."""
+        self._embedding = True
+        if not self._started:
+            self.start()
+        elif self._thread is not None and not self._thread.is_alive():
+            self._kick()  # the backlog is indexed already (else _background kicks when done)
 
     def sync(self, *, should_stop: Callable[[], bool] | None = None) -> int:
         """Index what was appended since the last sync; returns documents added."""
@@ -180,7 +193,8 @@ class SearchService:
 
     def _kick(self) -> None:
         """Start the background backfill unless it runs, is not configured, or backs off."""
-        if self._submit is None or not self.embedder.available or self._stop.is_set():
+        if (self._submit is None or not self._embedding or not self.embedder.available
+                or self._stop.is_set()):
             return
         if self._backfill is not None and not self._backfill.done():
             return
@@ -211,7 +225,8 @@ class SearchService:
         ``progress(done, total)`` hears of every batch, also of a background backfill that
         runs meanwhile (this call then waits for it and finishes what is left)."""
         if not self.embedder.available:
-            raise SearchError("no embedding model is configured", hint=SETUP_HINT)
+            raise SearchError(self.embedder.keyword_only_reason or "no embedding model is configured",
+                              hint=SETUP_HINT)
         if progress is not None:
             self._listeners.append(progress)
         try:
@@ -242,7 +257,7 @@ class SearchService:
     def _prepare(self) -> None:
         with self._sync_lock:
             self._sync_quietly()
-        self.vectors.use_model(self.embedder.model)
+        self.vectors.use_model(self.embedder.identity)
 
     def embed_status(self) -> EmbedStatus:
         done, total = self.vectors.progress() if self.embedder.available else (0, self.index.count())
@@ -285,9 +300,9 @@ class SearchService:
         vec: list[float] | None = None
         if not self.embedder.available:
             if mode == "semantic":
-                raise SearchError("semantic search needs an embedding model, and none is configured",
+                raise SearchError(f"semantic search needs an embedding model: {self.embedder.keyword_only_reason}",
                                   hint=SETUP_HINT)
-            notes.append("no embedding model is configured (embedding_model): keyword search only")
+            notes.append(self.embedder.keyword_only_reason or "no embedding model: keyword search only")
         else:
             try:
                 await self.embedder.prepare()
@@ -325,7 +340,12 @@ class SearchService:
             notes.append(f"{total - done} of {total} entries have no embedding yet (found by their words only)")
         if mode == "semantic":
             return SearchResult(semantic[:limit], "semantic", notes)
-        return SearchResult(fuse(keyword, semantic, limit), "hybrid", notes)
+        fused = fuse(keyword, semantic, want)
+        if not self.embedder.strong:  # weak vectors (the offline model): they never displace a keyword match
+            found = [h for h in self.search(query, limit=limit + len(skip), kind=kind, session=session)
+                     if h.seq not in skip]
+            return SearchResult(keyword_first(found, fused, limit), "hybrid", notes)
+        return SearchResult(fused[:limit], "hybrid", notes)
 
     def _ranked(self, query: str, want: int, kind: str | None, session: str | None) -> list[Hit]:
         with self._sync_lock:
@@ -334,7 +354,7 @@ class SearchService:
 
     def _semantic(self, vec: list[float], query: str, want: int, kind: str | None,
                   session: str | None, skip: set[int]) -> list[Hit]:
-        self.vectors.use_model(self.embedder.model)
+        self.vectors.use_model(self.embedder.identity)
         allowed = self.index.allowed(kind, session)
         scored = self.vectors.search(vec, limit=want, allowed=allowed)
         return semantic_hits(self.index, [(s, c) for s, c in scored if s not in skip], query)
@@ -359,8 +379,9 @@ class SearchService:
             skip = set(tail)
             ranked = await asyncio.to_thread(self._ranked, text, limit * 3 + len(skip), None, None)
             hits = [h for h in ranked if h.seq not in skip]
-        hits = [h for h in hits
-                if h.keyword_score is not None or (h.semantic_score or 0.0) >= RECALL_MIN_SIMILARITY][:limit]
+        strong = self.embedder.strong  # weak vectors (the offline model) never recall a passage alone
+        hits = [h for h in hits if h.keyword_score is not None
+                or (strong and (h.semantic_score or 0.0) >= RECALL_MIN_SIMILARITY)][:limit]
         if not hits:
             return None
         docs = await asyncio.to_thread(self.index.documents, [h.seq for h in hits])
@@ -384,7 +405,7 @@ class SearchService:
 
     def reconfigure(self, _old: Config | None = None, _new: Config | None = None) -> None:
         """Settings changed (a Settings listener): a new embedding model starts its backfill."""
-        if self._started:
+        if self._embedding:
             self._kick()
 
     @contextlib.contextmanager
@@ -403,7 +424,7 @@ class SearchService:
                 self.index = SearchIndex.open(self.index.path)
                 self.vectors = VectorStore(self.index)
                 self._dirty = True
-        if self._started:
+        if self._embedding:
             self._kick()
 
     def _cancel_backfill(self) -> None:

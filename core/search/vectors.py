@@ -21,7 +21,9 @@ Python, in two steps that keep it fast at 100 000 documents:
    exactly.
 
 Keys in ``meta``: ``vec_model`` (the embedding model the rows belong to; another
-model clears them), ``vec_through`` (the last document seq handled: the backfill
+model clears them), ``vec_dims`` (their dimension: vectors of another size, from
+the same model name, clear the others and the backfill starts over, so one index
+never mixes sizes), ``vec_through`` (the last document seq handled: the backfill
 resumes after it) and ``vec_generation`` (the keyword index's generation seen;
 when the documents are rebuilt the backfill starts over from seq 0, but keeps
 every vector whose text is unchanged -- rows are matched by the text's hash, so a
@@ -134,7 +136,7 @@ class VectorStore:
             self.index.db.execute("BEGIN IMMEDIATE")
             try:
                 self.index.db.execute("DELETE FROM vectors")
-                self._set(model=model, through="0", generation=self.index.generation)
+                self._set(model=model, through="0", generation=self.index.generation, dims="")
             except BaseException:
                 self.index.db.execute("ROLLBACK")
                 raise
@@ -219,6 +221,9 @@ class VectorStore:
     def put(self, items: Iterable[tuple[int, str, Sequence[float]]], through: int) -> int:
         """Store embeddings; the backfill then resumes after ``through``. Returns rows written."""
         rows = []
+        dims = {len(vec) for _seq, _text, vec in items}
+        if len(dims) > 1:
+            raise ValueError(f"vectors of mixed sizes in one batch: {sorted(dims)}")
         for seq, text, vec in items:
             q = quantize(vec)
             norm = math.sqrt(_dot(q, q))
@@ -226,10 +231,15 @@ class VectorStore:
         with self.index.lock:
             self.index.db.execute("BEGIN IMMEDIATE")
             try:
+                size = str(next(iter(dims))) if dims else self._get("vec_dims")
+                if self._get("vec_dims") not in ("", size):  # the model changed size: start over
+                    self.index.db.execute("DELETE FROM vectors")
+                    self._cache = None
+                    through = 0
                 self.index.db.executemany(
                     "INSERT OR REPLACE INTO vectors(seq, hash, norm, sig, vec) VALUES (?,?,?,?,?)", rows
                 )
-                self._set(through=str(through), generation=self.index.generation)
+                self._set(through=str(through), generation=self.index.generation, dims=size)
             except BaseException:
                 self.index.db.execute("ROLLBACK")
                 raise
@@ -248,7 +258,7 @@ class VectorStore:
     def clear(self) -> None:
         with self.index.lock:
             self.index.db.execute("DELETE FROM vectors")
-            self._set(through="0")
+            self._set(through="0", dims="")
             self._cache = None
 
     # --- searching -----------------------------------------------------------------

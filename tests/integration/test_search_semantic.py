@@ -189,7 +189,9 @@ def test_without_an_embedding_model_search_is_keyword_and_says_so(store: Store) 
         result = run(svc.asearch("zurich", mode="hybrid"))
         assert result.mode == "keyword" and [h.seq for h in result.hits] == [seq]
         assert result.hits[0].mode == "keyword"
-        assert result.notes == ["no embedding model is configured (embedding_model): keyword search only"]
+        # the suite switches the offline model off (MEMTRAY_NO_LOCAL_MODEL), so nothing embeds
+        assert result.notes == ["no embedding model is configured and the offline model is switched off "
+                                "(MEMTRAY_NO_LOCAL_MODEL is set): search is by keywords only"]
         with pytest.raises(SearchError) as info:
             run(svc.asearch("zurich", mode="semantic"))
         assert "embedding_model" in info.value.hint
