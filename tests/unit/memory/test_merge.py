@@ -7,7 +7,16 @@ from collections.abc import Sequence
 
 from memtray.core.memory import factdiff
 from memtray.core.memory.facts import Ledger
-from memtray.core.memory.merge import CONFLICT, Dag, Merged, Node, Side, merge3, merge_id, merge_nodes
+from memtray.core.memory.merge import (
+    CONFLICT,
+    Dag,
+    Merged,
+    Node,
+    Side,
+    merge3,
+    merge_id,
+    merge_nodes,
+)
 
 A, B, C = "d0000000000aa", "d0000000000bb", "d0000000000cc"
 

@@ -1,0 +1,203 @@
+"""Two real data homes merge their memory by fact id, as sync hands them each other's heads.
+
+Each home writes memory its own way (the agent's remember/forget, a hand edit of MEMORY.md);
+the other's ``memory.written`` events are read from its log and handed over as
+``PeerHead``s, exactly as the sync does. Real git: merge commits have two parents, and a
+rebuild of ``memory/`` from the log makes the same graph.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from memtray.core.app import App
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.log.origin import origin_of
+from memtray.core.memory.merge import MergeOutcome, PeerHead
+
+
+def open_app(root: Path) -> App:
+    return App.open(Home.resolve(root), config=Config(model="openai/x"), start_services=False)
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[tuple[App, App]]:
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    try:
+        yield a, b
+    finally:
+        a.close()
+        b.close()
+
+
+def heads(app: App, after: int = 0) -> list[PeerHead]:
+    """The memory revisions ``app`` wrote itself, as the sync reads them from its stream."""
+    dev = app.memory.device
+    return [PeerHead(dev, r.id, r.ts, dict(r.data)) for r in app.store.log.records(after)
+            if r.type == "memory.written" and origin_of(r) is None]
+
+
+def sync(x: App, y: App) -> tuple[MergeOutcome, MergeOutcome]:
+    """Both directions, each with the other's heads as they were before either merged."""
+    hx, hy = heads(x), heads(y)
+    return x.memory.merge_peer_heads(hy), y.memory.merge_peer_heads(hx)
+
+
+def remember(app: App, fact: str) -> None:
+    app.memory.remember(fact, "Me", model=None, source_seq=None)
+
+
+def git(app: App, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=app.home.memory, check=True, capture_output=True, text=True).stdout
+
+
+def facts(app: App) -> list[tuple[str, str]]:
+    return [(f.id, f.text) for f in app.memory.ledger().facts]
+
+
+def test_two_devices_that_both_wrote_end_with_the_same_memory_and_ids(pair: tuple[App, App]) -> None:
+    a, b = pair
+    assert a.memory.device != b.memory.device
+    remember(a, "Lives in Lyon")
+    remember(a, "Has a cat named Mimi")
+    remember(a, "Works at Acme")
+    out_b = b.memory.merge_peer_heads(heads(a))
+    assert out_b.fast_forward and not out_b.merged
+    assert a.memory.merge_peer_heads(heads(b)).up_to_date  # b's copy of a's revision is a's own
+    assert facts(b) == facts(a)
+    # both go on: b removes a fact with a reason and adds one; a rewords that fact by hand and adds one
+    b.memory.forget("F2", "the cat was given away", model=None)
+    remember(b, "Speaks Japanese")
+    text = (a.home.memory / "MEMORY.md").read_text()
+    (a.home.memory / "MEMORY.md").write_text(text.replace("Has a cat named Mimi", "Has a tabby cat named Mimi"))
+    assert a.memory.check_worktree()
+    remember(a, "Plays the cello")
+    out_a, out_b = sync(a, b)
+    assert out_a.merged and out_b.merged
+    assert a.store.state.memory == b.store.state.memory
+    assert facts(a) == facts(b)
+    texts = [t for _i, t in facts(a)]
+    assert texts.count("Has a tabby cat named Mimi") == 1  # removed there, reworded here: kept
+    assert {"Lives in Lyon", "Works at Acme", "Plays the cello", "Speaks Japanese"} <= set(texts)
+    assert len(texts) == 5 and len({i for i, _t in facts(a)}) == 5  # F4 was handed out on both: renumbered
+    # the same merge event on both devices: each one's copy is the other's
+    assert a.memory.head_id() == b.memory.head_id()
+    assert a.memory.merge_peer_heads(heads(b)).up_to_date and b.memory.merge_peer_heads(heads(a)).up_to_date
+    # the conflict is listed for review on both, with each side's words
+    for app in (a, b):
+        [item] = [i for i in app.memory.pending_review() if i["kind"] == "merge-conflict"]
+        assert item["fact_id"] == "F2" and "the cat was given away" in item["reason"]
+        assert item["text"] == "Has a tabby cat named Mimi"  # what `review restore` would remove
+    [c] = out_a.conflicts
+    assert c["id"] == "F2" and c["ours"] == "Has a tabby cat named Mimi" and c["theirs"] is None
+    assert c["kind"] == "removed-reworded"
+    [c] = out_b.conflicts
+    assert c["ours"] is None and c["theirs"] == "Has a tabby cat named Mimi"
+    # real git: the merge commit has both heads as parents, and git itself is content with the repo
+    for app in (a, b):
+        parents = git(app, "rev-list", "--parents", "-n", "1", "HEAD").split()[1:]
+        assert len(parents) == 2
+        assert "merge" in git(app, "log", "-1", "--format=%s")
+        graph = git(app, "log", "--graph", "--format=%s")
+        assert "|\\" in graph and "|/" in graph
+        git(app, "fsck", "--strict")
+        assert git(app, "status", "--porcelain") == ""
+
+
+def test_review_resolves_a_conflict_the_other_way_and_the_resolution_syncs(pair: tuple[App, App]) -> None:
+    a, b = pair
+    remember(a, "Lives in Lyon")
+    remember(a, "Works at Acme")
+    b.memory.merge_peer_heads(heads(a))
+    b.memory.forget("F2", "changed jobs", model=None)
+    text = (a.home.memory / "MEMORY.md").read_text()
+    (a.home.memory / "MEMORY.md").write_text(text.replace("Works at Acme", "Works at Acme in sales"))
+    assert a.memory.check_worktree()
+    sync(a, b)
+    [item] = [i for i in b.memory.pending_review() if i["kind"] == "merge-conflict"]
+    b.memory.restore_review(item["id"])  # the other way: the removal after all
+    assert [t for _i, t in facts(b)] == ["Lives in Lyon"]
+    assert b.memory.pending_review() == []
+    out = a.memory.merge_peer_heads(heads(b))
+    assert out.fast_forward
+    assert facts(a) == facts(b)
+    assert a.memory.pending_review() == []
+
+
+def test_merges_rebuild_from_the_log_with_the_same_graph(pair: tuple[App, App], tmp_path: Path) -> None:
+    a, b = pair
+    remember(a, "Lives in Lyon")
+    b.memory.merge_peer_heads(heads(a))
+    for k in range(3):
+        remember(a, f"Visited city number {k} in 2025")
+        remember(b, f"Read book number {k} in 2024")
+        sync(a, b)
+    graph = git(a, "log", "--graph", "--all", "--format=%H %P %s")
+    head = git(a, "rev-parse", "HEAD")
+    text = a.store.state.memory
+    assert graph.count("merge") >= 3
+    a.close()
+    shutil.rmtree(tmp_path / "a" / "memory")
+    again = open_app(tmp_path / "a")
+    try:
+        assert git(again, "rev-parse", "HEAD") == head
+        assert git(again, "log", "--graph", "--all", "--format=%H %P %s") == graph
+        assert (again.home.memory / "MEMORY.md").read_text() == text
+    finally:
+        again.close()
+
+
+def test_why_dropped_undo_and_rollback_work_across_a_merge(pair: tuple[App, App]) -> None:
+    a, b = pair
+    remember(a, "Lives in Lyon")
+    remember(a, "Has a cat named Mimi")
+    b.memory.merge_peer_heads(heads(a))
+    before = a.memory.revision("HEAD")
+    b.memory.forget("F2", "Mimi died in May", model=None)
+    remember(b, "Speaks Japanese")
+    remember(a, "Plays the cello")
+    out, _ = sync(a, b)
+    assert out.merged
+    merge = a.memory.revision("HEAD")
+    assert merge.reason == "merge"
+    # why: a fact that came from the other device names the merge revision
+    info = a.memory.why("Speaks Japanese")
+    assert info["revision"]["rev"] == merge.rev and info["revision"]["reason"] == "merge"
+    # dropped: the removal made there, with its reason, by the merge here
+    [row] = [r for r in a.memory.dropped() if r["text"] == "Has a cat named Mimi"]
+    assert row["by"] == "merge" and "Mimi died in May" in row["reason"] and not row["present_now"]
+    # undo of the merge: what it brought in goes, what it removed comes back, by id
+    res = a.memory.undo(merge.rev)
+    assert res.revision is not None
+    assert sorted(t for _i, t in facts(a)) == ["Has a cat named Mimi", "Lives in Lyon", "Plays the cello"]
+    assert a.memory.ledger().get("F2") is not None
+    # rollback to before the merge, and to the merge again
+    a.memory.rollback(before.rev)
+    assert [t for _i, t in facts(a)] == ["Lives in Lyon", "Has a cat named Mimi"]
+    a.memory.rollback(merge.rev)
+    assert sorted(t for _i, t in facts(a)) == ["Lives in Lyon", "Plays the cello", "Speaks Japanese"]
+    # and the devices still converge after all that
+    sync(a, b)
+    assert facts(a) == facts(b)
+
+
+def test_a_device_offline_for_many_writes_merges_them_all_at_once(pair: tuple[App, App]) -> None:
+    a, b = pair
+    remember(a, "Lives in Lyon")
+    b.memory.merge_peer_heads(heads(a))
+    seen = b.store.log.last_seq
+    for k in range(6):
+        remember(a, f"Visited city number {k} in 2025")
+    remember(b, "Speaks Japanese")
+    out = b.memory.merge_peer_heads(heads(a))
+    assert out.merged and out.conflicts == []
+    assert len(b.memory.ledger().facts) == 8
+    # each of a's revisions is on b's side line, parents of the one merge commit
+    side = git(b, "rev-list", "HEAD^2")
+    assert len(side.split()) >= 6
+    assert sum(1 for r in b.store.log.records(seen) if r.type == "memory.written") == 2  # Japanese, the merge
