@@ -27,6 +27,7 @@ like any other. The outcome is kept in ``<home>/sync/status.json`` for the tray,
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -214,14 +215,14 @@ class SyncService:
             cursor = self.store.state.sync.get(dev) or {}
             through = int(cursor.get("through", 0))
             seen = cursor.get("commit")
+            if seen == commit:  # nothing new from this one (the common case with many devices)
+                continue
             if seen and repo.git.has_object(seen) and not repo.git.is_ancestor(seen, commit):
                 raise SyncError(
                     f"the stream of device {dev} on the remote was rewritten by someone else (it no longer "
                     f"contains {seen[:12]}, imported here)",
                     hint="Nothing was imported or pushed. Restore that ref on the remote, or sync with another "
                     "remote; memtray never overwrites a stream.")
-            if seen == commit:
-                continue
             peers.append(repo.read_after(dev, commit, through))
         mine_remote = repo.git.rev(tracking_ref(key, me)) if me in streams else None
         base = self._base(repo, mine_remote)
@@ -357,7 +358,13 @@ class SyncService:
             sha = git.rev("HEAD")
             if sha is None:
                 return
+            mark = self.dir / f"mirrored-{remote_key(url)}"
+            with contextlib.suppress(OSError):
+                if mark.read_text(encoding="utf-8").strip() == sha:
+                    return  # the remote has this history already: spare a round trip
             LocalRepo(self.dir / "repo.git").push(url, sha, memory_ref(self.device), git=git)
+            with contextlib.suppress(OSError, MemtrayError):
+                atomic_write(mark, sha + "\n")
         except SyncError as exc:
             rep.notes.append(f"memory history not mirrored: {exc}")
 

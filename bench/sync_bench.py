@@ -1,0 +1,127 @@
+"""Sync at scale: what a heavy user's year costs on the remote, first sync of a new device, ten devices.
+
+Usage: python bench/sync_bench.py [SYNCS] [EVENTS_PER_SYNC] [DEVICES]
+
+A "heavy user" here: 200 messages a day (100 exchanges of ~300 bytes), a memory
+revision (~8 KB MEMORY.md) every 5 syncs, synced every 15 minutes while active,
+of which ~40 syncs a day carry new events. The script runs SYNCS syncs of
+EVENTS_PER_SYNC messages each on device 1 (plus its memory writes) against a bare
+repository, then:
+
+* per-sync cost (push of one segment) and what the remote holds (objects, pack size);
+* the first sync of a new device that imports everything;
+* DEVICES devices each adding one segment and syncing in turn: the cost of one
+  round when every device has something new.
+
+Figures are extrapolated linearly to a year (segments and objects are per push;
+the pack grows with the bytes pushed).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import _common  # noqa: F401 (puts the repository on sys.path)
+from memtray.core.app import App
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home, device_id
+
+TEXT = ("Yesterday we talked about the Beacon project timeline and the vendor call; "
+        "remind me that Greta prefers the Tuesday slot and that the invoices go out on the 3rd. ") * 2
+SYNCS_PER_DAY = 40
+MESSAGES_PER_DAY = 200
+
+
+def open_app(root: Path) -> App:
+    home = Home(root)
+    home.create()
+    device_id(home)
+    return App.open(home, config=Config())
+
+
+def add(app: App, n: int, tag: str) -> None:
+    app.store.append_many([("message", {"role": "user" if i % 2 == 0 else "assistant",
+                                        "content": f"{tag} {i}: {TEXT}"}, "quick", None) for i in range(n)])
+
+
+def memory_text(k: int) -> str:
+    facts = [f"- User fact number {i} about the Beacon project and its {k % 7} vendors" for i in range(110)]
+    return "# Memory\n\n## Work\n" + "\n".join(facts) + "\n"
+
+
+def count_objects(remote: Path) -> tuple[int, float]:
+    subprocess.run(["git", "--git-dir", str(remote), "gc", "--quiet"], check=True)
+    out = subprocess.run(["git", "--git-dir", str(remote), "count-objects", "-v"], check=True,
+                         capture_output=True, text=True).stdout
+    vals = dict(line.split(": ") for line in out.splitlines())
+    return int(vals["in-pack"]) + int(vals["count"]), (int(vals["size-pack"]) + int(vals["size"])) / 1024
+
+
+def main() -> None:
+    syncs = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    per = int(sys.argv[2]) if len(sys.argv) > 2 else MESSAGES_PER_DAY // SYNCS_PER_DAY
+    devices = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+    tmp = Path(tempfile.mkdtemp(prefix="memtray-sync-", dir=os.environ.get("BENCH_DIR")))
+    remote = tmp / "remote.git"
+    subprocess.run(["git", "init", "--bare", "-q", str(remote)], check=True)
+    try:
+        a = open_app(tmp / "d1")
+        assert a.sync is not None
+        times = []
+        writes = 0
+        for k in range(syncs):
+            add(a, per, f"s{k}")
+            if k % 5 == 4:
+                a.write(lambda k=k: a.memory.write(memory_text(k), reason="user-edit", source="user"))
+                writes += 1
+            t0 = time.perf_counter()
+            a.sync.sync(str(remote))
+            times.append(time.perf_counter() - t0)
+        events = a.store.log.last_seq
+        a.close()
+        objects, mib = count_objects(remote)
+        times.sort()
+        days = syncs / SYNCS_PER_DAY
+        print(f"device 1: {syncs} syncs of {per} messages (+{writes} memory revisions), {events:,} events "
+              f"= {days:.1f} heavy days")
+        print(f"  one sync (one new segment pushed): median {times[len(times) // 2] * 1000:.0f} ms, "
+              f"p90 {times[int(len(times) * 0.9)] * 1000:.0f} ms")
+        print(f"  remote after gc: {objects:,} objects, {mib:.2f} MiB "
+              f"-> a year: {objects / days * 365:,.0f} objects, {syncs / days * 365:,.0f} segments, "
+              f"{mib / days * 365:.0f} MiB")
+        # a new device: its first sync imports everything
+        b = open_app(tmp / "new")
+        assert b.sync is not None
+        t0 = time.perf_counter()
+        rep = b.sync.sync(str(remote))
+        first = time.perf_counter() - t0
+        b.close()
+        print(f"  first sync of a new device: {rep.imported:,} events imported + memory in {first:.2f} s "
+              f"({rep.imported / first:,.0f} events/s) -> a year's stream: {first / days * 365:.0f} s")
+        # ten devices, each with something new every round
+        apps = [open_app(tmp / f"r{i}") for i in range(devices)]
+        for app in apps:
+            app.sync.sync(str(remote))  # type: ignore[union-attr]
+        rounds = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for i, app in enumerate(apps):
+                add(app, per, f"dev{i}")
+                app.sync.sync(str(remote))  # type: ignore[union-attr]
+            rounds.append((time.perf_counter() - t0) / devices)
+        for app in apps:
+            app.close()
+        print(f"{devices} devices, each adding {per} messages and syncing in turn: "
+              f"{min(rounds) * 1000:.0f} ms per device sync (fetches {devices - 1} peer streams)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
