@@ -14,6 +14,7 @@ from typing import Any
 
 from memtray.core.base import config as cfgmod
 from memtray.core.log import transcript
+from memtray.core.search import embed
 
 from .context import Context
 from .qt import (
@@ -64,7 +65,8 @@ class RecallSection(QWidget):
         self.limit.setSuffix(" messages")
         f.addRow("At most", self.limit)
         self.model = QLineEdit()
-        self.model.setPlaceholderText("e.g. openai/text-embedding-3-small or ollama/nomic-embed-text")
+        self.model.setPlaceholderText("e.g. openai/text-embedding-3-small, ollama/nomic-embed-text, local, "
+                                      "none (empty: the offline model when installed)")
         f.addRow("Embedding model", self.model)
         self.api_base = QLineEdit()
         self.api_base.setPlaceholderText("https://… (empty: the chat model's, for the same provider)")
@@ -93,12 +95,8 @@ class RecallSection(QWidget):
         }
 
     def _update_note(self) -> None:
-        if self.model.text().strip():
-            self.note.setText("Past messages are found by their words and by their meaning "
-                              "(embeddings are made in the background).")
-        else:
-            self.note.setText("No embedding model is set: keyword search only (past messages are "
-                              "found by their words, not by their meaning).")
+        # the same sentence as `memtray history search` and doctor say (keyword only, offline, provider)
+        self.note.setText(embed.describe(self.model.text()))
 
 
 class RecalledLink(QWidget):

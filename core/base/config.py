@@ -45,7 +45,8 @@ class Config:
     warm_instance: bool = True  # CLI commands that need the model start a background instance
     warm_instance_idle_minutes: float = 15.0  # ...which exits after this long without a request
     onboarded: bool = False
-    #: litellm embedding model for semantic history search ("": keyword search only)
+    #: embeddings for search by meaning: a litellm embedding model, "local" (the offline model of
+    #: the [local] extra), "none" (keywords only), or "" (the offline model when it is installed)
     embedding_model: str = ""
     embedding_api_base: str = ""  # empty: api_base when the provider is the chat model's
     recall: bool = False  # give each turn a few relevant past messages

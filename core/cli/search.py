@@ -47,7 +47,7 @@ def add_search_command(subparsers: Any) -> None:
     s.add_argument("--session", metavar="KEY", help="only this session")
     s.add_argument("--kind", choices=KINDS, help="only diary entries, memory edits or messages")
     s.add_argument("--mode", choices=MODES, default="hybrid",
-                   help="keyword (words), semantic (meaning; needs embedding_model) or hybrid "
+                   help="keyword (words), semantic (meaning; needs embedding_model or the offline model) or hybrid "
                         "(both, fused; keyword alone without an embedding model). Default: hybrid")
     s.set_defaults(fn=cmd_history_search)
 
@@ -91,7 +91,8 @@ def cmd_history_embed(args: argparse.Namespace, home: Home) -> int:
             if not svc.embedder.available:
                 from memtray.core.search.embed import SETUP_HINT
 
-                raise SearchError("no embedding model is configured", hint=SETUP_HINT)
+                raise SearchError(svc.embedder.keyword_only_reason or "no embedding model is configured",
+                                  hint=SETUP_HINT)
 
             def progress(done: int, total: int) -> None:
                 if not args.json:
@@ -106,7 +107,7 @@ def cmd_history_embed(args: argparse.Namespace, home: Home) -> int:
         if args.json:
             _out(json.dumps(status.to_json(), ensure_ascii=False))
         elif not status.model:
-            _out(f"no embedding model is configured: search is by keywords ({status.total} entries)")
+            _out(f"{svc.embedder.keyword_only_reason} ({status.total} entries)")
         else:
             _out(f"{status.model}: {status.done} of {status.total} entries embedded"
                  + (f" (last error: {status.error})" if status.error else ""))

@@ -1,5 +1,7 @@
 """What ``memtray doctor`` says about the search index: readable, how far indexed and
-embedded, and for which embedding model.
+embedded, and for which embedding model (the provider's or the offline one); that
+the stored vectors are all of one size; and, without any embedding model, that
+search is by keywords only, in the words the CLI and Settings use.
 
 Owns :func:`check_search`. Read-only (the file is opened with ``mode=ro``); the
 one repair it offers is deleting the file, which is always safe: the index and
@@ -12,8 +14,10 @@ import contextlib
 import os
 import sqlite3
 
+from memtray.core.base.config import Config
 from memtray.core.base.findings import Finding
 from memtray.core.base.home import Home
+from memtray.core.search.embed import Embedder
 from memtray.core.search.index import FORMAT, index_path
 
 
@@ -37,17 +41,23 @@ def check_search(home: Home, embedding_model: str = "") -> list[Finding]:
         out = [Finding(True, f"search index: {docs} entries, up to seq {meta.get('last_seq', 0)}", code="search")]
         try:
             vecs = int(db.execute("SELECT count(*) FROM vectors").fetchone()[0])
+            sizes = [int(n) for (n,) in db.execute("SELECT DISTINCT length(vec) FROM vectors LIMIT 3")]
         except sqlite3.OperationalError:
-            vecs = 0
+            vecs, sizes = 0, []
+        if len(sizes) > 1:
+            out.append(_mixed(home, sizes))
         stored = meta.get("vec_model", "")
-        if not embedding_model:
-            out.append(Finding(True, "note: no embedding model is configured: history search and recall use "
-                               "keywords only (set embedding_model for search by meaning)", code="embeddings"))
-        elif stored and stored != embedding_model:
+        embedder = Embedder(lambda: Config(embedding_model=embedding_model))
+        model, identity = embedder.model, embedder.identity
+        reason = embedder.keyword_only_reason
+        if reason is not None:
+            out.append(Finding(True, f"note: {reason} (set embedding_model for search by meaning)",
+                               code="embeddings"))
+        elif stored and stored != identity:
             out.append(Finding(True, f"note: the stored embeddings are from {stored}; they are replaced by "
-                               f"{embedding_model}'s in the background", code="embeddings"))
+                               f"{model}'s in the background", code="embeddings"))
         else:
-            out.append(Finding(True, f"embeddings ({embedding_model}): {vecs} of {docs} entries "
+            out.append(Finding(True, f"embeddings ({model}): {vecs} of {docs} entries "
                                + ("(the rest is embedded in the background)" if vecs < docs else ""),
                                code="embeddings"))
         return out
@@ -55,6 +65,24 @@ def check_search(home: Home, embedding_model: str = "") -> list[Finding]:
         return [_broken(home, str(exc))]
     finally:
         db.close()
+
+
+def _mixed(home: Home, sizes: list[int]) -> Finding:
+    path = index_path(home)
+
+    def drop() -> str:
+        db = sqlite3.connect(path)
+        try:
+            with db:
+                db.execute("DELETE FROM vectors")
+                db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('vec_through', '0'), ('vec_dims', '')")
+        finally:
+            db.close()
+        return "embeddings dropped (made again in the background)"
+
+    return Finding(False, "search index: embeddings of different sizes are mixed",
+                   f"vectors of {', '.join(map(str, sorted(sizes)))} dimensions",
+                   "drop the embeddings (they are made again from the log)", drop, "embeddings")
 
 
 def _broken(home: Home, detail: str) -> Finding:

@@ -161,8 +161,12 @@ class SearchService:
         self._embedding = True
         if not self._started:
             self.start()
-        elif self._thread is not None and not self._thread.is_alive():
-            self._kick()  # the backlog is indexed already (else _background kicks when done)
+        self._kick()  # the backfill brings the keyword index up to date first
+
+    @property
+    def embedding_task(self) -> concurrent.futures.Future[Any] | None:
+        """The background backfill running or last run (None: none was started)."""
+        return self._backfill
 
     def sync(self, *, should_stop: Callable[[], bool] | None = None) -> int:
         """Index what was appended since the last sync; returns documents added."""

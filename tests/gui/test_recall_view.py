@@ -100,11 +100,20 @@ def test_settings_recall_section_saves_recall_and_limit(qtbot: Any, desktop: Any
     page = desktop.window.settings
     section = page.recall
     assert not section.enabled.isChecked() and section.limit.value() == 3  # off by default
-    assert "keyword search only" in section.note.text()
+    assert "by keywords only" in section.note.text()  # said plainly: none set, offline model off
+    section.model.setText("none")
+    assert "switched off" in section.note.text() and "by keywords only" in section.note.text()
+    section.model.setText("local")
+    from memtray.core.llm import localmodel
+
+    if localmodel.missing(check_disabled=False) is None:
+        assert "Offline embeddings" in section.note.text()
+    else:
+        assert "offline embedding model cannot be used" in section.note.text()
     section.enabled.setChecked(True)
     section.limit.setValue(5)
     section.model.setText("ollama/nomic-embed-text")
-    assert "keyword search only" not in section.note.text()
+    assert "by keywords only" not in section.note.text()
     with qtbot.waitSignal(page.saved, timeout=10000):
         qtbot.mouseClick(page.save_btn, Qt.MouseButton.LeftButton)
     on_disk = config.load(desktop.app.home)
