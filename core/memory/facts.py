@@ -12,7 +12,8 @@ number to hand out. MEMORY.md and its git history stay plain markdown. A
   what those events' fact diffs already name. The two forms never collide.
 * Text written outside the consolidation protocol (a hand edit, ``remember``,
   ``forget``, a restore) gets its ids from the previous revision by :func:`attach`:
-  same text, then (for a hand edit) the fact edited in place, then :func:`pair`,
+  same text, then (for a hand edit) the fact edited in place -- any words, but the
+  same names, numbers, dates and places (:func:`compatible`) --, then :func:`pair`,
   the precise matcher; what is left is new and gets a new id.
 * :func:`pair` is the fallback for a model reply that lost its ids. Two facts that
   differ in a name, a number, a date or a place (:func:`anchors`) are never one
@@ -331,7 +332,9 @@ def pair(old: Sequence[Fact], new: Sequence[Fact], *, in_place: bool = False) ->
     enough; then pairs that name the same non-empty set of names
     and numbers and nothing else does (a fact translated to another language). With
     ``in_place`` (a hand edit), a fact replaced at the same place in the same section is
-    the same fact whatever its words: the user edited it.
+    the same fact whatever its other words, as long as it keeps the old one's names and
+    numbers (:func:`compatible`): the user edited it. One that changed them is another
+    fact (the old one is removed by the edit, and can be restored), as in :func:`pair`.
     """
     out: dict[int, int] = {}
     by_norm: dict[str, list[int]] = {}
@@ -394,7 +397,8 @@ def _keeps_words(old: str, new: str) -> bool:
 
 def _pair_in_place(old: Sequence[Fact], new: Sequence[Fact], out: dict[int, int], used: set[int]) -> None:
     """Pair the facts between two matched neighbours one for one when the runs are the same
-    length and in the same section: the words of a fact were edited where it stands."""
+    length and in the same section and the new one keeps every name, number, date and place
+    of the old one (:func:`compatible`): the words of a fact were edited where it stands."""
     anchors_new = sorted(out)
     bounds = [(-1, -1)] + [(j, out[j]) for j in anchors_new] + [(len(new), len(old))]
     for (j0, i0), (j1, i1) in itertools.pairwise(bounds):
@@ -402,7 +406,10 @@ def _pair_in_place(old: Sequence[Fact], new: Sequence[Fact], out: dict[int, int]
         news = [j for j in range(j0 + 1, j1) if j not in out]
         if olds and len(olds) == len(news) and i1 > i0:
             for i, j in zip(olds, news, strict=True):
-                if old[i].section.casefold() == new[j].section.casefold() and not factdiff.flipped(
+                # the user is trusted with the words, not with the names and numbers: "Likes tea"
+                # -> "Enjoys green tea" is the fact edited, "Lives in Paris" -> "Lives in Lyon" (or
+                # "likes apple 1" -> "hand apple 2") is another fact written where the old one was
+                if old[i].section.casefold() == new[j].section.casefold() and compatible(
                         old[i].text, new[j].text):
                     out[j] = i
                     used.add(i)
