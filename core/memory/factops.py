@@ -19,6 +19,7 @@ from memtray.core.memory.browse import SILENT_HELD, MemoryBrowsing, MemoryError_
 from memtray.core.memory.factdiff import Fact, FactDiff
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.ledgers import Ledgers, diff_by_id, find_in_history
+from memtray.core.memory.merge import renamed
 from memtray.core.memory.revisions import Revision
 from memtray.core.memory.undo import undo as undo_changes
 
@@ -97,6 +98,10 @@ class FactOps(MemoryBrowsing):
         parents = self.git.info(sha).parents
         before = self.ledgers.at_seq(self.revision(parents[0]).event_seq) if parents else Ledger(())
         after = self.ledgers.at_seq(rev.event_seq)
+        rec = self.ledgers.record(rev.event_seq)
+        relabeled = rec.data.get("relabeled") if rec is not None else None
+        if isinstance(relabeled, dict) and relabeled:  # a merge renumbered some of this device's ids
+            before = renamed(before, relabeled)
         current = self.ledger()
         out = undo_changes(before, after, self.store.state.memory, current)
         if not out.done:

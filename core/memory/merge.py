@@ -38,7 +38,7 @@ from memtray.core.memory import facts as fact_ids
 from memtray.core.memory.factdiff import Fact
 from memtray.core.memory.facts import Ledger
 
-__all__ = ["Dag", "MergeOutcome", "Merged", "Node", "PeerHead", "merge3", "merge_id", "merge_nodes"]
+__all__ = ["Dag", "MergeOutcome", "Merged", "Node", "PeerHead", "merge3", "merge_id", "merge_nodes", "renamed"]
 
 #: the kind of review item a merge conflict becomes
 CONFLICT = "merge-conflict"
@@ -152,6 +152,11 @@ def merge_id(parents: Sequence[str], merged: Merged) -> str:
     and two that (knowing different ancestors) merged them differently do not look the same."""
     body = json.dumps([sorted(parents), merged.text, merged.ledger.ids], ensure_ascii=False)
     return "M" + hashlib.sha256(body.encode()).hexdigest()[:25].upper()
+
+
+def renamed(ledger: Ledger, ids: Mapping[str, str]) -> Ledger:
+    """``ledger`` with some ids renamed (to diff it with a merge that renumbered them)."""
+    return Ledger(tuple(Fact(ids.get(f.id, f.id), f.section, f.text, f.norm) for f in ledger.facts), ledger.next)
 
 
 # --- the three-way merge ------------------------------------------------------------------

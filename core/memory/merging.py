@@ -28,8 +28,6 @@ from typing import TYPE_CHECKING, Any
 from memtray.core.base.home import device_id
 from memtray.core.base.worker import on_writer
 from memtray.core.log.events import MemoryPeerHead, Record
-from memtray.core.memory.factdiff import Fact
-from memtray.core.memory.facts import Ledger
 from memtray.core.memory.merge import (
     CONFLICT,
     Dag,
@@ -45,7 +43,7 @@ if TYPE_CHECKING:
     from memtray.core.log.store import Store
     from memtray.core.memory.projection import GitProjection
 
-__all__ = ["PeerMerging", "SyncFields", "peer_record_id", "renamed"]
+__all__ = ["PeerMerging", "SyncFields", "peer_record_id"]
 
 
 @dataclass(frozen=True)
@@ -55,13 +53,9 @@ class SyncFields:
     event_id: str | None = None
     parents: Sequence[str] | None = None
     device: str | None = None
-    renamed: Mapping[str, str] = field(default_factory=dict)  # this device's ids renamed by the merge
+    renamed: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # per device: ids the merge renumbered
+    relabeled: Mapping[str, str] = field(default_factory=dict)  # this device's ids renumbered since its last revision
     before: Sequence[tuple[str, dict[str, Any], str | None, str | None]] = ()  # events logged first
-
-
-def renamed(ledger: Ledger, ids: Mapping[str, str]) -> Ledger:
-    """``ledger`` with some ids renamed (to diff it with a merge that renumbered them)."""
-    return Ledger(tuple(Fact(ids.get(f.id, f.id), f.section, f.text, f.norm) for f in ledger.facts), ledger.next)
 
 
 def peer_record_id(event_id: str) -> str:
@@ -136,9 +130,10 @@ class PeerMerging:
                       records: list[tuple[str, dict[str, Any], str | None, str | None]]) -> MergeOutcome:
         ren = _renames_since(dag, dag.ancestors(target.id) - mine, self.device)
         flagged = [dict(i) for i in target.data.get("flagged") or () if isinstance(i, Mapping) and i.get("kind") == CONFLICT]
+        info = target.data.get("facts") or {}
         self.write(target.text, reason="merge", facts=target.ledger, flagged=flagged or None,
-                   merged=(target.data.get("facts") or {}).get("merged") or None,
-                   sync=SyncFields(target.id, list(target.parents), target.device, ren, records))
+                   merged=info.get("merged") or None,
+                   sync=SyncFields(target.id, list(target.parents), target.device, info.get("renamed") or {}, ren, records))
         sha = self.projection.git.head()
         return MergeOutcome(False, True, False, self._conflicts(flagged), sha,
                             f"memory fast-forwarded to {target.device}'s revision" + (
@@ -152,7 +147,7 @@ class PeerMerging:
         prov = {fid: {"merged_from": dev} for fid, dev in merged.origin.items() if dev != self.device}
         self.write(merged.text, reason="merge", facts=merged.ledger, flagged=merged.conflicts or None,
                    dropped_reasons=merged.dropped, merged=merged.merged or None, provenance=prov or None,
-                   sync=SyncFields(mid, tips, self.device, ren, records))
+                   sync=SyncFields(mid, tips, self.device, merged.renamed, ren, records))
         sha = self.projection.git.head()
         others = _devices(dag, [t for t in tips if t != local])
         n = len(merged.conflicts)

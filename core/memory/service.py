@@ -27,7 +27,8 @@ from memtray.core.memory.facts import Ledger
 from memtray.core.memory.gitrepo import GitRepo
 from memtray.core.memory.guard import review_item
 from memtray.core.memory.ledgers import diff_by_id
-from memtray.core.memory.merging import PeerMerging, SyncFields, renamed
+from memtray.core.memory.merge import renamed
+from memtray.core.memory.merging import PeerMerging, SyncFields
 from memtray.core.memory.projection import GitProjection
 from memtray.core.memory.revisions import Revision
 
@@ -130,8 +131,8 @@ class MemoryService(FactOps, PeerMerging):
             for i in ids:
                 reasons.setdefault(i, f"merged into {survivor}")
         ledger, d = self.facts_for(memory, reason, facts)
-        if sync is not None and sync.renamed:
-            d = diff_by_id(renamed(self.ledger(), sync.renamed), ledger)
+        if sync is not None and sync.relabeled:
+            d = diff_by_id(renamed(self.ledger(), sync.relabeled), ledger)
         if provenance:
             # callers that name facts by their content id (adopt, imports) get them on fact ids
             content_ids = {f.id: led.id for f, led in zip(factdiff.parse(memory), ledger.facts, strict=False)}
@@ -153,7 +154,9 @@ class MemoryService(FactOps, PeerMerging):
         )
         data = ev.to_data()
         data["facts"] = ledger.to_json() | ({"merged": merged} if merged else {}) | (
-            {"renamed": sync.renamed} if sync is not None and sync.renamed else {})
+            {"renamed": {k: dict(v) for k, v in sync.renamed.items()}} if sync is not None and sync.renamed else {})
+        if sync is not None and sync.relabeled:
+            data["relabeled"] = dict(sync.relabeled)
         data["device"] = sync.device if sync is not None and sync.device else self.device
         before = list(sync.before) if sync is not None else []
         with self.store.locked():  # re-entrant: the seq read here is the one append_many gives

@@ -8,6 +8,7 @@ rebuild of ``memory/`` from the log makes the same graph.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -25,9 +26,19 @@ def open_app(root: Path) -> App:
     return App.open(Home.resolve(root), config=Config(model="openai/x"), start_services=False)
 
 
-@pytest.fixture
-def pair(tmp_path: Path) -> Iterator[tuple[App, App]]:
+LOW, HIGH = "d000000000001", "d00000000000f"
+
+
+@pytest.fixture(params=["a-low", "a-high"])
+def pair(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[App, App]]:
+    """Two homes; the merge orders sides by device id, so every test runs with both orders."""
+    ids = (LOW, HIGH) if request.param == "a-low" else (HIGH, LOW)
+    for name, dev in zip("ab", ids, strict=True):
+        home = Home.resolve(tmp_path / name)
+        home.device_file.parent.mkdir(parents=True, exist_ok=True)
+        home.device_file.write_text(json.dumps({"id": dev, "name": name}))
     a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    assert (a.memory.device, b.memory.device) == ids
     try:
         yield a, b
     finally:
