@@ -56,6 +56,7 @@ from memtray.core.base.home import Home
 from memtray.core.log import attachments
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import SCHEMA, BadRecord, Payload, Record, decode_raw, encode
+from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, SYNC_PURGE
 from memtray.core.log.projections import replay
 from memtray.core.log.segments import list_segments
 
@@ -170,6 +171,9 @@ class LogPlan:
     occurrences: int = 0
     revisions: int = 0
     segments: dict[Path, bytes] = field(default_factory=dict)  # new contents of changed segments
+    #: sync: event id -> payload after the purge, of every changed event that travels between
+    #: devices (an imported copy's mark left out; a recorded peer memory head by its own id)
+    shared: dict[str, Any] = field(default_factory=dict)
 
 
 def plan_log(events_dir: Path, m: Matcher, remap: dict[str, tuple[str, int]] | None = None) -> LogPlan:
@@ -201,12 +205,56 @@ def plan_log(events_dir: Path, m: Matcher, remap: dict[str, tuple[str, int]] | N
                 plan.events += 1
                 plan.occurrences += n1 + n2
                 plan.revisions += rec.type == "memory.written"
+                _note_shared(plan, rec.id, rec.type, data)
             if m.count_raw(new):
                 raise PurgeError(
                     f"the pattern is part of the log's structure (event {rec.seq}: type, id, time or a "
                     "field name), not only of its content; choose a more specific pattern"
                 )
             out.append(new)
+        if changed:
+            plan.segments[path] = b"".join(ln + b"\n" for ln in out)
+    return plan
+
+
+def _note_shared(plan: LogPlan, ident: str, type_: str, data: dict[str, Any]) -> None:
+    if type_ == "memory.peer" and isinstance(data.get("data"), dict):
+        plan.shared[str(data.get("event_id"))] = data["data"]
+    elif type_ in EXPORTED:
+        plan.shared[ident] = {k: v for k, v in data.items() if k != ORIGIN_KEY}
+
+
+def plan_replace(events_dir: Path, payloads: dict[str, Any]) -> LogPlan:
+    """The log with every event named in ``payloads`` (a peer's ``sync.purge``) given that
+    payload, by event id: this device's own events, the copies it imported (their origin
+    mark kept) and the peer memory heads it recorded."""
+    plan = LogPlan()
+    for _number, path in list_segments(events_dir):
+        raw = path.read_bytes()
+        if raw and not raw.endswith(b"\n"):
+            raise PurgeError(f"{path.name} ends with a torn record",
+                             hint="Start memtray once (it cuts torn records), then sync again.")
+        out: list[bytes] = []
+        changed = False
+        for i, line in enumerate(raw.split(b"\n")[:-1]):
+            try:
+                rec = decode_raw(line)
+            except BadRecord:
+                raise PurgeError(f"{path.name} line {i + 1} is damaged",
+                                 hint="Run `memtray doctor --repair` first.") from None
+            data: dict[str, Any] | None = None
+            if rec.type == "memory.peer" and str(rec.data.get("event_id")) in payloads:
+                data = {**rec.data, "data": payloads[str(rec.data["event_id"])]}
+            elif rec.type in EXPORTED and rec.id in payloads:
+                data = dict(payloads[rec.id])
+                if ORIGIN_KEY in rec.data:
+                    data[ORIGIN_KEY] = rec.data[ORIGIN_KEY]
+            if data is not None and data != rec.data:
+                line = encode(Record(rec.seq, rec.id, rec.ts, rec.type, rec.v, rec.session, data))[:-1]
+                changed = True
+                plan.events += 1
+                plan.revisions += rec.type in ("memory.written", "memory.peer")
+            out.append(line)
         if changed:
             plan.segments[path] = b"".join(ln + b"\n" for ln in out)
     return plan
@@ -327,19 +375,8 @@ def _purge_locked(app: App, m: Matcher, by: str) -> Report:
     rep = Report(plan.events, plan.occurrences, plan.revisions)
     old_refs = _refs(memory)
 
-    _clear_state(app)
-    old = store.log
-    old.close()
-    for path, blob in sorted(plan.segments.items()):
-        atomic_write(path, blob)
-    store.log = EventLog.open(old.dir, clock=old.clock, ids=old.ids, segment_bytes=old.segment_bytes,
-                              files=old.files, schema=old.schema)
-    fresh = replay(store.log.records())
-    store.state.__dict__.update(fresh.__dict__)  # same object: services hold references to it
-    store._since_checkpoint = 0
-
+    _rewrite(app, plan)
     if memory is not None:
-        _rebuild_memory(app, memory)
         rep.dropped_refs = sorted(set(old_refs) - set(_refs(memory)))
     attachments.remove(store_, remap)
     rep.files = _scrub_files(home, m) + len(remap)
@@ -351,11 +388,66 @@ def _purge_locked(app: App, m: Matcher, by: str) -> Report:
         occurrences=rep.occurrences, revisions=rep.revisions, files=rep.files, by=by,
     ).to_data())
     rep.tombstone_seq = rec.seq
+    if plan.shared and (store.state.sync or (home.root / "sync").exists()):
+        # the other devices give their copies the same purged payloads (docs/SYNC.md)
+        store.append(SYNC_PURGE, {"pattern_sha256": rep.digest, "salt": salt, "events": plan.shared})
     store.checkpoint()
     rep.left = find_traces(home, m)
     log.warning("purged %d occurrence(s) from %d event(s) (tombstone seq %d, pattern sha256 %s)",
                 rep.occurrences, rep.events, rep.tombstone_seq, rep.digest[:12])
     return rep
+
+
+def _rewrite(app: App, plan: LogPlan) -> None:
+    """Replace the changed segments (each atomically), fold the log again, rebuild memory."""
+    store = app.store
+    _clear_state(app)
+    old = store.log
+    old.close()
+    for path, blob in sorted(plan.segments.items()):
+        atomic_write(path, blob)
+    store.log = EventLog.open(old.dir, clock=old.clock, ids=old.ids, segment_bytes=old.segment_bytes,
+                              files=old.files, schema=old.schema)
+    fresh = replay(store.log.records())
+    store.state.__dict__.update(fresh.__dict__)  # same object: services hold references to it
+    store._since_checkpoint = 0
+    if app.memory is not None:
+        _rebuild_memory(app, app.memory)
+
+
+def apply_tombstones(app: App, tombstones: list[Record]) -> int:
+    """Apply peers' ``sync.purge`` events to this home; the number of events rewritten.
+
+    Refused (:class:`PurgeError`, the sync keeps it pending) while a consolidation runs."""
+    payloads: dict[str, Any] = {}
+    for rec in tombstones:
+        events = rec.data.get("events")
+        if isinstance(events, dict):
+            payloads.update(events)
+    if not payloads:
+        return 0
+    cons = app.consolidation
+    if cons is not None and getattr(cons, "in_flight", None):
+        raise PurgeError("a purge from another device waits: a consolidation is running",
+                         hint="It is applied at the next sync.")
+
+    async def on_worker() -> int:
+        with app.store.locked():
+            plan = plan_replace(app.home.events, payloads)
+            if plan.segments:
+                _rewrite(app, plan)
+                app.store.checkpoint()
+            return plan.events
+
+    n = app.run(on_worker())
+    log.warning("applied %d purge tombstone(s) from other devices: %d event(s) rewritten", len(tombstones), n)
+    return n
+
+
+def follow_tombstones(app: App) -> None:
+    """Have ``app``'s sync apply the purge tombstones it imports (the CLI, daemon and desktop call this)."""
+    if app.sync is not None:
+        app.sync.on_tombstones = lambda recs: apply_tombstones(app, recs)
 
 
 def _clear_state(app: App) -> None:

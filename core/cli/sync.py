@@ -11,6 +11,7 @@ import json
 import os
 from typing import Any
 
+from memtray.core.admin.purge import follow_tombstones
 from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope, out
 from memtray.core.sync.service import SyncService, read_status
@@ -61,6 +62,7 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
         svc: SyncService | None = app.sync
         assert svc is not None
+        follow_tombstones(app)  # a purge made on another device is applied here too
         rep = svc.sync(remote, init=args.init)
     if args.json:
         out(json.dumps(rep.to_json(), ensure_ascii=False, sort_keys=True))
@@ -71,6 +73,8 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
         out(f"  memory: {line}")
     if rep.conflicts:
         out(f"  {len(rep.conflicts)} conflict(s) kept for review: memtray memory review")
+    if rep.purges:
+        out(f"  applied {rep.purges} purge(s) made on other devices")
     for note in rep.notes:
         out(f"  note: {note}")
     return 0

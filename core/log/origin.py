@@ -41,6 +41,10 @@ EXPORTED = frozenset({
 #: exported events a peer appends to its own log (with the origin mark)
 IMPORTED = EXPORTED - {"memory.written"}
 
+#: a purge's tombstone for the other devices: ``{"pattern_sha256", "salt", "events": {id: payload}}``
+#: (every shared event the purge changed, as it is after the purge; never the pattern)
+SYNC_PURGE = "sync.purge"
+
 #: the bookkeeping event of a pull: ``{"device", "commit", "through"}``, appended in the
 #: same write as the events it imported, so the cursor and the events agree after a crash
 PULLED = "sync.pulled"

@@ -45,7 +45,15 @@ from memtray.core.base.faults import crash_point
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import Home, device_id
 from memtray.core.log.events import Record, legacy_line
-from memtray.core.log.origin import EXPORTED, IMPORTED, ORIGIN_KEY, PULLED, marked, peer_session
+from memtray.core.log.origin import (
+    EXPORTED,
+    IMPORTED,
+    ORIGIN_KEY,
+    PULLED,
+    SYNC_PURGE,
+    marked,
+    peer_session,
+)
 from memtray.core.log.segments import Position
 from memtray.core.log.store import Store, record_ending_at
 from memtray.core.sync.gitcli import Git, SyncError, has_password, safe_url
@@ -81,6 +89,8 @@ class SyncReport:
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     pending_heads: int = 0  # peer memory heads not merged (this memtray cannot merge)
+    purges: int = 0  # purge tombstones of other devices applied now
+    pending_purges: list[str] = field(default_factory=list)  # tombstone event ids not applied yet
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -126,6 +136,9 @@ class SyncService:
         self._lock = threading.Lock()
         self._device: str | None = None
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
+        #: applies imported purge tombstones to this home (set by the front ends, from
+        #: ``admin.purge.follow_tombstones``: the rewrite lives above this room); None: kept pending
+        self.on_tombstones: Callable[[list[Record]], Any] | None = None
 
     def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> None:
         """``fn(status)`` after every sync attempt, on the thread that synced (the tray's line)."""
@@ -182,7 +195,7 @@ class SyncService:
                 "last_error": None, "failures": 0, "imported": rep.imported, "pushed": rep.pushed,
                 "peers": sorted(set(prev.get("peers", [])) | set(rep.peers)) if rep.peers else prev.get("peers", []),
                 "conflicts": rep.conflicts or (prev.get("conflicts", []) if not rep.merges else []),
-                "pending_heads": rep.pending_heads, "notes": rep.notes,
+                "pending_heads": rep.pending_heads, "notes": rep.notes, "pending_purges": rep.pending_purges,
             })
             return rep
 
@@ -229,6 +242,7 @@ class SyncService:
         # 4. import
         for peer in peers:
             self._import(peer, rep)
+        self._apply_tombstones(peers, rep)
         # 5. push my new events
         self._push(repo, url, base, mine_remote, rep)
         self._mirror_memory(url, rep)
@@ -303,6 +317,27 @@ class SyncService:
                 break
         rep.peers[dev] = imported
         rep.imported += imported
+
+    def _apply_tombstones(self, peers: Sequence[PeerEvents], rep: SyncReport) -> None:
+        """Hand new and still pending ``sync.purge`` events to :attr:`on_tombstones`."""
+        new = [r for peer in peers for r in peer.records if r.type == SYNC_PURGE]
+        waiting = [str(i) for i in self.status().get("pending_purges") or []]
+        if not new and not waiting:
+            return
+        ids = [r.id for r in new] + [i for i in waiting if i not in {r.id for r in new}]
+        if self.on_tombstones is None:
+            rep.pending_purges = ids
+            rep.notes.append(f"{len(ids)} purge(s) from other devices not applied here yet: run `memtray sync`")
+            return
+        wanted = set(ids)
+        recs = [r for r in self.store.log.records() if r.type == SYNC_PURGE and r.id in wanted]
+        try:
+            self.on_tombstones(recs)
+        except MemtrayError as exc:
+            rep.pending_purges = ids
+            rep.notes.append(f"purge from another device not applied yet: {exc}")
+            return
+        rep.purges = len(recs)
 
     # --- pushing --------------------------------------------------------------------
 
