@@ -9,7 +9,6 @@ commands write events and run against the App (or are forwarded to it).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,13 +17,10 @@ from typing import Any
 from memtray.core.base.clock import parse_ts
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
-from memtray.core.cli.console import app_scope, con
+from memtray.core.cli.console import app_scope, con, listing
+from memtray.core.cli.console import dumps as _dumps
 from memtray.core.cli.console import out as _out
 from memtray.core.cli.frontend import renderer
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, indent=2)
 
 
 def _when(text: str) -> datetime:
@@ -161,15 +157,8 @@ def cmd_rebuild(args: argparse.Namespace, home: Home) -> int:
 
     with app_scope(home) as app:
         if args.list:
-            rows = adopt.listing(app)
-            if args.json:
-                _out(_dumps(rows))
-                return 0
-            if not rows:
-                _out("no rebuilds")
-            for r in rows:
-                _out(f"{r['branch']:<28} {r['model']:<28} {r['state']}")
-            return 0
+            return listing(adopt.listing(app), args.json, "no rebuilds",
+                           lambda r: f"{r['branch']:<28} {r['model']:<28} {r['state']}")
         if args.discard:
             info = rebuild.discard(app, args.discard)
             _out(f"discarded {info.branch} (its events stay in the log; main is untouched)")

@@ -13,10 +13,11 @@ here knows a command.
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
@@ -83,6 +84,27 @@ def out(text: str = "") -> None:
 
 def err(text: str) -> None:
     con().error(text)
+
+
+def dumps(obj: Any) -> str:
+    """``obj`` as the memory and audit commands print it for ``--json`` (indented, non-ASCII kept)."""
+    return json.dumps(obj, ensure_ascii=False, indent=2)
+
+
+T = TypeVar("T")
+
+
+def listing(rows: Sequence[T], as_json: bool, empty: str, line: Callable[[T], str]) -> int:
+    """Print a command's rows: all of them as JSON (``--json``), else a line each, or
+    ``empty`` when there are none. Returns the command's exit status (0)."""
+    if as_json:
+        out(dumps(rows))
+        return 0
+    if not rows:
+        out(empty)
+    for row in rows:
+        out(line(row))
+    return 0
 
 
 class Forward(Exception):

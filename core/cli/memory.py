@@ -7,18 +7,14 @@ command runs against the App (or is forwarded to the running instance).
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
-from memtray.core.cli.console import app_scope, con
+from memtray.core.cli.console import app_scope, con, listing
+from memtray.core.cli.console import dumps as _dumps
 from memtray.core.cli.console import out as _out
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, indent=2)
 
 
 def _parse_when(text: str) -> datetime:
@@ -140,17 +136,13 @@ def cmd_diff(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_dropped(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        rows = app.memory.dropped()
-        if args.json:
-            _out(_dumps(rows))
-            return 0
-        if not rows:
-            _out("no fact has ever been removed")
-        for r in rows:
-            now = "back in memory now" if r["present_now"] else "still gone"
-            _out(f"{(r['rev'] or '?')[:8]} {r['time'][:19].replace('T', ' ')}  {r['text']}\n"
-                 f"         {dropped_why(r['reason'], r['by'])}; {now}")
-    return 0
+        return listing(app.memory.dropped(), args.json, "no fact has ever been removed", _dropped_line)
+
+
+def _dropped_line(r: dict[str, Any]) -> str:
+    now = "back in memory now" if r["present_now"] else "still gone"
+    return (f"{(r['rev'] or '?')[:8]} {r['time'][:19].replace('T', ' ')}  {r['text']}\n"
+            f"         {dropped_why(r['reason'], r['by'])}; {now}")
 
 
 #: what wrote the revision that removed a fact (MemoryWritten.reason), for `memory dropped`
@@ -249,15 +241,9 @@ def cmd_review(args: argparse.Namespace, home: Home) -> int:
             rev = mem.restore_review(args.item)
             _out(f"restored {args.item} into memory (revision {rev.short})")
             return 0
-        items = mem.pending_review()
-        if args.json:
-            _out(_dumps(items))
-            return 0
-        if not items:
-            _out("nothing waiting for review")
-        for it in items:
-            _out(f"{it['id']}  {it['kind']:<12} [{it.get('section', '')}] {it['text']}\n            {it.get('reason', '')}")
-    return 0
+        return listing(mem.pending_review(), args.json, "nothing waiting for review",
+                       lambda it: f"{it['id']}  {it['kind']:<12} [{it.get('section', '')}] {it['text']}\n"
+                                  f"            {it.get('reason', '')}")
 
 
 def add_commands(sub: Any) -> None:
