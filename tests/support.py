@@ -6,10 +6,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from keyring.backend import KeyringBackend
 from keyring.errors import PasswordDeleteError
+
+if TYPE_CHECKING:
+    from memtray.core.base.home import Home
+
+    from tests.fixtures.llm_server import ScriptedLLMServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,3 +70,26 @@ def run_cli(home: Path, *args: str, input: str | bytes | None = None, timeout: f
         timeout=timeout,
         cwd=str(ROOT),
     )
+
+
+def configure(home: Home, server: ScriptedLLMServer, **settings: str) -> dict[str, str]:
+    """Point ``home`` at the scripted server with `memtray config set`, as a user would
+    (``settings`` set more keys); returns the environment (a test API key) to run the CLI with."""
+    env = {"OPENAI_API_KEY": "sk-test"}
+    values = {"model": "openai/test-model", "api_base": server.base_url, "llm_retries": "0", **settings}
+    for key, value in values.items():
+        out = run_cli(home.root, "config", "set", key, value, **env)
+        assert out.returncode == 0, out.stderr
+    return env
+
+
+def user_messages(home: Home) -> list[str]:
+    """What the user said, in log order, read from the event log itself."""
+    from memtray.core.log.eventlog import EventLog
+
+    elog = EventLog.open(home.events, readonly=True)
+    try:
+        return [r.data["content"] for r in elog.iter_records()
+                if r.type == "message" and r.data.get("role") == "user"]
+    finally:
+        elog.close()
