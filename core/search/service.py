@@ -370,11 +370,15 @@ class SearchService:
         or None. What the session's prompt already holds (its unconsolidated tail) is
         left out, and weak semantic matches are not recalled."""
         tail = [int(m["seq"]) for m in self.store.state.session(session).messages if "seq" in m]
+        # Weak vectors (the offline model) could only reorder the keyword matches (they never
+        # recall a passage alone), and they reorder them worse: recall is by keywords then.
+        strong = self.embedder.strong
         try:
-            if self.embedder.available:
+            if strong:
                 await self.embedder.prepare()  # the turn needs litellm anyway; not part of the time limit
             found = await asyncio.wait_for(
-                self.asearch(text, mode="hybrid", limit=limit * 3, exclude=tail), RECALL_TIMEOUT)
+                self.asearch(text, mode="hybrid" if strong else "keyword", limit=limit * 3, exclude=tail),
+                RECALL_TIMEOUT)
         except (MemtrayError, TimeoutError) as exc:
             log.info("no recall for this turn: %s", exc or "search timed out")
             return None
@@ -383,7 +387,6 @@ class SearchService:
             skip = set(tail)
             ranked = await asyncio.to_thread(self._ranked, text, limit * 3 + len(skip), None, None)
             hits = [h for h in ranked if h.seq not in skip]
-        strong = self.embedder.strong  # weak vectors (the offline model) never recall a passage alone
         hits = [h for h in hits if h.keyword_score is not None
                 or (strong and (h.semantic_score or 0.0) >= RECALL_MIN_SIMILARITY)][:limit]
         if not hits:

@@ -212,3 +212,58 @@ def test_the_same_text_again_reuses_its_vector_and_batches_stay_full(store: Stor
     assert vs.pending(2) == ([], 0)
     assert vs.count() == 7 and vs.progress() == (7, 7)
     assert {s for s, _ in vs.search(embed("alpha"), limit=3)} == {seqs[0], seqs[2], seqs[6]}
+
+
+def test_vectors_of_another_size_start_the_backfill_over(store: Store, index: SearchIndex) -> None:
+    vs = VectorStore(index)
+    vs.use_model("m")
+    seqs = [say(store, t) for t in ("alpha", "beta", "gamma")]
+    index.sync(store)
+    batch, through = vs.pending(10)
+    vs.put([(s, t, [1.0, 0.5, -0.5, 0.1]) for s, t in batch], through)
+    assert vs.progress() == (3, 3)
+    # the same model name now answers with 8 dimensions (a provider changed it)
+    vs.put([(seqs[0], "alpha", [0.1] * 8)], seqs[0])
+    sizes = {n for (n,) in index.db.execute("SELECT DISTINCT length(vec) FROM vectors")}
+    assert sizes == {8} and vs.count() == 1  # never mixed: the 4-dimension ones are gone
+    assert vs.through == 0  # and the backfill starts over (re-embedding the rest)
+    batch, through = vs.pending(10)
+    assert [t for _s, t in batch] == ["beta", "gamma"]  # alpha's new vector is reused
+    with pytest.raises(ValueError, match="mixed sizes"):
+        vs.put([(seqs[1], "beta", [0.1] * 8), (seqs[2], "gamma", [0.1] * 4)], through)
+    assert check_search(store.home, "m")[0].ok
+
+
+def test_doctor_repairs_vectors_of_mixed_sizes(store: Store, index: SearchIndex) -> None:
+    vs = VectorStore(index)
+    vs.use_model("m")
+    a, b = say(store, "alpha"), say(store, "beta")
+    index.sync(store)
+    vs.put([(a, "alpha", [1.0, 0.5, -0.5, 0.1])], a)
+    # an index written before sizes were checked: rows of two sizes side by side
+    index.db.execute("INSERT INTO vectors(seq, hash, norm, sig, vec) VALUES (?, ?, 1.0, ?, ?)",
+                     (b, vecmod.text_hash("beta"), b"\x01", bytes(8)))
+    bad = [f for f in check_search(store.home, "m") if not f.ok]
+    assert len(bad) == 1 and "different sizes" in bad[0].title and bad[0].fix is not None
+    index.close()
+    assert "dropped" in bad[0].fix()
+    assert all(f.ok for f in check_search(store.home, "m"))
+    reopened = SearchIndex.open(index_path(store.home))
+    try:
+        assert VectorStore(reopened).count() == 0 and VectorStore(reopened).through == 0
+    finally:
+        reopened.close()
+
+
+def test_keyword_first_never_displaces_a_keyword_hit() -> None:
+    from memtray.core.search.hybrid import keyword_first
+
+    keyword = [hit(1, 9.0), hit(2, 5.0)]
+    fused = fuse([hit(1, 9.0), hit(2, 5.0), hit(4, 1.0, "partial")],
+                 [hit(3, 0.9, "semantic"), hit(5, 0.8, "semantic"), hit(2, 0.7, "semantic")], limit=10)
+    assert [h.seq for h in fused][:2] == [2, 3]  # the fusion alone would put 3 above 1
+    out = keyword_first(keyword, fused, limit=3)
+    assert [h.seq for h in out] == [1, 2, 3]
+    assert all(h.mode == "hybrid" for h in out)
+    assert [h.seq for h in keyword_first(keyword, fused, limit=1)] == [1]
+    assert [h.seq for h in keyword_first([], fused, limit=2)] == [h.seq for h in fused[:2]]
