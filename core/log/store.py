@@ -150,8 +150,12 @@ class Store:
             return writer.call(lambda: self.append_many(materialised))
         with self._mutex:
             before = self.log.last_seq
-            # a session name is user text: a token pasted as one must not reach the disk
-            recs = self.log.append_many([(t, d, redact(s) if s else s, i, None) for t, d, s, i in items])
+            # a session name is user text: a token pasted as one must not reach the disk (once per
+            # name and batch: an import of a peer's thousands of events names a handful of sessions)
+            names: dict[str, str] = {}
+            recs = self.log.append_many([
+                (t, d, (names[s] if s in names else names.setdefault(s, redact(s))) if s else s, i, None)
+                for t, d, s, i in items])
             fresh = [r for r in recs if r.seq > before]
             for rec in fresh:
                 apply(self.state, self.log.schema.upcast(rec))
