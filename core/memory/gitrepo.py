@@ -312,7 +312,8 @@ class GitRepo:
                 tree.add(name.encode(), 0o100644, blob.id)
             commit = Commit()
             commit.tree = tree.id
-            commit.parents = [p.encode() for p in parents] if parents is not None else [parent] if parent else []
+            given: list[Any] = [p.encode() for p in parents] if parents is not None else []
+            commit.parents = given if parents is not None else [parent] if parent else []
             commit.author = commit.committer = AUTHOR
             ts = int(when.timestamp())
             commit.author_time = commit.commit_time = ts

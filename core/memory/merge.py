@@ -249,19 +249,19 @@ def merge3(base: Ledger, x: Side, y: Side) -> Merged:
                                            f"these are {b.device}'s", {a.device: fa_.text, b.device: fb_.text}))
         elif fa_ is not None or fb_ is not None:
             here, gone = (a, b) if fa_ is not None else (b, a)
-            f = fa_ if fa_ is not None else fb_
-            assert f is not None
+            one = fa_ if fa_ is not None else fb_
+            assert one is not None
             why = gone.dropped.get(fid) or ""
-            if f.norm == of.norm:
+            if one.norm == of.norm:
                 final[fid] = None
                 out.dropped[fid] = f"removed on {gone.device}: {why}" if why else f"removed on {gone.device}"
             else:
-                final[fid] = f
+                final[fid] = one
                 if here is b:
                     from_b.add(fid)
-                out.conflicts.append(_item(fid, f.text, f.section, "removed-reworded",
+                out.conflicts.append(_item(fid, one.text, one.section, "removed-reworded",
                                            f"removed on {gone.device} ({why or 'no reason given'}) but reworded on {here.device}; "
-                                           "kept with the new words", {here.device: f.text, gone.device: None}))
+                                           "kept with the new words", {here.device: one.text, gone.device: None}))
         else:
             final[fid] = None
     text, led = _build(a, b_facts, final, from_b, nxt)
@@ -277,20 +277,20 @@ def _build(a: Side, b_facts: Sequence[Fact], final: Mapping[str, Fact | None], f
     text = a.text
     ids = list(a.ledger.ids)
     la = {f.id for f in a.ledger.facts}
-
-    def relabel(new_text: str, want: list[str]) -> None:
-        nonlocal text, ids
-        text, ids = new_text, want
-
-    for f in a.ledger.facts:
+    mine = a.ledger.facts
+    # rewordings in place first (they keep every index), then removals from the last
+    # (earlier facts keep theirs), then additions: one parse per step, not three
+    for k, f in enumerate(mine):
         target = final.get(f.id, f)
-        k = ids.index(f.id)
-        if target is None:
-            new = factdiff.remove_fact(text, factdiff.parse(text)[k])
-            relabel(new, ids[:k] + ids[k + 1:])
-        elif target.norm != f.norm:
-            new = factdiff.replace_fact(text, k, target.text)
-            relabel(new, ids)
+        if target is not None and target.norm != f.norm:
+            text = factdiff.replace_fact(text, k, target.text)
+    if any(final.get(f.id, f) is None for f in mine):
+        cur = factdiff.parse(text)
+        for k in reversed(range(len(mine))):
+            if final.get(mine[k].id, mine[k]) is None:
+                text = factdiff.remove_fact(text, cur[k])
+                del ids[k]
+    norms = [g.norm for g in factdiff.parse(text)]
     for f in b_facts:
         target = final.get(f.id, f)
         if f.id in la or target is None or f.id in ids:
@@ -298,12 +298,11 @@ def _build(a: Side, b_facts: Sequence[Fact], final: Mapping[str, Fact | None], f
         new = factdiff.add_fact(text, target.text, target.section or None)
         if new == text:
             continue  # the same words are already there (under another id)
-        after = factdiff.parse(new)
+        after = [g.norm for g in factdiff.parse(new)]
         # add_fact appends at the end of its section: find the one fact that is new
-        before_norms = [g.norm for g in factdiff.parse(text)]
-        at = next((k for k, g in enumerate(after) if k >= len(before_norms) or g.norm != before_norms[k]),
-                  len(after) - 1)
-        relabel(new, [*ids[:at], f.id, *ids[at:]])
+        at = next((k for k, g in enumerate(after) if k >= len(norms) or g != norms[k]), len(after) - 1)
+        ids.insert(at, f.id)
+        text, norms = new, after
     parsed = factdiff.parse(text)
     if len(parsed) != len(ids):  # cannot happen for well-formed texts; never lose the text
         known = {f.id: f for f in (*b_facts, *a.ledger.facts, *(f for f in final.values() if f is not None))}

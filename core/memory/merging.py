@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.home import device_id
-from memtray.core.base.worker import on_writer
+from memtray.core.base.worker import WriterThread, on_writer
 from memtray.core.log.events import MemoryPeerHead, Record
 from memtray.core.memory.merge import (
     CONFLICT,
@@ -71,6 +71,10 @@ class PeerMerging:
     write: Callable[..., list[Record]]
     _device: str | None = None
     _head_cache: tuple[int, str | None] = (-1, None)
+
+    @property
+    def writer(self) -> WriterThread | None:
+        return self.projection.writer
 
     @property
     def device(self) -> str:

@@ -70,6 +70,9 @@ def commit_message(rec: Record) -> str:
     trailers = [f"Event-Seq: {rec.seq}", f"Reason: {reason}"]
     if d.get("target"):
         trailers.append(f"Rolled-Back-To: {d['target']}")
+    if reason == "merge":  # the revisions it joins (memory.written event ids), and who wrote it
+        trailers.append(f"Merge-Of: {' '.join(str(p) for p in d.get('parents') or []) or '-'}")
+        trailers.append(f"Device: {d.get('device') or '-'}")
     if d.get("consolidation"):
         trailers.append(f"Consolidation: {d['consolidation']}")
     trailers.append(f"Model: {d.get('model') or '-'}")
