@@ -141,7 +141,8 @@ class Git:
         if not names:
             return []
         res = self.run(["cat-file", "--batch"], input=("\n".join(names) + "\n").encode())
-        data, out, pos = res.out, [], 0
+        data, pos = res.out, 0
+        out: list[bytes | None] = []
         for _ in names:
             nl = data.index(b"\n", pos)
             header = data[pos:nl].split()
