@@ -317,6 +317,7 @@ class Embeddings:
                 raise RuntimeError(f"the offline model is not installed: {missing(check_disabled=False)}")
             import llama_cpp
 
+            _route_llama_logs(llama_cpp)
             started = time.monotonic()
             llama = llama_cpp.Llama(
                 model_path=str(path), embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
@@ -346,6 +347,26 @@ class Embeddings:
             if llama is not None:
                 with contextlib.suppress(Exception):
                     llama.close()
+
+
+_LOG_CALLBACK: Any = None
+
+
+def _route_llama_logs(llama_cpp: Any) -> None:
+    """Send llama.cpp's own messages to memtray's log, not the terminal: opening a context
+    for embedding makes it print a warning (about the pooling asked for) even when quiet."""
+    global _LOG_CALLBACK
+    if _LOG_CALLBACK is not None:
+        return
+    import ctypes
+
+    def route(level: int, text: bytes, _user: Any) -> None:
+        with contextlib.suppress(Exception):
+            log.debug("llama.cpp: %s", text.decode("utf-8", "replace").rstrip())
+
+    with contextlib.suppress(Exception):  # an older llama-cpp-python without the hook: it prints
+        _LOG_CALLBACK = llama_cpp.llama_log_callback(route)  # kept: the C side holds a pointer to it
+        llama_cpp.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))
 
 
 _EMBEDDINGS = Embeddings()
