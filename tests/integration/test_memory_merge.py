@@ -212,3 +212,34 @@ def test_a_device_offline_for_many_writes_merges_them_all_at_once(pair: tuple[Ap
     side = git(b, "rev-list", "HEAD^2")
     assert len(side.split()) >= 6
     assert sum(1 for r in b.store.log.records(seen) if r.type == "memory.written") == 2  # Japanese, the merge
+
+
+def test_three_devices_converge_without_writing_revisions_back_and_forth(tmp_path: Path) -> None:
+    apps = [open_app(tmp_path / n) for n in "abc"]
+    a, b, c = apps
+    try:
+        remember(a, "Lives in Lyon")
+        for other in (b, c):
+            other.memory.merge_peer_heads(heads(a))
+        remember(a, "Plays the cello")
+        remember(b, "Speaks Japanese")
+        b.memory.forget("F1", "moved to Grenoble", model=None)
+        remember(c, "Runs marathons")
+        # sync rounds in a fixed order, each device taking every other's heads, until nothing moves
+        for _round in range(4):
+            moved = 0
+            for x in apps:
+                for y in apps:
+                    if x is not y:
+                        out = x.memory.merge_peer_heads(heads(y))
+                        moved += out.merged or out.fast_forward
+            if not moved:
+                break
+        assert not moved, "the devices kept writing revisions at each other"
+        assert a.store.state.memory == b.store.state.memory == c.store.state.memory
+        assert facts(a) == facts(b) == facts(c)
+        assert sorted(t for _i, t in facts(a)) == ["Plays the cello", "Runs marathons", "Speaks Japanese"]
+        assert len({x.memory.head_id() for x in apps}) == 1
+    finally:
+        for x in apps:
+            x.close()
