@@ -133,6 +133,18 @@ class Git:
         res = self.run(["merge-base", "--is-ancestor", older, newer], check=False)
         return res.code == 0
 
+    def ancestry(self, older: str, newer: str) -> bool | None:
+        """Whether ``older`` is an ancestor of ``newer``; None if ``older`` is not here at all."""
+        if older == newer:
+            return True
+        res = self.run(["merge-base", "--is-ancestor", older, newer], check=False)
+        return True if res.code == 0 else False if res.code == 1 else None
+
+    def refs(self, prefix: str) -> dict[str, str]:
+        """Every ref under ``prefix`` and its commit, in one call."""
+        out = self.text(["for-each-ref", "--format=%(refname) %(objectname)", prefix])
+        return dict(line.split(" ", 1) for line in out.splitlines() if line)
+
     def has_object(self, sha: str) -> bool:
         return self.run(["cat-file", "-e", sha + "^{commit}"], check=False).code == 0
 

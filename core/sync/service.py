@@ -217,12 +217,13 @@ class SyncService:
                 "(under refs/memtray/ only) beside what it holds.")
         repo.fetch(url, key, streams)
         crash_point("sync.fetched")
+        tracked = repo.git.refs(f"refs/memtray/remotes/{key}/") if streams else {}
         # 3. check everything before changing anything
         peers: list[PeerEvents] = []
         for dev in streams:
             if dev == me:
                 continue
-            commit = repo.git.rev(tracking_ref(key, dev))
+            commit = tracked.get(tracking_ref(key, dev))
             if commit is None:
                 raise SyncError(f"the stream of {dev} was listed but could not be fetched")
             cursor = self.store.state.sync.get(dev) or {}
@@ -230,14 +231,14 @@ class SyncService:
             seen = cursor.get("commit")
             if seen == commit:  # nothing new from this one (the common case with many devices)
                 continue
-            if seen and repo.git.has_object(seen) and not repo.git.is_ancestor(seen, commit):
+            if seen and repo.git.ancestry(seen, commit) is False:  # None: imported before this cache
                 raise SyncError(
                     f"the stream of device {dev} on the remote was rewritten by someone else (it no longer "
                     f"contains {seen[:12]}, imported here)",
                     hint="Nothing was imported or pushed. Restore that ref on the remote, or sync with another "
                     "remote; memtray never overwrites a stream.")
             peers.append(repo.read_after(dev, commit, through))
-        mine_remote = repo.git.rev(tracking_ref(key, me)) if me in streams else None
+        mine_remote = tracked.get(tracking_ref(key, me)) if me in streams else None
         base = self._base(repo, mine_remote)
         # 4. import
         for peer in peers:

@@ -92,7 +92,9 @@ class LocalRepo:
 
     def head(self, commit: str, expect_device: str | None = None) -> StreamHead:
         """The stream metadata of ``commit``; :class:`SyncError` if it is not a memtray stream."""
-        raw = self.git.blobs([f"{commit}:{META}"])[0]
+        return self._parse_head(commit, self.git.blobs([f"{commit}:{META}"])[0], expect_device)
+
+    def _parse_head(self, commit: str, raw: bytes | None, expect_device: str | None) -> StreamHead:
         try:
             meta = json.loads(raw) if raw is not None else None
             ok = (isinstance(meta, dict) and meta.get("format") == FORMAT and isinstance(meta.get("last_seq"), int)
@@ -128,12 +130,14 @@ class LocalRepo:
     def read_after(self, device: str, commit: str, through: int) -> PeerEvents:
         """Every event of ``device``'s stream at ``commit`` with a seq after ``through``,
         each line's checksum verified; a damaged or inconsistent segment raises."""
-        head = self.head(commit, device)
         segs = self.segments(commit)
-        # segment i holds seqs in [first_i, first_i+1): read those that can hold one after ``through``
-        ends = [nxt for nxt, _ in segs[1:]] + [head.last_seq + 1]
-        wanted = [seg for seg, end in zip(segs, ends, strict=True) if end > through + 1]
-        blobs = self.git.blobs([f"{commit}:{path}" for _, path in wanted])
+        # segment i holds seqs in [first_i, first_i+1): read the ones after ``through`` and the
+        # one that holds ``through`` (a cursor can stop inside a segment); the metadata with them
+        older = [seg for seg in segs if seg[0] <= through]
+        wanted = older[-1:] + [seg for seg in segs if seg[0] > through]
+        got = self.git.blobs([f"{commit}:{META}"] + [f"{commit}:{path}" for _, path in wanted])
+        head = self._parse_head(commit, got[0], device)
+        blobs = got[1:]
         records: list[Record] = []
         last = 0
         for (_first, path), blob in zip(wanted, blobs, strict=True):
