@@ -1,13 +1,24 @@
-"""Desktop start-up figures: start to tray (or window) ready, `memtray toggle` to popup shown, idle RSS.
+"""Desktop start-up figures: start to tray (or window) ready, side by side with the floor of
+a Qt app (bench/minimal_qt.py); `memtray toggle` to popup shown; idle RSS.
 
-    xvfb-run -a -s "-screen 0 1440x900x24" .venv/bin/python bench/desktop_startup.py [--runs 5]
+    xvfb-run -a -s "-screen 0 1440x900x24" .venv/bin/python bench/desktop_startup.py [--runs 21]
 
-Each start is a separate process (``python -m memtray.core.cli``, what the
+Each start is a fresh process: ``python -m memtray.core.cli`` (what the
 ``memtray`` script runs) on the same data home (seeded with 200 messages and a
-memory revision, after one warm-up start that creates it). The app writes its
-milestones to $MEMTRAY_STARTUP_REPORT (monotonic clock, shared by processes on
-Linux), including whether litellm was imported at that point. Toggle latency is
-measured from just before the IPC request until the popup's show event.
+memory revision), and ``python bench/minimal_qt.py [--tray]`` (one window with a
+label, or one tray icon). Both write "ready" to $MEMTRAY_STARTUP_REPORT
+(monotonic clock, shared by processes on Linux) by the same definition: the
+first Expose event that finds the window, or the tray icon's own X window,
+exposed. The time is from just before ``Popen`` to that event. For the tray the
+bench starts ``trayer`` (an XEmbed system tray, Debian package trayer) on the
+X display, so "ready" means the icon was really embedded and mapped by a tray
+host; without trayer the tray figures are not taken.
+
+The machine may be loaded by other work: memtray and the floor are started in
+turn (ABBA order, after one unmeasured start of each that writes the .pyc files
+and warms the disk cache), and the figures are medians of ``--runs`` starts
+each, with the load average before and after. Toggle latency is measured from
+just before the IPC request until the popup's show event.
 """
 
 from __future__ import annotations
@@ -32,7 +43,8 @@ sys.path.insert(0, str(ROOT))
 def events(report: Path) -> list[dict[str, Any]]:
     if not report.exists():
         return []
-    return [json.loads(line) for line in report.read_text().splitlines() if line.strip()]
+    # complete lines only: one being written has no newline yet
+    return [json.loads(line) for line in report.read_text().split("\n")[:-1] if line.strip()]
 
 
 def wait_for(report: Path, event: str, count: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> dict[str, Any]:
@@ -82,62 +94,73 @@ def seed(home_root: Path) -> None:
             app.worker.call(lambda: mem.write("# About the user\n\n- Likes tea\n", reason="agent", source="model"))
 
 
-def starts(env: dict[str, str], tmp: Path, label: str, runs: int) -> tuple[list[float], list[bool], list[bool],
-                                                                            list[bool]]:
-    """Start and quit memtray ``runs`` + 1 times; the times to "ready" of all but the first."""
+HEAVY = ("litellm", "apscheduler", "dulwich", "sqlite3", "keyring", "openai", "httpx", "mcp")
+
+
+def start_memtray(env: dict[str, str], tmp: Path, label: str) -> dict[str, Any]:
+    """One start of memtray, quit as a user would: its "ready" event, "t" made relative to Popen."""
     from memtray.core.base.home import Home
 
-    h = Home.resolve(Path(env["MEMTRAY_HOME"]))
-    times: list[float] = []
-    litellm: list[bool] = []
-    aps: list[bool] = []
-    tray: list[bool] = []
-    for run in range(runs + 1):  # run 0 warms the disk cache and writes the .pyc files
-        report = tmp / f"report-{label}-{run}.jsonl"
-        t0 = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "memtray.core.cli"], cwd=str(ROOT),
-                                env=dict(env, MEMTRAY_STARTUP_REPORT=str(report)),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            ready = wait_for(report, "ready", 1, proc)
-            if run:
-                times.append(ready["t"] - t0)
-                litellm.append(ready["litellm"])
-                aps.append(ready.get("apscheduler", False))
-                tray.append(ready["tray"])
-        finally:
-            quit_and_wait(h, proc)
-    return times, litellm, aps, tray
+    report = tmp / f"report-{label}.jsonl"
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "memtray.core.cli"], cwd=str(ROOT),
+                            env=dict(env, MEMTRAY_STARTUP_REPORT=str(report)),
+                            stdout=subprocess.DEVNULL, stderr=open(tmp / f"stderr-{label}.txt", "w"))
+    try:
+        ready = wait_for(report, "ready", 1, proc)
+    finally:
+        quit_and_wait(Home.resolve(Path(env["MEMTRAY_HOME"])), proc)
+    modules = ready.pop("modules", [])
+    ready["heavy"] = sorted({m.split(".")[0] for m in modules if m.split(".")[0] in HEAVY})
+    ready["modules"] = len(modules)
+    return dict(ready, t=ready["t"] - t0)
 
 
-def floor_starts(env: dict[str, str], tmp: Path, runs: int, *, tray: bool) -> list[float]:
-    """Start bench/minimal_qt.py ``runs`` + 1 times; the times to "ready" of all but the first."""
-    times: list[float] = []
-    for run in range(runs + 1):
-        report = tmp / f"report-floor-{'tray' if tray else 'window'}-{run}.jsonl"
-        t0 = time.monotonic()
-        proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "minimal_qt.py"), *(["--tray"] if tray else [])],
-                                cwd=str(ROOT), env=dict(env, MEMTRAY_STARTUP_REPORT=str(report)),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start_floor(env: dict[str, str], tmp: Path, label: str, *, tray: bool) -> dict[str, Any]:
+    """One start of bench/minimal_qt.py: its "ready" event, "t" made relative to Popen."""
+    report = tmp / f"report-{label}.jsonl"
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "minimal_qt.py"), *(["--tray"] if tray else [])],
+                            cwd=str(ROOT), env=dict(env, MEMTRAY_STARTUP_REPORT=str(report)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        ready = wait_for(report, "ready", 1, proc)
+    finally:
+        proc.terminate()
         try:
-            ready = wait_for(report, "ready", 1, proc)
-            if run:
-                times.append(ready["t"] - t0)
-        finally:
-            proc.terminate()
             proc.wait(30)
-    return times
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return dict(ready, t=ready["t"] - t0)
 
 
-def interleaved(env: dict[str, str], tmp: Path, runs: int, *, tray: bool) -> tuple[list[float], list[float]]:
-    """memtray and the minimal Qt program, one start each in turn, so both see the same minute."""
-    mine: list[float] = []
-    floor: list[float] = []
+def interleaved(env: dict[str, str], tmp: Path, runs: int, *, tray: bool) -> tuple[list[dict[str, Any]],
+                                                                                     list[dict[str, Any]]]:
+    """memtray and the minimal Qt program in turn (ABBA), after one unmeasured start of each."""
+    kind = "tray" if tray else "window"
+    start_memtray(env, tmp, f"{kind}-warm")
+    start_floor(env, tmp, f"floor-{kind}-warm", tray=tray)
+    mine: list[dict[str, Any]] = []
+    floor: list[dict[str, Any]] = []
     for i in range(runs):
-        times, *_ = starts(env, tmp, f"{'tray' if tray else 'window'}-pair{i}", 1)
-        mine += times
-        floor += floor_starts(env, tmp, 1, tray=tray)
+        if i % 2 == 0:
+            mine.append(start_memtray(env, tmp, f"{kind}-{i}"))
+            floor.append(start_floor(env, tmp, f"floor-{kind}-{i}", tray=tray))
+        else:
+            floor.append(start_floor(env, tmp, f"floor-{kind}-{i}", tray=tray))
+            mine.append(start_memtray(env, tmp, f"{kind}-{i}"))
     return mine, floor
+
+
+def python_pass(runs: int = 5) -> float:
+    """`python -c pass`, the interpreter's own start on this minute (median)."""
+    times = []
+    for _ in range(runs):
+        t0 = time.monotonic()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.monotonic() - t0)
+    return statistics.median(times)
 
 
 def toggles_and_rss(env: dict[str, str], tmp: Path, toggles: int) -> tuple[list[float], Any, Any]:
@@ -174,8 +197,13 @@ def quit_and_wait(home: Any, proc: subprocess.Popen[bytes]) -> None:
     from memtray.core.base import ipc
 
     try:
-        if proc.poll() is None:
-            ipc.request(home, {"argv": ["quit"]}, lambda _m: None, timeout=30)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:  # the tray is shown before the instance listens: like `memtray quit`, ask again
+                ipc.request(home, {"argv": ["quit"]}, lambda _m: None, timeout=30)
+            except ipc.NoInstance:
+                time.sleep(0.05)
+                continue
             proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
@@ -184,20 +212,45 @@ def quit_and_wait(home: Any, proc: subprocess.Popen[bytes]) -> None:
 
 
 def tray_host(env: dict[str, str]) -> subprocess.Popen[bytes] | None:
-    """Start trayer (an XEmbed system tray, Debian package ``trayer``) on this X display."""
+    """Start trayer (an XEmbed system tray, Debian package ``trayer``) on this X display,
+    and wait until it owns the system tray selection (as Qt will see it)."""
     if not env.get("DISPLAY") or shutil.which("trayer") is None:
         return None
     proc = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "pixel",
                              "--width", "200", "--height", "24"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.5)  # until it owns the _NET_SYSTEM_TRAY selection
-    return proc if proc.poll() is None else None
+    probe = "from PySide6.QtWidgets import QApplication, QSystemTrayIcon as T; a = QApplication([]); " \
+            "raise SystemExit(0 if T.isSystemTrayAvailable() else 1)"
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline:
+        if subprocess.run([sys.executable, "-c", probe], env=env, stderr=subprocess.DEVNULL).returncode == 0:
+            return proc
+        time.sleep(0.2)
+    proc.terminate()
+    proc.wait()
+    return None
+
+
+def side_by_side(label: str, mine: list[dict[str, Any]], floor: list[dict[str, Any]]) -> None:
+    ms = lambda xs: f"{statistics.median(xs) * 1000:.0f} ms (min {min(xs) * 1000:.0f}, max {max(xs) * 1000:.0f})"  # noqa: E731
+    m = [e["t"] for e in mine]
+    f = [e["t"] for e in floor]
+    ratio = statistics.median(m) / statistics.median(f)
+    print(f"start -> {label}, {len(m)} starts each, interleaved:")
+    print(f"    memtray            {ms(m)}")
+    print(f"    bench/minimal_qt   {ms(f)}")
+    print(f"    ratio of medians   {ratio:.2f}x")
+    print(f"    exposed at ready: memtray {sum(bool(e.get('exposed')) for e in mine)}/{len(mine)}, "
+          f"minimal {sum(bool(e.get('exposed')) for e in floor)}/{len(floor)}; modules imported by memtray at "
+          f"ready: {statistics.median(e['modules'] for e in mine):.0f}; heavy ones among them: "
+          f"{sorted({h for e in mine for h in e['heavy']}) or 'none'}")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--toggles", type=int, default=10)
+    ap.add_argument("--only", choices=("window", "tray"), help="take only this start-up ratio (no toggles, RSS)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="mtbench"))
     home = tmp / "home"
@@ -211,39 +264,29 @@ def main() -> int:
     seed(home)
     platform = env.get("QT_QPA_PLATFORM") or ("xcb" if env.get("DISPLAY") else "?")
     ms = lambda xs: f"{statistics.median(xs) * 1000:.0f} ms (min {min(xs) * 1000:.0f}, max {max(xs) * 1000:.0f})"  # noqa: E731
-    print(f"platform: {platform}; {args.runs} starts each (after a warm-up start), 200 messages in the session")
-    window, litellm, aps, tray = starts(env, tmp, "window", args.runs)
-    assert not any(tray)
-    print(f"start -> window ready (no system tray: the main window shows), median: {ms(window)}")
-    print(f"    litellm imported at ready: {any(litellm)}; apscheduler imported at ready: {any(aps)}")
-    mine, floor = interleaved(env, tmp, args.runs, tray=False)
-    ratio = statistics.median(mine) / statistics.median(floor)
-    print(f"    side by side with bench/minimal_qt.py (one window, a label), interleaved: memtray {ms(mine)}, "
-          f"minimal {ms(floor)}, ratio {ratio:.2f}x")
-    host = tray_host(env)
-    if host is None:
-        print("start -> tray ready: not measured (needs an X display and `trayer`, Debian package trayer)")
-    else:
-        try:
-            tray_times, litellm, aps, tray = starts(env, tmp, "tray", args.runs)
-        finally:
-            host.terminate()
-            host.wait()
-        if all(tray):
-            print(f"start -> tray icon ready (trayer as the system tray), median: {ms(tray_times)}")
-            print(f"    litellm imported at ready: {any(litellm)}; apscheduler imported at ready: {any(aps)}")
-            host = tray_host(env)
+    load = os.getloadavg()
+    print(f"platform: {platform}; {os.cpu_count()} cores; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+          f"`python -c pass` {python_pass() * 1000:.0f} ms; 200 messages in the session")
+    if args.only != "tray":
+        mine, floor = interleaved(env, tmp, args.runs, tray=False)
+        assert not any(e["tray"] for e in mine), "a system tray was found: the window figure needs none"
+        side_by_side("window ready (no system tray: the main window is the app's face)", mine, floor)
+    if args.only != "window":
+        host = tray_host(env)
+        if host is None:
+            print("start -> tray icon ready: not measured (needs an X display and `trayer`, Debian package trayer)")
+        else:
             try:
                 mine, floor = interleaved(env, tmp, args.runs, tray=True)
             finally:
-                if host is not None:
-                    host.terminate()
-                    host.wait()
-            ratio = statistics.median(mine) / statistics.median(floor)
-            print(f"    side by side with bench/minimal_qt.py --tray, interleaved: memtray {ms(mine)}, "
-                  f"minimal {ms(floor)}, ratio {ratio:.2f}x")
-        else:
-            print(f"start -> tray: Qt did not see trayer's tray in {tray.count(False)} of {len(tray)} starts")
+                host.terminate()
+                host.wait()
+            assert all(e["tray"] for e in mine), "memtray did not see trayer's system tray"
+            side_by_side("tray icon ready (trayer embeds it)", mine, floor)
+    load = os.getloadavg()
+    print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    if args.only:
+        return 0
     toggles, rss, rss_warm = toggles_and_rss(env, tmp, args.toggles)
     print(f"`memtray toggle` IPC -> popup show event, median of {len(toggles)}: {ms(toggles)}")
     for label, figure in (("idle RSS after start (5 s idle)", rss), ("RSS after the popup warmed litellm up", rss_warm)):
