@@ -58,8 +58,27 @@ def cmd_quit(args: argparse.Namespace, home: Home) -> int:
     try:
         return ipc.request(home, _message(["quit"]), _relay, timeout=30.0)
     except ipc.NoInstance:
-        _print_err("memtray is not running")
-        return 0
+        if not wait_while_starting(home):
+            _print_err("memtray is not running")
+            return 0
+    return ipc.request(home, _message(["quit"]), _relay, timeout=30.0)
+
+
+def wait_while_starting(home: Home, timeout: float = START_TIMEOUT) -> bool:
+    """An app that is starting holds the home but listens only once its tray icon (or
+    window) is up: wait for it to listen. False when nobody holds the home, or it never
+    listened within ``timeout``."""
+    from memtray.core.base import ipc
+    from memtray.core.cli import warm
+
+    if not home.lockfile.exists():
+        return False
+    deadline = time.monotonic() + timeout
+    while not warm.home_free(home) and time.monotonic() < deadline:
+        if ipc.is_running(home):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 class Child(Protocol):
@@ -87,6 +106,8 @@ def forward(
     try:
         return ipc.request(home, _message(argv), _relay, timeout=30.0)
     except ipc.NoInstance:
+        if wait_while_starting(home):  # started a moment ago: it answers once it listens
+            return ipc.request(home, _message(argv), _relay, timeout=30.0)
         if not start:
             raise
     child = (spawn or spawn_app)(home)

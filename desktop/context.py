@@ -10,17 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .bridge import Bridge
-from .qt import QObject, Signal
+from .nav import Navigator
 from .theme import Theme
-
-
-class Navigator(QObject):
-    """Requests to open a view; the desktop controller routes them."""
-
-    #: (page, argument): ("chat", session), ("memory", "memory:<rev>"), ("settings", ""), ...
-    open = Signal(str, str)
-    #: the quick chat asked to be hidden
-    hide_popup = Signal()
 
 
 @dataclass
@@ -33,3 +24,5 @@ class Context:
     def __post_init__(self) -> None:
         self.bridge.follow(self.app.store)
 
+
+__all__ = ["Context", "Navigator"]

@@ -17,11 +17,7 @@ dependency tree, Qt's own XCB library included).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
-import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -43,6 +39,8 @@ class DisplayUnavailable(EnvironmentProblem):
 
 def debian_package(soname: str) -> str:
     """``libxcb-icccm.so.4`` -> ``libxcb-icccm4``; ``libxkbcommon-x11.so.0`` -> ``libxkbcommon-x11-0``."""
+    import re
+
     if soname in DEBIAN_NAMES:
         return DEBIAN_NAMES[soname]
     m = re.fullmatch(r"(.+)\.so\.(\d+)(?:\..*)?", soname)
@@ -85,6 +83,9 @@ def find_plugin(platform: str, env: dict[str, str]) -> Path | None:
 
 def missing_libraries(plugin: Path) -> list[str]:
     """The sonames ``plugin`` needs that the dynamic linker cannot find ([] if unknown)."""
+    import shutil
+    import subprocess
+
     ldd = shutil.which("ldd")
     if ldd is None:
         return []
@@ -101,15 +102,34 @@ def missing_libraries(plugin: Path) -> list[str]:
     return missing
 
 
+def loads(plugin: Path) -> bool:
+    """Whether the dynamic linker loads ``plugin`` with everything it needs.
+
+    The quick answer on every start (Qt loads the same libraries a moment later, so
+    this costs next to nothing); only when it fails does :func:`missing_libraries`
+    run ``ldd`` to name what is missing.
+    """
+    try:
+        ctypes.CDLL(str(plugin), mode=os.RTLD_LAZY | os.RTLD_LOCAL)
+    except OSError:
+        return False
+    return True
+
+
 def x_server_answers(display: str) -> bool | None:
     """Whether an X server accepts a connection on ``display`` (None: cannot tell)."""
-    lib = ctypes.util.find_library("xcb")
-    if lib is None:
-        return None
     try:
-        xcb = ctypes.CDLL(lib)
+        xcb = ctypes.CDLL("libxcb.so.1")  # its soname: no `ldconfig -p` run on every start
     except OSError:
-        return None
+        from ctypes.util import find_library
+
+        lib = find_library("xcb")
+        if lib is None:
+            return None
+        try:
+            xcb = ctypes.CDLL(lib)
+        except OSError:
+            return None
     xcb.xcb_connect.restype = ctypes.c_void_p
     xcb.xcb_connect.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
     xcb.xcb_connection_has_error.argtypes = [ctypes.c_void_p]
@@ -153,7 +173,7 @@ def problem(env: dict[str, str] | None = None, platform: str = sys.platform) -> 
             reasons.append(f"Qt's {name} platform plugin is not installed (looked in "
                            + ", ".join(str(d) for d in plugin_dirs(env)) + ")")
             continue
-        missing = missing_libraries(plugin)
+        missing = [] if loads(plugin) else missing_libraries(plugin)
         if missing:
             pkgs = " ".join(dict.fromkeys(debian_package(m) for m in missing))
             reasons.append(f"Qt's {name} platform plugin cannot load: missing {', '.join(missing)} "

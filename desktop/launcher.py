@@ -19,7 +19,7 @@ class DesktopFrontend:
     """Starts the tray app and adds ``toggle``, ``show`` and ``quit`` to the CLI."""
 
     def run(self, home: Home, argv: list[str]) -> int:
-        from memtray.desktop.main import run
+        from memtray.desktop.early import run  # the tray icon first, then the rest
 
         return int(run(home, argv))
 

@@ -1,15 +1,15 @@
 """The desktop app: start-up, single instance, tray/window, popup, hotkey, notifications.
 
-``memtray`` (no arguments) lands in :func:`run`. The order matters for speed
-and for the contract that the tray (or window) shows before litellm is ever
-imported: open the App (lock, store, worker), listen on the IPC socket, show
-the tray, then set up the rest. litellm is warmed up on the worker the first
-time the quick chat opens, while the user types.
+``memtray`` (no arguments) starts in :mod:`.early`, which shows the tray icon
+before this module (and the core's services) is imported, then lands in
+:func:`run`: open the App (lock, store, worker), listen on the IPC socket,
+adopt the icon (or show the window where there is no tray), then set up the
+rest. What is not needed to show the tray or window (the reminder scheduler,
+the popup, the model client's warm-up) starts once start-up is idle.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -22,6 +22,7 @@ from memtray.core.base.home import Home
 from . import icons, texts, theme
 from .bridge import Bridge
 from .context import Context, Navigator
+from .early import EXPOSE_WAIT_SECONDS, REPORT_ENV, EarlyStart, ReadyProbe, report, tray_window
 from .hotkey_dialog import HotkeyHelpDialog
 from .hotkeys import HotkeyService, HotkeyStatus
 from .instance import InstanceServer
@@ -32,32 +33,25 @@ from .tray import Tray
 
 log = logging.getLogger(__name__)
 
-REPORT_ENV = "MEMTRAY_STARTUP_REPORT"  # bench/desktop_startup.py reads start-up milestones from here
-
-
-def report(event: str, **extra: Any) -> None:
-    path = os.environ.get(REPORT_ENV)
-    if not path:
-        return
-    line = {"event": event, "t": time.monotonic(), "litellm": "litellm" in sys.modules,
-            "apscheduler": "apscheduler" in sys.modules, **extra}
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(line) + "\n")
+__all__ = ["REPORT_ENV", "Desktop", "report", "run"]
 
 
 class Desktop(QObject):
     """Owns every desktop object; one per process."""
 
     def __init__(self, app: Any, qapp: QApplication, *, tray_available: bool | None = None,
-                 show_dialogs: bool = True, warm_up: bool = True, deliver: bool = True) -> None:
+                 show_dialogs: bool = True, warm_up: bool = True, deliver: bool = True,
+                 early: EarlyStart | None = None) -> None:
         super().__init__()
         self.app = app
         self.qapp = qapp
-        self.tray_available = (QSystemTrayIcon.isSystemTrayAvailable() if tray_available is None
+        self.early = early  # the tray icon or window shown before this existed (see .early)
+        self.tray_available = (early.tray is not None if early is not None
+                               else QSystemTrayIcon.isSystemTrayAvailable() if tray_available is None
                                else tray_available)
         self.show_dialogs = show_dialogs
         self.theme = theme.current()
-        self.nav = Navigator(self)
+        self.nav = early.nav if early is not None else Navigator(self)
         self.bridge = Bridge(app.worker, self)
         self.ctx = Context(app, self.bridge, self.theme, self.nav)
         self.tray: Tray | None = None
@@ -72,6 +66,8 @@ class Desktop(QObject):
         self._pending_hotkey: HotkeyStatus | None = None
         self._after_flow = ""
         self.no_tray_banner: Any = None
+        self._idle_started = False  # the tray icon or window was on screen before start() ended
+        self._after_shown_done = False
         self.problems: list[str] = []
         # import litellm on the worker when the quick chat first opens (tests turn it off:
         # an import still running when a test's app closes would race the next test's)
@@ -86,14 +82,26 @@ class Desktop(QObject):
         theme.apply_palette(self.theme)
         self.qapp.setWindowIcon(icons.app_icon())
         self._listen()
-        if self.tray_available:
+        pending: list[tuple[str, ...]] = []
+        if self.early is not None and self.early.tray is not None:
+            self.tray = self.early.tray
+            self.tray.set_hotkey_text(self.app.config.hotkey)
+            pending = self.early.handed_over()
+            self.tray.toggle.connect(self.toggle_popup)
+            self.tray.quit.connect(self.quit)
+        elif self.early is not None:
+            pending = self.early.handed_over()
+            self.main_window()  # adopts the early window and builds its chats page
+            report("window_filled")
+        elif self.tray_available:
             self.tray = Tray(self.nav, dark_panel=self.theme.dark, hotkey_text=self.app.config.hotkey)
             self.tray.toggle.connect(self.toggle_popup)
             self.tray.quit.connect(self.quit)
             self.tray.show()
+            self._probe = ReadyProbe(tray_window(self.tray.icon), self._shown)
         else:
             self.main_window().present()
-        report("ready", tray=self.tray is not None)
+            self._probe = ReadyProbe(self.window, self._shown)
         self.nav.open.connect(self.open)
         self.notifier = Notifier(tray=self.tray.icon if self.tray else None, banner=self._banner,
                                  icon_path=str(icons.path("memtray.svg")))
@@ -125,15 +133,43 @@ class Desktop(QObject):
             QTimer.singleShot(0, self.show_onboarding)
         elif self.tray is None:
             QTimer.singleShot(0, self.show_no_tray_notice)
+        if pending:  # the early tray icon was clicked (or the window closed) before the desktop existed
+            QTimer.singleShot(0, lambda: self._replay(pending))
+        if self.early is not None or self._idle_started:
+            self._after_shown()
+        else:  # once the tray icon or window is on screen (or after a while regardless)
+            QTimer.singleShot(int(EXPOSE_WAIT_SECONDS * 1000), self._after_shown)
+
+    def _shown(self, exposed: bool) -> None:
+        report("ready", tray=self.tray is not None, exposed=exposed)
+        if self.popup is not None:  # start() is past building the views
+            self._after_shown()
+        else:
+            self._idle_started = True  # shown during start(): it calls _after_shown at its end
+
+    def _after_shown(self) -> None:
+        """What start-up does once the tray icon or window is on screen, in the GUI's idle time."""
+        if self._after_shown_done:
+            return
+        self._after_shown_done = True
         if self.deliver:
-            # after the first paint: the scheduler (and apscheduler's import) is not on
-            # the path to the tray, and runs on the worker, not the GUI thread
+            # the scheduler (and apscheduler's import) is not on the path to the tray
+            # or window, and runs on the worker, not the GUI thread
             QTimer.singleShot(0, self.start_delivery)
         # polish and lay the popup out while idle, so the first hotkey press shows it as fast
         # as the later ones (it is built hidden; the first show otherwise does this work)
         QTimer.singleShot(300, self._prepare_popup)
         # then, still idle, the model client (litellm's import is the slow part of a first reply)
         QTimer.singleShot(600, self._warm_up)
+
+    def _replay(self, pending: list[tuple[str, ...]]) -> None:
+        for what in pending:
+            if what[0] == "toggle":
+                self.toggle_popup()
+            elif what[0] == "quit":
+                self.quit()
+            elif what[0] == "open":
+                self.open(what[1], what[2])
 
     def _prepare_popup(self) -> None:
         if self.popup is None or self.popup.isVisible():
@@ -254,7 +290,11 @@ class Desktop(QObject):
         if self.window is None:
             from .mainwindow import MainWindow
 
-            self.window = MainWindow(self.ctx, quit_on_close=self.tray is None)
+            if self.early is not None and self.early.window is not None:
+                self.window = self.early.window  # shown at start, before the App was open
+                self.window.attach(self.ctx)
+            else:
+                self.window = MainWindow(self.ctx, quit_on_close=self.tray is None)
             self.window.closing.connect(self._window_closing)
             self.window.page_created.connect(self._page_created)
             self.window.banner_invoked.connect(self.notification_action)
@@ -489,14 +529,39 @@ def _forward_show(home: Home, argv: list[str]) -> int:
             time.sleep(0.2)
 
 
-def run(home: Home, argv: list[str]) -> int:
-    """Start the desktop app (or hand over to the running one). Returns the exit status."""
+def _open_after_early(home: Home) -> Any:
+    """Open the App right after the early start let go of the lock.
+
+    Something that only looks whether the home is held (`memtray toggle` while this
+    starts takes and drops the lock) may hold it for an instant: try again for a
+    moment before concluding another process has the home.
+    """
+    from memtray.core.app import App
+    from memtray.core.base.errors import AlreadyRunning
+
+    deadline = time.monotonic() + 1.0
+    while True:
+        try:
+            return App.open(home)
+        except AlreadyRunning:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def run(home: Home, argv: list[str], *, checked: bool = False, early: EarlyStart | None = None) -> int:
+    """Start the desktop app (or hand over to the running one). Returns the exit status.
+
+    ``checked``: :mod:`.early` has already checked the display. ``early``: the tray
+    icon it shows, holding the home's lock (released here just before the App
+    takes it).
+    """
     from memtray.core.app import App
     from memtray.core.base import logsetup
     from memtray.core.base.errors import AlreadyRunning
 
     logsetup.setup(home)
-    if QApplication.instance() is None:
+    if QApplication.instance() is None and not checked:
         # Qt aborts (SIGABRT) when it finds no display or its platform plugin cannot
         # load: look first, and say what is missing in one error line
         from .display import DisplayUnavailable, check
@@ -507,8 +572,13 @@ def run(home: Home, argv: list[str]) -> int:
             log.info("not started: %s", exc)  # INFO: the file log only; stderr gets the one error line
             raise
     try:
-        app = App.open(home)
+        if early is not None:
+            early.release_lock()
+        app = _open_after_early(home) if early is not None else App.open(home)
     except AlreadyRunning:
+        if early is not None:
+            early.abandon()  # taken in the instant between (a one-shot command): not our icon
+            early = None
         # a background instance started by a CLI command hands the home over (after
         # finishing what it started) and exits; the app or a daemon is asked to show
         from memtray.core.cli import warm
@@ -523,7 +593,7 @@ def run(home: Home, argv: list[str]) -> int:
         qapp = QApplication.instance() or QApplication(["memtray", *argv])
         assert isinstance(qapp, QApplication)
         qapp.setQuitOnLastWindowClosed(False)
-        desktop = Desktop(app, qapp)
+        desktop = Desktop(app, qapp, early=early)
         desktop.start()
         # let Ctrl+C in a terminal quit cleanly (Python only sees signals between Qt events)
         signal.signal(signal.SIGINT, lambda *_: qapp.quit())

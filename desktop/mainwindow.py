@@ -3,20 +3,19 @@
 It is also the app's face where no system tray exists (stock GNOME): then it is
 shown at start and closing it quits. In-window banners carry notifications
 when there is neither a notification server nor a tray.
+
+At start it may be shown before the App exists (``ctx`` None, see
+:mod:`.early`): the frame and navigation paint at once, the chats page is built
+by :meth:`MainWindow.attach` once the App is open. The pages' modules (and the
+core they import) are imported only then.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memtray.core.log import transcript
-
-from .bridge import Follower
-from .chatpane import ChatPane
-from .context import Context
-from .memory_browser import MemoryBrowser
 from .qt import (
     QCloseEvent,
     QFrame,
@@ -37,7 +36,14 @@ from .qt import (
     QWidget,
     Signal,
 )
-from .settings import SettingsPage
+from .theme import Theme
+
+if TYPE_CHECKING:
+    from memtray.core.log import transcript
+
+    from .context import Context
+    from .memory_browser import MemoryBrowser
+    from .settings import SettingsPage
 
 PAGES = ("chat", "memory", "settings")
 SESSION_NAMES = {"quick": "Quick chat", "cli": "Terminal", "default": "Default"}
@@ -92,6 +98,9 @@ def _esc(s: str) -> str:
 
 class ChatsPage(QWidget):
     def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
+        from .bridge import Follower
+        from .chatpane import ChatPane
+
         super().__init__(parent)
         self.ctx = ctx
         lay = QHBoxLayout(self)
@@ -138,6 +147,8 @@ class ChatsPage(QWidget):
         self.feed.request()
 
     def _query(self) -> Callable[[], list[transcript.SessionInfo]]:
+        from memtray.core.log import transcript
+
         store = self.ctx.app.store
         return lambda: transcript.sessions(store.state)  # on the worker
 
@@ -188,7 +199,8 @@ class MainWindow(QMainWindow):
     #: a page was built on first use: ("memory" | "settings", the page)
     page_created = Signal(str, object)
 
-    def __init__(self, ctx: Context, *, quit_on_close: bool) -> None:
+    def __init__(self, ctx: Context | None, *, quit_on_close: bool, theme: Theme | None = None) -> None:
+        """``ctx`` None: the frame only (``theme`` colours it), until :meth:`attach`."""
         super().__init__()
         self.ctx = ctx
         self.quit_on_close = quit_on_close
@@ -203,7 +215,8 @@ class MainWindow(QMainWindow):
         self.nav.setFixedWidth(168)
         self.nav.setObjectName("nav")
         self.nav.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        t = ctx.theme
+        t = ctx.theme if ctx is not None else theme
+        assert t is not None, "a MainWindow without a context needs its theme"
         self.nav.setStyleSheet(
             f"QListWidget#nav {{ background: {t.surface}; border: none; border-right: 1px solid {t.border};"
             f" border-radius: 0; padding: 10px 8px; font-size: 11pt; }}"
@@ -221,19 +234,35 @@ class MainWindow(QMainWindow):
         self.banners.setSpacing(6)
         rl.addLayout(self.banners)
         self.stack = QStackedWidget()
-        self.chats = ChatsPage(ctx)
-        self.stack.addWidget(self.chats)
-        # memory and settings are built on first use: start-up shows the window sooner
+        # the chats page once the App is open (attach); memory and settings on first use:
+        # start-up shows the window sooner
         self._memory: MemoryBrowser | None = None
         self._settings: SettingsPage | None = None
+        self._row = 0  # the page asked for, shown once attached
+        self.stack.addWidget(QWidget())
         self.stack.addWidget(QWidget())
         self.stack.addWidget(QWidget())
         rl.addWidget(self.stack, 1)
         outer.addWidget(right, 1)
         self.setCentralWidget(central)
+        self.nav.setCurrentRow(0)  # highlighted from the first paint; the page itself comes with attach
         self.nav.currentRowChanged.connect(self._page)
-        self.nav.setCurrentRow(0)
         self._memory_loaded = False
+        if ctx is not None:
+            self.attach(ctx)
+
+    def attach(self, ctx: Context) -> None:
+        """Build the chats page (and any page asked for meanwhile) now that the App is open."""
+        self.ctx = ctx
+        self.chats = ChatsPage(ctx)
+        self._replace(0, self.chats)
+        row, self._row = self._row, -1
+        self.nav.setCurrentRow(row)
+        self._page(row)
+
+    @property
+    def attached(self) -> bool:
+        return self.ctx is not None
 
     def _replace(self, index: int, page: QWidget) -> None:
         old = self.stack.widget(index)
@@ -245,6 +274,9 @@ class MainWindow(QMainWindow):
     @property
     def memory(self) -> MemoryBrowser:
         if self._memory is None:
+            from .memory_browser import MemoryBrowser
+
+            assert self.ctx is not None, "the memory page needs the App (attach first)"
             self._memory = MemoryBrowser(self.ctx)
             self._replace(1, self._memory)
             self.page_created.emit("memory", self._memory)
@@ -253,6 +285,9 @@ class MainWindow(QMainWindow):
     @property
     def settings(self) -> SettingsPage:
         if self._settings is None:
+            from .settings import SettingsPage
+
+            assert self.ctx is not None, "the settings page needs the App (attach first)"
             self._settings = SettingsPage(self.ctx)
             self._replace(2, self._settings)
             self.page_created.emit("settings", self._settings)
@@ -263,6 +298,9 @@ class MainWindow(QMainWindow):
         return self._settings is not None
 
     def _page(self, row: int) -> None:
+        if self.ctx is None:  # not attached yet: shown once it is
+            self._row = row
+            return
         if row == 1:
             page: QWidget = self.memory
         elif row == 2:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import icons
-from .context import Navigator
+from .nav import Navigator
 from .qt import QAction, QMenu, QObject, QSystemTrayIcon, Signal
 
 

@@ -33,14 +33,18 @@ def test_window_is_shown_before_litellm_is_imported(configured_home: Any, runtim
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not report.exists() and time.monotonic() < deadline and proc.poll() is None:
+        while "\n" not in (report.read_text() if report.exists() else "") and time.monotonic() < deadline \
+                and proc.poll() is None:
             time.sleep(0.05)
         assert report.exists(), proc.stderr.read() if proc.poll() is not None else "no report"
         ready = json.loads(report.read_text().splitlines()[0])
         assert ready["event"] == "ready"
         assert ready["litellm"] is False and ready["apscheduler"] is False
         assert ready["tray"] is False  # offscreen: no tray, so the window was shown
-        # the running app answers, then quits on request
+        # the running app answers once it listens (the window shows first), then quits on request
+        from memtray.desktop.cli_commands import wait_while_starting
+
+        assert wait_while_starting(configured_home, timeout=120)
         code = ipc.request(configured_home, {"argv": ["quit"]}, lambda _m: None, timeout=30)
         assert code == 0
         assert proc.wait(timeout=60) == 0
@@ -67,8 +71,8 @@ def test_the_model_client_is_warm_soon_after_start_without_opening_the_popup(
     proc = subprocess.Popen([sys.executable, "-m", "memtray.core.cli"], env=env, cwd=str(ROOT),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        def events() -> list[dict[str, Any]]:
-            return [json.loads(x) for x in report.read_text().splitlines()] if report.exists() else []
+        def events() -> list[dict[str, Any]]:  # complete lines only
+            return [json.loads(x) for x in report.read_text().split("\n")[:-1]] if report.exists() else []
 
         deadline = time.monotonic() + 900  # litellm's import: seconds idle, minutes on a loaded machine
         while not any(e["event"] == "client_warm" for e in events()) and proc.poll() is None \
