@@ -20,6 +20,7 @@ from memtray.core.memory.factdiff import Fact, FactDiff
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.ledgers import Ledgers, diff_by_id, find_in_history
 from memtray.core.memory.merge import renamed
+from memtray.core.memory.peers import imported_seqs
 from memtray.core.memory.revisions import Revision
 from memtray.core.memory.undo import undo as undo_changes
 
@@ -175,7 +176,7 @@ class FactOps(MemoryBrowsing):
         exact = False
         for rec in self.memory_events():
             prov = (rec.data.get("provenance") or {}).get(target.id)
-            if not isinstance(prov, dict) or not prov.get("source_seqs"):
+            if not isinstance(prov, dict) or not (prov.get("source_seqs") or prov.get("origin")):
                 continue
             same = factdiff.normalize(str(prov.get("text", ""))) == target.norm
             if same or not exact:  # the newest that gave it these words, else the newest at all
@@ -186,6 +187,8 @@ class FactOps(MemoryBrowsing):
             return info
         rec, prov = found
         seqs = sorted(int(s) for s in prov.get("source_seqs") or [])
+        if not seqs and isinstance(prov.get("origin"), dict):  # merged from another device: its messages here
+            seqs = imported_seqs(self.store.log.records(), prov["origin"])
         messages = [msg_json(r) for r in self.store.log.records(seqs[0] - 1) if r.seq in set(seqs)] if seqs else []
         sha = next((i.sha for i in self.git.walk() if i.trailers.get("Event-Seq") == str(rec.seq)), None)
         return {

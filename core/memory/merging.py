@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from memtray.core.base.home import device_id
 from memtray.core.base.worker import WriterThread, on_writer
 from memtray.core.log.events import MemoryPeerHead, Record
+from memtray.core.memory.facts import Ledger
 from memtray.core.memory.merge import (
     CONFLICT,
     Dag,
@@ -135,8 +136,9 @@ class PeerMerging:
         ren = _renames_since(dag, dag.ancestors(target.id) - mine, self.device)
         flagged = [dict(i) for i in target.data.get("flagged") or () if isinstance(i, Mapping) and i.get("kind") == CONFLICT]
         info = target.data.get("facts") or {}
+        prov = _provenance(dag, dag.ancestors(target.id) - mine, target.ledger, self.device, {})
         self.write(target.text, reason="merge", facts=target.ledger, flagged=flagged or None,
-                   merged=info.get("merged") or None,
+                   merged=info.get("merged") or None, provenance=prov or None,
                    sync=SyncFields(target.id, list(target.parents), target.device, info.get("renamed") or {}, ren, records))
         sha = self.projection.git.head()
         return MergeOutcome(False, True, False, self._conflicts(flagged), sha,
@@ -148,7 +150,10 @@ class PeerMerging:
         merged = merge_nodes(dag, tips)
         mid = merge_id(tips, merged)
         ren = merged.renamed.get(self.device, {})
-        prov = {fid: {"merged_from": dev} for fid, dev in merged.origin.items() if dev != self.device}
+        theirs = {fid for fid, dev in merged.origin.items() if dev != self.device}
+        found = _provenance(dag, set().union(*(dag.ancestors(t) for t in tips)) - (dag.ancestors(local) if local else set()),
+                            merged.ledger, self.device, merged.renamed)
+        prov = {fid: found.get(fid) or {"merged_from": merged.origin[fid]} for fid in theirs}
         self.write(merged.text, reason="merge", facts=merged.ledger, flagged=merged.conflicts or None,
                    dropped_reasons=merged.dropped, merged=merged.merged or None, provenance=prov or None,
                    sync=SyncFields(mid, tips, self.device, merged.renamed, ren, records))
@@ -169,6 +174,30 @@ class PeerMerging:
             out.append({"id": i.get("fact_id"), "ours": ours, "theirs": theirs,
                         "kind": str(i.get("conflict") or "conflict"), "review": i.get("id"), "reason": i.get("reason")})
         return out
+
+
+def _provenance(dag: Dag, ids: set[str], ledger: Ledger, device: str,
+                renames: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, Any]]:
+    """Where the facts of ``ledger`` that another device wrote came from: the messages (their
+    device and seqs there) its revisions among ``ids`` name, for ``memory why`` here."""
+    live = {f.id: f for f in ledger.facts}
+    out: dict[str, dict[str, Any]] = {}
+    for n in sorted((dag.nodes[i] for i in ids if i in dag), key=lambda n: (n.seq, n.ts, n.id)):
+        if n.device == device:
+            continue
+        ren = renames.get(n.device) or {}
+        for fid, p in (n.data.get("provenance") or {}).items():
+            fid = ren.get(fid, fid)
+            if fid not in live or not isinstance(p, Mapping):
+                continue
+            if p.get("source_seqs"):
+                origin: dict[str, Any] = {"device": n.device, "seqs": [s for s in p["source_seqs"] if isinstance(s, int)]}
+            elif isinstance(p.get("origin"), Mapping):
+                origin = dict(p["origin"])
+            else:
+                continue
+            out[fid] = {"merged_from": n.device, "origin": origin, "text": str(p.get("text") or live[fid].text)}
+    return out
 
 
 def _devices(dag: Dag, ids: Sequence[str]) -> str:

@@ -75,6 +75,20 @@ def memory_dag(records: Iterable[Record], device: str) -> Known:
     return known
 
 
+def imported_seqs(records: Iterable[Record], origin: Mapping[str, Any]) -> list[int]:
+    """The seqs in this log of the events imported from ``origin["device"]`` whose seqs there
+    were ``origin["seqs"]`` (the messages another device consolidated a fact from)."""
+    from memtray.core.log.origin import origin_of
+
+    device, wanted = origin.get("device"), {int(s) for s in origin.get("seqs") or () if isinstance(s, int)}
+    out = []
+    for rec in records:
+        o = origin_of(rec) if rec.type == "message" else None
+        if o is not None and o.device == device and o.seq in wanted:
+            out.append(rec.seq)
+    return out
+
+
 def side_message(node: Node) -> str:
     """The commit message of another device's revision (no Event-Seq: it is not this log's)."""
     diff = node.data.get("diff") or {}

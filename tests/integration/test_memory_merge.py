@@ -243,3 +243,23 @@ def test_three_devices_converge_without_writing_revisions_back_and_forth(tmp_pat
     finally:
         for x in apps:
             x.close()
+
+
+def test_why_names_the_messages_another_device_consolidated_a_fact_from(pair: tuple[App, App]) -> None:
+    from memtray.core.log.events import Message
+    from memtray.core.log.origin import marked, peer_session
+
+    a, b = pair
+    remember(a, "Lives in Lyon")
+    b.memory.merge_peer_heads(heads(a))
+    said = b.store.append(Message.TYPE, Message(role="user", content="I started learning Japanese last week").to_data(),
+                          session="quick")
+    b.memory.remember("Is learning Japanese", "Me", model=None, source_seq=said.seq)
+    remember(a, "Plays the cello")
+    # what the sync does: b's message imported into a's log with its id and origin, b's heads merged
+    a.store.append(Message.TYPE, marked(said, b.memory.device), session=peer_session("quick", b.memory.device),
+                   id=said.id)
+    assert a.memory.merge_peer_heads(heads(b)).merged
+    info = a.memory.why("Is learning Japanese")
+    assert info["revision"]["reason"] == "merge"
+    assert [m["content"] for m in info["messages"]] == ["I started learning Japanese last week"]
