@@ -206,3 +206,25 @@ def test_purge_doctor_and_a_deleted_state_cover_offline_vectors(home: Home) -> N
         app.close()
     titles = [f.title for f in check_search(home, "local")]
     assert any("embeddings (local/smollm2): 3 of 3" in t for t in titles), titles
+
+
+def test_the_cli_embeds_and_searches_offline_quietly(home: Home) -> None:
+    import json
+
+    from tests.support import run_cli
+
+    with Store.open(home) as store:
+        seqs = seed(store, TEXTS[:3])
+    home.config.write_text('embedding_model = "local"\n')
+    proc = run_cli(home.root, "history", "embed")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == ["embedded 3 of 3"]  # progress only: llama.cpp's messages go to the log
+    assert "local/smollm2: 3 of 3 entries embedded" in proc.stdout
+    proc = run_cli(home.root, "history", "search", "--json", "--mode", "semantic", "--limit", "1", TEXTS[1])
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    hits = json.loads(proc.stdout)
+    assert [h["seq"] for h in hits] == [seqs[1]] and hits[0]["mode"] == "semantic"
+    proc = run_cli(home.root, "history", "search", "--json", "Skoda")
+    assert proc.returncode == 0, proc.stderr
+    hits = json.loads(proc.stdout)
+    assert hits[0]["seq"] == seqs[2] and hits[0]["mode"] == "hybrid" and hits[0]["keyword_score"] is not None
