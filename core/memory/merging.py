@@ -87,7 +87,10 @@ class PeerMerging:
     def head_id(self) -> str | None:
         """The event id of the current memory revision (None before the first)."""
         seq = self.store.state.memory_seq
-        if self._head_cache[0] != seq:
+        last = self.projection.last_written
+        if last is not None and last[0] == seq:
+            return last[1]
+        if self._head_cache[0] != seq:  # not written since start: read it once
             rec = next((r for r in self.store.log.records(seq - 1) if r.seq == seq), None) if seq > 0 else None
             self._head_cache = (seq, rec.id if rec is not None else None)
         return self._head_cache[1]

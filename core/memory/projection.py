@@ -64,6 +64,8 @@ class GitProjection:
         #: the single writer the repository checks (set by the composition root)
         self.writer: WriterThread | None = None
         self.git = self._repo(home.memory)
+        #: (seq, event id) of the last memory.written appended while this runs
+        self.last_written: tuple[int, str] | None = None
         #: merge revisions' other parents: commits of other devices' revisions (see peers.py)
         self.peers = PeerLine(store, lambda: device_id(home))
         self.commits_made_on_start = 0
@@ -201,6 +203,7 @@ class GitProjection:
         for rec in records:
             if rec.type != MemoryWritten.TYPE:
                 continue
+            self.last_written = (rec.seq, rec.id)
             crash_point("memory.appended")
             try:
                 if self._behind:
