@@ -41,6 +41,9 @@ SETUP_HINT = (
     "(any litellm embedding model; ollama/nomic-embed-text works offline), or install the "
     "offline model (pip install 'memtray[local]') and set embedding_model to local."
 )
+#: texts per embedding call (:attr:`Embedder.batch_size`)
+PROVIDER_BATCH = 64
+LOCAL_BATCH = 8
 #: ``embedding_model`` values that choose the offline model, and those that choose none
 LOCAL_VALUES = ("local", localmodel.EMBED_MODEL)
 NONE_VALUES = ("none", "off")
@@ -130,6 +133,12 @@ class Embedder:
     def strong(self) -> bool:
         """Whether the vectors are good enough to find a passage on their own (module doc)."""
         return self.backend == "provider"
+
+    @property
+    def batch_size(self) -> int:
+        """Texts per call: the offline model takes about a second per few texts, and a
+        search's query waits for the batch in progress, so its batches are small."""
+        return LOCAL_BATCH if self.backend == "local" else PROVIDER_BATCH
 
     @property
     def keyword_only_reason(self) -> str | None:

@@ -47,7 +47,7 @@ from memtray.core.search.vectors import VectorStore
 log = logging.getLogger(__name__)
 
 MODES = ("keyword", "semantic", "hybrid")
-BATCH = 64  # documents per embedding call
+BATCH = 64  # documents per embedding call at most (the offline model's are smaller: Embedder.batch_size)
 QUERY_TIMEOUT = 10.0  # seconds a query's embedding may take before keyword results are used
 RECALL_TIMEOUT = 4.0
 #: a semantic match weaker than this is not recalled (keyword matches always may be)
@@ -244,7 +244,8 @@ class SearchService:
         done = 0
         await asyncio.to_thread(self._prepare)
         while not (should_stop is not None and should_stop()) and not self._stop.is_set():
-            batch, through = await asyncio.to_thread(self.vectors.pending, BATCH)
+            batch, through = await asyncio.to_thread(
+                self.vectors.pending, min(BATCH, self.embedder.batch_size))
             if not batch:
                 break
             vecs = await self.embedder.embed([text for _seq, text in batch])
