@@ -207,3 +207,23 @@ def test_one_device_offline_for_thousands_of_events_then_syncs(tmp_path: Path, m
     finally:
         a.close()
         b.close()
+
+
+def test_a_memtray_ref_that_holds_something_else_is_refused(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    work = tmp_path / "work"
+    git("init", "-q", str(work))
+    (work / "notes.txt").write_text("not a stream\n")
+    git("-C", str(work), "add", "notes.txt")
+    git("-C", str(work), "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "x")
+    git("-C", str(work), "push", "-q", str(remote), "HEAD:refs/memtray/devices/d000000000bad/log")
+    a = open_app(tmp_path / "a")
+    try:
+        assert a.sync is not None
+        say(a, "hello")
+        seq = a.store.log.last_seq
+        with pytest.raises(SyncError, match="is not a memtray stream"):
+            a.sync.sync(str(remote))
+        assert a.store.log.last_seq == seq and log_ref(a.sync.device) not in _refs(remote)
+    finally:
+        a.close()
