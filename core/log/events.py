@@ -487,6 +487,7 @@ class MemoryPeerHead(Payload):
     event_id: str
     ts: str
     data: dict[str, Any]
+    redacted: bool | None = None  # True: secrets were cut from ``data`` here (it is not verbatim)
 
 
 @SCHEMA.register

@@ -80,6 +80,7 @@ class Node:
     ts: str
     data: Mapping[str, Any]
     seq: int = 0  # where this device's log recorded it (what was known when it was)
+    altered: bool = False  # its payload was redacted here: not the same text as the writer's
 
     @property
     def text(self) -> str:

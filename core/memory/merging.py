@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.home import device_id
+from memtray.core.base.redact import redact, redact_obj
 from memtray.core.base.worker import WriterThread, on_writer
 from memtray.core.log.events import MemoryPeerHead, Record
+from memtray.core.memory import factdiff
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.merge import (
     CONFLICT,
@@ -110,15 +112,16 @@ class PeerMerging:
         for h in heads:
             if h.event_id in dag:
                 continue
-            data = dict(h.data)
+            data = redact_obj(dict(h.data))  # secrets never reach this disk, whatever the peer sent
+            altered = data != dict(h.data)
             parents = data.get("parents")
             if not isinstance(parents, list):
                 parents = [known.last_peer[h.device]] if h.device in known.last_peer else []
             known.last_peer[h.device] = h.event_id
             dag.add(Node(h.event_id, str(data.get("device") or h.device), tuple(str(p) for p in parents),
-                         h.ts, data, known.seq + 1 + len(records)))
+                         h.ts, data, known.seq + 1 + len(records), altered))
             records.append((MemoryPeerHead.TYPE, MemoryPeerHead(device=h.device, event_id=h.event_id, ts=h.ts,
-                                                                data=data).to_data(),
+                                                                data=data, redacted=altered or None).to_data(),
                             None, peer_record_id(h.event_id)))
             new.append(h.event_id)
         local = known.head
@@ -140,9 +143,12 @@ class PeerMerging:
         flagged = [dict(i) for i in target.data.get("flagged") or () if isinstance(i, Mapping) and i.get("kind") == CONFLICT]
         info = target.data.get("facts") or {}
         prov = _provenance(dag, dag.ancestors(target.id) - mine, target.ledger, self.device, {})
+        if not target.altered and redact(target.text) == target.text:
+            sync = SyncFields(target.id, list(target.parents), target.device, info.get("renamed") or {}, ren, records)
+        else:  # this version redacts more than the writer's did: a revision of its own, after the peer's
+            sync = SyncFields(None, [target.id], self.device, {}, ren, records)
         self.write(target.text, reason="merge", facts=target.ledger, flagged=flagged or None,
-                   merged=info.get("merged") or None, provenance=prov or None,
-                   sync=SyncFields(target.id, list(target.parents), target.device, info.get("renamed") or {}, ren, records))
+                   merged=info.get("merged") or None, provenance=prov or None, sync=sync)
         sha = self.projection.git.head()
         return MergeOutcome(False, True, False, self._conflicts(flagged), sha,
                             f"memory fast-forwarded to {target.device}'s revision" + (
@@ -151,6 +157,10 @@ class PeerMerging:
     def _merge(self, dag: Dag, local: str | None, tips: list[str],
                records: list[tuple[str, dict[str, Any], str | None, str | None]]) -> MergeOutcome:
         merged = merge_nodes(dag, tips)
+        stored = redact(merged.text)
+        if stored != merged.text and len(factdiff.parse(stored)) == len(merged.ledger.facts):
+            # what is stored is what the id is made of (one device's rules may redact more)
+            merged.text, merged.ledger = stored, Ledger.with_ids(stored, merged.ledger.ids, merged.ledger.next)
         mid = merge_id(tips, merged)
         ren = merged.renamed.get(self.device, {})
         theirs = {fid for fid, dev in merged.origin.items() if dev != self.device}

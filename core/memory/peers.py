@@ -62,7 +62,7 @@ class Known:
             self.last_peer[stream] = eid
             if isinstance(data, Mapping) and eid:
                 self.dag.add(Node(eid, str(data.get("device") or stream), tuple(str(p) for p in parents),
-                                  str(d.get("ts", "")), data, rec.seq))
+                                  str(d.get("ts", "")), data, rec.seq, bool(d.get("redacted"))))
         self.seq = rec.seq
 
 

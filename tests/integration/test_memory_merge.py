@@ -263,3 +263,22 @@ def test_why_names_the_messages_another_device_consolidated_a_fact_from(pair: tu
     info = a.memory.why("Is learning Japanese")
     assert info["revision"]["reason"] == "merge"
     assert [m["content"] for m in info["messages"]] == ["I started learning Japanese last week"]
+
+
+def test_a_peer_revision_holding_a_secret_is_stored_redacted_as_a_revision_of_its_own(pair: tuple[App, App]) -> None:
+    a, b = pair
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    # what an older memtray (or a hostile stream) might send: a revision with the token in it
+    text = f"## Me\n\n- Lives in Lyon\n- Deploys with {token}\n"
+    head = PeerHead(b.memory.device, "01PEERREVISIONWITHSECRET01", "2026-12-02T10:00:00.000Z",
+                    {"memory": text, "reason": "agent", "facts": {"ids": ["F1", "F2"], "next": 3},
+                     "device": b.memory.device, "parents": []})
+    out = a.memory.merge_peer_heads([head])
+    assert out.fast_forward
+    assert token not in a.store.state.memory and "[REDACTED:github-token]" in a.store.state.memory
+    assert token not in (a.home.memory / "MEMORY.md").read_text()
+    assert token not in git(a, "log", "-p", "--all")  # the peer's own line included
+    assert token.encode() not in b"".join(f.read_bytes() for f in a.home.events.iterdir() if f.is_file())
+    # not under the peer's id: the stored text is not the peer's, so it is a revision that follows it
+    assert a.memory.head_id() != head.event_id
+    assert [i for i, _t in facts(a)] == ["F1", "F2"]
