@@ -105,7 +105,7 @@ def start_memtray(env: dict[str, str], tmp: Path, label: str) -> dict[str, Any]:
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "memtray.core.cli"], cwd=str(ROOT),
                             env=dict(env, MEMTRAY_STARTUP_REPORT=str(report)),
-                            stdout=subprocess.DEVNULL, stderr=open(tmp / f"stderr-{label}.txt", "w"))
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         ready = wait_for(report, "ready", 1, proc)
     finally:
@@ -240,6 +240,11 @@ def side_by_side(label: str, mine: list[dict[str, Any]], floor: list[dict[str, A
     print(f"    memtray            {ms(m)}")
     print(f"    bench/minimal_qt   {ms(f)}")
     print(f"    ratio of medians   {ratio:.2f}x")
+    mc = [e["cpu"] for e in mine if "cpu" in e]
+    fc = [e["cpu"] for e in floor if "cpu" in e]
+    if mc and fc:  # CPU time of the process itself up to ready: what the load does not stretch
+        print(f"    CPU to ready       memtray {statistics.median(mc) * 1000:.0f} ms, minimal "
+              f"{statistics.median(fc) * 1000:.0f} ms, ratio {statistics.median(mc) / statistics.median(fc):.2f}x")
     print(f"    exposed at ready: memtray {sum(bool(e.get('exposed')) for e in mine)}/{len(mine)}, "
           f"minimal {sum(bool(e.get('exposed')) for e in floor)}/{len(floor)}; modules imported by memtray at "
           f"ready: {statistics.median(e['modules'] for e in mine):.0f}; heavy ones among them: "

@@ -32,7 +32,8 @@ def main() -> int:
     def ready(exposed: bool) -> None:
         path = os.environ.get("MEMTRAY_STARTUP_REPORT")
         if path:
-            line = json.dumps({"event": "ready", "t": time.monotonic(), "tray": tray, "exposed": exposed}) + "\n"
+            line = json.dumps({"event": "ready", "t": time.monotonic(), "cpu": time.process_time(), "tray": tray,
+                               "exposed": exposed}) + "\n"
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             os.write(fd, line.encode())  # as memtray writes it: one write
             os.close(fd)

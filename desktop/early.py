@@ -53,7 +53,7 @@ def report(event: str, **extra: Any) -> None:
     path = os.environ.get(REPORT_ENV)
     if not path:
         return
-    line = {"event": event, "t": time.monotonic(), "litellm": "litellm" in sys.modules,
+    line = {"event": event, "t": time.monotonic(), "cpu": time.process_time(), "litellm": "litellm" in sys.modules,
             "apscheduler": "apscheduler" in sys.modules, **extra}
     if event == "ready":
         line["modules"] = sorted(sys.modules)
@@ -108,7 +108,7 @@ class EarlyStart:
 
         self.lock = lock
         self.nav = Navigator()
-        theme = current()
+        theme = current(scheme_hint=False)  # the desktop looks at the colour scheme too, later
         #: ("toggle",), ("quit",) or ("open", page, arg), in the order they came
         self.pending: list[tuple[str, ...]] = []
         self.tray: Any = None  # .tray.Tray

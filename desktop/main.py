@@ -85,6 +85,7 @@ class Desktop(QObject):
         pending: list[tuple[str, ...]] = []
         if self.early is not None and self.early.tray is not None:
             self.tray = self.early.tray
+            self.tray.set_dark(self.theme.dark)  # the early icon went by the palette alone
             self.tray.set_hotkey_text(self.app.config.hotkey)
             pending = self.early.handed_over()
             self.tray.toggle.connect(self.toggle_popup)

@@ -29,7 +29,6 @@ from .qt import (
     QSize,
     QSplitter,
     QStackedWidget,
-    Qt,
     QTimer,
     QToolButton,
     QVBoxLayout,
@@ -100,6 +99,7 @@ class ChatsPage(QWidget):
     def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
         from .bridge import Follower
         from .chatpane import ChatPane
+        from .qt import Qt
 
         super().__init__(parent)
         self.ctx = ctx
@@ -158,6 +158,8 @@ class ChatsPage(QWidget):
         for key in ("quick", *reversed(self._started)):
             if key not in names:
                 names.insert(0, key)
+        from .qt import Qt
+
         self._started = [k for k in self._started if k not in last]
         current = self.pane.session
         self.sessions.blockSignals(True)
@@ -174,6 +176,8 @@ class ChatsPage(QWidget):
         self.sessions.blockSignals(False)
 
     def _picked(self, item: QListWidgetItem | None, _prev: Any = None) -> None:
+        from .qt import Qt
+
         if item is not None:
             self.pane.set_session(str(item.data(Qt.ItemDataRole.UserRole)))
 
@@ -214,7 +218,6 @@ class MainWindow(QMainWindow):
         self.nav = QListWidget()
         self.nav.setFixedWidth(168)
         self.nav.setObjectName("nav")
-        self.nav.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         t = ctx.theme if ctx is not None else theme
         assert t is not None, "a MainWindow without a context needs its theme"
         self.nav.setStyleSheet(
@@ -253,6 +256,9 @@ class MainWindow(QMainWindow):
 
     def attach(self, ctx: Context) -> None:
         """Build the chats page (and any page asked for meanwhile) now that the App is open."""
+        from .qt import Qt  # not before: the first use of Qt's namespace costs the start ~40 ms
+
+        self.nav.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.ctx = ctx
         self.chats = ChatsPage(ctx)
         self._replace(0, self.chats)
