@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
+from memtray.core.base.clock import parse_ts
+
 from .bridge import Follower
 from .context import Context
 from .qt import (
@@ -64,6 +66,16 @@ REASON_LABELS = {
 }
 
 Confirm = Callable[[QWidget, str, str], bool]
+
+#: the list's data of a failed redo's row (revisions hold their sha)
+FAILED_PREFIX = "failed:"
+
+
+def failed_redos(state: Any, revisions: list[Any]) -> list[Any]:
+    """Redos refused or failed after the newest revision, newest first (on the worker)."""
+    after = revisions[0].event_seq if revisions else 0
+    out = [c for c in state.consolidations.values() if c.redo_of and c.status == "failed" and c.started_seq > after]
+    return sorted(out, key=lambda c: c.started_seq, reverse=True)
 
 
 def ask(parent: QWidget, title: str, text: str) -> bool:
@@ -189,6 +201,7 @@ class MemoryBrowser(QWidget):
         self.ctx = ctx
         self.confirm: Confirm = ask
         self.revisions: list[Any] = []
+        self.failed_redos: list[Any] = []
         self.current: Any = None
         self.parent_rev: str | None = None
         self.rows: list[FactRow] = []
@@ -325,7 +338,8 @@ class MemoryBrowser(QWidget):
         # the list, the review count and the timeline follow the log: a consolidation, an
         # edit or a review from any front end shows without a click
         self.feed = Follower(ctx.bridge, self._query, self._loaded, name="memory-revisions", parent=self,
-                             wants=lambda change: change.any_type("memory."), on_error=self._failed)
+                             wants=lambda change: change.any_type("memory.", "consolidation.failed"),
+                             on_error=self._failed)
 
     # --- services ---------------------------------------------------------------------
 
@@ -357,9 +371,15 @@ class MemoryBrowser(QWidget):
             self._pending_select = select
         self.feed.request()
 
-    def _query(self) -> Callable[[], tuple[list[Any], list[dict[str, Any]]]]:
+    def _query(self) -> Callable[[], tuple[list[Any], list[dict[str, Any]], list[Any]]]:
         mem = self.memory
-        return lambda: (mem.revisions(limit=REVISION_PAGE), mem.pending_review())  # on the worker
+        store = self.ctx.app.store
+
+        def query() -> tuple[list[Any], list[dict[str, Any]], list[Any]]:  # on the worker
+            revisions = mem.revisions(limit=REVISION_PAGE)
+            return revisions, mem.pending_review(), failed_redos(store.state, revisions)
+
+        return query
 
     def load_older(self) -> None:
         """Append the next page of revisions (the list shows the newest REVISION_PAGE first)."""
@@ -383,11 +403,13 @@ class MemoryBrowser(QWidget):
         more = " (the newest; “Show older revisions” loads more)" if self.more_btn.isVisibleTo(self) else ""
         return f"{len(self.revisions)} revisions{more}. Removed facts are red, added green, reworded amber."
 
-    def _loaded(self, result: tuple[list[Any], list[dict[str, Any]]]) -> None:
-        revisions, review = result
+    def _loaded(self, result: tuple[list[Any], list[dict[str, Any]], list[Any]]) -> None:
+        revisions, review, failed = result
         self.revisions = revisions
+        self.failed_redos = failed
         self.list.blockSignals(True)
         self.list.clear()
+        self._add_failed(failed)
         self._add_items(revisions)
         self.list.blockSignals(False)
         self.more_btn.setVisible(len(revisions) == REVISION_PAGE)
@@ -419,6 +441,16 @@ class MemoryBrowser(QWidget):
                 item.setForeground(3, self.palette().brush(self.foregroundRole()))
             self.list.addTopLevelItem(item)
         self._fit_list()
+
+    def _add_failed(self, failed: list[Any]) -> None:
+        """A redo refused or failed after the newest revision: a row of its own at the top, so
+        the revision under it is not taken for the redo's result."""
+        for c in failed:
+            item = QTreeWidgetItem([_local(parse_ts(c.ts)) if c.ts else "", "Redo failed",
+                                    (c.model or "-").split("/", 1)[-1], "", ""])
+            item.setData(0, Qt.ItemDataRole.UserRole, f"{FAILED_PREFIX}{c.id}")
+            item.setToolTip(1, f"The redo of consolidation {c.redo_of[:8]} failed: {c.reason}\nMemory is unchanged.")
+            self.list.addTopLevelItem(item)
 
     def _fit_list(self) -> None:
         """Keep the list pane wide enough that no column but Model is cut."""
@@ -471,6 +503,9 @@ class MemoryBrowser(QWidget):
         if item is None:
             return
         rev = str(item.data(0, Qt.ItemDataRole.UserRole))
+        if rev.startswith(FAILED_PREFIX):
+            self._show_failed(rev.removeprefix(FAILED_PREFIX))
+            return
         self.current = next((r for r in self.revisions if r.rev == rev), None)
         self.timeline.set_current(rev)
         mem = self.memory
@@ -481,6 +516,19 @@ class MemoryBrowser(QWidget):
 
         self._set_actions_enabled(False)
         self._call(load, self._show_revision, "memory-diff")
+
+    def _show_failed(self, cid: str) -> None:
+        c = next((f for f in self.failed_redos if f.id == cid), None)
+        if c is None:
+            return
+        self.current = None
+        self._set_actions_enabled(False)
+        self.head.setText(f"Redo failed · {_local(parse_ts(c.ts)) if c.ts else ''} · consolidation {c.redo_of[:8]}")
+        self.text.setMarkdown(f"The redo of consolidation `{c.redo_of[:8]}` with `{c.model}` failed:\n\n"
+                              f"> {c.reason}\n\nMemory is unchanged. Select the consolidation's revision to "
+                              "redo it again, perhaps with another model.")
+        self._fill_diff(None)
+        self._status(f"Redo of consolidation {c.redo_of[:8]} failed: {c.reason}. Memory is unchanged.", error=True)
 
     def _show_revision(self, result: tuple[Any, str, str | None]) -> None:
         diff, text, parent = result
@@ -501,16 +549,16 @@ class MemoryBrowser(QWidget):
             row.deleteLater()
         self.rows = []
         items: list[FactRow] = []
-        for fact in diff.dropped:
+        for fact in diff.dropped if diff is not None else ():
             items.append(FactRow(self.ctx, "removed", fact, None,
                                  [("Restore", partial(self.restore_fact, fact))]))
-        for old, new in diff.changed:
+        for old, new in diff.changed if diff is not None else ():
             items.append(FactRow(self.ctx, "changed", old, new,
                                  [("Restore old", partial(self.restore_fact, old)),
                                   ("Why?", partial(self.why, new))]))
-        for fact in diff.added:
+        for fact in diff.added if diff is not None else ():
             items.append(FactRow(self.ctx, "added", None, fact, [("Why?", partial(self.why, fact))]))
-        if not items:
+        if not items and diff is not None:
             empty = QLabel("No fact changed in this revision (only wording outside facts, or HISTORY.md).")
             empty.setProperty("muted", True)
             empty.setWordWrap(True)
@@ -572,7 +620,8 @@ class MemoryBrowser(QWidget):
         if mem is None or src is None:
             return
         self._set_actions_enabled(False)
-        self._call(lambda: mem.restore_fact(src, fact.text), self._changed, "memory-restore-fact")
+        # by id: the fact that left, never another one with similar words
+        self._call(lambda: mem.restore_fact(src, fact.id), self._changed, "memory-restore-fact")
 
     def undo(self, rev: str | None = None) -> None:
         """Undo ``rev`` (default: the selected revision), after a confirmation that lists
@@ -622,7 +671,11 @@ class MemoryBrowser(QWidget):
             await cons.redo(r.consolidation, model=model)
             return mem.revision("HEAD")
 
-        self.ctx.bridge.submit(run(), name="memory-redo", on_result=self._changed, on_error=self._failed)
+        def failed(exc: BaseException) -> None:
+            self._failed(exc)
+            self.refresh()  # the failed redo's row (consolidation.failed is followed too; this is at once)
+
+        self.ctx.bridge.submit(run(), name="memory-redo", on_result=self._changed, on_error=failed)
 
     def review_action(self, item_id: str, action: str) -> None:
         mem = self.memory
@@ -641,7 +694,7 @@ class MemoryBrowser(QWidget):
         mem = self.memory
         if mem is None:
             return
-        self._call(lambda: mem.why(fact.text), self._show_why, "memory-why")
+        self._call(lambda: mem.why(fact.id), self._show_why, "memory-why")
 
     def _show_why(self, info: dict[str, Any]) -> None:
         dlg = WhyDialog(self.ctx, info, self)

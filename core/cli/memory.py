@@ -93,7 +93,9 @@ def cmd_log(args: argparse.Namespace, home: Home) -> int:
             _out("memory has no revisions yet")
         for r in rows[: args.limit]:
             when = str(r["time"])[:19].replace("T", " ")
-            if r["kind"] == "failed":
+            if r["kind"] == "failed" and r["redo_of"]:
+                _out(f"FAILED   {when}  redo of {r['redo_of'][:10]}  {r['model']}  {r['reason']} (memory unchanged)")
+            elif r["kind"] == "failed":
                 _out(f"FAILED   {when}  consolidation {r['consolidation'][:10]}  {r['model']}  {r['reason']}")
             else:
                 flag = f"  ⚑{r['flagged']}" if r["flagged"] else ""
@@ -105,7 +107,7 @@ def cmd_log(args: argparse.Namespace, home: Home) -> int:
 
 def _failed_row(c: Any) -> dict[str, Any]:
     return {"kind": "failed", "time": c.ts, "consolidation": c.id, "session": c.session,
-            "model": c.model, "reason": c.reason, "attempts": c.attempts}
+            "model": c.model, "reason": c.reason, "attempts": c.attempts, "redo_of": c.redo_of}
 
 
 def cmd_diff(args: argparse.Namespace, home: Home) -> int:
@@ -126,11 +128,11 @@ def cmd_diff(args: argparse.Namespace, home: Home) -> int:
         if d.is_empty:
             _out("no fact changes")
         for f in d.added:
-            _out(f"+ [{f.section}] {f.text}")
+            _out(f"+ {f.id} [{f.section}] {f.text}")
         for f in d.dropped:
-            _out(f"- [{f.section}] {f.text}")
+            _out(f"- {f.id} [{f.section}] {f.text}")
         for old, new in d.changed:
-            _out(f"~ [{new.section}] {old.text}\n    → {new.text}")
+            _out(f"~ {new.id} [{new.section}] {old.text}\n    → {new.text}")
     return 0
 
 
@@ -203,9 +205,28 @@ def cmd_rollback(args: argparse.Namespace, home: Home) -> int:
 
 
 def cmd_redo(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.memory.consolidation import RedoFailedError
+
     with app_scope(home) as app:
-        out = app.run(app.consolidation.redo(args.consolidation, model=args.model))
-        _out(f"redo {out.consolidation}: {out.summary()}; new revision {app.memory.revision('HEAD').short}")
+        try:
+            out = app.run(app.consolidation.redo(args.consolidation, model=args.model))
+        except RedoFailedError as exc:
+            # refused or failed: said, and in the log (`memory log`), never a silent no-op
+            if args.json:
+                _out(_dumps({"status": "failed", "consolidation": exc.consolidation, "redo_of": exc.redo_of,
+                             "reason": exc.reason, "revision": None}))
+                return 1
+            raise
+        rev = app.memory.revision("HEAD")
+        if args.json:
+            done = app.store.state.consolidations.get(out.consolidation)
+            _out(_dumps({"status": "completed", "consolidation": out.consolidation,
+                         "redo_of": done.redo_of if done else None,
+                         "reason": None, "revision": rev.to_json(), "summary": out.summary(), "notes": out.notes}))
+            return 0
+        _out(f"redo {out.consolidation}: {out.summary()}; new revision {rev.short}")
+        for note in out.notes:
+            _out(f"  note: {note}")
     return 0
 
 
@@ -286,6 +307,7 @@ def add_commands(sub: Any) -> None:
     rd = ms.add_parser("redo", help="re-run a consolidation on the memory before it")
     rd.add_argument("consolidation")
     rd.add_argument("--model")
+    rd.add_argument("--json", action="store_true")
     rd.set_defaults(fn=cmd_redo)
     w = ms.add_parser("why", help="where a fact came from")
     w.add_argument("fact", nargs="+")

@@ -84,6 +84,19 @@ class ConsolidationFailedError(MemtrayError):
     hint = "Nothing was lost; it will be retried. See `memtray memory log` for the reason."
 
 
+class RedoFailedError(ConsolidationFailedError):
+    """A redo was refused or failed: memory is unchanged and the failure is in the log."""
+
+    hint = ("Memory is unchanged; the failed redo is listed in `memtray memory log`. "
+            "Run it again, perhaps with another --model.")
+
+    def __init__(self, message: str, consolidation: str, redo_of: str, reason: str) -> None:
+        super().__init__(message)
+        self.consolidation = consolidation
+        self.redo_of = redo_of
+        self.reason = reason
+
+
 @dataclass
 class Outcome:
     consolidation: str
@@ -332,7 +345,8 @@ class ConsolidationService:
             raise ConsolidationFailedError(f"unknown consolidation {consolidation!r} (or the prefix is not unique)",
                                            hint="See `memtray memory log` for consolidation ids.")
         if c.first_seq is None or c.last_seq is None:
-            raise ConsolidationFailedError(f"consolidation {c.id} has no recorded message range")
+            raise ConsolidationFailedError(f"consolidation {c.id} has no recorded message range",
+                                           hint="It cannot be redone; memory is unchanged.")
         messages = []
         for rec in self.store.log.records(c.first_seq - 1):
             if rec.seq > c.last_seq:
@@ -425,7 +439,7 @@ class ConsolidationService:
             )
         except asyncio.CancelledError:
             if not self._completed(cid):
-                self._fail(cid, session, "cancelled")
+                self._fail(cid, session, "cancelled", redo_of=redo_of)
             raise
         except Exception as exc:
             if self._completed(cid):
@@ -437,7 +451,10 @@ class ConsolidationService:
             else:
                 log.exception("consolidation %s crashed", cid)
                 reason = f"internal error: {type(exc).__name__}: {exc}"
-            self._fail(cid, session, reason)
+            self._fail(cid, session, reason, redo_of=redo_of)
+            if redo_of:
+                raise RedoFailedError(f"redo of consolidation {redo_of[:10]} failed: {reason}", cid, redo_of,
+                                      reason) from None
             raise ConsolidationFailedError(f"consolidation failed: {reason}") from None
         self._failures.pop(session, None)
         self._retry_at.pop(session, None)
@@ -498,7 +515,16 @@ class ConsolidationService:
         c = self.store.state.consolidations.get(cid)
         return c is not None and c.status == "completed"
 
-    def _fail(self, cid: str, session: str, reason: str) -> None:
+    def _fail(self, cid: str, session: str, reason: str, *, redo_of: str | None = None) -> None:
+        if redo_of:
+            # a redo is the user's request, never retried: it leaves the session's backoff alone,
+            # and the failure stays in the log (`memory log`, the memory browser) with its reason
+            self.store.append(ConsolidationFailed.TYPE, ConsolidationFailed(
+                consolidation=cid, reason=redact(reason)).to_data(), session=session)
+            if self.notifier.installed:
+                self.notifier.notify("Redo failed", f"The redo of consolidation {redo_of[:8]} failed: {reason}. "
+                                     "Memory is unchanged.", kind="failure", target=f"consolidation:{redo_of}")
+            return
         n = self._failures.get(session, 0) + 1
         self._failures[session] = n
         delay = BACKOFF[min(n - 1, len(BACKOFF) - 1)]

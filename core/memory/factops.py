@@ -116,6 +116,27 @@ class FactOps(MemoryBrowsing):
 
     # --- by id ------------------------------------------------------------------------
 
+    def diff(self, rev_a: str | None = None, rev_b: str | None = None) -> FactDiff:
+        """The fact diff between two revisions (default: ``rev_b``'s parent), by id: a fact
+        reworded under its id is "changed" whatever its words, two facts with other ids are
+        never paired. Revisions written before ids existed are diffed by their words."""
+        b = self.resolve(rev_b or "HEAD")
+        if rev_a is None:
+            parents = self.git.info(b).parents
+            a = parents[0] if parents else None
+        else:
+            a = self.resolve(rev_a)
+        seqs = [self.revision(a).event_seq if a else 0, self.revision(b).event_seq]
+        recs = [self.ledgers.record(seq) for seq in seqs]
+        leds = [self.ledgers.at_seq(seq) for seq in seqs]
+        texts = [self.git.read(a, "MEMORY.md") if a else "", self.git.read(b, "MEMORY.md")]
+        named = all([f.norm for f in led.facts] == [f.norm for f in factdiff.parse(t)] for led, t in zip(
+            leds, texts, strict=True))
+        with_ids = any(r is not None and isinstance(r.data.get("facts"), dict) for r in recs)
+        if not named or not with_ids:
+            return super().diff(rev_a, rev_b)
+        return diff_by_id(leds[0], leds[1])
+
     def find_fact_by_id(self, fact_id: str) -> tuple[Fact, int] | None:
         key = facts.id_key(fact_id)
         return find_in_history(self.ledgers, key) if key else None

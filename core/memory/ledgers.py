@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from memtray.core.log.store import Store
 
 MEMORY_WRITTEN = "memory.written"
+#: a rebuild branch's revisions carry their memory and ids the same way
+REBUILD_PROGRESS = "rebuild.progress"
 
 
 class Ledgers:
@@ -36,12 +38,12 @@ class Ledgers:
         return next((r for r in self.store.log.records(seq - 1) if r.seq == seq), None)
 
     def at_seq(self, seq: int) -> Ledger:
-        """The ledger of the ``memory.written`` event ``seq`` (empty for 0)."""
+        """The ledger of the ``memory.written`` (or ``rebuild.progress``) event ``seq`` (empty for 0)."""
         hit = self._cache.get(seq)
         if hit is not None:
             return hit
         rec = self.record(seq)
-        if rec is None or rec.type != MEMORY_WRITTEN:
+        if rec is None or rec.type not in (MEMORY_WRITTEN, REBUILD_PROGRESS):
             led = Ledger(())
         else:
             led = Ledger.of(str(rec.data.get("memory", "")), rec.data)

@@ -96,12 +96,16 @@ def test_restore_a_dropped_fact_through_the_browser(qtbot: Any, seeded: Any) -> 
     memdir = seeded.app.home.memory
     head_before = _git_head(memdir)
     row = _row(browser, "removed", "Lives in Lyon")
+    lyon = row.fact.id
+    assert lyon.startswith("F")  # the diff is by fact id
     with qtbot.waitSignal(browser.changed, timeout=10000) as sig:
         qtbot.mouseClick(row.buttons["Restore"], Qt.MouseButton.LeftButton)
     assert sig.args[0].reason == "restore"
     text = _memory_md(seeded)
     assert "Lives in Lyon" in text and "Works as a nurse" in text
     assert _git_head(memdir) != head_before
+    back = seeded.app.worker.call(lambda: seeded.app.memory.ledger().get(lyon))
+    assert back is not None and back.text == "Lives in Lyon"  # restored by id, with its id
 
 
 def test_why_shows_where_a_fact_came_from(qtbot: Any, seeded: Any) -> None:
@@ -111,6 +115,7 @@ def test_why_shows_where_a_fact_came_from(qtbot: Any, seeded: Any) -> None:
     qtbot.waitUntil(lambda: getattr(browser, "why_dialog", None) is not None and browser.why_dialog.isVisible(),
                     timeout=10000)
     assert browser.why_dialog.info["fact"]["text"] == "Works as a nurse"
+    assert browser.why_dialog.info["fact"]["id"] == row.fact.id  # asked by id
     browser.why_dialog.close()
 
 
@@ -170,6 +175,23 @@ def test_review_and_redo_after_a_consolidation(qtbot: Any, desktop: Any, llm_ser
     with qtbot.waitSignal(browser.changed, timeout=20000) as sig:
         browser.redo_btn.click()
     assert sig.args[0].reason == "redo"
+    # a redo that fails is shown at the top of the list, not left behind the revision under it
+    memory_before = _memory_md(desktop)
+    qtbot.waitUntil(lambda: browser.redo_btn.isEnabled(), timeout=10000)
+    llm_server.script(reply("I would rather not call a tool."))
+    browser.redo_btn.click()
+    qtbot.waitUntil(lambda: browser.list.topLevelItemCount() > 0 and browser.list.topLevelItem(0).text(1) == "Redo failed",
+                    timeout=20000)
+    assert "failed" in browser.status.text() and "without calling save_memory" in browser.status.text()
+    top = browser.list.topLevelItem(0)
+    assert "Memory is unchanged" in top.toolTip(1) and top.text(2) == "test-model"
+    assert browser.list.topLevelItem(1).text(1) == "Consolidation redone"
+    browser.list.setCurrentItem(top)
+    assert browser.head.text().startswith("Redo failed") and "without calling save_memory" in browser.text.toPlainText()
+    assert not browser.redo_btn.isEnabled() and not browser.undo_btn.isEnabled()
+    assert _memory_md(desktop) == memory_before
+    browser.refresh()  # it stays there (derived from the log), until a newer revision
+    qtbot.waitUntil(lambda: browser.list.topLevelItem(0).text(1) == "Redo failed", timeout=10000)
 
 
 def test_older_revisions_load_page_by_page(qtbot: Any, desktop: Any, monkeypatch: pytest.MonkeyPatch) -> None:

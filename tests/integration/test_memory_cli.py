@@ -10,6 +10,7 @@ prefix, HEAD~N, or a consolidation id.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.memory.service import MemoryService
 
-from tests.fixtures.llm_server import Response, ScriptedLLMServer, error, tool_call
+from tests.fixtures.llm_server import Response, ScriptedLLMServer, error, reply, tool_call
 from tests.support import run_cli
 
 MEM0 = ("# Memory\n\n## Identity\n- User's name is Ada\n- User lives in London\n\n"
@@ -212,15 +213,17 @@ def test_log_text_json_and_limit(seeded: Seeded) -> None:
 
 def test_diff_default_pairs_and_json(seeded: Seeded) -> None:
     h = seeded.home
-    assert ok(h, "memory", "diff").splitlines() == ["+ [Hobbies] User's sister is Anna"]
+    (line,) = ok(h, "memory", "diff").splitlines()
+    assert re.fullmatch(r"\+ F\d+ \[Hobbies\] User's sister is Anna", line), line  # named by its id
     d = json.loads(ok(h, "memory", "diff", "HEAD~3", "HEAD~2", "--json"))
     assert set(d) == {"added", "dropped", "changed", "unchanged"}
-    # a plain fact diff between two revisions pairs London and Lyon as a change
-    assert [f["text"] for f in d["added"]] == ["User has a cat called Tom"]
-    assert [(c["old"]["text"], c["new"]["text"]) for c in d["changed"]] == [
-        ("User lives in London", "User lives in Lyon")]
-    assert d["dropped"] == [] and d["unchanged"] == 2
+    # by fact id: the consolidation removed London (with a reason) and added Lyon; two facts
+    # that differ in a place are never paired as a rewording
+    assert [f["text"] for f in d["added"]] == ["User lives in Lyon", "User has a cat called Tom"]
+    assert [f["text"] for f in d["dropped"]] == ["User lives in London"]
+    assert d["changed"] == [] and d["unchanged"] == 2
     assert all(set(f) == {"id", "section", "text"} for f in d["added"])
+    assert d["dropped"][0]["id"] not in {f["id"] for f in d["added"]}
     # one rev: from there to HEAD
     d2 = json.loads(ok(h, "memory", "diff", seeded.c1, "--json"))
     assert sorted(f["text"] for f in d2["added"]) == ["User plays the cello", "User's sister is Anna"]
@@ -336,6 +339,36 @@ def test_redo_with_another_model(copy: Seeded, llm_server: ScriptedLLMServer) ->
     log = json.loads(ok(h, "memory", "log", "--json"))
     assert [r["reason"] for r in log[:2]] == ["redo", "rollback"]
     assert log[0]["model"] == "openai/other-model" and log[0]["consolidation"] not in (None, copy.c1)
+
+
+def test_a_refused_or_failed_redo_is_shown_never_left_silently(copy: Seeded, llm_server: ScriptedLLMServer) -> None:
+    h = copy.home
+    head = git(h, "rev-parse", "HEAD").strip()
+    # refused: the reply would erase every fact (the guard refuses it)
+    llm_server.responder = lambda req: save_memory("", "[2025-06-02 10:00] Nothing left.")
+    out = cli(h, "memory", "redo", copy.c1, **llm_env(llm_server))
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stderr.startswith(f"memtray: error: redo of consolidation {copy.c1[:10]} failed: ")
+    assert "would erase every fact" in out.stderr and "Memory is unchanged" in out.stderr
+    assert "it will be retried" not in out.stderr  # a redo is never retried behind the user's back
+    top = ok(h, "memory", "log").splitlines()[0]
+    assert top.startswith("FAILED ") and f"redo of {copy.c1[:10]}" in top and "(memory unchanged)" in top
+    # failed: no tool call; --json says so
+    llm_server.responder = lambda req: reply("I would rather not.")
+    out = cli(h, "memory", "redo", copy.c1, "--json", **llm_env(llm_server))
+    assert out.returncode == 1, out.stderr
+    res = json.loads(out.stdout)
+    assert res["status"] == "failed" and res["redo_of"] == copy.c1 and res["revision"] is None
+    assert "without calling save_memory" in res["reason"]
+    rows = json.loads(ok(h, "memory", "log", "--json"))
+    assert [r["kind"] for r in rows[:2]] == ["failed", "failed"]
+    assert rows[0]["redo_of"] == copy.c1 and rows[0]["consolidation"] == res["consolidation"]
+    assert "without calling save_memory" in rows[0]["reason"] and "erase every fact" in rows[1]["reason"]
+    assert git(h, "rev-parse", "HEAD").strip() == head  # memory unchanged
+    # and a redo that works says so in --json too
+    llm_server.responder = lambda req: save_memory(copy.memories[2], "[2025-06-02 10:00] Redone.")
+    res = json.loads(ok(h, "memory", "redo", copy.c1, "--json", **llm_env(llm_server)))
+    assert res["status"] == "completed" and res["redo_of"] == copy.c1 and res["revision"]["reason"] == "redo"
 
 
 def test_consolidate_session_and_all(copy: Seeded, llm_server: ScriptedLLMServer) -> None:
