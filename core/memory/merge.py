@@ -90,6 +90,12 @@ class Node:
     def ledger(self) -> Ledger:
         return Ledger.of(self.text, self.data)
 
+    def ids(self) -> list[str]:
+        """The ids it names (without reading its text when the event lists them)."""
+        info = self.data.get("facts")
+        listed = info.get("ids") if isinstance(info, Mapping) else None
+        return [str(i) for i in listed] if isinstance(listed, list) else self.ledger.ids
+
     def dropped_reasons(self) -> dict[str, str]:
         """Why this revision removed each fact it removed (its fact diff)."""
         return {str(i["id"]): str(i.get("reason") or "") for i in (self.data.get("diff") or {}).get("dropped", [])
@@ -333,7 +339,7 @@ def _since(dag: Dag, device: str, text: str, ledger: Ledger, anc: set[str], base
     used: set[str] = set(ledger.ids)
     for n in sorted((dag.nodes[i] for i in anc - base_anc), key=lambda n: (n.ts, n.id)):
         dropped.update(n.dropped_reasons())
-        used.update(n.ledger.ids)
+        used.update(n.ids())
     return Side(device, text, ledger, dropped, frozenset(used))
 
 
