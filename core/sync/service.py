@@ -291,31 +291,35 @@ class SyncService:
         return True
 
     def _import(self, peer: PeerEvents, rep: SyncReport) -> None:
+        """The peer's memory heads to the merge in one call (it reads the memory history once),
+        then its events with the cursor, IMPORT_BATCH a write. A crash in between hands the
+        same heads again next time, which the merge recognises."""
         dev = peer.device
         records = peer.records
+        last = peer.last_seq
+        # a cursor names the peer's commit only once everything up to it is in; until then the
+        # commit imported before, so the next sync neither skips the rest nor loses the check
+        before = str((self.store.state.sync.get(dev) or {}).get("commit") or "")
+        complete = True
+        heads = [r for r in records if r.type == "memory.written"]
+        if heads and not self._merge(heads, dev, rep):
+            # no merge here: stop before the first head so nothing is skipped for good
+            cut = records.index(heads[0])
+            records, last, complete = records[:cut], heads[0].seq - 1, False
+            rep.pending_heads += len(heads)
+            rep.notes.append(f"memory of {dev} not merged: this memtray cannot merge memory yet")
         imported = 0
         for start in range(0, max(len(records), 1), IMPORT_BATCH):
             chunk = records[start : start + IMPORT_BATCH]
-            heads = [r for r in chunk if r.type == "memory.written"]
             final = start + IMPORT_BATCH >= len(records)
-            stop = False
-            if heads and not self._merge(heads, dev, rep):
-                # no merge here yet: stop before the first head so nothing is skipped for good
-                cut = chunk.index(heads[0])
-                chunk, final, stop = chunk[:cut], False, True
-                rep.pending_heads += len(heads)
-                rep.notes.append(f"memory of {dev} not merged: this memtray cannot merge memory yet")
-            through = peer.last_seq if final else (chunk[-1].seq if chunk else None)
+            through = last if final else chunk[-1].seq
             batch: list[tuple[str, Any, str | None, str | None]] = [
                 (r.type, marked(r, dev), peer_session(r.session, dev), r.id) for r in chunk if r.type in IMPORTED]
-            if through is not None:
-                batch.append((PULLED, {"device": dev, "commit": peer.commit, "through": through}, None, None))
-            if batch:
-                self.store.append_many(batch)
-                crash_point("sync.imported")
-            imported += sum(1 for r in chunk if r.type in IMPORTED)
-            if stop:
-                break
+            commit = peer.commit if final and complete else before
+            batch.append((PULLED, {"device": dev, "commit": commit, "through": through}, None, None))
+            self.store.append_many(batch)
+            crash_point("sync.imported")
+            imported += len(batch) - 1
         rep.peers[dev] = imported
         rep.imported += imported
 

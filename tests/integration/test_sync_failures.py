@@ -227,3 +227,60 @@ def test_a_memtray_ref_that_holds_something_else_is_refused(tmp_path: Path) -> N
         assert a.store.log.last_seq == seq and log_ref(a.sync.device) not in _refs(remote)
     finally:
         a.close()
+
+
+class _Died(BaseException):
+    """Stands for a kill -9 at a crash point (nothing after it runs)."""
+
+
+def test_a_sync_stopped_between_import_writes_imports_the_rest_next_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memtray.core.sync import service
+
+    monkeypatch.setattr(service, "IMPORT_BATCH", 50)
+    remote = bare(tmp_path / "remote.git")
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    try:
+        assert a.sync is not None and b.sync is not None
+        for i in range(100):
+            say(b, f"m{i}")
+        b.sync.sync(str(remote))
+
+        def die(name: str) -> None:
+            if name == "sync.imported":
+                raise _Died
+
+        monkeypatch.setattr(service, "crash_point", die)
+        with pytest.raises(_Died):
+            a.sync.sync(str(remote))
+        assert len(contents(a)) == 50  # one write of 50 made it
+        monkeypatch.setattr(service, "crash_point", lambda name: None)
+        assert a.sync.sync(str(remote)).imported == 150  # the same commit: the rest is not skipped
+        assert digest(a) == digest(b)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_peer_memory_this_memtray_cannot_merge_is_kept_for_later(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memtray.core.sync.service import SyncService
+
+    remote = bare(tmp_path / "remote.git")
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    try:
+        assert a.sync is not None and b.sync is not None
+        say(b, "before")
+        b.write(lambda: b.memory.write("# Memory\n\n- User likes tea\n", reason="user-edit", source="user"))
+        say(b, "after")
+        b.sync.sync(str(remote))
+        monkeypatch.setattr(SyncService, "_merge", lambda self, heads, dev, rep: False)
+        rep = a.sync.sync(str(remote))
+        assert rep.pending_heads == 1 and rep.imported == 2  # "before" and its echo, nothing past the head
+        monkeypatch.undo()
+        rep = a.sync.sync(str(remote))
+        assert rep.imported == 2 and rep.pending_heads == 0
+        assert {"before", "after"} <= contents(a)
+    finally:
+        a.close()
+        b.close()
