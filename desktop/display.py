@@ -20,6 +20,7 @@ import ctypes
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from memtray.core.base.errors import EnvironmentProblem
 
@@ -116,8 +117,18 @@ def loads(plugin: Path) -> bool:
     return True
 
 
-def x_server_answers(display: str) -> bool | None:
-    """Whether an X server accepts a connection on ``display`` (None: cannot tell)."""
+#: the probe's X connection, kept open until Qt has its own (see :func:`x_server_answers`)
+_held: list[tuple[Any, int]] = []
+
+
+def x_server_answers(display: str, *, hold: bool = False) -> bool | None:
+    """Whether an X server accepts a connection on ``display`` (None: cannot tell).
+
+    ``hold``: keep the connection open until :func:`release` (called once Qt is
+    connected). An X server with no other client resets when the last one leaves
+    (Xvfb without ``-noreset``), and a connection made while it resets fails: Qt,
+    started a moment after the check, would abort.
+    """
     try:
         xcb = ctypes.CDLL("libxcb.so.1")  # its soname: no `ldconfig -p` run on every start
     except OSError:
@@ -135,9 +146,18 @@ def x_server_answers(display: str) -> bool | None:
     xcb.xcb_connection_has_error.argtypes = [ctypes.c_void_p]
     xcb.xcb_disconnect.argtypes = [ctypes.c_void_p]
     conn = xcb.xcb_connect(display.encode(), None)
-    try:
-        return not xcb.xcb_connection_has_error(conn)
-    finally:
+    ok = not xcb.xcb_connection_has_error(conn)
+    if ok and hold:
+        _held.append((xcb, conn))
+    else:
+        xcb.xcb_disconnect(conn)
+    return ok
+
+
+def release() -> None:
+    """Close the connection :func:`check` kept open (Qt has connected by now)."""
+    while _held:
+        xcb, conn = _held.pop()
         xcb.xcb_disconnect(conn)
 
 
@@ -149,8 +169,10 @@ def _wayland_socket(env: dict[str, str]) -> bool:
     return path.exists()
 
 
-def problem(env: dict[str, str] | None = None, platform: str = sys.platform) -> str | None:
-    """What keeps Qt from starting here (one sentence), or None when nothing does."""
+def problem(env: dict[str, str] | None = None, platform: str = sys.platform, *, hold: bool = False) -> str | None:
+    """What keeps Qt from starting here (one sentence), or None when nothing does.
+
+    ``hold``: keep the X connection it made open until :func:`release`."""
     if not platform.startswith("linux"):
         return None
     env = dict(os.environ if env is None else env)
@@ -180,7 +202,7 @@ def problem(env: dict[str, str] | None = None, platform: str = sys.platform) -> 
                            f"(Debian/Ubuntu: sudo apt install {pkgs}; other systems: the packages that "
                            "provide these files)")
             continue
-        if name == "xcb" and x_server_answers(env["DISPLAY"]) is False:
+        if name == "xcb" and x_server_answers(env["DISPLAY"], hold=hold) is False:
             reasons.append(f"cannot connect to the X display {env['DISPLAY']} (is it running, and may you use it?)")
             continue
         return None
@@ -188,7 +210,9 @@ def problem(env: dict[str, str] | None = None, platform: str = sys.platform) -> 
 
 
 def check(env: dict[str, str] | None = None) -> None:
-    """Raise :class:`DisplayUnavailable` when Qt could not start a GUI here."""
-    why = problem(env)
+    """Raise :class:`DisplayUnavailable` when Qt could not start a GUI here.
+
+    Call :func:`release` once the QApplication exists (it keeps its X connection)."""
+    why = problem(env, hold=True)
     if why:
         raise DisplayUnavailable(f"the desktop app cannot start: {why}")

@@ -103,7 +103,6 @@ class EarlyStart:
     exists, holding the home's lock, and what was asked of it meanwhile."""
 
     def __init__(self, lock: HomeLock, *, tray: bool = True) -> None:
-        from . import icons
         from .theme import apply_palette, current
 
         self.lock = lock
@@ -125,8 +124,7 @@ class EarlyStart:
         else:
             from .mainwindow import MainWindow
 
-            apply_palette(theme)
-            QApplication.setWindowIcon(icons.app_icon())
+            apply_palette(theme)  # the window icon comes with the desktop (an icon-theme lookup)
             self.window = MainWindow(None, quit_on_close=True, theme=theme)
             self.window.closing.connect(self._quit)
             self.window.present()
@@ -198,6 +196,7 @@ def run(home: Home, argv: list[str]) -> int:
 
         return run_desktop(home, argv)
     from .display import DisplayUnavailable, check
+    from .display import release as release_probe
 
     try:
         check()  # before Qt, which would abort without a display
@@ -212,12 +211,14 @@ def run(home: Home, argv: list[str]) -> int:
         raise
     lock = _lock(home)
     if lock is None:
+        release_probe()
         from .main import run as run_desktop
 
         return run_desktop(home, argv, checked=True)
     QGuiApplication.setDesktopFileName("memtray")
     QApplication.setApplicationName("memtray")
     qapp = QApplication(["memtray", *argv])
+    release_probe()  # the display check's X connection: Qt has its own now
     qapp.setQuitOnLastWindowClosed(False)
     early = EarlyStart(lock, tray=QSystemTrayIcon.isSystemTrayAvailable())
     early.wait_until_shown(qapp)

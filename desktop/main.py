@@ -136,6 +136,7 @@ class Desktop(QObject):
             QTimer.singleShot(0, self.show_no_tray_notice)
         if pending:  # the early tray icon was clicked (or the window closed) before the desktop existed
             QTimer.singleShot(0, lambda: self._replay(pending))
+        report("started")  # the App is open, the instance listens, the popup is built
         if self.early is not None or self._idle_started:
             self._after_shown()
         else:  # once the tray icon or window is on screen (or after a while regardless)
@@ -592,6 +593,9 @@ def run(home: Home, argv: list[str], *, checked: bool = False, early: EarlyStart
         QGuiApplication.setDesktopFileName("memtray")
         QApplication.setApplicationName("memtray")
         qapp = QApplication.instance() or QApplication(["memtray", *argv])
+        from .display import release
+
+        release()  # the display check's X connection, if it kept one: Qt has its own now
         assert isinstance(qapp, QApplication)
         qapp.setQuitOnLastWindowClosed(False)
         desktop = Desktop(app, qapp, early=early)
