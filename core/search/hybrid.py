@@ -13,7 +13,10 @@ usually means the latest time).
 With weak vectors (the offline 135M model: :attr:`Embedder.strong` is False) the
 fusion must never do worse than keywords alone, so :func:`keyword_first` keeps
 the keyword search's own hits in their places and lets the fusion fill only the
-places they leave: the vectors can add a passage, never push one out.
+places they leave: the vectors can add a passage, never push one out. In
+that fusion a semantic rank counts :data:`WEAK_SEMANTIC_WEIGHT` (a quarter): at
+full weight the weak vectors outvote the rare-word keyword matches and the
+retrieval set's recall@5 drops from 0.46 to 0.24 (bench/BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ RRF_K = 60
 PARTIAL_WEIGHT = 0.5
 #: candidates each half contributes to the fusion (beyond the limit asked for)
 CANDIDATES = 50
+#: weight of a semantic rank when the vectors are weak (module doc)
+WEAK_SEMANTIC_WEIGHT = 0.25
 
 
 def semantic_hits(index: SearchIndex, scored: Sequence[tuple[int, float]], query: str) -> list[Hit]:
@@ -45,7 +50,8 @@ def semantic_hits(index: SearchIndex, scored: Sequence[tuple[int, float]], query
     return out
 
 
-def fuse(keyword: Sequence[Hit], semantic: Sequence[Hit], limit: int, k: int = RRF_K) -> list[Hit]:
+def fuse(keyword: Sequence[Hit], semantic: Sequence[Hit], limit: int, k: int = RRF_K,
+         semantic_weight: float = 1.0) -> list[Hit]:
     """The reciprocal-rank fusion of two rankings (module doc), best first."""
     fused: dict[int, float] = {}
     first: dict[int, Hit] = {}
@@ -57,7 +63,7 @@ def fuse(keyword: Sequence[Hit], semantic: Sequence[Hit], limit: int, k: int = R
         first.setdefault(h.seq, h)  # keyword excerpts mark the words found
         kw_score[h.seq] = h.keyword_score if h.keyword_score is not None else h.score
     for rank, h in enumerate(semantic, 1):
-        fused[h.seq] = fused.get(h.seq, 0.0) + 1.0 / (k + rank)
+        fused[h.seq] = fused.get(h.seq, 0.0) + semantic_weight / (k + rank)
         first.setdefault(h.seq, h)
         sem_score[h.seq] = h.semantic_score if h.semantic_score is not None else h.score
     order = sorted(fused, key=lambda seq: (-fused[seq], -seq))[:limit]

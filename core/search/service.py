@@ -37,7 +37,13 @@ from memtray.core.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
 from memtray.core.log.events import Record
 from memtray.core.log.store import Store
 from memtray.core.search.embed import SETUP_HINT, Embedder
-from memtray.core.search.hybrid import CANDIDATES, fuse, keyword_first, semantic_hits
+from memtray.core.search.hybrid import (
+    CANDIDATES,
+    WEAK_SEMANTIC_WEIGHT,
+    fuse,
+    keyword_first,
+    semantic_hits,
+)
 from memtray.core.search.index import KINDS, SearchIndex, index_path
 from memtray.core.search.text import Hit, SearchError, format_hits
 
@@ -345,8 +351,9 @@ class SearchService:
             notes.append(f"{total - done} of {total} entries have no embedding yet (found by their words only)")
         if mode == "semantic":
             return SearchResult(semantic[:limit], "semantic", notes)
-        fused = fuse(keyword, semantic, want)
-        if not self.embedder.strong:  # weak vectors (the offline model): they never displace a keyword match
+        strong = self.embedder.strong
+        fused = fuse(keyword, semantic, want, semantic_weight=1.0 if strong else WEAK_SEMANTIC_WEIGHT)
+        if not strong:  # weak vectors (the offline model): they never displace a keyword match
             found = [h for h in self.search(query, limit=limit + len(skip), kind=kind, session=session)
                      if h.seq not in skip]
             return SearchResult(keyword_first(found, fused, limit), "hybrid", notes)

@@ -267,3 +267,13 @@ def test_keyword_first_never_displaces_a_keyword_hit() -> None:
     assert all(h.mode == "hybrid" for h in out)
     assert [h.seq for h in keyword_first(keyword, fused, limit=1)] == [1]
     assert [h.seq for h in keyword_first([], fused, limit=2)] == [h.seq for h in fused[:2]]
+
+
+def test_weak_vectors_count_less_than_a_partial_keyword_hit() -> None:
+    from memtray.core.search.hybrid import WEAK_SEMANTIC_WEIGHT
+
+    keyword, semantic = [hit(1, 3.0, "partial")], [hit(2, 0.9, "semantic")]
+    assert [h.seq for h in fuse(keyword, semantic, limit=2)] == [2, 1]  # strong vectors outvote it
+    weak = fuse(keyword, semantic, limit=2, semantic_weight=WEAK_SEMANTIC_WEIGHT)
+    assert [h.seq for h in weak] == [1, 2]
+    assert weak[1].score == pytest.approx(WEAK_SEMANTIC_WEIGHT / 61, abs=1e-6)
