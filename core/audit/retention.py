@@ -41,6 +41,8 @@ from memtray.core.base.errors import MemtrayError
 from memtray.core.llm.client import DeltaCallback, LLMClient, LLMResult, Request
 from memtray.core.log.events import Record
 from memtray.core.memory import factdiff
+from memtray.core.memory.facts import Ledger
+from memtray.core.memory.ledgers import diff_by_id
 
 if TYPE_CHECKING:
     from memtray.core.base.config import Config
@@ -165,6 +167,21 @@ class StepInput:
     sources: list[str] = field(default_factory=list)  # texts of the messages consumed
     failed: str | None = None
     ts: str | None = None
+    #: the fact ids of ``before`` and ``after`` (their events' ``facts``): the step is then
+    #: scored by id, never by pairing words; ``reasons``, ``silent`` and ``held`` may name
+    #: facts by fact id or by content id
+    ids_before: Ledger | None = None
+    ids_after: Ledger | None = None
+
+    def ledgers(self) -> tuple[Ledger, Ledger] | None:
+        """(before, after) with ids when both are known and name this step's texts."""
+        a, b = self.ids_before, self.ids_after
+        if a is None or b is None:
+            return None
+        if [f.norm for f in a.facts] != [f.norm for f in factdiff.parse(self.before)] or [
+                f.norm for f in b.facts] != [f.norm for f in factdiff.parse(self.after)]:
+            return None
+        return a, b
 
 
 @dataclass
@@ -280,8 +297,9 @@ def score(steps: Iterable[StepInput], corpus: Corpus | None = None, meta: dict[s
             toks = _tokens(text)
             pool |= toks
             stems |= {t[:5] for t in toks if len(t) >= 5}
+        led = st.ledgers()
         if i == 1:
-            for f in factdiff.parse(st.before):  # memory the run started from
+            for f in led[0].facts if led else factdiff.parse(st.before):  # memory the run started from
                 status[f.id] = "present"
                 texts[f.id] = f.text
         silent = st.silent_count if st.silent_count is not None else len(st.silent)
@@ -290,22 +308,31 @@ def score(steps: Iterable[StepInput], corpus: Corpus | None = None, meta: dict[s
             rows.append(StepScore(i, st.label, st.kind, before_n, 0, 0, 0, 0, 0.0, 0, 0, [],
                                   _survival(status, {f.id for f in current}), st.failed))
             continue
-        d = factdiff.diff(st.before, st.after)
-        after = factdiff.parse(st.after)
+        if led is not None:
+            d = diff_by_id(*led)
+            after = list(led[1].facts)
+            # content id -> fact id of the memory before, for reasons and drops named by their words
+            alias = {c.id: f.id for c, f in zip(factdiff.parse(st.before), led[0].facts, strict=True)}
+        else:
+            d = factdiff.diff(st.before, st.after)
+            after = factdiff.parse(st.after)
+            alias = {}
+        reasons = {alias.get(k, k) for k in st.reasons}
+        held = {alias.get(k, k) for k in st.held}
         after_ids = {f.id for f in after}
         lost = 0
         for f in d.dropped:
             texts[f.id] = f.text
-            if f.id in st.reasons:
+            if f.id in reasons:
                 status[f.id] = "removed"
-            elif f.id in st.held:
+            elif f.id in held:
                 status[f.id] = "held"
             else:
                 status[f.id] = "lost"
                 lost += 1
         for old, new in d.changed:
             texts[old.id] = old.text
-            status[old.id] = "removed" if old.id in st.reasons else ("reworded", new.id)
+            status[old.id] = "removed" if old.id in reasons else ("reworded", new.id)
         bad: list[str] = []
         for f in d.added + [n for _o, n in d.changed]:
             if st.kind == "model" and not supported(f.text, pool, stems):
@@ -315,7 +342,8 @@ def score(steps: Iterable[StepInput], corpus: Corpus | None = None, meta: dict[s
             status[f.id] = "present"
             texts[f.id] = f.text
         current = after
-        kept = sum(1 for s in st.silent if s.get("id") in after_ids) if st.silent_count is None else silent
+        kept = sum(1 for s in st.silent if alias.get(str(s.get("id")), s.get("id")) in after_ids) \
+            if st.silent_count is None else silent
         rows.append(StepScore(
             i, st.label, st.kind, len(after), len(d.added), len(d.dropped), len(d.changed), silent,
             silent / before_n if before_n else 0.0, kept, lost, bad, _survival(status, after_ids),
@@ -467,11 +495,14 @@ def run_eval(
                 llm.proposals.clear()
                 failed = None
                 held: set[str] = set()
+                ids_before = app.memory.ledger()
+                ids_after: Ledger | None = None
                 try:
                     out = app.run(cons.consolidate("eval", archive_all=True, trigger="eval"))
                     for r in app.store.log.tail(4):
                         if r.seq == out.memory_seq:
                             held = {it["fact_id"] for it in r.data.get("flagged") or [] if it["kind"] == "silent-drop"}
+                            ids_after = Ledger.of(str(r.data["memory"]), r.data)
                 except ConsolidationFailedError as exc:
                     failed = str(exc)
                 after = app.store.state.memory
@@ -484,7 +515,8 @@ def run_eval(
                     except ValueError:
                         pass
                 steps.append(StepInput(f"consolidation {i}", "model", before, after, reasons, silent, None, held,
-                                       [] if failed else list(pending), failed, _iso(clock.now())))
+                                       [] if failed else list(pending), failed, _iso(clock.now()),
+                                       ids_before, ids_after if ids_after is not None else ids_before))
                 if not failed:
                     pending = []
             if on_progress is not None:
@@ -519,6 +551,7 @@ def history_steps(records: Iterable[Record]) -> list[StepInput]:
     memory = ""
     pending: list[str] = []
     kept: dict[str, int] = {}
+    ids_prev = Ledger(())
     for rec in records:
         d = rec.data
         if rec.type == "message":
@@ -544,11 +577,14 @@ def history_steps(records: Iterable[Record]) -> list[StepInput]:
                 for key in _keys(ch["old"]):
                     reasons[key] = reason
         held = {it["fact_id"] for it in d.get("flagged") or [] if it.get("kind") == "silent-drop"}
+        ids = Ledger.of(str(d["memory"]), d) if isinstance(d.get("facts"), dict) else None
         st = StepInput(f"{reason} #{rec.seq}", "model" if by_model else "user", memory, d["memory"], reasons,
-                       held=held, sources=pending, ts=rec.ts)
+                       held=held, sources=pending, ts=rec.ts, ids_before=ids_prev if ids is not None else None,
+                       ids_after=ids)
         steps.append((st, d.get("consolidation")))
         pending = []
         memory = d["memory"]
+        ids_prev = ids if ids is not None else Ledger(())
     for st, cid in steps:
         st.silent_count = len(st.held) + kept.get(cid or "", 0)
     return [st for st, _cid in steps]

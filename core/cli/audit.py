@@ -124,14 +124,22 @@ def retention_table(r: dict[str, Any]) -> list[str]:
 
 def summary_lines(r: dict[str, Any]) -> list[str]:
     k = r["consolidations"]
+    never = r.get("never_remembered") or []
+    should = f" and the {len(never)} it never held" if never else ""
     out = [
-        f"survival@{k}: {100 * r['survival']:.1f}%  ({r['facts_survived']} of {r['facts_ever']} facts that ever "
-        f"entered memory are present or were removed with a reason)",
+        f"survival@{k}: {100 * r['survival']:.1f}%  ({r['facts_survived']} of {r['facts_ever'] + len(never)} facts: "
+        f"the {r['facts_ever']} that ever entered memory{should}; present or removed with a reason)",
         f"silent drops: {r['silent_drops']} in {k} consolidation(s) (mean {100 * r['silent_drop_rate']:.1f}% of "
         f"memory per consolidation); lost without a reason: {len(r['lost'])}",
     ]
     for text in r["lost"][:10]:
         out.append(f"  lost: {text}")
+    # what the conversation stated and no revision ever held: as lost as a dropped fact
+    out.append(f"never remembered: {len(never) or 'none'}")
+    for text in never[:10]:
+        out.append(f"  never remembered: {text}")
+    if len(never) > 10:
+        out.append(f"  … and {len(never) - 10} more (see --json)")
     sup = r.get("supersession")
     if sup:
         out.append(f"supersession: {sup['correct']} of {sup['total']} correct (newer fact kept, older removed "
@@ -212,11 +220,11 @@ def cmd_compare(args: argparse.Namespace, home: Home) -> int:
     if not (d["added"] or d["dropped"] or d["changed"]):
         _out("  no fact differences")
     for f in d["added"]:
-        _out(f"+ [{f['section']}] {f['text']}")
+        _out(f"+ {f['id']} [{f['section']}] {f['text']}")
     for f in d["dropped"]:
-        _out(f"- [{f['section']}] {f['text']}")
+        _out(f"- {f['id']} [{f['section']}] {f['text']}")
     for c in d["changed"]:
-        _out(f"~ [{c['new']['section']}] {c['old']['text']}\n    → {c['new']['text']}")
+        _out(f"~ {c['new']['id']} [{c['new']['section']}] {c['old']['text']}\n    → {c['new']['text']}")
     m, b = r["retention"]["main"], r["retention"]["rebuild"]
     _out("")
     _out(f"{'':<28} {'main':>10} {'rebuild':>10}")

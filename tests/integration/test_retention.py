@@ -77,6 +77,7 @@ def test_guard_off_survival_falls_and_the_table_says_what_was_lost(
     assert pct < 80.0, line
     lost = [ln for ln in text.splitlines() if ln.startswith("  lost: ")]
     assert len(lost) == 7 and "  lost: Name is Ada Moreau" in lost
+    assert any(ln.startswith("never remembered: ") for ln in text.splitlines())
     assert "supersession: 2 of 4 correct" in text  # Paris and Fernbank were forgotten before being replaced
     rows = [ln.split() for ln in text.splitlines() if ln[:3].strip().isdigit()]
     assert len(rows) == 8 and [int(r[8]) for r in rows] == [0, 1, 1, 1, 1, 1, 1, 1]  # the "lost" column
@@ -266,3 +267,37 @@ def test_score_reports_corpus_facts_no_revision_ever_held() -> None:
     assert s.ever == s.survived == 2 and s.lost == []
     assert s.survival == 0.5  # two of the four facts memory should hold were never written
     assert s.to_json()["never_remembered"] == ["Has a dog", "Plays chess"]
+    # the text report says them too, and counts them in survival's total
+    from memtray.core.cli.audit import retention_table
+
+    lines = retention_table({**s.to_json(), "corpus": "t", "messages": 1, "model": "m", "policy": "keep"})
+    assert "never remembered: 2" in lines
+    assert [ln for ln in lines if ln.startswith("  never remembered: ")] == [
+        "  never remembered: Has a dog", "  never remembered: Plays chess"]
+    survival = next(ln for ln in lines if ln.startswith("survival@1:"))
+    assert survival.startswith("survival@1: 50.0%  (2 of 4 facts: the 2 that ever entered memory and the 2 it never")
+    full = score([StepInput("1", "model", "", "## A\n\n- Has a dog\n", sources=["a dog"])],
+                 Corpus("t", [], {"dog": CorpusFact("dog", "Has a dog", "A", ("dog",))}))
+    assert "never remembered: none" in retention_table(
+        {**full.to_json(), "corpus": "t", "messages": 1, "model": "m", "policy": "keep"})
+
+
+def test_score_is_by_fact_id_when_the_steps_know_them() -> None:
+    from memtray.core.memory.facts import Ledger
+
+    m0 = "## A\n\n- Lives in Paris\n- Has a daughter named Ada\n"
+    m1 = "## A\n\n- Lives in Lyon\n- Daughter: Ada, born 2019\n"
+    ids0 = Ledger.with_ids(m0, ["F1", "F2"], 3)
+    # by id: Ada's fact was reworded (F2 kept); Paris left without a reason (F1 gone, F3 is new)
+    ids1 = Ledger.with_ids(m1, ["F3", "F2"], 4)
+    s = score([StepInput("1", "model", m0, m1, ids_before=ids0, ids_after=ids1)])
+    assert s.lost == ["Lives in Paris"] and s.ever == 3 and s.survived == 2
+    # the same texts scored by words pair Paris with Lyon, and lose Ada's fact
+    by_words = score([StepInput("1", "model", m0, m1)])
+    assert by_words.lost != s.lost
+    # a removal recorded by content id (the text guard names it so) still counts as a reason
+    from memtray.core.memory import factdiff
+
+    paris = factdiff.parse(m0)[0].id
+    s2 = score([StepInput("1", "model", m0, m1, reasons={paris: "moved"}, ids_before=ids0, ids_after=ids1)])
+    assert s2.lost == [] and s2.survival == 1.0
