@@ -1,6 +1,6 @@
 """Compare a rebuild with the current memory, and adopt it.
 
-``compare`` gives the fact diff current memory -> ``rebuild/NAME`` and the
+``compare`` gives the fact diff (by id) current memory -> ``rebuild/NAME`` and the
 retention score of both histories (:mod:`retention`). ``adopt`` makes a
 finished, up-to-date rebuild current: one ``memory.written`` (reason
 ``adopt``) on main whose provenance names, for every fact it brings in, the
@@ -25,13 +25,16 @@ from memtray.core.audit.rebuild import (
     parse_exclusions,
     parse_name,
     scan,
+    step_ledger,
     sync_all,
 )
 from memtray.core.base.clock import parse_ts
 from memtray.core.base.errors import MemtrayError
 from memtray.core.log.events import RebuildAdopted, Record
 from memtray.core.memory import factdiff
+from memtray.core.memory.facts import Ledger
 from memtray.core.memory.gitrepo import GitRepo
+from memtray.core.memory.ledgers import diff_by_id
 
 if TYPE_CHECKING:
     from memtray.core.app import App
@@ -71,17 +74,25 @@ def rebuild_steps(app: App, info: RebuildInfo, start_memory: str) -> list[retent
     msgs = load_messages(app.store.log.records(), seqs)
     steps = []
     prev = start_memory
+    before = _start_ledger(app, info)
     for p in info.progress:
         d = p.data
         flagged = d.get("flagged") or []
-        steps.append(retention.StepInput(
+        after = step_ledger(p)
+        steps.append(retention.StepInput(  # by fact id (the progress events record them)
             f"{d['kind']} of #{d['source_seq']}", "model" if d["kind"] == "consolidation" else "user", prev,
             d["memory"], dict(d.get("reasons") or {}), list(d.get("silent") or []), None,
             {it["fact_id"] for it in flagged if it.get("kind") == "silent-drop"},
             [str(msgs[s].get("content") or "") for s in d.get("message_seqs") or [] if s in msgs], None, p.ts,
+            before, after,
         ))
         prev = d["memory"]
+        before = after
     return steps
+
+
+def _start_ledger(app: App, info: RebuildInfo) -> Ledger:
+    return app.memory.ledgers.at_seq(info.start_memory_seq) if info.start_memory_seq else Ledger(())
 
 
 def compare(app: App, spec: str) -> dict[str, Any]:
@@ -89,7 +100,7 @@ def compare(app: App, spec: str) -> dict[str, Any]:
     info, start, _ = _get(app, spec)
     current = app.store.state.memory
     rebuilt = info.memory(start)
-    d = factdiff.diff(current, rebuilt)
+    d = diff_by_id(app.memory.ledger(), info.ledger(_start_ledger(app, info)))
     main_score = retention.score(retention.history_steps(app.store.log.records()), meta={"memory": "main"})
     rb_score = retention.score(rebuild_steps(app, info, start), meta={"memory": info.branch, "model": info.model})
     pending = pending_steps(app, info)
@@ -116,16 +127,19 @@ def adopt(app: App, spec: str, *, force: bool = False) -> Record:
         )
     current = app.store.state.memory
     new = info.memory(start)
-    if factdiff.diff(current, new).is_empty and new.strip() == current.strip():
+    main_ledger = app.memory.ledger()
+    new_ledger = info.ledger(_start_ledger(app, info))
+    incoming = diff_by_id(main_ledger, new_ledger)
+    if incoming.is_empty and new.strip() == current.strip():
         raise RebuildError(f"rebuild {info.name!r} is already the current memory")
     origin: dict[str, Record] = {}
-    prev = start
+    prev = _start_ledger(app, info)
     for p in info.progress:
-        d = factdiff.diff(prev, p.data["memory"])
+        led = step_ledger(p)
+        d = diff_by_id(prev, led)
         for f in d.added + [n for _o, n in d.changed]:
             origin[f.id] = p
-        prev = p.data["memory"]
-    incoming = factdiff.diff(current, new)
+        prev = led
     provenance: dict[str, Any] = {}
     for f in incoming.added + [n for _o, n in incoming.changed]:
         came = origin.get(f.id)
@@ -142,6 +156,7 @@ def adopt(app: App, spec: str, *, force: bool = False) -> Record:
     recs: list[Record] = app.memory.write(
         new, reason="adopt", source="user", model=info.model, provenance=provenance or None,
         dropped_reasons={f.id: f"adopt: not in {info.branch}" for f in incoming.dropped},
+        facts=Ledger(new_ledger.facts, max(new_ledger.next, main_ledger.next)),
         extra=[(RebuildAdopted.TYPE, RebuildAdopted(rebuild=info.id, memory_seq=app.store.log.last_seq + 1).to_data(),
                 None)],
     )

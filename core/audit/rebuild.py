@@ -8,8 +8,18 @@ with another model or consolidation prompt, leaving ``main`` untouched:
   the same validation, redaction and no-silent-forgetting guard;
 * each memory edit that did not come from a consolidation (user edits,
   restores, rollbacks, review, the agent's ``remember``/``forget``) is applied
-  as a fact-level patch, so what the user wrote by hand survives a rebuild;
+  as a fact-level patch by id (:func:`undo.replay`), so what the user wrote by
+  hand survives a rebuild;
 * redo, adopt and rebuild revisions are skipped (they re-derive, not add).
+
+Fact ids: the branch starts from the ledger of the main revision it forks
+from, and every step records the ids of its memory (``facts``, as
+``memory.written`` does). A consolidation goes through the same id protocol
+and guard as on main (:func:`proposal.apply_reply`); a fact the rebuilt
+consolidation adds gets the id main gave the same fact in the consolidation it
+re-does (:func:`facts.pair`: same words, or the same names and numbers
+reworded), so a rebuild keeps each fact's id and comparing or adopting it is by
+id. A fact main never had gets an id above every id main has handed out.
 
 Progress is event-sourced: ``rebuild.started``, one ``rebuild.progress`` per
 step (the branch's full MEMORY.md after it), then ``rebuild.completed`` or
@@ -30,14 +40,14 @@ import bisect
 import logging
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memtray import resources
-from memtray.core.audit import retention
+from memtray.core.audit.exclusions import Exclusions, RebuildError, parse_exclusions
 from memtray.core.base.clock import parse_ts
-from memtray.core.base.errors import LLMError, MemtrayError
+from memtray.core.base.errors import LLMError
 from memtray.core.base.faults import crash_point
 from memtray.core.base.redact import redact
 from memtray.core.log.events import (
@@ -50,8 +60,11 @@ from memtray.core.log.events import (
     RebuildStarted,
     Record,
 )
-from memtray.core.memory import factdiff
+from memtray.core.memory import factdiff, facts
+from memtray.core.memory.facts import Ledger
 from memtray.core.memory.gitrepo import GitRepo
+from memtray.core.memory.ledgers import diff_by_id
+from memtray.core.memory.undo import replay
 
 if TYPE_CHECKING:
     from memtray.core.app import App
@@ -62,13 +75,7 @@ Progress = Callable[[int, int, str], None]
 
 PREFIX = "rebuild/"
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-#: a patch removes or finds a fact in the rebuilt memory only when it is this close
-PATCH_MATCH = 0.8
 _SKIP_REASONS = ("redo", "adopt", "rebuild")
-
-
-class RebuildError(MemtrayError):
-    """A rebuild could not be started, resumed, compared or adopted as asked."""
 
 
 # --- names and exclusions ----------------------------------------------------------------
@@ -92,77 +99,6 @@ def branch_ref(name: str) -> str:
     return f"refs/heads/{PREFIX}{name}"
 
 
-@dataclass(frozen=True)
-class Exclusions:
-    sessions: frozenset[str] = frozenset()
-    ranges: tuple[tuple[int, int], ...] = ()  # merged, sorted, inclusive
-
-    def excludes(self, seq: int, session: str | None) -> bool:
-        if session is not None and session in self.sessions:
-            return True
-        i = bisect.bisect_right(self.ranges, (seq, float("inf"))) - 1
-        return i >= 0 and self.ranges[i][0] <= seq <= self.ranges[i][1]
-
-    def specs(self) -> list[str]:
-        return [f"session:{s}" for s in sorted(self.sessions)] + [
-            f"{a}-{b}" if a != b else str(a) for a, b in self.ranges
-        ]
-
-    def __bool__(self) -> bool:
-        return bool(self.sessions or self.ranges)
-
-
-_RANGE_RE = re.compile(r"(?:seq:)?(\d+)(?:\s*(?:-|\.\.)\s*(\d+))?")
-
-
-def parse_exclusions(specs: Iterable[str], *, last_seq: int, sessions: Iterable[str]) -> tuple[Exclusions, list[str]]:
-    """``SESSION`` / ``session:KEY`` / ``SEQ`` / ``A-B`` / ``A..B`` -> exclusions and notes.
-
-    A range beyond the log, a reversed range or an unknown session is an error;
-    overlapping ranges are merged (with a note).
-    """
-    known = set(sessions)
-    names: set[str] = set()
-    ranges: list[tuple[int, int]] = []
-    notes: list[str] = []
-    for raw in specs:
-        spec = raw.strip()
-        m = _RANGE_RE.fullmatch(spec)
-        if m and not spec.startswith("session:"):
-            a, b = int(m.group(1)), int(m.group(2) or m.group(1))
-            if b < a:
-                raise RebuildError(f"--exclude {spec}: the range is reversed", hint=f"Write it as {b}-{a}.")
-            if a < 1:
-                raise RebuildError(f"--exclude {spec}: event seqs start at 1")
-            if a > last_seq:
-                raise RebuildError(f"--exclude {spec}: there are no such events (the log ends at seq {last_seq})",
-                                   hint="See `memtray events tail` for seqs.")
-            if b > last_seq:
-                notes.append(f"--exclude {spec}: the log ends at seq {last_seq} (later events are excluded too)")
-            ranges.append((a, b))
-            continue
-        key = spec.removeprefix("session:")
-        if not key:
-            raise RebuildError(f"--exclude {raw!r}: empty session name")
-        if key not in known:
-            listed = ", ".join(sorted(known)) or "none"
-            raise RebuildError(f"--exclude {spec}: no session named {key!r} in the log",
-                               hint=f"Sessions in the log: {listed}. A seq range looks like 120-180.")
-        names.add(key)
-    ranges.sort()
-    merged: list[tuple[int, int]] = []
-    for a, b in ranges:
-        if merged and a <= merged[-1][1] + 1:
-            prev = merged[-1]
-            if a <= prev[1]:
-                notes.append(f"--exclude ranges {prev[0]}-{prev[1]} and {a}-{b} overlap; excluding "
-                             f"{prev[0]}-{max(b, prev[1])}")
-            merged[-1] = (prev[0], max(b, prev[1]))
-        else:
-            merged.append((a, b))
-    return Exclusions(frozenset(names), tuple(merged)), notes
-
-
 # --- the plan ----------------------------------------------------------------------------
 
 
@@ -178,6 +114,8 @@ class Step:
     consolidation: str | None = None
     message_seqs: tuple[int, ...] = ()
     diff: dict[str, Any] | None = None
+    #: the memory.written on main before this one (0: none): a patch re-does the change between them
+    before_seq: int = 0
 
 
 @dataclass
@@ -196,6 +134,7 @@ def make_plan(records: Iterable[Record], *, since: datetime | None, exclude: Exc
     msgs: dict[str, list[int]] = {}
     plan = Plan([], 0, "", 0)
     excluded_msgs: set[int] = set()
+    last_written = 0
     for rec in records:
         plan.base_seq = rec.seq
         d = rec.data
@@ -210,6 +149,7 @@ def make_plan(records: Iterable[Record], *, since: datetime | None, exclude: Exc
             continue
         if rec.type != MemoryWritten.TYPE:
             continue
+        before_seq, last_written = last_written, rec.seq
         reason = str(d.get("reason", "?"))
         if since is not None and parse_ts(rec.ts) < since:
             plan.start_memory_seq, plan.start_memory = rec.seq, str(d["memory"])
@@ -220,7 +160,8 @@ def make_plan(records: Iterable[Record], *, since: datetime | None, exclude: Exc
             plan.notes.append(f"skipped the {reason} of event {rec.seq} (excluded)")
             continue
         if reason != "consolidation":
-            plan.steps.append(Step(rec.seq, "patch", rec.ts, reason, diff=dict(d.get("diff") or {})))
+            plan.steps.append(Step(rec.seq, "patch", rec.ts, reason, diff=dict(d.get("diff") or {}),
+                                   before_seq=before_seq))
             continue
         cid = d.get("consolidation")
         session, first, last = cons.get(cid or "", (rec.session or "default", None, None))
@@ -233,7 +174,7 @@ def make_plan(records: Iterable[Record], *, since: datetime | None, exclude: Exc
         if not keep:
             plan.notes.append(f"skipped consolidation {cid} of event {rec.seq}: all its messages are excluded")
             continue
-        plan.steps.append(Step(rec.seq, "consolidation", rec.ts, reason, session, cid, keep))
+        plan.steps.append(Step(rec.seq, "consolidation", rec.ts, reason, session, cid, keep, before_seq=before_seq))
     plan.excluded_messages = len(excluded_msgs)
     return plan
 
@@ -268,6 +209,10 @@ class RebuildInfo:
 
     def memory(self, start_memory: str) -> str:
         return str(self.progress[-1].data["memory"]) if self.progress else start_memory
+
+    def ledger(self, start: Ledger) -> Ledger:
+        """The branch's facts with their ids (``start``: the ledger of the fork point)."""
+        return step_ledger(self.progress[-1]) if self.progress else start
 
     def describe(self) -> str:
         done = len(self.progress)
@@ -312,6 +257,12 @@ def scan(records: Iterable[Record]) -> tuple[dict[str, RebuildInfo], dict[int, s
             info.status, info.adopted_seq = "adopted", d.get("memory_seq")
     keep = {i.start_memory_seq for i in out.values()}
     return out, {k: v for k, v in memories.items() if k in keep}
+
+
+def step_ledger(rec: Record) -> Ledger:
+    """The ids of a ``rebuild.progress`` step's memory (content ids for steps recorded before
+    rebuilds kept fact ids)."""
+    return Ledger.of(str(rec.data["memory"]), rec.data)
 
 
 def by_name(rebuilds: dict[str, RebuildInfo], name: str) -> RebuildInfo | None:
@@ -423,31 +374,21 @@ def load_messages(records: Iterable[Record], seqs: set[int]) -> dict[int, dict[s
     return out
 
 
-def _find(memory: str, text: str) -> factdiff.Fact | None:
-    return factdiff.match_fact(factdiff.parse(memory), text, threshold=PATCH_MATCH)
-
-
-def apply_patch(memory: str, step: Step) -> tuple[str, dict[str, str]]:
-    """Re-apply a non-consolidation memory change by its facts. Returns (memory, removal reasons)."""
-    d = step.diff or {}
-    out = memory
+def apply_patch(memory: str, ledger: Ledger, step: Step, before: Ledger, after: Ledger) -> tuple[str, Ledger, dict[str, str]]:
+    """Re-apply a non-consolidation memory change of main (``before`` -> ``after``, its
+    ledgers) onto the branch by fact id. Returns (memory, its ledger, removal reasons by id)."""
+    given = {str(it.get("id")): str(it.get("reason") or "") for it in (step.diff or {}).get("dropped", [])}
+    by_text = {factdiff.normalize(str(it.get("text", ""))): str(it.get("reason") or "")
+               for it in (step.diff or {}).get("dropped", [])}
+    gone = {f.id: f for f in before.facts if after.get(f.id) is None}
+    out, led, removed = replay(before, after, memory, ledger)
     reasons: dict[str, str] = {}
-    for item in d.get("dropped", []):
-        f = _find(out, item["text"])
-        if f is not None:
-            out = factdiff.remove_fact(out, f)
-            reasons[f.id] = f"{step.reason}: {item.get('reason') or step.reason}"
-    for ch in d.get("changed", []):
-        old = _find(out, ch["old"]["text"])
-        if old is not None:
-            out = factdiff.remove_fact(out, old)
-            reasons[old.id] = f"{step.reason}: reworded"
-        if _find(out, ch["new"]["text"]) is None:
-            out = factdiff.add_fact(out, ch["new"]["text"], ch["new"].get("section") or None)
-    for item in d.get("added", []):
-        if _find(out, item["text"]) is None:
-            out = factdiff.add_fact(out, item["text"], item.get("section") or None)
-    return out, reasons
+    for fid in removed:
+        was = ledger.get(fid)
+        main_fact = gone.get(fid) or next((f for f in gone.values() if was is not None and f.norm == was.norm), None)
+        why = given.get(main_fact.id if main_fact else fid) or (by_text.get(was.norm) if was else None)
+        reasons[fid] = f"{step.reason}: {why or step.reason}"
+    return out, led, reasons
 
 
 def prompt_template(custom: str | None) -> str:
@@ -458,22 +399,42 @@ def prompt_template(custom: str | None) -> str:
 
 
 async def _consolidate(
-    app: App, memory: str, messages: list[dict[str, Any]], model: str, template: str
-) -> dict[str, Any]:
+    app: App, ledger: Ledger, memory: str, messages: list[dict[str, Any]], model: str, template: str,
+    main: Ledger,
+) -> tuple[dict[str, Any], Ledger]:
+    """One re-done consolidation through the id protocol and guard of main's. ``main`` is the
+    ledger of the main revision it re-does: a fact it adds that main added too keeps main's id."""
     from memtray.core.memory.consolidation import request_save_memory
-    from memtray.core.memory.guard import guard, hold_history, parse_arguments
+    from memtray.core.memory.guard import hold_history, parse_reply, shown_messages
+    from memtray.core.memory.proposal import apply_reply
 
-    result = await request_save_memory(app.llm, app.config.consolidation_timeout, memory, messages, model, template)
+    result = await request_save_memory(app.llm, app.config.consolidation_timeout, memory, messages, model, template,
+                                       ledger=ledger, budget=app.config.memory_budget)
     call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
     if call is None:
         raise ValueError("the model answered without calling save_memory")
-    entry, update, removed = parse_arguments(call.arguments)
-    update, entry = redact(update), redact(entry)
-    silent, _reasons = retention.proposal_drops(memory, update, removed)
-    g = guard(memory, update, removed, app.config.drop_policy, enabled=True)
-    entry = hold_history(entry, g.flagged)
-    return {"memory": g.memory, "history_append": entry or None, "reasons": g.reasons or None,
-            "silent": silent or None, "flagged": g.flagged or None}
+    reply = parse_reply(call.arguments)
+    update = redact(reply.memory_update) if reply.memory_update is not None else None
+    edits = [{k: redact(v) if isinstance(v, str) else v for k, v in e.items()} for e in reply.edits or []]
+    texts = [str(m.get("content") or "") for m in shown_messages(messages)]
+    a = apply_reply(ledger, memory, memory_update=update, edits=edits or None, removed=reply.removed,
+                    messages=texts, policy=app.config.drop_policy)
+    entry = hold_history(redact(reply.history_entry), a.flagged)
+    silent = [{"id": v.id, "text": v.text} for v in a.verdicts if v.kind in ("silent-kept", "silent-held")]
+    return ({"memory": a.memory, "history_append": entry or None, "reasons": a.reasons or None,
+             "silent": silent or None, "flagged": a.flagged or None}, main_ids(ledger, a.ledger, main))
+
+
+def main_ids(before: Ledger, after: Ledger, main: Ledger) -> Ledger:
+    """``after`` with the facts it added (ids not in ``before``) under main's ids for the same
+    facts (:func:`facts.pair`), where main has one the branch does not use yet."""
+    new = [f for f in after.facts if before.get(f.id) is None]
+    used = set(after.ids)
+    free = [f for f in main.facts if f.id not in used]
+    if not new or not free:
+        return after
+    rename = {new[j].id: free[i].id for j, i in facts.pair(free, new).items()}
+    return Ledger(tuple(replace(f, id=rename.get(f.id, f.id)) for f in after.facts), after.next)
 
 
 async def run(
@@ -554,6 +515,8 @@ async def _run(
         sync_branch(git, info)  # a new branch starts at its fork point
     info.base_seq, info.steps, info.status, info.reason = plan.base_seq, len(plan.steps), "running", None
     memory = info.memory(start_memory)
+    ledgers = app.memory.ledgers
+    ledger = info.ledger(ledgers.at_seq(start_seq) if start_seq else Ledger(()))
     messages = load_messages(store.log.records(), {s for st in todo for s in st.message_seqs})
     total, skipped = len(plan.steps), len(plan.steps) - len(todo)
     done_now = 0
@@ -562,22 +525,26 @@ async def _run(
         for step in todo:
             if on_progress is not None:
                 on_progress(index, total, f"step {index + 1}/{total}: {step.kind} of event {step.source_seq}")
+            # new ids above every id main has handed out: a fact main never had never takes one of main's
+            ledger = Ledger(ledger.facts, max(ledger.next, app.memory.ledger().next))
             if step.kind == "consolidation":
                 msgs = [messages[s] for s in step.message_seqs if s in messages]
-                result = await _consolidate(app, memory, msgs, model, template)
+                result, new_ledger = await _consolidate(app, ledger, memory, msgs, model, template,
+                                                        ledgers.at_seq(step.source_seq))
             else:
-                new, reasons = apply_patch(memory, step)
+                new, new_ledger, reasons = apply_patch(memory, ledger, step, ledgers.at_seq(step.before_seq),
+                                                       ledgers.at_seq(step.source_seq))
                 result = {"memory": new, "reasons": reasons or None}
-            diff = factdiff.diff(memory, result["memory"]).to_json()
+            diff = diff_by_id(ledger, new_ledger).to_json()
             rec = store.append(RebuildProgress.TYPE, RebuildProgress(
                 rebuild=rid, step=index, source_seq=step.source_seq, kind=step.kind, diff=diff,
                 message_seqs=list(step.message_seqs) or None, model=model if step.kind == "consolidation" else None,
-                **result,
+                facts=new_ledger.to_json(), **result,
             ).to_data())
             info.progress.append(rec)
             crash_point(f"rebuild.progress-{index + 1}")
             sync_branch(git, info)
-            memory = result["memory"]
+            memory, ledger = result["memory"], new_ledger
             index += 1
             done_now += 1
     except (LLMError, ValueError, TimeoutError) as exc:
@@ -609,5 +576,5 @@ def discard(app: App, name: str) -> RebuildInfo:
     return info
 
 
-__all__ = ["Exclusions", "Plan", "RebuildError", "RebuildInfo", "Step", "apply_patch", "discard", "make_plan",
-           "parse_exclusions", "parse_name", "run", "scan", "sync_all", "sync_branch"]
+__all__ = ["Exclusions", "Plan", "RebuildError", "RebuildInfo", "Step", "apply_patch", "discard", "main_ids",
+           "make_plan", "parse_exclusions", "parse_name", "run", "scan", "step_ledger", "sync_all", "sync_branch"]

@@ -6,7 +6,9 @@ the current memory, keeping everything that happened after it, and says, fact by
 fact, what it could not undo and why (the fact was changed or removed again since).
 :func:`carry` applies the changes made between two revisions onto a third (a
 consolidation reply made from an older memory), so a ``remember``, ``forget`` or a
-hand edit made while the model worked is neither undone nor doubled.
+hand edit made while the model worked is neither undone nor doubled. :func:`replay`
+applies one revision's change set onto another line of revisions (a rebuild branch),
+keeping every id.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from memtray.core.memory import factdiff
 from memtray.core.memory.factdiff import Fact
-from memtray.core.memory.facts import Ledger
+from memtray.core.memory.facts import Ledger, pair
 
 
 @dataclass(frozen=True)
@@ -162,3 +164,60 @@ def carry(base: Ledger, now: Ledger, text: str, proposed: Ledger) -> tuple[str, 
             if have is not None:
                 text, led = _set(text, led, ch.id, ch.after)
     return text, Ledger(led.facts, max(led.next, now.next)), renames
+
+
+def replay(base: Ledger, now: Ledger, text: str, ledger: Ledger) -> tuple[str, Ledger, list[str]]:
+    """Apply the change set ``base`` -> ``now`` (one revision of main) onto ``text`` /
+    ``ledger`` (another line of revisions, a rebuild branch), by id. Returns the new text,
+    its ledger, and the ids it removed.
+
+    A removal removes that id; a rewording gives that id its new words; an addition adds
+    the fact with its id. When the target lacks the id (its line wrote the fact under
+    another one), the fact is found by :func:`~memtray.core.memory.facts.pair` (same words, or the same names
+    and numbers reworded); an addition whose fact is there already is not doubled, and one
+    whose id the target uses for another fact gets a new id.
+    """
+    removed: list[str] = []
+
+    def find(fact: Fact) -> Fact | None:
+        hit = ledger.get(fact.id)
+        if hit is not None:
+            return hit
+        same = next((f for f in ledger.facts if f.norm == fact.norm), None)
+        if same is not None:
+            return same
+        pairs = pair([fact], list(ledger.facts))
+        return ledger.facts[next(iter(pairs))] if pairs else None
+
+    for ch in changes(base, now):
+        if ch.kind == "removed":
+            assert ch.before is not None
+            have = find(ch.before)
+            if have is not None:
+                text, ledger = _drop(text, ledger, have.id)
+                removed.append(have.id)
+        elif ch.kind == "changed":
+            assert ch.before is not None and ch.after is not None
+            have = find(ch.before)
+            if have is None:
+                have = find(ch.after)
+            if have is not None:
+                text, ledger = _set(text, ledger, have.id, Fact(have.id, ch.after.section, ch.after.text, ch.after.norm))
+            else:
+                text, ledger = _put_free(text, ledger, ch.after)
+        else:
+            assert ch.after is not None
+            have = ledger.get(ch.id)
+            if have is not None and have.norm != ch.after.norm and not pair([ch.after], [have]):
+                have = None  # the id is another fact's here: look for this one by its words
+            if have is None and find(Fact("", ch.after.section, ch.after.text, ch.after.norm)) is None:
+                text, ledger = _put_free(text, ledger, ch.after)
+    return text, ledger, removed
+
+
+def _put_free(text: str, ledger: Ledger, fact: Fact) -> tuple[str, Ledger]:
+    """Add ``fact`` with its id, or with a new one when ``ledger`` uses that id for another fact."""
+    if ledger.get(fact.id) is not None:
+        fact = Fact(f"F{ledger.next}", fact.section, fact.text, fact.norm)
+        ledger = Ledger(ledger.facts, ledger.next + 1)
+    return _put(text, ledger, fact)

@@ -53,6 +53,13 @@ def _events(home: Home) -> list[dict[str, Any]]:
         elog.close()
 
 
+def _ids(home: Home, kind: str) -> dict[str, str]:
+    """Text -> fact id of the newest ``memory.written`` (main) or ``rebuild.progress`` (the branch)."""
+    last = [e for e in _events(home) if e["type"] == kind][-1]["data"]
+    texts = [f.text for f in factdiff.parse(last["memory"])]
+    return dict(zip(texts, last["facts"]["ids"], strict=True))
+
+
 def record(home: Home, server: ScriptedLLMServer) -> None:
     """A log made by a model that invents a fact, with a prank session and a hand edit."""
     user = [m["content"] for m in synthetic_corpus().messages if m["role"] == "user"]
@@ -108,16 +115,22 @@ def test_rebuild_compare_adopt_with_a_second_model(home: Home, llm_server: Scrip
     assert _git(home, "log", "--format=%s", "main").count("rebuild") == 0
     subprocess.run(["git", "-C", str(home.memory), "fsck"], check=True, capture_output=True)
 
+    # a rebuild keeps each fact's id: every fact main has (but the prank's) is on the branch under main's id
+    main_ids = _ids(home, "memory.written")
+    branch_ids = _ids(home, "rebuild.progress")
+    assert set(branch_ids) == set(main_ids) - {"Lives on Mars"}
+    assert all(branch_ids[t] == main_ids[t] for t in branch_ids), (branch_ids, main_ids)
     out = _cli(home, llm_server, "memory", "compare", "rebuild/careful", "--json")
     assert out.returncode == 0, out.stderr
     cmp = json.loads(out.stdout)
     assert {f["text"] for f in cmp["diff"]["dropped"]} == {"Lives on Mars"}
+    assert [f["id"] for f in cmp["diff"]["dropped"]] == [main_ids["Lives on Mars"]]  # by id
     assert cmp["diff"]["added"] == [] and cmp["status"] == "completed" and cmp["steps_pending"] == 0
     main_r, rb_r = cmp["retention"]["main"], cmp["retention"]["rebuild"]
     assert main_r["unsupported_insertions"] == [] and rb_r["unsupported_insertions"] == []
     assert rb_r["survival"] == main_r["survival"] == 1.0
     text = _cli(home, llm_server, "memory", "compare", "rebuild/careful").stdout
-    assert "Lives on Mars" in text
+    assert f"- {main_ids['Lives on Mars']} [Notes] Lives on Mars" in text  # the report names ids
 
     out = _cli(home, llm_server, "memory", "adopt", "rebuild/careful")
     assert out.returncode == 0, out.stderr
@@ -130,6 +143,9 @@ def test_rebuild_compare_adopt_with_a_second_model(home: Home, llm_server: Scrip
     adopt = [e for e in events if e["type"] == "memory.written" and e["data"]["reason"] == "adopt"]
     assert len(adopt) == 1 and adopt[0]["data"]["source"] == "user"
     assert {d["reason"] for d in adopt[0]["data"]["diff"]["dropped"]} == {"adopt: not in rebuild/careful"}
+    assert [d["id"] for d in adopt[0]["data"]["diff"]["dropped"]] == [main_ids["Lives on Mars"]]
+    assert adopt[0]["data"]["diff"]["added"] == [] and adopt[0]["data"]["diff"]["changed"] == []
+    assert _ids(home, "memory.written") == branch_ids  # adopted with the ids they had
     assert events[-1]["type"] == "rebuild.adopted" and events[-1]["data"]["memory_seq"] == adopt[0]["seq"]
     again = _cli(home, llm_server, "memory", "adopt", "rebuild/careful")
     assert again.returncode == 1 and "already the current memory" in again.stderr

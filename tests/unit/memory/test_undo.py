@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memtray.core.memory import facts
+from memtray.core.memory import factdiff, facts
 from memtray.core.memory.undo import carry, changes, undo
 
 V1 = "## Home\n- Lives in Paris\n- Likes tea\n- Has a cat named Pixel\n"
@@ -53,3 +53,29 @@ def test_changes_and_carry() -> None:
     assert [(f.id, f.text) for f in out.facts] == [
         ("F1", "Home city: Paris"), ("F3", "Has a cat named Pixel"), ("F5", "Owns a kayak"), ("F4", "Plays chess")]
     assert out.next == 6
+
+
+def test_replay_carries_one_revision_of_main_onto_a_rebuild_branch_by_id() -> None:
+    from memtray.core.memory.undo import replay
+
+    before = led(V1)  # main: F1 Paris, F2 tea, F3 cat
+    # a hand edit on main: F2 reworded in place, F3 removed, F4 added
+    after_text = "## Home\n- Lives in Paris\n- Enjoys green tea\n- Plays chess\n"
+    after = facts.Ledger.with_ids(after_text, ["F1", "F2", "F4"], 5)
+    # the branch wrote the same facts in its own words, under the same ids; F9 is its own
+    branch_text = "## Home\n- Home city: Paris\n- Likes black tea\n- Cat: Pixel\n- Owns a kayak\n"
+    branch = facts.Ledger.with_ids(branch_text, ["F1", "F2", "F3", "F9"], 10)
+    text, out, removed = replay(before, after, branch_text, branch)
+    assert [(f.id, f.text) for f in out.facts] == [
+        ("F1", "Home city: Paris"), ("F2", "Enjoys green tea"), ("F9", "Owns a kayak"), ("F4", "Plays chess")]
+    assert removed == ["F3"] and out.next >= 10
+    assert [f.text for f in factdiff.parse(text)] == [f.text for f in out.facts]
+    # the branch lacks an id (it wrote the fact under another one): found by the precise matcher
+    branch2 = facts.Ledger.with_ids("## Home\n- Has a cat named Pixel\n- Owns a kayak\n", ["F7", "F4"], 10)
+    _text2, out2, removed2 = replay(before, after, "## Home\n- Has a cat named Pixel\n- Owns a kayak\n", branch2)
+    assert removed2 == ["F7"]
+    # the rewording of a fact the branch lacks comes in as main wrote it, under main's id; F4 is
+    # the branch's kayak, so main's F4 (chess) comes in under a new id and the kayak keeps its own
+    assert [(f.id, f.text) for f in out2.facts] == [
+        ("F4", "Owns a kayak"), ("F2", "Enjoys green tea"), ("F10", "Plays chess")]
+    assert out2.next == 11
