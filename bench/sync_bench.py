@@ -2,7 +2,7 @@
 
 Usage: python bench/sync_bench.py [SYNCS] [EVENTS_PER_SYNC] [DEVICES]
 
-A "heavy user" here: 200 messages a day (100 exchanges of ~300 bytes), a memory
+A "heavy user" here: 200 messages a day (100 exchanges of ~330 bytes of prose), a memory
 revision (~8 KB MEMORY.md) every 5 syncs, synced every 15 minutes while active,
 of which ~40 syncs a day carry new events. The script runs SYNCS syncs of
 EVENTS_PER_SYNC messages each on device 1 (plus its memory writes) against a bare
@@ -20,6 +20,7 @@ the pack grows with the bytes pushed).
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -32,10 +33,18 @@ from memtray.core.app import App
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home, device_id
 
-TEXT = ("Yesterday we talked about the Beacon project timeline and the vendor call; "
-        "remind me that Greta prefers the Tuesday slot and that the invoices go out on the 3rd. ") * 2
 SYNCS_PER_DAY = 40
 MESSAGES_PER_DAY = 200
+REVISIONS_PER_DAY = SYNCS_PER_DAY // 5
+_RNG = random.Random(18)
+# a vocabulary of 5 000 made-up words: text that compresses like prose, not like one repeated line
+_VOCAB = ["".join(_RNG.choice("etaoinshrdlucmfwypvbgkjqxz") for _ in range(_RNG.randint(2, 9)))
+          for _ in range(5000)]
+
+
+def text(n_words: int = 55) -> str:
+    """About 330 bytes of pseudo-prose (a typical chat message)."""
+    return " ".join(_RNG.choice(_VOCAB) for _ in range(n_words)) + "."
 
 
 def open_app(root: Path) -> App:
@@ -47,7 +56,7 @@ def open_app(root: Path) -> App:
 
 def add(app: App, n: int, tag: str) -> None:
     app.store.append_many([("message", {"role": "user" if i % 2 == 0 else "assistant",
-                                        "content": f"{tag} {i}: {TEXT}"}, "quick", None) for i in range(n)])
+                                        "content": f"{tag} {i}: {text()}"}, "quick", None) for i in range(n)])
 
 
 def memory_text(k: int) -> str:
@@ -85,17 +94,22 @@ def main() -> None:
             a.sync.sync(str(remote))
             times.append(time.perf_counter() - t0)
         events = a.store.log.last_seq
+        raw = sum(p.stat().st_size for p in (tmp / "d1" / "events").glob("*.jsonl"))
         a.close()
         objects, mib = count_objects(remote)
         times.sort()
-        days = syncs / SYNCS_PER_DAY
-        print(f"device 1: {syncs} syncs of {per} messages (+{writes} memory revisions), {events:,} events "
-              f"= {days:.1f} heavy days")
+        messages = syncs * per
+        pushes_year = SYNCS_PER_DAY * 365
+        msgs_year = MESSAGES_PER_DAY * 365
+        print(f"device 1: {syncs} syncs of {per} messages (+{writes} memory revisions), {events:,} events, "
+              f"log {raw / 2**20:.1f} MiB")
         print(f"  one sync (one new segment pushed): median {times[len(times) // 2] * 1000:.0f} ms, "
               f"p90 {times[int(len(times) * 0.9)] * 1000:.0f} ms")
-        print(f"  remote after gc: {objects:,} objects, {mib:.2f} MiB "
-              f"-> a year: {objects / days * 365:,.0f} objects, {syncs / days * 365:,.0f} segments, "
-              f"{mib / days * 365:.0f} MiB")
+        print(f"  remote after gc: {objects:,} objects ({objects / syncs:.1f} per push), {mib:.2f} MiB "
+              f"({mib * 2**20 / messages:.0f} bytes per message)")
+        print(f"  a heavy year ({pushes_year:,} pushes, {msgs_year:,} messages, {REVISIONS_PER_DAY * 365:,} "
+              f"revisions): {objects / syncs * pushes_year:,.0f} objects, {pushes_year:,} segments, "
+              f"~{mib / messages * msgs_year:.0f} MiB of messages on the remote")
         # a new device: its first sync imports everything
         b = open_app(tmp / "new")
         assert b.sync is not None
@@ -114,9 +128,10 @@ def main() -> None:
         rep = b.sync.sync(str(remote))
         first = time.perf_counter() - t0
         b.close()
+        rest = first - merging[0]
         print(f"  first sync of a new device: {rep.imported:,} events imported + {writes} memory revisions merged "
-              f"in {first:.2f} s (of which the merge {merging[0]:.2f} s) -> a year's stream: "
-              f"{first / days * 365:.0f} s")
+              f"in {first:.2f} s (the merge {merging[0]:.2f} s, the rest {rest:.2f} s = "
+              f"{rest / max(rep.imported, 1) * 1e6:.0f} us per event)")
         # ten devices, each with something new every round
         apps = [open_app(tmp / f"r{i}") for i in range(devices)]
         for app in apps:
