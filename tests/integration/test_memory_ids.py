@@ -47,17 +47,27 @@ def test_a_hand_edit_of_a_facts_words_keeps_its_id_and_a_hand_added_fact_gets_on
         app.memory.remember("Likes green tea", "Me", model=None, source_seq=None)
         assert app.memory.ledger().ids == ["F1", "F2"]
         text = (home.memory / "MEMORY.md").read_text()
-        edited = text.replace("Lives in Paris", "Lives in Lyon since May") + "- Plays chess\n"
+        edited = text.replace("Lives in Paris", "Has a flat in central Paris since May") + "- Plays chess\n"
         (home.memory / "MEMORY.md").write_text(edited)
         assert app.memory.check_worktree()
         assert [(f.id, f.text) for f in app.memory.ledger().facts] == [
-            ("F1", "Lives in Lyon since May"), ("F2", "Likes green tea"), ("F3", "Plays chess")]
+            ("F1", "Has a flat in central Paris since May"), ("F2", "Likes green tea"), ("F3", "Plays chess")]
         d = app.memory.memory_events()[-1].data["diff"]
         assert [(c["old"]["id"], c["new"]["id"]) for c in d["changed"]] == [("F1", "F1")]
+        # another place is another fact written where the old one stood: the old one is removed
+        # by the edit (and restorable), the new one gets a new id
+        (home.memory / "MEMORY.md").write_text(edited.replace("Has a flat in central Paris since May", "Lives in Lyon"))
+        assert app.memory.check_worktree()
+        assert [(f.id, f.text) for f in app.memory.ledger().facts] == [
+            ("F4", "Lives in Lyon"), ("F2", "Likes green tea"), ("F3", "Plays chess")]
+        d = app.memory.memory_events()[-1].data["diff"]
+        assert [f["id"] for f in d["dropped"]] == ["F1"] and [f["id"] for f in d["added"]] == ["F4"]
+        app.memory.restore_fact(None, "F1")
+        assert app.memory.ledger().get("F1").text == "Has a flat in central Paris since May"
         # forget by id; the id is not reused
         app.memory.forget("F2", "asked to", model=None)
         app.memory.remember("Owns a kayak", "Me", model=None, source_seq=None)
-        assert app.memory.ledger().ids == ["F1", "F3", "F4"]
+        assert app.memory.ledger().ids == ["F4", "F3", "F1", "F5"]
         # restore-fact by id alone brings it back with its id
         app.memory.restore_fact(None, "F2")
         assert app.memory.ledger().get("F2") is not None
