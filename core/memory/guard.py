@@ -25,6 +25,7 @@ from typing import Any
 from memtray.core.llm.client import tool_spec
 from memtray.core.memory import factdiff
 from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
+from memtray.core.memory.wording import clean_obj
 
 MAX_HISTORY_ENTRY = 20_000
 MAX_MEMORY_UPDATE = 100_000
@@ -104,6 +105,7 @@ def parse_reply(raw: str) -> Reply:
         raise ValueError(f"save_memory arguments are not valid JSON ({exc.msg})") from None
     if not isinstance(args, dict):
         raise ValueError("save_memory arguments are not an object")
+    args = clean_obj(args)  # control characters (but \n, \t) never reach memory: see wording.clean_controls
     edits = args.get("edits")
     if edits is not None:
         if not isinstance(edits, list) or not all(isinstance(e, dict) for e in edits):
@@ -119,7 +121,7 @@ def parse_reply(raw: str) -> Reply:
     update = args.get("memory_update")
     if edits and update in (None, ""):
         args = {**args, "memory_update": ""}
-    entry, text, removed = parse_arguments(json.dumps(args) if edits else raw)
+    entry, text, removed = parse_arguments(json.dumps(args))
     return Reply(entry, None if edits and not text else text, list(edits) if edits else None, removed)
 
 

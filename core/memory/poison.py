@@ -25,6 +25,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from memtray.core.memory.wording import clean_controls
+
 __all__ = ["Flag", "hold_flagged", "looks_like_instruction", "normalise", "scan_document", "why_flagged"]
 
 # --- normalisation ---------------------------------------------------------------------
@@ -58,9 +60,9 @@ _SPACE_RE = re.compile(r"\s+")
 
 
 def _fold(text: str) -> str:
-    """NFKC, without format characters (Cf: zero-width, bidi controls, soft hyphen) or
-    accents, look-alikes folded to Latin; case kept."""
-    text = unicodedata.normalize("NFKC", text)
+    """NFKC, without control characters (as memory stores text), format characters (Cf:
+    zero-width, bidi controls, soft hyphen) or accents, look-alikes folded to Latin; case kept."""
+    text = unicodedata.normalize("NFKC", clean_controls(text))
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")
     text = text.translate(_CONFUSABLE_TABLE)
     text = unicodedata.normalize("NFKD", text)

@@ -31,6 +31,7 @@ from memtray.core.memory.merge import renamed
 from memtray.core.memory.merging import PeerMerging, SyncFields
 from memtray.core.memory.projection import GitProjection
 from memtray.core.memory.revisions import Revision
+from memtray.core.memory.wording import clean_controls
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +124,10 @@ class MemoryService(FactOps, PeerMerging):
             raise MemoryError_(f"unknown memory change reason {reason!r}")
         if not self.projection.adopting and not self.store.readonly:
             self.projection.adopt_worktree()
-        memory = redact(memory)
+        memory = clean_controls(redact(memory))  # facts are compared without control characters too
         if len(memory) > MAX_MEMORY_CHARS:
             raise MemoryError_(f"MEMORY.md would be {len(memory):,} characters; the limit is {MAX_MEMORY_CHARS:,}")
-        reasons = {k: redact(v) for k, v in (dropped_reasons or {}).items()}
+        reasons = {k: clean_controls(redact(v)) for k, v in (dropped_reasons or {}).items()}
         for survivor, ids in (merged or {}).items():
             for i in ids:
                 reasons.setdefault(i, f"merged into {survivor}")
@@ -147,8 +148,9 @@ class MemoryService(FactOps, PeerMerging):
             given = reasons.get(item["id"]) or (reasons.get(by_text[0].id) if by_text else None)
             item["reason"] = given or (SILENT_HELD if item["id"] in held else reason)
         ev = MemoryWritten(
-            memory=memory, reason=reason, source=source, history_append=redact(history_append) if history_append else None,
-            history=redact(history) if history is not None else None, consolidation=consolidation, model=model,
+            memory=memory, reason=reason, source=source,
+            history_append=clean_controls(redact(history_append)) if history_append else None,
+            history=clean_controls(redact(history)) if history is not None else None, consolidation=consolidation, model=model,
             diff=diff_json, flagged=flagged or None, provenance=redact_obj(provenance), target=target,
             client=redact(client)[:80] if client else None,
         )
@@ -232,7 +234,7 @@ class MemoryService(FactOps, PeerMerging):
 
     @on_writer
     def remember(self, fact: str, section: str | None, *, model: str | None, source_seq: int | None) -> str:
-        fact = " ".join(fact.split())
+        fact = " ".join(clean_controls(fact).split())
         if not fact:
             raise MemoryError_("the fact is empty")
         from memtray.core.memory.poison import looks_like_instruction

@@ -13,7 +13,35 @@ import re
 import unicodedata
 from typing import NamedTuple
 
-__all__ = ["Prepared", "dice", "flip", "flipped", "normalize", "prepare", "score", "similarity"]
+__all__ = ["Prepared", "clean_controls", "clean_obj", "dice", "flip", "flipped", "normalize", "prepare", "score",
+           "similarity"]
+
+# --- control characters ----------------------------------------------------------------
+
+# Memory text holds no control character but "\n", "\t" and the "\r" of a "\r\n" line
+# end. The ones str.split() takes for white space (and a lone "\r") become a space, the
+# rest (ESC, BEL, DEL, C1 ...) are dropped: "Ign\x05ore" is "Ignore" to every reader.
+_CONTROL_RE = re.compile(r"\r(?!\n)|[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
+_CONTROL_SPACE = frozenset("\r\x0b\x0c\x1c\x1d\x1e\x1f\x85")
+
+
+def clean_controls(text: str) -> str:
+    """``text`` as memory stores it: see :data:`_CONTROL_RE`. Pure; idempotent."""
+    if _CONTROL_RE.search(text) is None:
+        return text
+    return _CONTROL_RE.sub(lambda m: " " if m.group() in _CONTROL_SPACE else "", text)
+
+
+def clean_obj(obj: object) -> object:
+    """Every string (value, not key) in a JSON-like value, through :func:`clean_controls`."""
+    if isinstance(obj, str):
+        return clean_controls(obj)
+    if isinstance(obj, dict):
+        return {k: clean_obj(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [clean_obj(v) for v in obj]
+    return obj
+
 
 # --- normalisation ---------------------------------------------------------------------
 
@@ -26,7 +54,9 @@ _TRAILING = ".,;:!? "
 
 
 def normalize(text: str) -> str:
-    """Casefold, drop markdown emphasis and escapes, collapse whitespace, strip end punctuation."""
+    """Casefold, drop markdown emphasis, escapes and control characters, collapse whitespace,
+    strip end punctuation."""
+    text = clean_controls(text)
     if not text.isascii():
         if not unicodedata.is_normalized("NFKC", text):
             text = unicodedata.normalize("NFKC", text)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,11 @@ FUZZ_EXAMPLES = 300 if DEEP else 25
 #: no shrinking: one example costs two starts and a doctor run, and the drawn values are printed
 PHASES = [Phase.explicit, Phase.reuse, Phase.generate]
 
+#: every C0/C1 control character, drawn as often as the rest: memory keeps none but "\n" and "\t"
+CONTROL = st.sampled_from([chr(c) for c in (*range(0x01, 0x20), *range(0x7F, 0xA0))])
 ANY_CHAR = st.one_of(
-    st.characters(), st.characters(categories=["Cs"]), st.sampled_from(["\x00", "\\", '"', "\n", "-", "#", "u"])
+    st.characters(), st.characters(categories=["Cs"]), CONTROL,
+    st.sampled_from(["\x00", "\\", '"', "\n", "\t", "-", "#", "u"]),
 )
 TEXT = st.text(alphabet=ANY_CHAR, max_size=80)
 HUGE = st.builds(lambda c, n: (c * n)[:n], st.sampled_from(["x", "\x00", "\ud800", "é", "- fact\n"]),
@@ -93,10 +97,12 @@ def _healthy(home: Home) -> None:
     assert damages == [] and count > 0
     for rec in _records(home):
         assert find_invalid(dict(rec.data)) is None, f"seq {rec.seq} holds text that may not be logged"
-    # "provenance" is left out: a fact the agent remembered with control characters in it can
-    # come out of the fact parser without its provenance (found by this test; reported, the
-    # memory room's to fix). Every other finding must be clean.
-    problems = [f"{f.title}: {f.detail}" for f in doctor.check(home) if not f.ok and f.code != "provenance"]
+    for rec in _records(home):  # memory and its diary hold no control character but \n, \t (and CRLF)
+        if rec.type == "memory.written":
+            for key in ("memory", "history_append", "history"):
+                text = str(rec.data.get(key) or "").replace("\r\n", "\n")
+                assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text), (rec.seq, key, text[:200])
+    problems = [f"{f.title}: {f.detail}" for f in doctor.check(home) if not f.ok]  # provenance included
     assert problems == [], problems
     if (home.memory / ".git").is_dir():
         git(home.memory, "fsck", "--strict", "--no-progress")
@@ -185,6 +191,37 @@ def test_tool_arguments_with_invalid_text_are_refused_to_the_model(tmp_path: Pat
     finally:
         app.close()
     _healthy(home)
+
+
+def test_control_characters_are_cleaned_once_and_facts_keep_their_provenance(tmp_path: Path,
+                                                                           server: ScriptedLLMServer) -> None:
+    """What the fuzz test found: a fact remembered with control characters came out of
+    doctor without its provenance. Memory now keeps none (but \\n, \\t): the remembered
+    fact, a consolidation's facts and diary entry, and a hand edit are cleaned the same way,
+    and every fact still traces to the message it came from."""
+    server.reset()
+    home = Home.resolve(tmp_path / "home")
+    app = _open(home, server)
+    try:
+        app.write(lambda: app.memory.write(MEM0, reason="user-edit", source="user"))
+        server.script(ToolCalls([ToolCall("remember", json.dumps({"fact": "(\x05 plays the \x1b[31mviolin\x07"}))]),
+                      reply("noted"))
+        app.run(app.agent.turn("quick", "I play the violin and I live in Lyon", stream=False))
+        assert "- ( plays the [31mviolin\n" in app.store.state.memory
+        memory = app.store.state.memory.replace("## Facts\n", "## Facts\n- User lives in Ly\x00on\x1f\x7f [#1]\n")
+        server.script(tool_call("save_memory", {"history_entry": "[2026-12-01] violin\x0band Lyon\x1b",
+                                                "memory_update": memory.replace("violin", "vio\x08lin")}))
+        out = app.run(app.consolidation.consolidate("quick", trigger="manual"))
+        assert out.added == 1
+    finally:
+        app.close()
+    (home.memory / "MEMORY.md").write_text((home.memory / "MEMORY.md").read_text() + "- Owns a cat\x1b\x9b\n")
+    _still_works(home, server, 2)  # the hand edit is adopted at start, cleaned
+    text = (home.memory / "MEMORY.md").read_text()
+    assert "- User lives in Lyon [#1]" not in text and "- User lives in Lyon\n" in text, text
+    assert "- Owns a cat\n" in text and "- ( plays the [31mviolin\n" in text
+    assert "violin and Lyon" in (home.memory / "HISTORY.md").read_text()
+    _healthy(home)  # no control character in any revision; doctor (provenance too) clean
 
 
 @pytest.mark.filterwarnings("ignore:Sending a large body directly:ResourceWarning")  # httpx, for a 2 MB prompt
