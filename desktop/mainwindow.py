@@ -346,7 +346,8 @@ class MainWindow(QMainWindow):
         return b
 
     def _banner_action(self, target: str) -> None:
-        self.ctx.nav.open.emit("target", target)
+        if self.ctx is not None:  # banners come from the desktop, which attached the window
+            self.ctx.nav.open.emit("target", target)
 
     def closeEvent(self, e: QCloseEvent) -> None:
         self.closing.emit()
