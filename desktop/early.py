@@ -176,12 +176,19 @@ class EarlyStart:
 
 
 def _lock(home: Home) -> HomeLock | None:
-    from memtray.core.base.errors import MemtrayError
+    from memtray.core.base.errors import AlreadyRunning, MemtrayError
 
-    try:
-        return HomeLock(home).acquire()
-    except MemtrayError:  # held (a running app, a daemon, a command), or not lockable: main.run says
-        return None
+    for attempt in range(5):
+        try:
+            return HomeLock(home).acquire()
+        except AlreadyRunning:
+            # held: a running app, a daemon, a command, or only for an instant by
+            # something that looks whether it is held (`toggle` does): look again briefly
+            if attempt < 4:
+                time.sleep(0.02)
+        except MemtrayError:  # not lockable: main.run says why
+            return None
+    return None
 
 
 def run(home: Home, argv: list[str]) -> int:
