@@ -25,6 +25,7 @@ from memtray.core.base.home import Home
 from memtray.core.log.origin import origin_of
 from memtray.core.memory import factdiff
 from memtray.core.memory.merge import PeerHead, merge_nodes
+from memtray.core.memory.peers import memory_dag
 
 
 def open_app(root: Path) -> App:
@@ -56,7 +57,7 @@ def main() -> None:
             b.memory.write(factdiff.remove_fact(cur, victim) + f"- Device B learned thing {k} in 18{k % 90 + 10}\n",
                            reason="agent", source="model")
         ha, hb = heads(a), heads(b)
-        known = a.memory.memory_dag()
+        known = memory_dag(a.store.log.records(), a.memory.device)  # a copy: the service's own is not touched
         t0 = time.perf_counter()
         for h in hb:
             from memtray.core.memory.merge import Node

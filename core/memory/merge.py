@@ -271,20 +271,24 @@ def merge3(base: Ledger, x: Side, y: Side) -> Merged:
                                            "kept with the new words", {here.device: one.text, gone.device: None}))
         else:
             final[fid] = None
-    text, led = _build(a, b_facts, final, from_b, nxt)
+    # the text is built from the side with more facts (then the fewest are added one by one);
+    # which side that is does not depend on who merges, so the result does not either
+    if len(b_facts) > len(a.ledger.facts):
+        text, led = _build(b.text, b_facts, a.ledger.facts, final, nxt)
+    else:
+        text, led = _build(a.text, a.ledger.facts, b_facts, final, nxt)
     out.text, out.ledger = text, led
     out.origin = {f.id: (b.device if f.id in from_b or (f.id in lb and f.id not in la) else a.device)
                   for f in led.facts}
     return out
 
 
-def _build(a: Side, b_facts: Sequence[Fact], final: Mapping[str, Fact | None], from_b: set[str],
+def _build(text: str, mine: Sequence[Fact], others: Sequence[Fact], final: Mapping[str, Fact | None],
            nxt: int) -> tuple[str, Ledger]:
-    """The merged MEMORY.md: ``a``'s text with ``b``'s changes applied, and its ledger."""
-    text = a.text
-    ids = list(a.ledger.ids)
-    la = {f.id for f in a.ledger.facts}
-    mine = a.ledger.facts
+    """The merged MEMORY.md: ``text`` (whose facts are ``mine``) with the decisions ``final``
+    applied and the ``others`` it lacks added, and its ledger."""
+    ids = [f.id for f in mine]
+    la = set(ids)
     # rewordings in place first (they keep every index), then removals from the last
     # (earlier facts keep theirs), then additions: one parse per step, not three
     for k, f in enumerate(mine):
@@ -298,7 +302,7 @@ def _build(a: Side, b_facts: Sequence[Fact], final: Mapping[str, Fact | None], f
                 text = factdiff.remove_fact(text, cur[k])
                 del ids[k]
     norms = [g.norm for g in factdiff.parse(text)]
-    for f in b_facts:
+    for f in others:
         target = final.get(f.id, f)
         if f.id in la or target is None or f.id in ids:
             continue
@@ -312,7 +316,7 @@ def _build(a: Side, b_facts: Sequence[Fact], final: Mapping[str, Fact | None], f
         text, norms = new, after
     parsed = factdiff.parse(text)
     if len(parsed) != len(ids):  # cannot happen for well-formed texts; never lose the text
-        known = {f.id: f for f in (*b_facts, *a.ledger.facts, *(f for f in final.values() if f is not None))}
+        known = {f.id: f for f in (*others, *mine, *(f for f in final.values() if f is not None))}
         return text, fact_ids.attach(Ledger(tuple(known.values()), nxt), text)
     seen: set[str] = set()
     out: list[str] = []

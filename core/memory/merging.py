@@ -40,9 +40,10 @@ from memtray.core.memory.merge import (
     merge_id,
     merge_nodes,
 )
-from memtray.core.memory.peers import Known, memory_dag
+from memtray.core.memory.peers import MEMORY_PEER, MEMORY_WRITTEN, Known
 
 if TYPE_CHECKING:
+    from memtray.core.log.segments import Position
     from memtray.core.log.store import Store
     from memtray.core.memory.projection import GitProjection
 
@@ -74,6 +75,9 @@ class PeerMerging:
     write: Callable[..., list[Record]]
     _device: str | None = None
     _head_cache: tuple[int, str | None] = (-1, None)
+    _known: Known | None = None  # the DAG as far as the log was read ...
+    _known_at: Position | None = None  # ... up to here ...
+    _known_id: str | None = None  # ... ending with this event
 
     @property
     def writer(self) -> WriterThread | None:
@@ -98,13 +102,38 @@ class PeerMerging:
         return self._head_cache[1]
 
     def memory_dag(self) -> Known:
-        return memory_dag(self.store.log.records(), self.device)
+        """The memory DAG, read on from where the last call stopped (a full read the first time,
+        and whenever the log no longer ends a record there: a purge rewrote it)."""
+        from memtray.core.log.store import record_ending_at
+
+        known, pos = self._known, self._known_at
+        if known is not None and pos is not None:
+            ends = record_ending_at(self.store.log.dir, pos)
+            if ends is None or ends.seq != known.seq or ends.id != self._known_id:
+                known = None
+        if known is None:
+            known, pos = Known(), None
+        device = self.device
+        last_id = self._known_id
+        for rec, at in self.store.log.read(pos):
+            if rec.type in (MEMORY_WRITTEN, MEMORY_PEER):
+                known.add(rec, device)
+            known.seq, pos, last_id = rec.seq, at, rec.id
+        self._known, self._known_at, self._known_id = known, pos, last_id
+        return known
 
     @on_writer
     def merge_peer_heads(self, heads: Sequence[PeerHead]) -> MergeOutcome:
         """Record the peer's revisions ``heads`` (oldest first) and merge them into memory:
         at most one new ``memory.written``. Idempotent: heads already known change nothing."""
         self.projection.adopt_worktree()  # a hand edit waiting in the work tree is recorded first
+        try:
+            return self._take(heads)
+        except BaseException:
+            self._known = None  # it holds the heads this call added; they were not logged
+            raise
+
+    def _take(self, heads: Sequence[PeerHead]) -> MergeOutcome:
         known = self.memory_dag()
         dag = known.dag
         records: list[tuple[str, dict[str, Any], str | None, str | None]] = []

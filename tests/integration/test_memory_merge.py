@@ -282,3 +282,23 @@ def test_a_peer_revision_holding_a_secret_is_stored_redacted_as_a_revision_of_it
     # not under the peer's id: the stored text is not the peer's, so it is a revision that follows it
     assert a.memory.head_id() != head.event_id
     assert [i for i, _t in facts(a)] == ["F1", "F2"]
+
+
+def test_a_merge_that_cannot_be_written_leaves_nothing_and_is_tried_again(pair: tuple[App, App]) -> None:
+    from memtray.core.base.errors import MemtrayError
+    from memtray.core.memory.service import MAX_MEMORY_CHARS
+
+    a, b = pair
+    remember(a, "Lives in Lyon")
+    big = "## Me\n\n" + "".join(f"- Fact number {k} is a long fact about things {'x' * 60}\n"
+                                 for k in range(MAX_MEMORY_CHARS // 80 + 10))
+    head = PeerHead(b.memory.device, "01PEERREVISIONTOOBIG000001", "2026-12-02T10:00:00.000Z",
+                    {"memory": big, "reason": "agent", "device": b.memory.device, "parents": []})
+    before = a.store.log.last_seq
+    for _attempt in range(2):  # the second time it is not "already known": nothing of the first stayed
+        with pytest.raises(MemtrayError, match="limit"):
+            a.memory.merge_peer_heads([head])
+        assert a.store.log.last_seq == before
+    remember(b, "Plays the cello")
+    assert a.memory.merge_peer_heads(heads(b)).merged
+    assert sorted(t for _i, t in facts(a)) == ["Lives in Lyon", "Plays the cello"]

@@ -110,7 +110,8 @@ def test_colliding_new_ids_are_renumbered_after_both_counters_the_same_way_every
              ["F1", "F2", "F3", "F4", "F5"], nxt=7)  # B also handed out F6 and dropped it
     m = both(BASE, a, b)
     # B's F4 is A's too (another fact): renumbered; A never used F5, so B's keeps it
-    assert facts_of(m)[3:] == [("F4", "Plays the cello"), ("F7", "Speaks Japanese"), ("F5", "Runs marathons")]
+    assert sorted(facts_of(m)) == [("F1", "Lives in Lyon"), ("F2", "Has a cat named Mimi"), ("F3", "Works at Acme"),
+                                   ("F4", "Plays the cello"), ("F5", "Runs marathons"), ("F7", "Speaks Japanese")]
     assert m.renamed == {B: {"F4": "F7"}}
     assert m.ledger.next == 8
     assert len(set(m.ledger.ids)) == len(m.ledger.ids)
@@ -151,11 +152,11 @@ def test_a_language_switch_on_one_side_merges_with_additions_on_the_other() -> N
     b = side(B, doc("Lives in Lyon", "Has a cat named Mimi", "Works at Acme", "Likes coffee from Kyoto",
                     "Speaks Japanese"), ["F1", "F2", "F3", "F4", "F5"])
     m = both(BASE, a, b)
-    texts = [t for _i, t in facts_of(m)]
+    texts = sorted(t for _i, t in facts_of(m))
     # the translation is taken (B did not touch those facts); the same new fact in two
     # languages is one fact
-    assert texts == ["Habite à Lyon", "A un chat nommé Mimi", "Travaille chez Acme", "Aime le café de Kyoto",
-                     "Speaks Japanese"]
+    assert texts == sorted(["Habite à Lyon", "A un chat nommé Mimi", "Travaille chez Acme", "Aime le café de Kyoto",
+                            "Speaks Japanese"])
     assert m.conflicts == []
 
 
