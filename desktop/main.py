@@ -104,6 +104,7 @@ class Desktop(QObject):
             self.main_window().present()
             self._probe = ReadyProbe(self.window, self._shown)
         self.nav.open.connect(self.open)
+        self._follow_sync()
         self.notifier = Notifier(tray=self.tray.icon if self.tray else None, banner=self._banner,
                                  icon_path=str(icons.path("memtray.svg")))
         self.notifier.clicked.connect(lambda target: self.open("target", target))
@@ -259,6 +260,19 @@ class Desktop(QObject):
     def show_popup(self) -> None:
         if self.popup is not None:
             self.popup.present()
+
+    def _follow_sync(self) -> None:
+        """The tray's sync line and "Sync now"; purges made on other devices applied as they arrive."""
+        if self.app.sync is None:
+            return
+        from memtray.core.admin.purge import follow_tombstones
+
+        from .sync_status import SyncStatusMenu
+
+        follow_tombstones(self.app)
+        if self.tray is not None:
+            quit_ = next((a for a in self.tray.menu.actions() if a.text() == "Quit memtray"), None)
+            self.sync_menu = SyncStatusMenu(self.tray.menu, quit_, self.app.sync, self.app.settings)
 
     def _popup_shown(self) -> None:
         report("popup_shown")

@@ -48,3 +48,17 @@ def test_sync_now_updates_the_tray_line(qtbot: Any, tmp_path: Path) -> None:
         assert view.now.isEnabled()
     finally:
         app.close()
+
+
+def test_the_desktop_tray_carries_the_sync_line_and_applies_purges(qtbot: Any, configured_home: Any,
+                                                                    runtime_dir: Any) -> None:
+    from tests.gui.conftest import close_desktop, make_desktop
+
+    d = make_desktop(qtbot, configured_home, tray_available=True)
+    try:
+        assert d.tray is not None
+        labels = [a.text() for a in d.tray.menu.actions() if a.text()]
+        assert labels[-3:] == ["Sync: not set up", "Sync now", "Quit memtray"]
+        assert d.app.sync is not None and d.app.sync.on_tombstones is not None
+    finally:
+        close_desktop(d)
