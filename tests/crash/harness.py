@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import select
 import shutil
 import signal
@@ -444,7 +445,9 @@ def run_campaign(server: ForkServer, home: Path, base_url: str, *, kills: int, s
                     out.succeeded[op] = out.succeeded.get(op, 0) + 1
                 else:
                     reasons = out.refused.setdefault(op, {})
-                    reason = f"exit {code}: {why[0] if why else ''}"
+                    why_ = re.sub(r"\b[0-9a-f]{8}\b", "<id>", why[0] if why else "")  # one line per kind
+                    why_ = re.sub(r"\d+ of \d+", "N of M", re.sub(r"\[F\d+\] .*", "<fact>", why_))
+                    reason = f"exit {code}: {why_}"
                     reasons[reason] = reasons.get(reason, 0) + 1
             elif line.startswith("broken"):
                 out.broken.append(line)
