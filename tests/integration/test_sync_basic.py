@@ -107,3 +107,14 @@ def test_a_remote_url_with_a_password_is_refused(tmp_path: Path) -> None:
             coerce("sync_remote", "https://me:hunter2@example.invalid/repo.git")
     finally:
         a.close()
+
+
+def test_sync_without_a_remote_says_how_to_set_one(tmp_path: Path) -> None:
+    from tests.support import run_cli
+
+    out = run_cli(tmp_path / "a", "sync")
+    assert out.returncode == 1
+    assert out.stderr.startswith("memtray: error: no sync remote is set") and "sync_remote" in out.stderr
+    assert "Traceback" not in out.stderr
+    st = run_cli(tmp_path / "a", "sync", "--status")
+    assert st.returncode == 0 and st.stdout.strip() == "never synced"
