@@ -25,6 +25,7 @@ treats them as a hint next to the keywords, never instead of them.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import importlib.util
 import json
@@ -327,6 +328,8 @@ class Embeddings:
             ref = llama.embed(list(REFERENCE_TEXTS), normalize=True)
             self._centre = [sum(col) / len(ref) for col in zip(*ref, strict=True)]
             self._llama = llama
+            # freed before the interpreter tears llama_cpp down (its __del__ then fails loudly)
+            atexit.register(self.close)
             log.info("loaded %s for embeddings from %s in %.1fs", NAME, path, time.monotonic() - started)
         return self._llama
 
