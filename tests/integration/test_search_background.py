@@ -130,3 +130,20 @@ def test_the_daemon_embeds_the_history(home: Home, llm_server: ScriptedLLMServer
             proc.stderr.close()
         shutil.rmtree(runtime, ignore_errors=True)
         assert stop.returncode == 0, stop.stderr
+
+
+def test_choosing_an_embedding_model_in_a_long_lived_instance_starts_the_backfill(
+    home: Home, llm_server: ScriptedLLMServer
+) -> None:
+    seed(home)
+    app = App.open(home, config=Config(embedding_model="none"))
+    try:
+        app.start_background()
+        assert app.search.embedding_task is None  # nothing to embed with
+        app.reconfigure(Config(embedding_model="openai/test-embedding", embedding_api_base=llm_server.base_url))
+        task = app.search.embedding_task
+        assert task is not None
+        task.result(timeout=120)
+        assert app.search.vectors.progress() == (len(TEXTS), len(TEXTS))
+    finally:
+        app.close()
