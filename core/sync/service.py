@@ -70,6 +70,8 @@ log = logging.getLogger(__name__)
 
 #: events imported per write (one fsync each); a month offline is a few of these
 IMPORT_BATCH = 2000
+#: events per segment of a republished stream
+REPUBLISH_SEGMENT = 5000
 #: after a failure, the next automatic attempt waits this long, doubling, up to the interval
 RETRY_FIRST = timedelta(minutes=1)
 
@@ -90,6 +92,7 @@ class SyncReport:
     notes: list[str] = field(default_factory=list)
     pending_heads: int = 0  # peer memory heads not merged (this memtray cannot merge)
     purges: int = 0  # purge tombstones of other devices applied now
+    republished: bool = False  # this device's stream was published again as a new history (a purge)
     pending_purges: list[str] = field(default_factory=list)  # tombstone event ids not applied yet
 
     def to_json(self) -> dict[str, Any]:
@@ -231,7 +234,7 @@ class SyncService:
             seen = cursor.get("commit")
             if seen == commit:  # nothing new from this one (the common case with many devices)
                 continue
-            if seen and repo.git.ancestry(seen, commit) is False:  # None: imported before this cache
+            if seen and repo.git.ancestry(seen, commit) is False and not self._republished(repo, dev, seen, commit):
                 raise SyncError(
                     f"the stream of device {dev} on the remote was rewritten by someone else (it no longer "
                     f"contains {seen[:12]}, imported here)",
@@ -246,8 +249,17 @@ class SyncService:
         self._apply_tombstones(peers, rep)
         # 5. push my new events
         self._push(repo, url, base, mine_remote, rep)
-        self._mirror_memory(url, rep)
+        self._mirror_memory(url, rep, refs)
         return rep
+
+    def _republished(self, repo: LocalRepo, dev: str, seen: str, commit: str) -> bool:
+        """A stream that is not a continuation of what was imported is accepted only as its
+        device's republication after a purge: a higher epoch that still reaches as far."""
+        try:
+            old, new = repo.head(seen, dev), repo.head(commit, dev)
+        except SyncError:  # not even a stream of this device: plainly rewritten
+            return False
+        return new.epoch > old.epoch and new.last_seq >= old.last_seq
 
     def _base(self, repo: LocalRepo, mine_remote: str | None) -> str | None:
         """The commit my next segment builds on: the local ref, or the remote's copy of it
@@ -266,7 +278,7 @@ class SyncService:
                     "id: move its device.json away; it then syncs as a new device.")
             repo.set_ref(log_ref(me), mine_remote, local)
             return mine_remote
-        if not repo.git.is_ancestor(mine_remote, local):
+        if not repo.git.is_ancestor(mine_remote, local) and not self._republished(repo, me, mine_remote, local):
             raise SyncError(
                 f"this device's stream on the remote ({log_ref(me)}) was rewritten by someone else",
                 hint="Nothing was pushed. memtray never force-pushes; restore the ref on the remote "
@@ -367,13 +379,26 @@ class SyncService:
         last = repo.head(base, me).last_seq if base else 0
         own = list(self._own_after(last))
         head = base
-        if own:
-            when = format_ts(self.clock.now())
+        when = format_ts(self.clock.now())
+        lease: str | None = None
+        if rep.purges or any(r.type == SYNC_PURGE for r in own):
+            # a purge here (made or applied): the stream's old segments still hold the text, so
+            # it is published again as a new history of this device's own ref (docs/SYNC.md)
+            everything = list(self._own_after(0))
+            epoch = (repo.head(base, me).epoch if base else 0) + 1
+            segs = [(chunk[0].seq, [legacy_line(r) for r in chunk])
+                    for chunk in (everything[i : i + REPUBLISH_SEGMENT]
+                                  for i in range(0, len(everything), REPUBLISH_SEGMENT))]
+            if segs:
+                head = repo.republish(me, segs, everything[-1].seq, epoch, _git_date(everything[-1].ts, when))
+                lease = mine_remote or ""
+                rep.republished = True
+        elif own:
             head = repo.extend(me, base, [legacy_line(r) for r in own], own[-1].seq, own[0].seq,
                                _git_date(own[-1].ts, when))
         if head is None or head == mine_remote:
             return
-        repo.push(url, head, log_ref(me))
+        repo.push(url, head, log_ref(me), lease=lease)
         crash_point("sync.pushed")  # the remote has it, the local ref does not yet
         if head != base:
             repo.set_ref(log_ref(me), head, base)
@@ -388,7 +413,7 @@ class SyncService:
         except (OSError, MemtrayError):
             pass
 
-    def _mirror_memory(self, url: str, rep: SyncReport) -> None:
+    def _mirror_memory(self, url: str, rep: SyncReport, remote_refs: dict[str, str]) -> None:
         """Best effort: the memory repository's history beside the stream (``git log --graph``)."""
         gitdir = self.home.memory / ".git"
         if not (gitdir / "HEAD").exists():
@@ -402,7 +427,9 @@ class SyncService:
             with contextlib.suppress(OSError):
                 if mark.read_text(encoding="utf-8").strip() == sha:
                     return  # the remote has this history already: spare a round trip
-            LocalRepo(self.dir / "repo.git").push(url, sha, memory_ref(self.device), git=git)
+            # after a purge memory's history is new too: it replaces the mirror (own ref, with a lease)
+            lease = remote_refs.get(memory_ref(self.device), "") if rep.republished else None
+            LocalRepo(self.dir / "repo.git").push(url, sha, memory_ref(self.device), git=git, lease=lease)
             with contextlib.suppress(OSError, MemtrayError):
                 atomic_write(mark, sha + "\n")
         except SyncError as exc:

@@ -61,6 +61,8 @@ class StreamHead:
     last_seq: int
     segments: int
     events: int
+    #: how many times the device republished its stream (after a purge: a new history)
+    epoch: int = 0
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ class LocalRepo:
             raise SyncError(f"the stream under {log_ref(expect_device)} says it belongs to {meta['device']}",
                             hint="The remote's refs were moved by hand; use another remote.")
         return StreamHead(commit, meta["device"], meta["last_seq"], int(meta.get("segments", 0)),
-                          int(meta.get("events", 0)))
+                          int(meta.get("events", 0)), int(meta.get("epoch", 0)))
 
     def segments(self, commit: str) -> list[tuple[int, str]]:
         """(first seq, path) of every segment of the stream at ``commit``, in order."""
@@ -172,19 +174,35 @@ class LocalRepo:
                first_seq: int, when: str) -> str:
         """A new commit on ``base`` adding one segment with ``lines``; the ref is not moved."""
         prev = self.head(base, device) if base else None
-        blob = self.git.text(["hash-object", "-w", "--stdin"], input=b"".join(lines))
         meta = {"format": FORMAT, "version": VERSION, "device": device, "last_seq": last_seq,
                 "segments": (prev.segments if prev else 0) + 1,
-                "events": (prev.events if prev else 0) + len(lines)}
-        meta_blob = self.git.text(["hash-object", "-w", "--stdin"], input=(json.dumps(meta, sort_keys=True) + "\n").encode())
+                "events": (prev.events if prev else 0) + len(lines), "epoch": prev.epoch if prev else 0}
+        msg = f"{device}: events {first_seq}..{last_seq} ({len(lines)})\n"
+        return self._commit(device, base, [(first_seq, lines)], meta, msg, when)
+
+    def republish(self, device: str, segments: Sequence[tuple[int, Sequence[bytes]]], last_seq: int,
+                  epoch: int, when: str) -> str:
+        """A new history (no parent) of the whole stream, as its lines are now (after a purge)."""
+        meta = {"format": FORMAT, "version": VERSION, "device": device, "last_seq": last_seq,
+                "segments": len(segments), "events": sum(len(lines) for _, lines in segments), "epoch": epoch}
+        msg = f"{device}: the stream republished after a purge (epoch {epoch}, up to event {last_seq})\n"
+        return self._commit(device, None, segments, meta, msg, when)
+
+    def _commit(self, device: str, base: str | None, segments: Sequence[tuple[int, Sequence[bytes]]],
+                meta: dict[str, object], msg: str, when: str) -> str:
+        infos = []
+        for first, lines in segments:
+            blob = self.git.text(["hash-object", "-w", "--stdin"], input=b"".join(lines))
+            infos += ["--cacheinfo", f"100644,{blob},{segment_path(first)}"]
+        meta_blob = self.git.text(["hash-object", "-w", "--stdin"],
+                                  input=(json.dumps(meta, sort_keys=True) + "\n").encode())
         fd, index = tempfile.mkstemp(prefix="index-", dir=self.path)
         os.close(fd)
         os.unlink(index)
         env = {"GIT_INDEX_FILE": index}
         try:
             self.git.run(["read-tree", base] if base else ["read-tree", "--empty"], env=env)
-            self.git.run(["update-index", "--add", "--cacheinfo", f"100644,{blob},{segment_path(first_seq)}",
-                          "--cacheinfo", f"100644,{meta_blob},{META}"], env=env)
+            self.git.run(["update-index", "--add", *infos, "--cacheinfo", f"100644,{meta_blob},{META}"], env=env)
             tree = self.git.text(["write-tree"], env=env)
         finally:
             if os.path.exists(index):
@@ -192,9 +210,8 @@ class LocalRepo:
         stamp = {"GIT_AUTHOR_NAME": "memtray", "GIT_AUTHOR_EMAIL": f"{device}@memtray.invalid",
                  "GIT_COMMITTER_NAME": "memtray", "GIT_COMMITTER_EMAIL": f"{device}@memtray.invalid",
                  "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
-        msg = f"{device}: events {first_seq}..{last_seq} ({len(lines)})\n".encode()
         args = ["commit-tree", tree] + (["-p", base] if base else [])
-        return self.git.text(args, input=msg, env=stamp)
+        return self.git.text(args, input=msg.encode(), env=stamp)
 
     def set_ref(self, ref: str, new: str, old: str | None) -> None:
         args = ["update-ref", ref, new] + ([old] if old else [])
@@ -226,10 +243,16 @@ class LocalRepo:
             raise SyncError(f"could not fetch from {safe_url(url)}: {safe_url(last_words(res.err))}",
                             hint="Nothing was changed here. Sync again once the remote is reachable.")
 
-    def push(self, url: str, sha: str, ref: str, git: Git | None = None) -> None:
-        """Push ``sha`` to ``ref`` as a fast-forward (never forced); raise with git's reason."""
-        res = (git or self.git).run(["push", "--porcelain", "--quiet", "--", url, f"{sha}:{ref}"],
-                                    timeout=NETWORK_TIMEOUT, check=False)
+    def push(self, url: str, sha: str, ref: str, git: Git | None = None, *, lease: str | None = None) -> None:
+        """Push ``sha`` to ``ref`` as a fast-forward; raise with git's reason. ``lease``: a
+        republished stream replaces ``ref`` only if the remote still has exactly that commit
+        there (``--force-with-lease``; this device's own ref only, never anyone else's)."""
+        args = ["push", "--porcelain", "--quiet"]
+        spec = f"{sha}:{ref}"
+        if lease is not None:
+            args.append(f"--force-with-lease={ref}:{lease}")
+            spec = "+" + spec
+        res = (git or self.git).run([*args, "--", url, spec], timeout=NETWORK_TIMEOUT, check=False)
         if res.code == 0:
             return
         text = res.out.decode("utf-8", "replace") + "\n" + res.err
