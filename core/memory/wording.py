@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = ["Prepared", "clean_controls", "clean_obj", "dice", "flip", "flipped", "normalize", "prepare", "score",
            "similarity"]
@@ -32,7 +32,7 @@ def clean_controls(text: str) -> str:
     return _CONTROL_RE.sub(lambda m: " " if m.group() in _CONTROL_SPACE else "", text)
 
 
-def clean_obj(obj: object) -> object:
+def clean_obj(obj: Any) -> Any:
     """Every string (value, not key) in a JSON-like value, through :func:`clean_controls`."""
     if isinstance(obj, str):
         return clean_controls(obj)
