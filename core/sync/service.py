@@ -263,12 +263,14 @@ class SyncService:
 
     def _base(self, repo: LocalRepo, mine_remote: str | None) -> str | None:
         """The commit my next segment builds on: the local ref, or the remote's copy of it
-        when that is ahead (a crash after a push, before the local ref moved)."""
+        when that is ahead (a crash after a push, before the local ref moved; a republication
+        included)."""
         me = self.device
         local = repo.git.rev(log_ref(me))
         if mine_remote is None:
             return local
-        if local is None or (local != mine_remote and repo.git.is_ancestor(local, mine_remote)):
+        if local is None or (local != mine_remote and (
+                repo.git.is_ancestor(local, mine_remote) or self._republished(repo, me, local, mine_remote))):
             head = repo.head(mine_remote, me)
             if head.last_seq > self.store.log.last_seq:
                 raise SyncError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from memtray.core.admin.purge import Matcher, follow_tombstones, purge
 
 from tests.integration.sync_support import bare, contents, digest, open_app, say
@@ -78,3 +79,42 @@ def test_a_purge_reaches_every_device_and_says_what_the_remote_keeps(tmp_path: P
         a.close()
         b.close()
         c.close()
+
+
+class _Died(BaseException):
+    """Stands for a kill -9 at a crash point."""
+
+
+def test_killed_after_republishing_the_next_sync_builds_on_the_republished_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memtray.core.sync import service
+
+    remote = bare(tmp_path / "remote.git")
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    try:
+        assert a.sync is not None and b.sync is not None
+        say(a, f"pin {SECRET}")
+        a.sync.sync(str(remote))
+        b.sync.sync(str(remote))
+        purge(a, Matcher(SECRET))
+
+        def die(name: str) -> None:
+            if name == "sync.pushed":
+                raise _Died
+
+        monkeypatch.setattr(service, "crash_point", die)
+        with pytest.raises(_Died):
+            a.sync.sync(str(remote))  # the remote took the new history, the local ref did not move
+        monkeypatch.setattr(service, "crash_point", lambda name: None)
+        say(a, "later")
+        rep = a.sync.sync(str(remote))
+        assert rep.pushed == 2 and not rep.republished
+        follow_tombstones(b)
+        assert b.sync.sync(str(remote)).purges == 1
+        assert not _holds(tmp_path / "b", SECRET) and "later" in contents(b)
+        a.sync.sync(str(remote))
+        assert digest(a) == digest(b)
+    finally:
+        a.close()
+        b.close()
