@@ -82,6 +82,10 @@ def retrieval(tmp: Path, cfg: Config) -> None:
         for mode in ("keyword", "semantic", "hybrid"):
             found = {q.text: [h.seq for h in (await svc.asearch(q.text, mode=mode, limit=5)).hits] for q in queries}
             out[mode] = recall_corpus.recall_at(found, queries)
+        bare = SearchService(store, svc.index, Embedder(lambda: Config(embedding_model="none")))
+        found = {q.text: [h.seq for h in (await bare.asearch(q.text, mode="hybrid", limit=5)).hits]
+                 for q in queries}
+        out["hybrid, no embedding model"] = recall_corpus.recall_at(found, queries)
         if not svc.embedder.strong:  # how much of hybrid is the vectors' doing, and how much the rare words'
             svc._semantic = lambda *_a, **_k: []  # type: ignore[method-assign]
             found = {q.text: [h.seq for h in (await svc.asearch(q.text, mode="hybrid", limit=5)).hits]
