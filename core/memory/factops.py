@@ -202,22 +202,68 @@ class FactOps(MemoryBrowsing):
             same = factdiff.normalize(str(prov.get("text", ""))) == target.norm
             if same or not exact:  # the newest that gave it these words, else the newest at all
                 found, exact = (rec, prov), same
+        here = getattr(self, "device", None)
+        if found is None:
+            traced = self._why_traced(target)
+            if traced is not None:
+                return {**traced, "device": traced["device"] or here}
         if found is None:  # no recorded sources (a hand edit, an old event): the revision that wrote it
             info = super().why(target.text)
             info["fact"] = {"id": target.id, "section": target.section, "text": target.text}
-            return info
+            return {**info, "device": here}
         rec, prov = found
         seqs = sorted(int(s) for s in prov.get("source_seqs") or [])
         if not seqs and isinstance(prov.get("origin"), dict):  # merged from another device: its messages here
-            seqs = imported_seqs(self.store.log.records(), prov["origin"])
+            org = prov["origin"]
+            if org.get("device") == here:  # this device's own, back through another's merge: seqs of this log
+                seqs = sorted(s for s in org.get("seqs") or () if isinstance(s, int))
+            else:
+                seqs = imported_seqs(self.store.log.records(), org)
         messages = [msg_json(r) for r in self.store.log.records(seqs[0] - 1) if r.seq in set(seqs)] if seqs else []
         sha = next((i.sha for i in self.git.walk() if i.trailers.get("Event-Seq") == str(rec.seq)), None)
         return {
             "fact": {"id": target.id, "section": target.section, "text": target.text},
             "revision": self.revision(sha).to_json() if sha else None,
             "source": rec.data.get("source"),
-            "consolidation": rec.data.get("consolidation"),
+            "consolidation": rec.data.get("consolidation") or (prov.get("origin") or {}).get("consolidation"),
             "messages": messages,
+            "device": (prov.get("origin") or {}).get("device") or here,
+        }
+
+    def _why_traced(self, target: Fact) -> dict[str, Any] | None:
+        """``why`` from :func:`~memtray.core.memory.provenance.trace`: the consolidation that
+        introduced the fact (here, or on another device), through any merges and renumberings,
+        and the messages it read that name it best. None when the trace knows no more."""
+        from memtray.core.memory.provenance import trace
+
+        _memory, origins = trace(self.store.log.records())
+        o = origins.get(target.id)
+        if o is None or not (o.device or o.first_seq is not None):
+            return None
+        if o.message_seqs:
+            pool = set(o.message_seqs)
+        elif o.first_seq is not None and o.last_seq is not None and o.device is None:
+            pool = set(range(o.first_seq, o.last_seq + 1))
+        else:
+            pool = set(o.candidate_seqs)
+        cands = [r for r in self.store.log.records(min(pool) - 1) if r.seq in pool and r.type == "message"
+                 and (o.session is None or o.device is not None or r.session == o.session)
+                 and r.data.get("role") in ("user", "assistant") and r.data.get("content")] if pool else []
+        if o.message_seqs:
+            chosen = cands
+        else:
+            scored = sorted(cands, key=lambda r: -factdiff.similarity(str(r.data["content"]), target.text))
+            top = [r for r in scored[:5] if factdiff.similarity(str(r.data["content"]), target.text) > 0.05]
+            chosen = sorted(top or scored[:3], key=lambda r: r.seq)
+        sha = next((i.sha for i in self.git.walk() if i.trailers.get("Event-Seq") == str(o.event_seq)), None)
+        return {
+            "fact": {"id": target.id, "section": target.section, "text": target.text},
+            "revision": self.revision(sha).to_json() if sha else None,
+            "source": o.source,
+            "consolidation": o.consolidation,
+            "messages": [msg_json(r) for r in chosen],
+            "device": o.device,
+            "device_revision": o.revision,
         }
 
 

@@ -230,12 +230,24 @@ def _provenance(dag: Dag, ids: set[str], ledger: Ledger, device: str,
         if n.device == device:
             continue
         ren = renames.get(n.device) or {}
+        if n.data.get("reason") in ("consolidation", "redo") and n.data.get("consolidation"):
+            # what that consolidation wrote (its model may have named no sources): its messages there
+            diff = n.data.get("diff") or {}
+            for item in [*diff.get("added", []), *(c.get("new") or {} for c in diff.get("changed", []))]:
+                fid = ren.get(str(item.get("id")), str(item.get("id")))
+                if fid in live and isinstance(item, Mapping):
+                    span = n.data.get("messages")
+                    out[fid] = {"merged_from": n.device, "text": str(item.get("text") or live[fid].text),
+                                "origin": {"device": n.device, "consolidation": n.data["consolidation"],
+                                           "revision": n.id, **({"messages": dict(span)} if isinstance(span, Mapping) else {})}}
         for fid, p in (n.data.get("provenance") or {}).items():
             fid = ren.get(fid, fid)
             if fid not in live or not isinstance(p, Mapping):
                 continue
             if p.get("source_seqs"):
-                origin: dict[str, Any] = {"device": n.device, "seqs": [s for s in p["source_seqs"] if isinstance(s, int)]}
+                origin: dict[str, Any] = {"device": n.device, "seqs": [s for s in p["source_seqs"] if isinstance(s, int)],
+                                          "revision": n.id, **({"consolidation": n.data["consolidation"]}
+                                                               if n.data.get("consolidation") else {})}
             elif isinstance(p.get("origin"), Mapping):
                 origin = dict(p["origin"])
             else:

@@ -9,7 +9,11 @@ its fact diff) and gives every fact of the current memory an origin:
 * brought back by a restore or rollback: the origin it had before it was
   dropped (the restore / rollback event is kept in ``via``);
 * brought in by adopting a rebuild: the rebuild step and its messages;
-* reworded: the old wording's origin plus the rewording event.
+* reworded: the old wording's origin plus the rewording event;
+* brought in by a merge or fast-forward from another device (sync): the device, its
+  revision and consolidation, and its messages here once they are imported (a fact of
+  another device whose messages are not imported yet is "from device X", not a problem).
+  A fact of this device that a merge only renumbered (``relabeled``) keeps its origin.
 
 A model-written fact whose sources are unknown has *no provenance*;
 :func:`check_provenance` reports those for ``memtray doctor``. Read-only.
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memtray.core.log.events import Record
+from memtray.core.log.origin import origin_of
 from memtray.core.memory import factdiff
 from memtray.core.memory.facts import Ledger
 
@@ -47,6 +52,10 @@ class Origin:
     session: str | None = None
     rebuild: str | None = None
     via: list[int] = field(default_factory=list)  # later events that changed or brought it back
+    device: str | None = None  # another device that introduced it (sync), else None: this one
+    revision: str | None = None  # that device's revision (event id) that introduced it
+    candidate_seqs: list[int] = field(default_factory=list)  # messages it read (imported from that device)
+    peer_origin: dict[str, Any] = field(default_factory=dict)  # as the merge recorded it
     problem: str | None = None  # why it has no provenance
 
     @property
@@ -63,13 +72,23 @@ def trace(records: Iterable[Record]) -> tuple[str, dict[str, Origin]]:
     current: dict[str, Origin] = {}
     gone: dict[str, Origin] = {}
     memory = ""
+    imported: dict[tuple[str, int], int] = {}  # (device, seq there) -> seq here of an imported message
     for rec in records:
         d = rec.data
         if rec.type == "consolidation.started":
             cons[d["consolidation"]] = (rec.session or "default", d.get("first_seq"), d.get("last_seq"))
             continue
+        if rec.type == "message" and (org := origin_of(rec)) is not None:
+            imported[(org.device, org.seq)] = rec.seq
+            continue
         if rec.type != "memory.written":
             continue
+        relabeled = d.get("relabeled")
+        if isinstance(relabeled, dict) and relabeled:  # a merge renumbered this device's ids: same facts
+            moved = {old: current.pop(old) for old in relabeled if old in current}
+            for old, o in moved.items():
+                o.fact_id = str(relabeled[old])
+                current[o.fact_id] = o
         diff = d.get("diff") or {}
         for item in diff.get("dropped", []):
             o = current.pop(item["id"], None)
@@ -96,7 +115,22 @@ def trace(records: Iterable[Record]) -> tuple[str, dict[str, Origin]]:
                 current[f.id] = _origin(rec, {"id": f.id, "text": f.text}, cons, gone)
         for fid in [k for k in current if k not in ids]:
             gone[fid] = current.pop(fid)
+    for o in current.values():  # another device's messages, as far as they are imported now
+        _resolve(o, imported)
     return memory, current
+
+
+def _resolve(o: Origin, imported: dict[tuple[str, int], int]) -> None:
+    peer, org = o.device, o.peer_origin
+    if peer is None:
+        return
+    seqs = [imported[(peer, s)] for s in org.get("seqs") or () if isinstance(s, int) and (peer, s) in imported]
+    if seqs:
+        o.message_seqs = sorted(seqs)
+    span = org.get("messages")
+    if isinstance(span, dict) and isinstance(span.get("first_seq"), int) and isinstance(span.get("last_seq"), int):
+        lo, hi = span["first_seq"], span["last_seq"]
+        o.candidate_seqs = sorted(v for (dev, s), v in imported.items() if dev == peer and lo <= s <= hi)
 
 
 def _origin(rec: Record, item: dict[str, Any], cons: dict[str, tuple[str, int | None, int | None]],
@@ -123,6 +157,12 @@ def _origin(rec: Record, item: dict[str, Any], cons: dict[str, tuple[str, int | 
             o.message_seqs = seqs
         elif source != "user" or (reason in ("adopt", "rebuild") and not prov):
             o.problem = f"{reason} event {rec.seq} does not say where the fact came from"
+        return o
+    if reason == "merge":  # another device's fact (or a fast-forward to its revision)
+        org = prov.get("origin") if isinstance(prov.get("origin"), dict) else {}
+        o.device = str(org.get("device") or prov.get("merged_from") or d.get("device") or "") or None
+        o.revision, o.consolidation = org.get("revision"), org.get("consolidation")
+        o.peer_origin = dict(org)
         return o
     if seqs:
         o.message_seqs = seqs

@@ -159,6 +159,9 @@ class MemoryService(FactOps, PeerMerging):
             {"renamed": {k: dict(v) for k, v in sync.renamed.items()}} if sync is not None and sync.renamed else {})
         if sync is not None and sync.relabeled:
             data["relabeled"] = dict(sync.relabeled)
+        if consolidation and (c := self.store.consolidation(consolidation)) is not None and c.first_seq is not None:
+            # the messages it read, so another device can name them once it has imported them
+            data["messages"] = {"session": c.session, "first_seq": c.first_seq, "last_seq": c.last_seq}
         data["device"] = sync.device if sync is not None and sync.device else self.device
         before = list(sync.before) if sync is not None else []
         with self.store.locked():  # re-entrant: the seq read here is the one append_many gives

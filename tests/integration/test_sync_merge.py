@@ -117,3 +117,40 @@ def test_a_device_offline_for_many_consolidations_then_syncs(tmp_path: Path) -> 
         finally:
             a.close()
             b.close()
+
+
+def test_after_sync_every_fact_traces_to_the_consolidation_and_messages_that_introduced_it(tmp_path: Path) -> None:
+    from memtray.core.memory.provenance import check_provenance
+
+    model = Consolidator()
+    remote = bare(tmp_path / "remote.git")
+    with ScriptedLLMServer(responder=model) as server:
+        a, b = _open(tmp_path / "a", server), _open(tmp_path / "b", server)
+        try:
+            assert a.sync is not None and b.sync is not None
+            _tell(a, "quick", ["User lives in Lyon"])
+            a.sync.sync(str(remote))
+            b.sync.sync(str(remote))
+            _tell(a, "quick", ["User plays chess on Sundays"])
+            _tell(b, "quick", ["User has a cat named Rex"])
+            for _ in range(2):  # merges both ways, then fast-forwards
+                b.sync.sync(str(remote))
+                a.sync.sync(str(remote))
+            _tell(b, "quick", ["User drinks green tea"])
+            for _ in range(2):
+                b.sync.sync(str(remote))
+                a.sync.sync(str(remote))
+            for app in (a, b):
+                [finding] = check_provenance(app.home)
+                assert finding.ok, finding
+            dev_a, dev_b = a.memory.device, b.memory.device
+            for app in (a, b):
+                for fact, dev in (("Lyon", dev_a), ("chess", dev_a), ("Rex", dev_b), ("green tea", dev_b)):
+                    info = app.memory.why(fact)
+                    assert info["consolidation"], (app.memory.device, fact, info)
+                    assert info.get("device") == dev, (fact, info)
+                    said = [m["content"] for m in info["messages"] if m["role"] == "user"]
+                    assert any(fact in s for s in said), (app.memory.device, fact, info)
+        finally:
+            a.close()
+            b.close()
