@@ -205,6 +205,7 @@ class ChatPane(QWidget):
         self._last_seq = snap.next_seq - 1
 
     def _rebuild(self, snap: transcript.Snapshot, *, reset: bool) -> None:
+        asking = self._open_questions()  # not log messages: a redraw must not drop them
         self.view.clear()
         self._error = None
         self._live = []
@@ -221,6 +222,8 @@ class ChatPane(QWidget):
         self._at_start = False
         # only when there is something earlier: held here, consolidated, or before a /new
         self.view.more.setVisible(bool(self._held) or snap.base > 0 or snap.resets > 0)
+        for q in asking:
+            self.view.add(q)
         self.view.scroll_to_end()
 
     def _add_logged(self, new: list[dict[str, Any]]) -> None:
@@ -459,6 +462,18 @@ class ChatPane(QWidget):
         q.retry.connect(self._retry_allowed)
         self.view.add(q)
         self.view.scroll_to_end()
+
+    def _open_questions(self) -> list[ConsentQuestion]:
+        """The consent questions still waiting for an answer (or offering Retry), taken out
+        of the view so that clearing it keeps them: the watcher asks once per server, so a
+        question lost to a redraw (the first snapshot arriving after the turn) was never
+        asked again."""
+        out = []
+        for q in self.view.findChildren(ConsentQuestion):
+            if q.server in self.consent.pending or q.retry_btn.isVisibleTo(q):
+                self.view.col.removeWidget(q)
+                out.append(q)
+        return out
 
     def _retry_allowed(self, server: str) -> None:
         if not self.busy:

@@ -118,6 +118,34 @@ def test_refused_call_in_the_chat_asks_then_allows_and_retries(qtbot: Any, confi
         close_desktop(d)
 
 
+def test_a_redraw_from_the_log_keeps_the_consent_question(qtbot: Any, configured_home: Any, runtime_dir: Path,
+                                                         llm_server: Any) -> None:
+    """Flaky under load before: when the pane's first snapshot came after the turn, its
+    redraw cleared the question just asked, and the watcher (asks once per server) never
+    asked again, so the user could not allow the server from the chat."""
+    _write_servers(configured_home, f'[servers.hostile]\ncommand = "{sys.executable}"\nargs = ["{HOSTILE}"]\n')
+    d = make_desktop(qtbot, configured_home)
+    try:
+        pane = d.popup.pane
+        llm_server.script(tool_call("hostile__sneaky", {}, id="c1"), reply("I may not use that tool yet."))
+        with qtbot.waitSignal(pane.turn_done, timeout=60000):
+            pane.send("use the sneaky tool")
+        qtbot.waitUntil(lambda: bool(pane.findChildren(ConsentQuestion)), timeout=10000)
+        (q,) = pane.findChildren(ConsentQuestion)
+        for _ in range(2):  # a redraw (what a /new elsewhere or a consolidation also cause)
+            with qtbot.waitSignal(pane.feed.shown, timeout=10000):
+                pane.reload()
+            assert pane.findChildren(ConsentQuestion) == [q] and q.allow_btn.isVisibleTo(q)
+            assert pane.view.col.indexOf(q) >= 0  # still in the chat, not only alive
+        with qtbot.waitSignal(q.allowed, timeout=10000):
+            qtbot.mouseClick(q.allow_btn, Qt.MouseButton.LeftButton)
+        with qtbot.waitSignal(pane.feed.shown, timeout=10000):
+            pane.reload()
+        assert pane.view.col.indexOf(q) >= 0 and q.retry_btn.isVisibleTo(q)  # Retry stays offered
+    finally:
+        close_desktop(d)
+
+
 def _imported_sessions(app: Any) -> set[str]:
     return {k for k in app.store.state.sessions if k.startswith("chatgpt:")}
 
