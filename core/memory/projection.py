@@ -241,6 +241,11 @@ class GitProjection:
         if after == state.memory_seq:
             self._behind = False
             return 0
+        if after == 0:
+            # made from the start (a purge deleted the repository, a rebuild): the side line's
+            # commits cached so far are in no repository now, and the log they came from may
+            # have been rewritten; reading them again keeps every parent in this repository
+            self.peers.reset()
         if after > state.memory_seq:
             # git is ahead of the log (restored from a backup?): rebuild it from the log
             log.warning("memory repository is ahead of the event log; rebuilding it from the log")
@@ -261,7 +266,7 @@ class GitProjection:
                     continue
                 made += 1
         if made:
-            log.warning("made %d memory commit(s) missing for logged events", made)
+            log.info("made %d memory commit(s) missing for logged events", made)  # recovered: normal after a purge or a crash
         self._behind = False
         return made
 

@@ -118,3 +118,41 @@ def test_killed_after_republishing_the_next_sync_builds_on_the_republished_strea
     finally:
         a.close()
         b.close()
+
+
+def test_a_device_that_joins_after_a_purge_gets_a_memory_repository_git_is_content_with(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    a, b, c = (open_app(tmp_path / n) for n in "abc")
+    apps = (a, b, c)
+    try:
+        for app in apps:
+            follow_tombstones(app)
+        for n, app in enumerate(apps):
+            say(app, f"message {n} about Porto")
+            app.write(lambda app=app, n=n: app.memory.remember(f"User fact {n} from Porto", None, model=None,
+                                                                source_seq=None))
+        for app in (*apps, *apps):
+            app.sync.sync(str(remote))  # type: ignore[union-attr]
+        for n, app in enumerate(apps):  # each writes again before it hears of the others: merges
+            app.write(lambda app=app, n=n: app.memory.remember(f"User second fact {n}", None, model=None,
+                                                                source_seq=None))
+        for app in (*apps, *apps):
+            app.sync.sync(str(remote))  # type: ignore[union-attr]
+        purge(a, Matcher("Porto"))
+        for app in (*apps, *apps):
+            app.sync.sync(str(remote))  # type: ignore[union-attr]
+        assert digest(a) == digest(b) == digest(c)
+        fresh = open_app(tmp_path / "fresh")
+        follow_tombstones(fresh)  # as the CLI does: the tombstone it imports is applied to it too
+        try:
+            rep = fresh.sync.sync(str(remote))  # type: ignore[union-attr]
+            assert not [n for n in rep.notes if "not mirrored" in n], rep.notes
+            for app in (*apps, fresh):
+                subprocess.run(["git", "fsck", "--strict", "--no-dangling"], cwd=app.home.memory, check=True,
+                               capture_output=True, text=True)
+            assert digest(fresh) == digest(a)
+        finally:
+            fresh.close()
+    finally:
+        for app in apps:
+            app.close()
