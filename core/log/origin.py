@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from memtray.core.log.events import Record
@@ -72,6 +73,30 @@ def origin_of(record: Record) -> Origin | None:
     if not isinstance(device, str) or not isinstance(seq, int) or not isinstance(ts, str):
         return None
     return Origin(device, seq, ts, record.id)
+
+
+def said_at(record: Record) -> str:
+    """When ``record`` was made: for an imported event the time on its device (the origin
+    mark), else its own ``ts``. Everything that shows or orders messages by time uses this.
+
+    A peer's clock can be off. One that is ahead would date a message after it arrived
+    here, which cannot be: such a time is capped at the import time (``record.ts``, this
+    device's clock). One that is behind cannot be told from a message said long ago and
+    is shown as the peer said it (docs/SYNC.md, "Clocks")."""
+    origin = origin_of(record)
+    if origin is None:
+        return record.ts
+    try:
+        if _parse(origin.ts) > _parse(record.ts):
+            return record.ts
+    except ValueError:
+        return record.ts
+    return origin.ts
+
+
+def _parse(ts: str) -> datetime:
+    when = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def is_imported(data: Mapping[str, Any]) -> bool:

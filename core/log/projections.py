@@ -256,7 +256,9 @@ def apply(state: State, rec: Record) -> State:
         if "origin" in d:  # imported from a peer: consolidated there, never part of a tail here
             s.base += 1
             s.last_consolidated = s.base
-            s.last_ts = ts
+            said = d["origin"].get("ts") if isinstance(d["origin"], dict) else None
+            # when it was said there (origin.said_at: never after it arrived here; same ISO form)
+            s.last_ts = said if isinstance(said, str) and said < ts else ts
             state.last_seq = seq
             return state
         msg = {k: v for k, v in d.items() if k in _MESSAGE_KEYSET and v is not None}

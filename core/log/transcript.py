@@ -21,6 +21,7 @@ from typing import Any
 
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import Record
+from memtray.core.log.origin import said_at
 from memtray.core.log.projections import State
 from memtray.core.log.segments import list_segments, scan_segment
 
@@ -105,11 +106,11 @@ def earlier(log: EventLog, session: str, before_seq: int, limit: int = 40) -> Pa
             if raw.type == "message":
                 rec = upcast(raw)
                 msg: Shown = dict(rec.data)
-                msg["seq"], msg["ts"] = rec.seq, rec.ts
+                msg["seq"], msg["ts"] = rec.seq, said_at(rec)
                 if visible(msg):
                     chunk.append(msg)
             elif raw.type == "session.reset":
-                chunk.append({"kind": "reset", "seq": raw.seq, "ts": raw.ts})
+                chunk.append({"kind": "reset", "seq": raw.seq, "ts": said_at(raw)})
         found = chunk + found
         if len(found) > limit:
             exhausted = False
@@ -151,12 +152,12 @@ def recalled(log: EventLog, seqs: list[int]) -> list[Recalled]:
 def _entry(rec: Record) -> Recalled | None:
     d = rec.data
     if rec.type == "message":
-        return Recalled(rec.seq, rec.ts, rec.session, str(d.get("role") or ""), str(d.get("content") or ""))
+        return Recalled(rec.seq, said_at(rec), rec.session, str(d.get("role") or ""), str(d.get("content") or ""))
     if rec.type == "memory.written":
         diary = d.get("history_append")
         if isinstance(diary, str) and diary.strip():
-            return Recalled(rec.seq, rec.ts, rec.session, "diary", diary.strip())
-        return Recalled(rec.seq, rec.ts, rec.session, "memory", diff_text(d.get("diff")))
+            return Recalled(rec.seq, said_at(rec), rec.session, "diary", diary.strip())
+        return Recalled(rec.seq, said_at(rec), rec.session, "memory", diff_text(d.get("diff")))
     return None
 
 

@@ -50,6 +50,7 @@ from memtray.core.base.fsutil import FILE_MODE, ensure_dir
 from memtray.core.base.home import Home
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import Record, scrub_text
+from memtray.core.log.origin import said_at
 from memtray.core.log.segments import Position
 from memtray.core.log.store import Store, record_ending_at
 from memtray.core.log.transcript import diff_text
@@ -109,14 +110,14 @@ def document_of(rec: Record) -> _Doc | None:
     if rec.type == "message":
         role, text = d.get("role"), d.get("content")
         if role in _INDEXED_ROLES and isinstance(text, str) and text.strip():
-            return _Doc(rec.seq, "message", rec.session, role, rec.ts, text)
+            return _Doc(rec.seq, "message", rec.session, role, said_at(rec), text)
     elif rec.type == "memory.written":
         text = d.get("history_append")
         if isinstance(text, str) and text.strip():
-            return _Doc(rec.seq, "history", rec.session, None, rec.ts, text)
+            return _Doc(rec.seq, "history", rec.session, None, said_at(rec), text)
         facts = revision_text(d)
         if facts:
-            return _Doc(rec.seq, "memory", rec.session, None, rec.ts, facts)
+            return _Doc(rec.seq, "memory", rec.session, None, said_at(rec), facts)
     return None
 
 

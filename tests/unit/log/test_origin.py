@@ -53,3 +53,18 @@ def test_a_peers_reminder_is_owned_by_its_device_and_the_cursor_is_kept() -> Non
     again = State.from_json(st.to_json())
     assert again.sync == st.sync and again.reminders["R1"].device == dev
     assert "sync.pulled" not in st.unknown
+
+
+def test_an_imported_event_is_dated_when_it_was_said_never_after_it_arrived() -> None:
+    from memtray.core.log.origin import said_at
+
+    dev = "d0123456789ab"
+    peer = Record(3, "IDP3", "2026-12-01T08:00:00.000Z", "message", 1, "quick", {"role": "user", "content": "x"})
+    here = Record(9, "IDP3", "2026-12-01T10:00:00.000Z", "message", 1, "quick@" + dev, marked(peer, dev))
+    assert said_at(here) == "2026-12-01T08:00:00.000Z"  # the time there, not the import's
+    assert said_at(peer) == peer.ts  # made here: its own time
+    ahead = Record(3, "IDP4", "2026-12-01T17:00:00.000Z", "message", 1, "quick", {"role": "user", "content": "y"})
+    arrived = Record(10, "IDP4", "2026-12-01T10:00:00.000Z", "message", 1, "quick@" + dev, marked(ahead, dev))
+    assert said_at(arrived) == arrived.ts  # a peer clock 7 h ahead: capped at the arrival here
+    state = replay([here])
+    assert state.sessions["quick@" + dev].last_ts == "2026-12-01T08:00:00.000Z"
