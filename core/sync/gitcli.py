@@ -73,7 +73,10 @@ def _env(extra: Mapping[str, str] | None) -> dict[str, str]:
 def last_words(err: str, limit: int = 3) -> str:
     """The lines of git's stderr worth showing (hints and progress left out)."""
     lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
-    keep = [ln for ln in lines if not ln.startswith(("hint:", "To ", "Everything up-to-date"))]
+    # git's stock advice after any transport failure would push the real cause (ssh's
+    # "Connection refused", "Permission denied (publickey)") out of the last lines
+    keep = [ln for ln in lines if not ln.startswith(("hint:", "To ", "Everything up-to-date", "Please make sure you "
+                                                     "have the correct access rights", "and the repository exists"))]
     return "; ".join(keep[-limit:]) or "git gave no reason"
 
 

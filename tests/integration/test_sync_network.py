@@ -75,3 +75,16 @@ def test_a_remote_that_goes_away_mid_way_leaves_the_next_sync_to_finish(tmp_path
     finally:
         a.close()
         b.close()
+
+
+def test_an_ssh_connection_error_keeps_git_s_real_cause(tmp_path: Path) -> None:
+    from tests.integration.sync_support import free_port
+
+    app = open_app(tmp_path / "a")
+    try:
+        assert app.sync is not None
+        with pytest.raises(SyncError, match="Connection refused") as info:  # nothing listens on that port
+            app.sync.sync(f"ssh://127.0.0.1:{free_port()}/x.git")
+        assert "Please make sure" not in str(info.value)
+    finally:
+        app.close()
