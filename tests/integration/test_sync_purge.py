@@ -81,6 +81,31 @@ def test_a_purge_reaches_every_device_and_says_what_the_remote_keeps(tmp_path: P
         c.close()
 
 
+def test_a_purge_applied_on_sync_is_no_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    remote = bare(tmp_path / "remote.git")
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    try:
+        assert a.sync is not None and b.sync is not None
+        follow_tombstones(b)
+        say(a, f"the code is {SECRET}")
+        b.write(lambda: b.memory.remember("User has a door", None, model=None, source_seq=None))
+        for app in (a, b, a):
+            app.sync.sync(str(remote))
+        purge(a, Matcher(SECRET))
+        a.sync.sync(str(remote))
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="memtray"):
+            assert b.sync.sync(str(remote)).purges == 1
+        # the memory history is rebuilt from the rewritten log, as a purge does: normal, not a warning
+        made = [r for r in caplog.records if "memory commit(s) missing" in r.getMessage()]
+        assert made and all(r.levelno == logging.INFO for r in made)
+    finally:
+        a.close()
+        b.close()
+
+
 class _Died(BaseException):
     """Stands for a kill -9 at a crash point."""
 
