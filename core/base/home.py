@@ -205,3 +205,24 @@ def device_id(home: Home) -> str:
     body = {"id": ident, "name": socket.gethostname()}
     atomic_write(path, json.dumps(body) + "\n")
     return ident
+
+
+def new_device_id(home: Home) -> str:
+    """A fresh device id, not the one ``home`` has now (``memtray sync --new-device``)."""
+    import secrets
+
+    old = device_id(home)
+    while True:
+        ident = "d" + secrets.token_hex(6)
+        if ident != old:
+            return ident
+
+
+def set_device_id(home: Home, ident: str) -> None:
+    """Give ``home`` the device id ``ident`` (a copied home becoming a device of its own)."""
+    import json
+    import socket
+
+    from memtray.core.base.fsutil import atomic_write
+
+    atomic_write(home.device_file, json.dumps({"id": ident, "name": socket.gethostname()}) + "\n")

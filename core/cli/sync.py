@@ -28,6 +28,11 @@ def add_commands(sub: Any) -> None:
     p.add_argument("remote", nargs="?", help="the remote (default: the sync_remote setting)")
     p.add_argument("--init", action="store_true",
                    help="use a remote that already holds other refs (memtray adds refs/memtray/ only)")
+    p.add_argument("--new-device", action="store_true",
+                   help="give this home a new device id first (a copied data home), publishing its own events "
+                   "under it")
+    p.add_argument("--republish", action="store_true",
+                   help="publish this device's stream again from its log (its copy on the remote was rewritten)")
     p.add_argument("--status", action="store_true", help="only say what the last sync did")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(fn=cmd_sync)
@@ -47,7 +52,7 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
         st = read_status(home)
         if args.json:
             out(json.dumps(st, ensure_ascii=False, sort_keys=True))
-            return 0
+            return 1 if st.get("last_error") else 0
         if not st:
             out("never synced")
             return 0
@@ -63,12 +68,19 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
         svc: SyncService | None = app.sync
         assert svc is not None
         follow_tombstones(app)  # a purge made on another device is applied here too
-        rep = svc.sync(remote, init=args.init)
+        rep = svc.sync(remote, init=args.init, new_device=args.new_device, republish=args.republish)
     if args.json:
         out(json.dumps(rep.to_json(), ensure_ascii=False, sort_keys=True))
         return 0
+    if rep.new_device:
+        out(f"this home is now device {rep.new_device}; its own events are published under that id")
     peers = ", ".join(f"{d}: {n}" for d, n in sorted(rep.peers.items())) or "no new events"
     out(f"synced with {rep.remote}: pushed {rep.pushed} event(s), imported {rep.imported} ({peers})")
+    if rep.republished:
+        out("  this device's stream was published again as a new history (all its events counted as pushed)")
+    if rep.merged_heads:
+        out(f"  {rep.merged_heads} memory revision(s) of other devices merged into memory "
+            "(they travel with the events but are not imported as events)")
     for line in rep.merges:
         out(f"  memory: {line}")
     if rep.conflicts:

@@ -43,7 +43,7 @@ from memtray.core.base.config import Settings
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.faults import crash_point
 from memtray.core.base.fsutil import atomic_write
-from memtray.core.base.home import Home, device_id
+from memtray.core.base.home import Home, device_id, new_device_id, set_device_id
 from memtray.core.log.events import Record, legacy_line
 from memtray.core.log.origin import (
     EXPORTED,
@@ -76,6 +76,14 @@ REPUBLISH_SEGMENT = 5000
 RETRY_FIRST = timedelta(minutes=1)
 
 
+#: what a device is told when another data home pushes under its device id
+COPIED_HINT = ("Another data home uses this device id (a copied data home?). On the copy, run "
+               "`memtray sync --new-device`: it takes a new device id and publishes its own events under it; "
+               "nothing is lost, the shared history is not published twice.")
+#: what a stream rewritten on the remote can be repaired with, on the device it belongs to
+REPUBLISH_HINT = "run `memtray sync --republish` there (it publishes its stream again from its own log)"
+
+
 class NotMemtrayRemote(SyncError):
     """The remote holds refs, none of them a memtray stream."""
 
@@ -94,6 +102,9 @@ class SyncReport:
     purges: int = 0  # purge tombstones of other devices applied now
     republished: bool = False  # this device's stream was published again as a new history (a purge)
     pending_purges: list[str] = field(default_factory=list)  # tombstone event ids not applied yet
+    #: peers' memory revisions handed to the memory merge: they travel but are not imported as events
+    merged_heads: int = 0
+    new_device: str | None = None  # the id this home took now (``--new-device``)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -166,12 +177,22 @@ class SyncService:
         """What the last sync did (``{}`` before the first); never raises."""
         return read_status(self.home)
 
-    def _save_status(self, body: dict[str, Any]) -> None:
+    def _status_file(self, url: str) -> Path:
+        """status.json for the configured remote (or with none configured); a one-off sync with
+        another remote keeps its own status beside it, so it never counts against the configured one."""
+        configured = self.settings.current.sync_remote.strip()
+        if configured and url != configured:
+            return self.dir / f"status-{remote_key(url)}.json"
+        return self.status_path
+
+    def _save_status(self, body: dict[str, Any], path: Path | None = None) -> None:
         try:
             self.dir.mkdir(mode=0o700, exist_ok=True)
-            atomic_write(self.status_path, json.dumps(body, indent=1, sort_keys=True) + "\n")
+            atomic_write(path or self.status_path, json.dumps(body, indent=1, sort_keys=True) + "\n")
         except (OSError, MemtrayError) as exc:
             log.warning("could not save the sync status: %s", exc)
+        if path is not None and path != self.status_path:
+            return
         for fn in list(self._listeners):
             try:
                 fn(dict(body))
@@ -180,18 +201,26 @@ class SyncService:
 
     # --- one sync ---------------------------------------------------------------------
 
-    def sync(self, remote: str | None = None, *, init: bool = False) -> SyncReport:
-        """Sync with ``remote`` (default: the ``sync_remote`` setting). Raises SyncError."""
+    def sync(self, remote: str | None = None, *, init: bool = False, new_device: bool = False,
+             republish: bool = False) -> SyncReport:
+        """Sync with ``remote`` (default: the ``sync_remote`` setting). Raises SyncError.
+        ``new_device``: this home takes a new device id first (a copied home, docs/SYNC.md);
+        ``republish``: publish this device's stream again from its log (a stream rewritten on the remote)."""
         url = check_remote(remote if remote is not None else self.settings.current.sync_remote)
         with self._lock:
             started = format_ts(self.clock.now())
-            prev = self.status()
+            where = self._status_file(url)
             try:
-                rep = self._sync(url, init)
+                prev = json.loads(where.read_text(encoding="utf-8"))
+                prev = prev if isinstance(prev, dict) else {}
+            except (OSError, ValueError):
+                prev = {}
+            try:
+                rep = self._sync(url, init, new_device, republish)
             except MemtrayError as exc:
                 failures = int(prev.get("failures", 0)) + 1 if prev.get("last_error") else 1
                 self._save_status({**prev, "remote": safe_url(url), "device": self.device, "last_attempt": started,
-                                   "last_error": str(exc), "hint": exc.hint, "failures": failures})
+                                   "last_error": str(exc), "hint": exc.hint, "failures": failures}, where)
                 raise
             self._save_status({
                 "remote": safe_url(url), "device": self.device, "last_attempt": started, "last_success": started,
@@ -199,10 +228,10 @@ class SyncService:
                 "peers": sorted(set(prev.get("peers", [])) | set(rep.peers)) if rep.peers else prev.get("peers", []),
                 "conflicts": rep.conflicts or (prev.get("conflicts", []) if not rep.merges else []),
                 "pending_heads": rep.pending_heads, "notes": rep.notes, "pending_purges": rep.pending_purges,
-            })
+            }, where)
             return rep
 
-    def _sync(self, url: str, init: bool) -> SyncReport:
+    def _sync(self, url: str, init: bool, new_device: bool = False, republish: bool = False) -> SyncReport:
         if self.store.readonly:
             raise SyncError("the event log is read-only (damaged or opened by another program)",
                             hint="Run `memtray doctor` first.")
@@ -221,6 +250,9 @@ class SyncService:
         repo.fetch(url, key, streams)
         crash_point("sync.fetched")
         tracked = repo.git.refs(f"refs/memtray/remotes/{key}/") if streams else {}
+        if new_device:
+            me = self._become_new_device(repo, tracked.get(tracking_ref(key, me)) if me in streams else None)
+            rep.device = rep.new_device = me
         # 3. check everything before changing anything
         peers: list[PeerEvents] = []
         for dev in streams:
@@ -240,15 +272,21 @@ class SyncService:
                     f"contains {seen[:12]}, imported here)",
                     hint="Nothing was imported or pushed. Restore that ref on the remote, or sync with another "
                     "remote; memtray never overwrites a stream.")
+            changed = repo.changed_files(seen, commit) if seen and repo.git.ancestry(seen, commit) else []
+            if changed:  # a continuation only ever adds segments
+                raise SyncError(
+                    f"the stream of device {dev} on the remote was rewritten: {changed[0]} changed after it was "
+                    "imported here", hint=f"Nothing was imported or pushed. Device {dev} can repair it: "
+                    f"{REPUBLISH_HINT}; or restore that ref on the remote.")
             peers.append(repo.read_after(dev, commit, through))
         mine_remote = tracked.get(tracking_ref(key, me)) if me in streams else None
-        base = self._base(repo, mine_remote)
+        base = repo.git.rev(log_ref(me)) if republish else self._base(repo, mine_remote)
         # 4. import
         for peer in peers:
             self._import(peer, rep)
         self._apply_tombstones(peers, rep)
         # 5. push my new events
-        self._push(repo, url, base, mine_remote, rep)
+        self._push(repo, url, base, mine_remote, rep, republish)
         self._mirror_memory(url, rep, refs)
         return rep
 
@@ -269,15 +307,25 @@ class SyncService:
         local = repo.git.rev(log_ref(me))
         if mine_remote is None:
             return local
-        if local is None or (local != mine_remote and (
-                repo.git.is_ancestor(local, mine_remote) or self._republished(repo, me, local, mine_remote))):
+        forward = local is not None and local != mine_remote and repo.git.is_ancestor(local, mine_remote)
+        if local is None or forward or (local != mine_remote and self._republished(repo, me, local, mine_remote)):
             head = repo.head(mine_remote, me)
             if head.last_seq > self.store.log.last_seq:
                 raise SyncError(
                     f"the remote's stream of this device ({me}) holds events this home does not have "
-                    f"(up to seq {head.last_seq}, here {self.store.log.last_seq})",
-                    hint="Another data home uses the same device id (a copied home?). Give one of them a new "
-                    "id: move its device.json away; it then syncs as a new device.")
+                    f"(up to seq {head.last_seq}, here {self.store.log.last_seq})", hint=COPIED_HINT)
+            changed = repo.changed_files(local, mine_remote) if forward and local else []
+            if changed:
+                raise SyncError(
+                    f"the remote's copy of this device's stream ({me}) was rewritten: {changed[0]} changed; "
+                    "memtray does not adopt it", hint="Nothing was imported or pushed. Run `memtray sync "
+                    "--republish` to publish this device's stream again from its own log.")
+            after = repo.head(local, me).last_seq if forward and local else self._start(me)
+            differs = self._first_difference(repo, mine_remote, after)
+            if differs is not None:
+                raise SyncError(
+                    f"the remote's stream of this device ({me}) differs from this home's log at seq {differs}: "
+                    "another data home pushed under the same device id", hint=COPIED_HINT)
             repo.set_ref(log_ref(me), mine_remote, local)
             return mine_remote
         if not repo.git.is_ancestor(mine_remote, local) and not self._republished(repo, me, mine_remote, local):
@@ -286,6 +334,50 @@ class SyncService:
                 hint="Nothing was pushed. memtray never force-pushes; restore the ref on the remote "
                 "or sync with another remote.")
         return local
+
+    def _start(self, me: str) -> int:
+        """The seq after which this device's stream starts: 0, or for a home that took a new
+        device id (``--new-device``) the end of the history it shares with the old id."""
+        try:
+            body = json.loads((self.dir / "start.json").read_text(encoding="utf-8"))
+            return int(body["after"]) if body.get("device") == me else 0
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return 0
+
+    def _first_difference(self, repo: LocalRepo, commit: str, after: int) -> int | None:
+        """The first seq after ``after`` at which this device's stream at ``commit`` is not, line
+        for line, what its log holds (events compared by the whole record: id, payload, checksum);
+        None if they agree."""
+        mine = {r.seq: legacy_line(r).rstrip(b"\n") for r in self._own_after(after)}
+        for seq, line in repo.lines_after(commit, after):
+            if mine.get(seq) != line:
+                return seq if seq > 0 else after + 1
+        return None
+
+    def _become_new_device(self, repo: LocalRepo, old_remote: str | None) -> str:
+        """``--new-device``: this home takes a fresh device id. The history it shares with its
+        old id (the old stream on the remote, as far as it agrees with this log) stays the old
+        id's: it is imported from there like a peer's, from that point on; this home's own
+        events after it are published under the new id. Nothing is rewritten or lost."""
+        old = self.device
+        shared = 0
+        if old_remote is not None:
+            differs = self._first_difference(repo, old_remote, 0)
+            shared = repo.head(old_remote, old).last_seq if differs is None else differs - 1
+            shared = min(shared, self.store.log.last_seq)
+        else:
+            local = repo.git.rev(log_ref(old))
+            shared = repo.head(local, old).last_seq if local else 0
+        new = new_device_id(self.home)
+        # in this order, so a crash anywhere leaves either the old id or the new one complete
+        atomic_write(self.dir / "start.json", json.dumps({"device": new, "after": shared, "was": old}) + "\n")
+        self.store.append_many([(PULLED, {"device": old, "commit": "", "through": shared}, None, None)])
+        set_device_id(self.home, new)
+        self._device = new
+        for mark in self.dir.glob("mirrored-*"):
+            mark.unlink(missing_ok=True)
+        log.info("device id %s -> %s (shared history up to seq %d)", old, new, shared)
+        return new
 
     # --- importing ------------------------------------------------------------------
 
@@ -316,7 +408,9 @@ class SyncService:
         before = str((self.store.state.sync.get(dev) or {}).get("commit") or "")
         complete = True
         heads = [r for r in records if r.type == "memory.written"]
-        if heads and not self._merge(heads, dev, rep):
+        if heads and self._merge(heads, dev, rep):
+            rep.merged_heads += len(heads)
+        elif heads:
             # no merge here: stop before the first head so nothing is skipped for good
             cut = records.index(heads[0])
             records, last, complete = records[:cut], heads[0].seq - 1, False
@@ -376,18 +470,27 @@ class SyncService:
             if rec.seq > seq and rec.type in EXPORTED and ORIGIN_KEY not in rec.data:
                 yield rec
 
-    def _push(self, repo: LocalRepo, url: str, base: str | None, mine_remote: str | None, rep: SyncReport) -> None:
+    def _push(self, repo: LocalRepo, url: str, base: str | None, mine_remote: str | None, rep: SyncReport,
+              republish: bool = False) -> None:
         me = self.device
-        last = repo.head(base, me).last_seq if base else 0
+        start = self._start(me)
+        last = repo.head(base, me).last_seq if base else start
         own = list(self._own_after(last))
         head = base
         when = format_ts(self.clock.now())
         lease: str | None = None
-        if rep.purges or any(r.type == SYNC_PURGE for r in own):
-            # a purge here (made or applied): the stream's old segments still hold the text, so
-            # it is published again as a new history of this device's own ref (docs/SYNC.md)
-            everything = list(self._own_after(0))
-            epoch = (repo.head(base, me).epoch if base else 0) + 1
+        pushed = len(own)
+        if republish or rep.purges or any(r.type == SYNC_PURGE for r in own):
+            # a purge here (made or applied), or a stream rewritten on the remote: published again
+            # from the log as a new history of this device's own ref (docs/SYNC.md)
+            everything = list(self._own_after(start))
+            epochs = [0]
+            for commit in (base, mine_remote):  # above both: peers take it as a republication
+                if commit:
+                    with contextlib.suppress(SyncError):  # a rewritten remote copy may not be a stream
+                        epochs.append(repo.head(commit, me).epoch)
+            epoch = max(epochs) + 1
+            pushed = len(everything)
             segs = [(chunk[0].seq, [legacy_line(r) for r in chunk])
                     for chunk in (everything[i : i + REPUBLISH_SEGMENT]
                                   for i in range(0, len(everything), REPUBLISH_SEGMENT))]
@@ -404,7 +507,7 @@ class SyncService:
         crash_point("sync.pushed")  # the remote has it, the local ref does not yet
         if head != base:
             repo.set_ref(log_ref(me), head, base)
-        rep.pushed = len(own)
+        rep.pushed = pushed
         self._remember_position()
 
     def _remember_position(self) -> None:

@@ -153,7 +153,7 @@ class LocalRepo:
                 if not verify_line(line):
                     raise SyncError(f"{where} is damaged (checksum mismatch)",
                                     hint=f"Nothing was imported. Device {device} can push it again: run "
-                                    "`memtray doctor` there; other devices are not affected.")
+                                    "`memtray sync --republish` there; other devices are not affected.")
                 try:
                     rec = decode_raw(line)
                 except BadRecord as exc:
@@ -167,6 +167,36 @@ class LocalRepo:
         if last > head.last_seq:
             raise SyncError(f"the stream of {device} holds seq {last} past its own end ({head.last_seq})")
         return PeerEvents(device, commit, records, max(head.last_seq, through))
+
+    def changed_files(self, old: str, new: str) -> list[str]:
+        """Files of the stream at ``old`` that ``new`` changed or deleted (its metadata aside).
+        A continuation only adds segments: anything here means the remote was rewritten."""
+        res = self.git.run(["diff-tree", "-r", "--no-renames", "--name-status", old, new])
+        out = []
+        for line in res.out.decode("utf-8", "replace").splitlines():
+            status, _, name = line.partition("\t")
+            if name and status != "A" and name != META:
+                out.append(name)
+        return out
+
+    def lines_after(self, commit: str, through: int) -> list[tuple[int, bytes]]:
+        """(seq, line as stored) of every line of the stream at ``commit`` with a seq after
+        ``through``; a line that cannot be read gets seq -1 (it matches nothing)."""
+        segs = self.segments(commit)
+        older = [seg for seg in segs if seg[0] <= through]
+        wanted = older[-1:] + [seg for seg in segs if seg[0] > through]
+        out: list[tuple[int, bytes]] = []
+        for blob in self.git.blobs([f"{commit}:{path}" for _, path in wanted]):
+            for line in (blob or b"").split(b"\n"):
+                if not line:
+                    continue
+                try:
+                    seq = decode_raw(line).seq
+                except BadRecord:
+                    seq = -1
+                if seq == -1 or seq > through:
+                    out.append((seq, line))
+        return out
 
     # --- writing my stream ----------------------------------------------------------
 

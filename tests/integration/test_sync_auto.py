@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from memtray.core.base.clock import FakeClock
+from memtray.core.sync.gitcli import SyncError
 
 from tests.integration.sync_support import bare, open_app, say
 
@@ -60,3 +63,30 @@ def test_the_instance_schedules_the_sync_check(tmp_path: Path) -> None:
         assert "maintenance:sync" in app.reminders.timers()
     finally:
         app.close()
+
+
+def test_a_one_off_sync_with_another_remote_keeps_the_configured_remote_s_status(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    app = open_app(tmp_path / "a", sync_enabled=True, sync_remote=str(remote))
+    try:
+        svc = app.sync
+        assert svc is not None
+        say(app, "one")
+        svc.sync()
+        good = svc.status()
+        for _ in range(3):  # a one-off remote that does not exist, tried three times
+            with pytest.raises(SyncError):
+                svc.sync(str(tmp_path / "elsewhere.git"))
+        st = svc.status()
+        assert st["last_error"] is None and st["failures"] == 0 and st["last_success"] == good["last_success"]
+        assert not svc.due()  # the configured remote is not retried because of the other one
+    finally:
+        app.close()
+    from tests.support import run_cli
+
+    assert run_cli(tmp_path / "a", "sync", "--status", "--json").returncode == 0
+    (remote / "HEAD").unlink()  # the configured remote breaks: now the status says so, in both forms
+    assert run_cli(tmp_path / "a", "sync", str(remote)).returncode == 1  # (no remote configured there)
+    text, js = run_cli(tmp_path / "a", "sync", "--status"), run_cli(tmp_path / "a", "sync", "--status", "--json")
+    assert text.returncode == js.returncode == 1
+    assert json.loads(js.stdout)["last_error"]

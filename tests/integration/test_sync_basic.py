@@ -118,3 +118,22 @@ def test_sync_without_a_remote_says_how_to_set_one(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
     st = run_cli(tmp_path / "a", "sync", "--status")
     assert st.returncode == 0 and st.stdout.strip() == "never synced"
+
+
+def test_the_counts_say_what_travelled_memory_revisions_are_merged_not_imported(tmp_path: Path) -> None:
+    from tests.support import run_cli
+
+    remote = bare(tmp_path / "remote.git")
+    a = open_app(tmp_path / "a")
+    try:
+        assert a.sync is not None
+        say(a, "one")
+        a.write(lambda: a.memory.remember("User likes tea", None, model=None, source_seq=None))
+        ra = a.sync.sync(str(remote))
+        assert ra.pushed == 3  # two messages and one memory revision
+    finally:
+        a.close()
+    out = run_cli(tmp_path / "b", "sync", str(remote))
+    assert out.returncode == 0, out.stderr
+    assert "imported 2 (" in out.stdout
+    assert "1 memory revision(s) of other devices merged into memory" in out.stdout

@@ -183,6 +183,34 @@ def test_a_device_whose_clock_is_hours_off_converges(tmp_path: Path) -> None:
         b.close()
 
 
+def test_imported_messages_are_shown_and_searched_with_the_time_they_were_said(tmp_path: Path) -> None:
+    from memtray.core.log.transcript import earlier
+
+    remote = bare(tmp_path / "remote.git")
+    a = open_app(tmp_path / "a", clock=_Skewed(timedelta(hours=3)))  # imports 3 h after b said it
+    b = open_app(tmp_path / "b")
+    c = open_app(tmp_path / "c", clock=_Skewed(timedelta(hours=-7)))  # c's clock is 7 h behind b's
+    try:
+        assert a.sync is not None and b.sync is not None and c.sync is not None
+        say(b, "zebra crossing")
+        b.sync.sync(str(remote))
+        a.sync.sync(str(remote))
+        c.sync.sync(str(remote))
+        said = next(r.ts for r in b.store.log.records() if r.data.get("content") == "zebra crossing")
+        assert a.search is not None and c.search is not None
+        hit = a.search.search("zebra")[0]
+        assert hit.ts == said  # not the import time, 3 h later
+        page = earlier(a.store.log, f"quick@{b.sync.device}", 0)
+        assert [m["ts"] for m in page.messages][:1] == [said]
+        # a peer clock ahead of this one cannot date a message after it arrived: capped there
+        arrived = next(r.ts for r in c.store.log.records() if r.data.get("content") == "zebra crossing")
+        assert arrived < said and c.search.search("zebra")[0].ts == arrived
+    finally:
+        a.close()
+        b.close()
+        c.close()
+
+
 def test_one_device_offline_for_thousands_of_events_then_syncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from memtray.core.sync import service
 
@@ -281,6 +309,116 @@ def test_peer_memory_this_memtray_cannot_merge_is_kept_for_later(tmp_path: Path,
         rep = a.sync.sync(str(remote))
         assert rep.imported == 2 and rep.pending_heads == 0
         assert {"before", "after"} <= contents(a)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_copied_home_is_refused_then_becomes_a_device_of_its_own_without_losing_or_doubling(
+        tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    a = open_app(tmp_path / "a")
+    assert a.sync is not None
+    say(a, "before the copy")
+    a.sync.sync(str(remote))
+    a.close()
+    shutil.copytree(tmp_path / "a", tmp_path / "copy")  # the README's backup: copy the folder
+    (tmp_path / "copy" / "memtray.lock").unlink(missing_ok=True)
+    a, c = open_app(tmp_path / "a"), open_app(tmp_path / "copy")
+    try:
+        assert a.sync is not None and c.sync is not None
+        old = a.sync.device
+        assert c.sync.device == old
+        say(a, "on the original")
+        say(c, "on the copy")  # the same seqs as the original's, other events
+        assert a.sync.sync(str(remote)).pushed == 2
+        before, seq = _refs(remote), c.store.log.last_seq
+        with pytest.raises(SyncError, match="another data home pushed under the same device id") as info:
+            c.sync.sync(str(remote))
+        assert "memtray sync --new-device" in (info.value.hint or "")
+        assert _refs(remote) == before and c.store.log.last_seq == seq  # nothing lost, nothing moved
+        assert "on the copy" in contents(c)
+        rep = c.sync.sync(str(remote), new_device=True)
+        new = c.sync.device
+        assert rep.new_device == new != old and a.sync.device == old
+        assert rep.pushed == 2 and rep.imported == 2  # its own two; the original's two new ones
+        assert a.sync.sync(str(remote)).imported == 2
+        assert contents(a) == contents(c) == {"before the copy", "noted: before the copy", "on the original",
+                                              "noted: on the original", "on the copy", "noted: on the copy"}
+        assert digest(a) == digest(c)
+        for app in (a, c):  # the shared history is in each log once, not published twice
+            assert sum(r.type == "message" for r in app.store.log.records()) == 6
+        # both go on syncing normally
+        say(a, "later")
+        assert a.sync.sync(str(remote)).pushed == 2
+        assert c.sync.sync(str(remote)).imported == 2
+        assert digest(a) == digest(c)
+    finally:
+        a.close()
+        c.close()
+
+
+def _tamper_first_segment(remote: Path, ref: str, tmp: Path) -> None:
+    """A child commit on ``ref`` that rewrites one line of its OLDEST segment (a valid checksum)."""
+    import os
+
+    from memtray.core.log.events import decode_raw, legacy_line
+
+    head = git("--git-dir", str(remote), "rev-parse", ref)
+    path = git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", head, "--", "segments").splitlines()[0]
+    lines = subprocess.run([GIT, "--git-dir", str(remote), "show", f"{head}:{path}"], check=True,
+                           capture_output=True).stdout.splitlines(keepends=True)
+    rec = decode_raw(lines[0].rstrip(b"\n"))
+    lines[0] = legacy_line(rec._replace(data={**rec.data, "content": "forged"}))
+    e = {**os.environ, "GIT_INDEX_FILE": str(tmp / "idx2")}
+    subprocess.run([GIT, "--git-dir", str(remote), "read-tree", head], env=e, check=True)
+    blob = subprocess.run([GIT, "--git-dir", str(remote), "hash-object", "-w", "--stdin"], input=b"".join(lines),
+                          env=e, check=True, capture_output=True).stdout.decode().strip()
+    subprocess.run([GIT, "--git-dir", str(remote), "update-index", "--cacheinfo", f"100644,{blob},{path}"],
+                   env=e, check=True)
+    tree = subprocess.run([GIT, "--git-dir", str(remote), "write-tree"], env=e, check=True,
+                          capture_output=True).stdout.decode().strip()
+    commit = subprocess.run([GIT, "--git-dir", str(remote), "-c", "user.name=x", "-c", "user.email=x@x",
+                             "commit-tree", tree, "-p", head, "-m", "tampered"], env=e, check=True,
+                            capture_output=True).stdout.decode().strip()
+    git("--git-dir", str(remote), "update-ref", ref, commit)
+
+
+def test_an_old_segment_changed_on_the_remote_is_refused_and_its_owner_republishes(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    try:
+        assert a.sync is not None and b.sync is not None
+        say(b, "one")
+        b.sync.sync(str(remote))
+        a.sync.sync(str(remote))
+        say(b, "two")
+        b.sync.sync(str(remote))
+        _tamper_first_segment(remote, log_ref(b.sync.device), tmp_path)
+        tampered, seq = _refs(remote)[log_ref(b.sync.device)], a.store.log.last_seq
+        # a peer that imported that segment refuses the changed copy
+        with pytest.raises(SyncError, match=r"rewritten: segments/.* changed after it was imported") as info:
+            a.sync.sync(str(remote))
+        assert "memtray sync --republish" in (info.value.hint or "")
+        assert a.store.log.last_seq == seq
+        # the owner never adopts a copy of its own stream that differs from its log
+        with pytest.raises(SyncError, match="memtray does not adopt it"):
+            b.sync.sync(str(remote))
+        assert _refs(remote)[log_ref(b.sync.device)] == tampered
+        # the repair the hint names: the owner publishes its stream again from its log
+        rep = b.sync.sync(str(remote), republish=True)
+        assert rep.republished and rep.pushed == 4
+        assert _refs(remote)[log_ref(b.sync.device)] != tampered
+        a.sync.sync(str(remote))
+        fresh = open_app(tmp_path / "fresh")
+        try:
+            assert fresh.sync is not None
+            fresh.sync.sync(str(remote))
+            for app in (a, b, fresh):
+                assert "forged" not in contents(app)
+            assert contents(fresh) == contents(a) == contents(b)
+        finally:
+            fresh.close()
     finally:
         a.close()
         b.close()
