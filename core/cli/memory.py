@@ -152,6 +152,7 @@ DROPPED_BY = {
     "consolidation": "a consolidation", "redo": "a redone consolidation", "agent": "the assistant in a chat",
     "user-edit": "a hand edit", "rollback": "a rollback", "restore": "a restore", "review": "a review",
     "adopt": "an adopted rebuild", "rebuild": "a rebuild", "undo": "an undo",
+    "merge": "a merge with another device's memory",
 }
 
 
@@ -259,8 +260,15 @@ def cmd_review(args: argparse.Namespace, home: Home) -> int:
             _out(f"accepted {args.item}: the change stands")
             return 0
         if args.action == "restore":
+            item = next((i for i in mem.pending_review() if i["id"] == args.item), {})
             rev = mem.restore_review(args.item)
-            _out(f"restored {args.item} into memory (revision {rev.short})")
+            if item.get("conflict") == "removed-reworded":  # the other way is the removal
+                _out(f"resolved {args.item}: removed {item.get('text')!r} from memory (the removal "
+                     f"stands over the rewording; revision {rev.short})")
+            elif item.get("kind") == "merge-conflict":
+                _out(f"resolved {args.item}: memory now says {item.get('text')!r} (revision {rev.short})")
+            else:
+                _out(f"restored {args.item} into memory (revision {rev.short})")
             return 0
         return listing(mem.pending_review(), args.json, "nothing waiting for review",
                        lambda it: f"{it['id']}  {it['kind']:<12} [{it.get('section', '')}] {it['text']}\n"

@@ -121,11 +121,8 @@ class FactOps(MemoryBrowsing):
         reworded under its id is "changed" whatever its words, two facts with other ids are
         never paired. Revisions written before ids existed are diffed by their words."""
         b = self.resolve(rev_b or "HEAD")
-        if rev_a is None:
-            parents = self.git.info(b).parents
-            a = parents[0] if parents else None
-        else:
-            a = self.resolve(rev_a)
+        parents = self.git.info(b).parents
+        a = (parents[0] if parents else None) if rev_a is None else self.resolve(rev_a)
         seqs = [self.revision(a).event_seq if a else 0, self.revision(b).event_seq]
         recs = [self.ledgers.record(seq) for seq in seqs]
         leds = [self.ledgers.at_seq(seq) for seq in seqs]
@@ -135,6 +132,10 @@ class FactOps(MemoryBrowsing):
         with_ids = any(r is not None and isinstance(r.data.get("facts"), dict) for r in recs)
         if not named or not with_ids:
             return super().diff(rev_a, rev_b)
+        relabeled = recs[1].data.get("relabeled") if recs[1] is not None else None
+        if isinstance(relabeled, dict) and relabeled and parents and a == parents[0]:
+            # a merge renumbered some of this device's ids: the same facts, not changes
+            return diff_by_id(renamed(leds[0], relabeled), leds[1])
         return diff_by_id(leds[0], leds[1])
 
     def find_fact_by_id(self, fact_id: str) -> tuple[Fact, int] | None:

@@ -302,3 +302,36 @@ def test_a_merge_that_cannot_be_written_leaves_nothing_and_is_tried_again(pair: 
     remember(b, "Plays the cello")
     assert a.memory.merge_peer_heads(heads(b)).merged
     assert sorted(t for _i, t in facts(a)) == ["Lives in Lyon", "Plays the cello"]
+
+
+def test_a_merge_that_renumbered_this_devices_ids_diffs_only_what_it_brought_and_says_what_review_did(
+        pair: tuple[App, App]) -> None:
+    from memtray.core.cli.memory import dropped_why
+
+    from tests.support import run_cli
+
+    a, b = pair
+    remember(a, "Lives in Lyon")
+    b.memory.merge_peer_heads(heads(a))
+    remember(a, "Works at Acme")  # F2 on both: one side is renumbered by the merge
+    remember(b, "Speaks Japanese")
+    b.memory.forget("F1", "moved away", model=None)
+    text = (a.home.memory / "MEMORY.md").read_text()
+    (a.home.memory / "MEMORY.md").write_text(text.replace("Lives in Lyon", "Lives in Lyon, France"))
+    assert a.memory.check_worktree()
+    sync(a, b)
+    for app, own, other in ((a, "Works at Acme", "Speaks Japanese"), (b, "Speaks Japanese", "Works at Acme")):
+        assert app.memory.revision("HEAD").reason == "merge"
+        d = app.memory.diff()
+        assert other in [f.text for f in d.added], (app.memory.device, d)
+        assert own not in [f.text for f in d.added] + [c.new.text for c in d.changed] + [f.text for f in d.dropped]
+    assert any(r.data.get("relabeled") for app in (a, b) for r in app.store.log.records()
+               if r.type == "memory.written")  # the case this test is about did happen
+    # the conflict (removed on b, reworded on a) resolved as the removal: the CLI says so
+    [item] = [i for i in a.memory.pending_review() if i["kind"] == "merge-conflict"]
+    home = a.home.root
+    a.close()
+    out = run_cli(home, "memory", "review", "restore", item["id"])
+    assert out.returncode == 0, out.stderr
+    assert "removed 'Lives in Lyon, France' from memory" in out.stdout and "restored" not in out.stdout
+    assert dropped_why("merge", "merge") == "removed by a merge with another device's memory"
