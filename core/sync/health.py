@@ -35,6 +35,8 @@ def check_sync(home: Home, cfg: Any) -> list[Finding]:
         failures = int(st.get("failures", 1))
         detail = f"{st['last_error']} (at {st.get('last_attempt')}, {failures} failure(s) in a row; last success: " \
                  f"{st.get('last_success') or 'never'})"
+        if st.get("hint"):  # the repair, when there is one, is in the hint (`memtray sync --republish`, ...)
+            detail += f"; {st['hint']}"
         if failures >= FAILING:
             out.append(Finding(False, "sync keeps failing", detail, code="sync"))
         else:

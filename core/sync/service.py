@@ -313,7 +313,8 @@ class SyncService:
             if head.last_seq > self.store.log.last_seq:
                 raise SyncError(
                     f"the remote's stream of this device ({me}) holds events this home does not have "
-                    f"(up to seq {head.last_seq}, here {self.store.log.last_seq})", hint=COPIED_HINT)
+                    f"(up to seq {head.last_seq}, here {self.store.log.last_seq}): another data home pushed "
+                    "under the same device id", hint=COPIED_HINT)
             changed = repo.changed_files(local, mine_remote) if forward and local else []
             if changed:
                 raise SyncError(

@@ -332,6 +332,8 @@ def test_a_copied_home_is_refused_then_becomes_a_device_of_its_own_without_losin
         say(a, "on the original")
         say(c, "on the copy")  # the same seqs as the original's, other events
         assert a.sync.sync(str(remote)).pushed == 2
+        a.write(lambda: a.memory.remember("User likes tea", None, model=None, source_seq=None))
+        assert a.sync.sync(str(remote)).pushed == 1
         before, seq = _refs(remote), c.store.log.last_seq
         with pytest.raises(SyncError, match="another data home pushed under the same device id") as info:
             c.sync.sync(str(remote))
@@ -341,17 +343,28 @@ def test_a_copied_home_is_refused_then_becomes_a_device_of_its_own_without_losin
         rep = c.sync.sync(str(remote), new_device=True)
         new = c.sync.device
         assert rep.new_device == new != old and a.sync.device == old
-        assert rep.pushed == 2 and rep.imported == 2  # its own two; the original's two new ones
-        assert a.sync.sync(str(remote)).imported == 2
+        # its own two messages and the revision that merged the original's memory; the original's two new ones
+        assert rep.pushed == 3 and rep.imported == 2
+        assert rep.merged_heads == 1 and "User likes tea" in c.store.state.memory  # and its memory
+        ra = a.sync.sync(str(remote))
+        assert ra.imported == 2 and ra.merged_heads == 1
         assert contents(a) == contents(c) == {"before the copy", "noted: before the copy", "on the original",
                                               "noted: on the original", "on the copy", "noted: on the copy"}
         assert digest(a) == digest(c)
         for app in (a, c):  # the shared history is in each log once, not published twice
             assert sum(r.type == "message" for r in app.store.log.records()) == 6
-        # both go on syncing normally
+        # both go on syncing normally, the copy reopened under its new id too
+        c.close()
+        c = open_app(tmp_path / "copy")
+        assert c.sync is not None and c.sync.device == new
         say(a, "later")
         assert a.sync.sync(str(remote)).pushed == 2
-        assert c.sync.sync(str(remote)).imported == 2
+        c.write(lambda: c.memory.remember("User owns a bike", None, model=None, source_seq=None))
+        rc = c.sync.sync(str(remote))
+        assert rc.imported == 2 and rc.pushed >= 1
+        a.sync.sync(str(remote))
+        c.sync.sync(str(remote))
+        assert "User owns a bike" in a.store.state.memory and "User likes tea" in c.store.state.memory
         assert digest(a) == digest(c)
     finally:
         a.close()
@@ -405,6 +418,11 @@ def test_an_old_segment_changed_on_the_remote_is_refused_and_its_owner_republish
         with pytest.raises(SyncError, match="memtray does not adopt it"):
             b.sync.sync(str(remote))
         assert _refs(remote)[log_ref(b.sync.device)] == tampered
+        from memtray.core.admin.doctor import check
+        from memtray.core.base.home import Home
+
+        said = [f.detail for f in check(Home(tmp_path / "b")) if f.code == "sync" and not f.title.startswith("sync:")]
+        assert any("memtray sync --republish" in d for d in said), said  # the doctor names the repair
         # the repair the hint names: the owner publishes its stream again from its log
         rep = b.sync.sync(str(remote), republish=True)
         assert rep.republished and rep.pushed == 4
