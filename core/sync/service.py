@@ -242,7 +242,8 @@ class SyncService:
         refs = repo.ls_remote(url)
         streams = sorted({name[len(PREFIX):-len("/log")] for name in refs
                           if name.startswith(PREFIX) and name.endswith("/log")})
-        if refs and not streams and not init:
+        marker = self.dir / f"init-{key}"  # this remote was taken with --init: it stays taken
+        if refs and not streams and not init and not marker.exists():
             raise NotMemtrayRemote(
                 f"{safe_url(url)} is not a memtray remote (it has {len(refs)} ref(s), no memtray stream)",
                 hint="Use an empty repository for sync, or `memtray sync --init URL` to add memtray's refs "
@@ -287,6 +288,9 @@ class SyncService:
         self._apply_tombstones(peers, rep)
         # 5. push my new events
         self._push(repo, url, base, mine_remote, rep, republish)
+        if init and not marker.exists():
+            with contextlib.suppress(OSError, MemtrayError):
+                atomic_write(marker, safe_url(url) + "\n")
         self._mirror_memory(url, rep, refs)
         return rep
 

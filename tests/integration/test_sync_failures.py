@@ -68,6 +68,23 @@ def test_a_remote_that_is_not_a_memtray_remote_is_refused_unless_asked(tmp_path:
         a.close()
 
 
+def test_a_remote_taken_with_init_before_anything_was_pushed_stays_taken(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "code.git")
+    work = tmp_path / "work"
+    git("init", "-q", str(work))
+    git("-C", str(work), "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "x")
+    git("-C", str(work), "push", "-q", str(remote), "HEAD:refs/heads/main")
+    a = open_app(tmp_path / "a")
+    try:
+        assert a.sync is not None
+        assert a.sync.sync(str(remote), init=True).pushed == 0  # nothing to push yet: no stream there
+        assert a.sync.sync(str(remote)).pushed == 0  # the next automatic sync is not refused
+        say(a, "hello")
+        assert a.sync.sync(str(remote)).pushed == 2
+    finally:
+        a.close()
+
+
 def test_a_vanished_remote_is_one_message(tmp_path: Path) -> None:
     remote = bare(tmp_path / "usb" / "remote.git")
     a = open_app(tmp_path / "a")
