@@ -262,7 +262,7 @@ def cmd_review(args: argparse.Namespace, home: Home) -> int:
             _out(f"accepted {args.item}: the change stands")
             return 0
         if args.action == "restore":
-            item = next((i for i in mem.pending_review() if i["id"] == args.item), {})
+            item: dict[str, Any] = next((i for i in mem.pending_review() if i["id"] == args.item), {})
             rev = mem.restore_review(args.item)
             if item.get("conflict") == "removed-reworded":  # the other way is the removal
                 _out(f"resolved {args.item}: removed {item.get('text')!r} from memory (the removal "

@@ -86,9 +86,9 @@ def trace(records: Iterable[Record]) -> tuple[str, dict[str, Origin]]:
         relabeled = d.get("relabeled")
         if isinstance(relabeled, dict) and relabeled:  # a merge renumbered this device's ids: same facts
             moved = {old: current.pop(old) for old in relabeled if old in current}
-            for old, o in moved.items():
-                o.fact_id = str(relabeled[old])
-                current[o.fact_id] = o
+            for old, kept in moved.items():
+                kept.fact_id = str(relabeled[old])
+                current[kept.fact_id] = kept
         diff = d.get("diff") or {}
         for item in diff.get("dropped", []):
             o = current.pop(item["id"], None)
@@ -159,7 +159,7 @@ def _origin(rec: Record, item: dict[str, Any], cons: dict[str, tuple[str, int | 
             o.problem = f"{reason} event {rec.seq} does not say where the fact came from"
         return o
     if reason == "merge":  # another device's fact (or a fast-forward to its revision)
-        org = prov.get("origin") if isinstance(prov.get("origin"), dict) else {}
+        org: dict[str, Any] = prov["origin"] if isinstance(prov.get("origin"), dict) else {}
         o.device = str(org.get("device") or prov.get("merged_from") or d.get("device") or "") or None
         o.revision, o.consolidation = org.get("revision"), org.get("consolidation")
         o.peer_origin = dict(org)
