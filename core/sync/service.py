@@ -377,6 +377,7 @@ class SyncService:
         # in this order, so a crash anywhere leaves either the old id or the new one complete
         atomic_write(self.dir / "start.json", json.dumps({"device": new, "after": shared, "was": old}) + "\n")
         self.store.append_many([(PULLED, {"device": old, "commit": "", "through": shared}, None, None)])
+        crash_point("sync.new_device")  # the old id's cursor is in, the id not changed yet
         set_device_id(self.home, new)
         self._device = new
         for mark in self.dir.glob("mirrored-*"):

@@ -91,3 +91,32 @@ def test_receive_pack_killed_on_the_remote_then_the_next_sync_completes(tmp_path
     assert _sync(b, remote).returncode == 0
     assert _state(a)[0] == _state(b)[0]
     git("--git-dir", str(remote), "fsck")
+
+
+@pytest.mark.parametrize("step", ["sync.new_device", "sync.pushed"])
+def test_kill_while_a_copied_home_takes_a_new_device_id_then_it_completes(tmp_path: Path, step: str) -> None:
+    import shutil
+
+    remote = bare(tmp_path / "remote.git")
+    a, copy = tmp_path / "a", tmp_path / "copy"
+    _say(a, "shared")
+    assert _sync(a, remote).returncode == 0
+    shutil.copytree(a, copy)
+    (copy / "memtray.lock").unlink(missing_ok=True)
+    _say(a, "on a")
+    _say(copy, "on the copy")
+    assert _sync(a, remote).returncode == 0
+    assert _sync(copy, remote).returncode == 1  # refused: two homes, one device id
+    killed = run_cli(copy, "sync", "--new-device", str(remote), **{CRASH_ENV: step})
+    assert killed.returncode == -9, killed.stderr
+    if step == "sync.new_device":  # the id did not change: asked again, it goes through
+        done = run_cli(copy, "sync", "--new-device", str(remote))
+    else:  # the id changed and the push landed: a plain sync finishes
+        done = _sync(copy, remote)
+    assert done.returncode == 0, done.stderr
+    assert _sync(a, remote).returncode == 0
+    da, ca, dups_a = _state(a)
+    dc, cc, dups_c = _state(copy)
+    assert dups_a == [] and dups_c == []
+    assert ca == cc and {"shared", "on a", "on the copy"} <= ca
+    assert da == dc
