@@ -209,10 +209,22 @@ class SearchIndex:
                     log.info("search index does not match the event log; rebuilding it")
                     return self._rebuild(elog, should_stop)
             self._validated = True
+            if meta.last_seq and self._dated_by_import():
+                log.info("search index dates synced messages by their import; rebuilding it")
+                return self._rebuild(elog, should_stop)
             added = self._consume(elog, meta, should_stop, rebuilding=False)
             if added < 0:
                 return self._rebuild(elog, should_stop)
             return added
+
+    def _dated_by_import(self) -> bool:
+        """An index from before imported messages were dated when said (origin.said_at) that
+        holds some (their sessions are ``name@<device>``): it is rebuilt once, vectors kept."""
+        if self.db.execute("SELECT 1 FROM meta WHERE key = 'said_at'").fetchone() is not None:
+            return False
+        with self._tx():
+            self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('said_at', '1')")
+        return self.db.execute("SELECT 1 FROM documents WHERE session GLOB '*@d*' LIMIT 1").fetchone() is not None
 
     def rebuild(self, source: Store | EventLog) -> int:
         """Drop every document and index the whole log again."""
@@ -227,6 +239,7 @@ class SearchIndex:
             # vec_* keys belong to the vector table, which keeps its rows (see vectors.py)
             self.db.execute("DELETE FROM meta WHERE key != 'format' AND key NOT LIKE 'vec\\_%' ESCAPE '\\'")
             self.db.execute("INSERT INTO meta(key, value) VALUES ('generation', ?)", (os.urandom(8).hex(),))
+            self.db.execute("INSERT INTO meta(key, value) VALUES ('said_at', '1')")
         self._validated = True
         return self._consume(elog, _Meta(), should_stop, rebuilding=True)
 
@@ -517,6 +530,8 @@ def _connect(path: Path) -> sqlite3.Connection:
         for stmt in _SCHEMA:
             db.execute(stmt)
         db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('format', ?)", (str(FORMAT),))
+        if stored is None:  # a new file dates imported messages when said from the start
+            db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('said_at', '1')")
     except BaseException:
         db.close()
         raise

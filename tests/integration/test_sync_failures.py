@@ -226,6 +226,22 @@ def test_imported_messages_are_shown_and_searched_with_the_time_they_were_said(t
         a.close()
         b.close()
         c.close()
+    # an index written before this rule (import times, no 'said_at' mark) is rebuilt once on opening
+    import sqlite3
+
+    from memtray.core.base.home import Home
+    from memtray.core.search.service import index_path
+
+    db = sqlite3.connect(index_path(Home(tmp_path / "a")))
+    with db:
+        db.execute("UPDATE documents SET ts = '2026-01-01T00:00:00.000Z'")
+        db.execute("DELETE FROM meta WHERE key = 'said_at'")
+    db.close()
+    a = open_app(tmp_path / "a")
+    try:
+        assert a.search is not None and a.search.search("zebra")[0].ts == said
+    finally:
+        a.close()
 
 
 def test_one_device_offline_for_thousands_of_events_then_syncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
