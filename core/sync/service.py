@@ -79,7 +79,8 @@ RETRY_FIRST = timedelta(minutes=1)
 #: what a device is told when another data home pushes under its device id
 COPIED_HINT = ("Another data home uses this device id (a copied data home?). On the copy, run "
                "`memtray sync --new-device`: it takes a new device id and publishes its own events under it; "
-               "nothing is lost, the shared history is not published twice.")
+               "nothing is lost, the shared history is not published twice. (If no copy exists, the remote "
+               "was rewritten: `memtray sync --republish` here publishes this device's stream again.)")
 #: what a stream rewritten on the remote can be repaired with, on the device it belongs to
 REPUBLISH_HINT = "run `memtray sync --republish` there (it publishes its stream again from its own log)"
 
