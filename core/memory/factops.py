@@ -196,15 +196,17 @@ class FactOps(MemoryBrowsing):
                                hint="See `memtray memory show` for the facts and their words.")
         found: tuple[Record, dict[str, Any]] | None = None
         exact = False
+        here = getattr(self, "device", None)
         for rec in self.memory_events():
             prov = (rec.data.get("provenance") or {}).get(target.id)
             if not isinstance(prov, dict) or not (prov.get("source_seqs") or prov.get("origin")):
                 continue
+            if not prov.get("source_seqs") and (prov.get("origin") or {}).get("device") == here:
+                continue  # another device's merge restating this device's own: the revision here that made it
             same = factdiff.normalize(str(prov.get("text", ""))) == target.norm
             if same or not exact:  # the newest that gave it these words, else the newest at all
                 found, exact = (rec, prov), same
-        here = getattr(self, "device", None)
-        if found is None:
+        if found is None or not exact:  # ids are per device: another fact's F3 says nothing of this one
             traced = self._why_traced(target)
             if traced is not None:
                 return {**traced, "device": traced["device"] or here}

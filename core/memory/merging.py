@@ -225,6 +225,15 @@ def _provenance(dag: Dag, ids: set[str], ledger: Ledger, device: str,
     """Where the facts of ``ledger`` that another device wrote came from: the messages (their
     device and seqs there) its revisions among ``ids`` name, for ``memory why`` here."""
     live = {f.id: f for f in ledger.facts}
+    by_norm = {f.norm: f.id for f in ledger.facts}
+
+    def here(fid: str, text: Any) -> str | None:
+        """The fact of ``ledger`` an older revision's ``fid`` is (ids are per device and later
+        merges renumber them: the words decide when they disagree)."""
+        if fid in live and (not text or live[fid].norm == factdiff.normalize(str(text))):
+            return fid
+        return by_norm.get(factdiff.normalize(str(text))) if text else None
+
     out: dict[str, dict[str, Any]] = {}
     for n in sorted((dag.nodes[i] for i in ids if i in dag), key=lambda n: (n.seq, n.ts, n.id)):
         if n.device == device:
@@ -234,16 +243,18 @@ def _provenance(dag: Dag, ids: set[str], ledger: Ledger, device: str,
             # what that consolidation wrote (its model may have named no sources): its messages there
             diff = n.data.get("diff") or {}
             for item in [*diff.get("added", []), *(c.get("new") or {} for c in diff.get("changed", []))]:
-                fid = ren.get(str(item.get("id")), str(item.get("id")))
-                if fid in live and isinstance(item, Mapping):
+                got = here(ren.get(str(item.get("id")), str(item.get("id"))), item.get("text"))
+                if got is not None:
+                    fid = got
                     span = n.data.get("messages")
                     out[fid] = {"merged_from": n.device, "text": str(item.get("text") or live[fid].text),
                                 "origin": {"device": n.device, "consolidation": n.data["consolidation"],
                                            "revision": n.id, **({"messages": dict(span)} if isinstance(span, Mapping) else {})}}
-        for fid, p in (n.data.get("provenance") or {}).items():
-            fid = ren.get(fid, fid)
-            if fid not in live or not isinstance(p, Mapping):
+        for named, p in (n.data.get("provenance") or {}).items():
+            at = here(ren.get(named, named), p.get("text")) if isinstance(p, Mapping) else None
+            if at is None:
                 continue
+            fid = at
             if p.get("source_seqs"):
                 origin: dict[str, Any] = {"device": n.device, "seqs": [s for s in p["source_seqs"] if isinstance(s, int)],
                                           "revision": n.id, **({"consolidation": n.data["consolidation"]}

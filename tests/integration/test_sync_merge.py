@@ -151,6 +151,8 @@ def test_after_sync_every_fact_traces_to_the_consolidation_and_messages_that_int
                     assert info.get("device") == dev, (fact, info)
                     said = [m["content"] for m in info["messages"] if m["role"] == "user"]
                     assert any(fact in s for s in said), (app.memory.device, fact, info)
+                    if dev == app.memory.device:  # its own: the consolidation here, not a merge since
+                        assert info["revision"]["reason"] == "consolidation", (fact, info)
         finally:
             a.close()
             b.close()
