@@ -420,7 +420,8 @@ class MemoryBrowser(QWidget):
             self._status("No memory yet. Facts appear here as memtray learns them from your chats.")
             self.loaded.emit()
             return
-        self._status(self._count_text())
+        if not self.status.property("error"):  # a refresh from the log never hides an error just shown
+            self._status(self._count_text())
         target = self._pending_select or (self.current.rev if self.current is not None else None)
         self._pending_select = None
         self.select(target or revisions[0].rev)
