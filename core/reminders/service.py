@@ -403,6 +403,11 @@ class ReminderService:
             self._closed = True
             sched, self._scheduler = self._scheduler, None
         if sched is not None:
+            # Empty the job stores first: that waits for a round of due jobs in progress (it
+            # holds the stores' lock), which otherwise, seeing the scheduler stopped halfway,
+            # fails to remove the timer it just ran (JobLookupError in apscheduler's thread).
+            with contextlib.suppress(Exception):
+                sched.remove_all_jobs()
             sched.shutdown(wait=True)
         index, self._index = self._index, None
         if index is not None:
