@@ -47,13 +47,14 @@ def test_settings_lists_mcp_servers_and_allow_flips_consent(qtbot: Any, configur
         assert "allowed" in docs.title.text() and docs.toggle.text() == "Deny"
         assert not section.empty.isVisibleTo(section)
         assert clock.toggle.text() == "Allow"
-        with qtbot.waitSignal(section.shown, timeout=10000):
-            qtbot.mouseClick(clock.toggle, Qt.MouseButton.LeftButton)
-        assert servers.allowed_now(configured_home, "clock")
-        assert section.views[0].toggle.text() == "Deny"
-        with qtbot.waitSignal(section.shown, timeout=10000):
-            qtbot.mouseClick(section.views[1].toggle, Qt.MouseButton.LeftButton)
-        assert not servers.allowed_now(configured_home, "docs")
+        # the pane may redraw from a state read before the click (a refresh already under
+        # way); the one after the click shows the consent given
+        qtbot.mouseClick(clock.toggle, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: servers.allowed_now(configured_home, "clock"), timeout=10000)
+        qtbot.waitUntil(lambda: section.views[0].toggle.text() == "Deny", timeout=10000)
+        qtbot.mouseClick(section.views[1].toggle, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not servers.allowed_now(configured_home, "docs"), timeout=10000)
+        qtbot.waitUntil(lambda: section.views[1].toggle.text() == "Allow", timeout=10000)
         assert {s.name for s in servers.load(configured_home)} == {"clock", "docs"}
     finally:
         close_desktop(d)
