@@ -354,8 +354,7 @@ class SearchService:
         strong = self.embedder.strong
         fused = fuse(keyword, semantic, want, semantic_weight=1.0 if strong else WEAK_SEMANTIC_WEIGHT)
         if not strong:  # weak vectors (the offline model): they never displace a keyword match
-            found = [h for h in self.search(query, limit=limit + len(skip), kind=kind, session=session)
-                     if h.seq not in skip]
+            found = self._every_word(query, limit, kind, session, skip)
             return SearchResult(keyword_first(found, fused, limit), "hybrid", notes)
         return SearchResult(fused[:limit], "hybrid", notes)
 
@@ -369,9 +368,14 @@ class SearchService:
         skip = set(exclude)
         want = max(limit, CANDIDATES) + len(skip)
         ranked = [h for h in self._ranked(query, want, kind, session) if h.seq not in skip]
-        found = [h for h in self.search(query, limit=limit + len(skip), kind=kind, session=session)
-                 if h.seq not in skip]
+        found = self._every_word(query, limit, kind, session, skip)
         return [replace(h, mode="keyword") for h in keyword_first(found, fuse(ranked, [], want), limit)]
+
+    def _every_word(self, query: str, limit: int, kind: str | None, session: str | None,
+                    skip: set[int]) -> list[Hit]:
+        """The keyword search's own hits (every word of the query), ``skip`` left out."""
+        return [h for h in self.search(query, limit=limit + len(skip), kind=kind, session=session)
+                if h.seq not in skip]
 
     def _ranked(self, query: str, want: int, kind: str | None, session: str | None) -> list[Hit]:
         with self._sync_lock:
