@@ -31,6 +31,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -44,7 +45,7 @@ from memtray.core.base.errors import MemtrayError
 from memtray.core.base.faults import crash_point
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import Home, device_id, new_device_id, set_device_id
-from memtray.core.log.events import Record, legacy_line
+from memtray.core.log.events import BadRecord, Record, decode_raw, legacy_line
 from memtray.core.log.origin import (
     EXPORTED,
     IMPORTED,
@@ -74,6 +75,9 @@ IMPORT_BATCH = 2000
 REPUBLISH_SEGMENT = 5000
 #: after a failure, the next automatic attempt waits this long, doubling, up to the interval
 RETRY_FIRST = timedelta(minutes=1)
+#: what a purge puts in place of each occurrence (``admin.purge.MARKER``, a room above this one)
+PURGED = "[PURGED]"
+
 
 
 #: what a device is told when another data home pushes under its device id
@@ -327,7 +331,8 @@ class SyncService:
                     "memtray does not adopt it", hint="Nothing was imported or pushed. Run `memtray sync "
                     "--republish` to publish this device's stream again from its own log.")
             after = repo.head(local, me).last_seq if forward and local else self._start(me)
-            differs = self._first_difference(repo, mine_remote, after)
+            # a purge here since that push explains the lines its tombstone names (then republished)
+            differs = self._first_difference(repo, mine_remote, after, purged_after=head.last_seq)
             if differs is not None:
                 raise SyncError(
                     f"the remote's stream of this device ({me}) differs from this home's log at seq {differs}: "
@@ -350,14 +355,25 @@ class SyncService:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return 0
 
-    def _first_difference(self, repo: LocalRepo, commit: str, after: int) -> int | None:
+    def _first_difference(self, repo: LocalRepo, commit: str, after: int,
+                          purged_after: int | None = None) -> int | None:
         """The first seq after ``after`` at which this device's stream at ``commit`` is not, line
         for line, what its log holds (events compared by the whole record: id, payload, checksum);
-        None if they agree."""
-        mine = {r.seq: legacy_line(r).rstrip(b"\n") for r in self._own_after(after)}
+        None if they agree. ``purged_after``: this home's own purge tombstones (``sync.purge``)
+        after that seq explain a line they name: the remote's record with the tombstone's payload
+        (the last one naming it) is the log's record (a push that landed, then a purge here)."""
+        own = list(self._own_after(after))
+        mine = {r.seq: r for r in own}
+        payloads: dict[str, Any] = {}
+        if purged_after is not None:
+            for r in own:
+                if r.type == SYNC_PURGE and r.seq > purged_after and isinstance(r.data.get("events"), dict):
+                    payloads.update(r.data["events"])
         for seq, line in repo.lines_after(commit, after):
-            if mine.get(seq) != line:
-                return seq if seq > 0 else after + 1
+            rec = mine.get(seq)
+            if rec is not None and (legacy_line(rec).rstrip(b"\n") == line or _purged_to(line, rec, payloads)):
+                continue
+            return seq if seq > 0 else after + 1
         return None
 
     def _become_new_device(self, repo: LocalRepo, old_remote: str | None) -> str:
@@ -577,6 +593,25 @@ class SyncService:
         except MemtrayError as exc:
             log.warning("sync failed: %s", exc)
             return None
+
+
+def _purged_to(line: bytes, rec: Record, payloads: dict[str, Any]) -> bool:
+    """Whether the stream's ``line`` is ``rec`` as it was before a purge whose tombstone gave
+    ``rec`` its payload: the same envelope, and the payload after the purge is the tombstone's
+    (a session name the purge changed: the same around each ``[PURGED]``)."""
+    if rec.id not in payloads or rec.data != payloads[rec.id]:
+        return False
+    try:
+        old = decode_raw(line)
+    except BadRecord:
+        return False
+    if old[:5] != rec[:5]:
+        return False
+    if old.session == rec.session:
+        return True
+    if old.session is None or rec.session is None or PURGED not in rec.session:
+        return False
+    return re.fullmatch(".+?".join(map(re.escape, rec.session.split(PURGED))), old.session) is not None
 
 
 def _git_date(ts: str, fallback: str) -> str:

@@ -20,10 +20,10 @@ from tests.integration.sync_support import bare, contents, digest, git, open_app
 from tests.support import run_cli
 
 
-def _say(root: Path, text: str) -> None:
+def _say(root: Path, text: str, session: str = "quick") -> None:
     app = open_app(root)
     try:
-        say(app, text)
+        say(app, text, session)
     finally:
         app.close()
 
@@ -120,3 +120,110 @@ def test_kill_while_a_copied_home_takes_a_new_device_id_then_it_completes(tmp_pa
     assert dups_a == [] and dups_c == []
     assert ca == cc and {"shared", "on a", "on the copy"} <= ca
     assert da == dc
+
+
+SECRET = "hunter2-the-door-code"
+
+
+def _holding(root: Path, text: str) -> list[str]:
+    """The log segments of ``root`` that still hold ``text``."""
+    return [p.name for p in (root / "events").glob("*.jsonl") if text.encode() in p.read_bytes()]
+
+
+def _remote_reachable_holds(remote: Path, text: str) -> bool:
+    listed = git("--git-dir", str(remote), "rev-list", "--objects", "--all")
+    names = "\n".join(line.split()[0] for line in listed.splitlines()) + "\n"
+    out = subprocess.run(["git", "--git-dir", str(remote), "cat-file", "--batch"], input=names.encode(),
+                         check=True, capture_output=True).stdout
+    return text.encode() in out
+
+
+def _own_imports(root: Path) -> list[str]:
+    """Event ids of ``root``'s log imported from its own device id (never right)."""
+    app = open_app(root)
+    try:
+        me = app.sync.device if app.sync is not None else ""
+        return [r.id for r in app.store.log.records() if (r.data.get("origin") or {}).get("device") == me]
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize(("peer_saw_it", "session"), [(False, "quick"), (True, "quick"), (False, f"door {SECRET}")])
+def test_a_purge_after_a_push_the_crash_kept_from_adopting_is_republished(
+        tmp_path: Path, peer_saw_it: bool, session: str) -> None:
+    """kill -9 after the push landed, before the local ref moved; then a local purge; then sync.
+    The remote's copy of this device's stream differs from the purged log exactly where the
+    purge's tombstone says (and in a session name the purge changed): that is this home's own
+    push, not another home's."""
+    remote = bare(tmp_path / "remote.git")
+    a, b = tmp_path / "a", tmp_path / "b"
+    _say(a, "a before")
+    _say(b, "b before")
+    for root in (a, b, a):
+        assert _sync(root, remote).returncode == 0
+    _say(a, f"the code is {SECRET}", session)
+    killed = _sync(a, remote, **{CRASH_ENV: "sync.pushed"})
+    assert killed.returncode == -9, killed.stderr
+    if peer_saw_it:  # b imported the segment a did not adopt before a purged
+        assert _sync(b, remote).returncode == 0
+        assert _holding(b, SECRET)
+    purged = run_cli(a, "purge", SECRET, "--yes")
+    assert purged.returncode == 0, purged.stderr
+    assert not _holding(a, SECRET)
+    done = _sync(a, remote)
+    assert done.returncode == 0, done.stderr
+    assert "another data home" not in done.stderr
+    assert not _remote_reachable_holds(remote, SECRET)  # republished: the old lines are unreachable
+    for root in (b, a, b):
+        out = _sync(root, remote)
+        assert out.returncode == 0, out.stderr
+    assert not _holding(b, SECRET)
+    da, ca, dups_a = _state(a)
+    db, cb, dups_b = _state(b)
+    assert dups_a == [] and dups_b == []
+    assert _own_imports(a) == [] and _own_imports(b) == []
+    assert ca == cb and {"a before", "b before", "the code is [PURGED]"} <= ca
+    assert da == db
+
+
+@pytest.mark.parametrize("first", ["synced", "crashed after push"])
+@pytest.mark.parametrize("where", ["sync.pushed", "receive-pack"])
+def test_a_purge_then_a_killed_republication_then_the_next_sync_completes(
+        tmp_path: Path, first: str, where: str) -> None:
+    """The purge's republication push is killed: after it landed (this side) or while the
+    remote received it; the next sync completes, with the secret gone everywhere."""
+    remote = bare(tmp_path / "remote.git")
+    a, b = tmp_path / "a", tmp_path / "b"
+    _say(a, "a before")
+    _say(b, "b before")
+    for root in (a, b, a):
+        assert _sync(root, remote).returncode == 0
+    _say(a, f"the code is {SECRET}")
+    pushed = _sync(a, remote, **({CRASH_ENV: "sync.pushed"} if first == "crashed after push" else {}))
+    assert pushed.returncode == (-9 if first == "crashed after push" else 0), pushed.stderr
+    assert _sync(b, remote).returncode == 0
+    assert run_cli(a, "purge", SECRET, "--yes").returncode == 0
+    before = _refs(remote)
+    hook = remote / "hooks" / "pre-receive"
+    if where == "receive-pack":
+        hook.write_text("#!/bin/sh\nkill -9 $PPID\nsleep 5\nexit 1\n")
+        hook.chmod(0o755)
+        killed = _sync(a, remote)
+        assert killed.returncode != 0 and "Traceback" not in killed.stderr
+        assert _refs(remote) == before  # nothing landed
+        hook.unlink()
+    else:
+        killed = _sync(a, remote, **{CRASH_ENV: "sync.pushed"})
+        assert killed.returncode == -9, killed.stderr
+        assert _refs(remote) != before  # the new history landed, the local ref did not move
+    for root in (a, b, a, b):
+        out = _sync(root, remote)
+        assert out.returncode == 0, out.stderr
+    assert not _holding(a, SECRET) and not _holding(b, SECRET)
+    assert not _remote_reachable_holds(remote, SECRET)
+    da, ca, dups_a = _state(a)
+    db, cb, dups_b = _state(b)
+    assert dups_a == [] and dups_b == []
+    assert _own_imports(a) == [] and _own_imports(b) == []
+    assert ca == cb and {"a before", "b before", "the code is [PURGED]"} <= ca
+    assert da == db

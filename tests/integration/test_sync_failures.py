@@ -404,6 +404,42 @@ def test_a_copied_home_is_refused_then_becomes_a_device_of_its_own_without_losin
         c.close()
 
 
+@pytest.mark.parametrize("original_purged", [False, True])
+def test_a_copied_home_that_purged_is_still_refused(tmp_path: Path, original_purged: bool) -> None:
+    """A purge's tombstone explains only the lines of the events it names, as it rewrote them:
+    the other home's events (other ids) still differ, and the copy is refused as before."""
+    from memtray.core.admin.purge import Matcher, purge
+
+    remote = bare(tmp_path / "remote.git")
+    a = open_app(tmp_path / "a")
+    assert a.sync is not None
+    say(a, "before the copy, in Porto")
+    a.sync.sync(str(remote))
+    a.close()
+    shutil.copytree(tmp_path / "a", tmp_path / "copy")
+    (tmp_path / "copy" / "memtray.lock").unlink(missing_ok=True)
+    a, c = open_app(tmp_path / "a"), open_app(tmp_path / "copy")
+    try:
+        assert a.sync is not None and c.sync is not None
+        say(a, "on the original, in Porto")
+        if original_purged:  # the remote then holds a republication, a higher epoch
+            purge(a, Matcher("Porto"))
+        assert a.sync.sync(str(remote)).republished is original_purged
+        say(c, "on the copy, in Porto")
+        rep = purge(c, Matcher("Porto"))  # names the shared events and the copy's own, by id
+        assert rep.events == 4
+        tomb = [r for r in c.store.log.records() if r.type == "sync.purge"]
+        assert len(tomb) == 1 and len(tomb[0].data["events"]) == 4
+        before, seq = _refs(remote), c.store.log.last_seq
+        with pytest.raises(SyncError, match="another data home pushed under the same device id"):
+            c.sync.sync(str(remote))
+        assert _refs(remote) == before and c.store.log.last_seq == seq
+        assert "on the copy, in [PURGED]" in contents(c)
+    finally:
+        a.close()
+        c.close()
+
+
 def _tamper_first_segment(remote: Path, ref: str, tmp: Path) -> None:
     """A child commit on ``ref`` that rewrites one line of its OLDEST segment (a valid checksum)."""
     import os
