@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from memtray.core.base.clock import parse_ts
 from memtray.core.log.events import Record
 from memtray.core.memory.merge import Dag, Node
-from memtray.core.memory.revisions import apply_history
+from memtray.core.memory.revisions import apply_history, merge_history
 
 if TYPE_CHECKING:
     from memtray.core.log.store import Store
@@ -142,6 +142,41 @@ class PeerLine:
                 out.append(sha)
         return out
 
+    def history(self, rec: Record, git: GitRepo, head: str | None) -> str:
+        """HISTORY.md of ``rec``'s commit: this device's previous diary and the entry the
+        revision adds; for a merge or a fast-forward, the diaries of the revisions it follows
+        merged (:func:`~memtray.core.memory.revisions.merge_history`) and, for a fast-forward,
+        the entry the peer's revision added, dated as the peer dated it. The same on every
+        device that holds the revision, and on every rebuild: made of the log alone."""
+        if rec.data.get("reason") != "merge" or not isinstance(rec.data.get("parents"), list):
+            return apply_history(git.read(head, "HISTORY.md") if head else "", rec)
+        self._read_to(rec.seq)
+        peer = self.known.dag.nodes.get(rec.id)  # a fast-forward: the peer's revision, recorded
+        about = rec if peer is None else Record(0, peer.id, peer.ts, MEMORY_WRITTEN, 1, None, peer.data)
+        parents = [str(p) for p in rec.data["parents"] if p in self.known.dag]
+        return apply_history(self._diary(parents, rec.seq, git), about)
+
+    def _diary(self, parents: list[str], seq: int, git: GitRepo) -> str:
+        """The diaries of revisions ``parents`` as one (their own commits' HISTORY.md), against
+        those of their lowest common ancestors among what the log held before ``seq``."""
+        texts = [git.read(sha, "HISTORY.md") for p in parents if (sha := self._sha(p, git))]
+        if len(texts) < 2:
+            return texts[0] if texts else ""
+        dag = self.known.dag
+
+        def upto(ident: str) -> set[str]:
+            out, todo = set(), [ident]
+            while todo:
+                i = todo.pop()
+                if i not in out and i in dag and dag.nodes[i].seq < seq:
+                    out.add(i)
+                    todo.extend(dag.nodes[i].parents)
+            return out
+
+        common = set.intersection(*(upto(p) for p in parents))
+        bases = [git.read(sha, "HISTORY.md") for b in dag.heads(common) if (sha := self._sha(b, git))]
+        return merge_history(bases, texts)
+
     def committed(self, rec: Record, sha: str) -> None:
         self.shas[rec.id] = sha
 
@@ -166,9 +201,8 @@ class PeerLine:
             if cur in self.shas:
                 continue
             pshas = [s for p in before if (s := self.shas.get(p) or self._main_sha(p, git))]
-            prev_history = git.read(pshas[0], "HISTORY.md") if pshas else ""
             fake = Record(0, cur, node.ts, MEMORY_WRITTEN, 1, None, node.data)
-            files = {"MEMORY.md": node.text, "HISTORY.md": apply_history(prev_history, fake)}
+            files = {"MEMORY.md": node.text, "HISTORY.md": apply_history(self._diary(before, node.seq, git), fake)}
             branch = (SIDE_REF + node.device).encode()
             self.shas[cur] = git.commit(files, side_message(node), parse_ts(node.ts), branch=branch,
                                         update_worktree=False, parents=pshas)

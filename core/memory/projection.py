@@ -45,7 +45,7 @@ from memtray.core.memory.gitrepo import (
     probe,
 )
 from memtray.core.memory.peers import PeerLine
-from memtray.core.memory.revisions import apply_history, commit_message
+from memtray.core.memory.revisions import commit_message
 
 log = logging.getLogger(__name__)
 
@@ -219,8 +219,7 @@ class GitProjection:
 
     def _commit(self, rec: Record) -> str:
         head = self.git.head()
-        prev_history = self.git.read(head, "HISTORY.md") if head else ""
-        files = {"MEMORY.md": rec.data["memory"], "HISTORY.md": apply_history(prev_history, rec)}
+        files = {"MEMORY.md": rec.data["memory"], "HISTORY.md": self.peers.history(rec, self.git, head)}
         parents = self.peers.commit_parents(rec, self.git, head)
         sha = self.git.commit(files, commit_message(rec), parse_ts(rec.ts), parents=parents)
         self.peers.committed(rec, sha)

@@ -6,7 +6,7 @@ how HISTORY.md grows. Pure functions of events and commits.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -108,6 +108,37 @@ def history_entry(ts: datetime, text: str) -> str:
     if not re.match(r"^\[\d{4}-\d{2}-\d{2}", text):
         text = f"[{ts.strftime('%Y-%m-%d %H:%M')}] {text}"
     return text + "\n\n"
+
+
+#: where a diary entry begins: a line opening with its date, after a blank line (or at the start)
+_ENTRY = re.compile(r"(?:^|(?<=\n\n))(?=\[\d{4}-\d{2}-\d{2})")
+
+
+def diary_entries(text: str) -> list[str]:
+    """HISTORY.md as its entries, each without the blank line after it. Text before the first
+    dated entry (a heading written by hand) is an entry of its own; text without dates is one."""
+    return [e.strip() for e in _ENTRY.split(text) if e.strip()]
+
+
+def merge_history(bases: Sequence[str], sides: Sequence[str]) -> str:
+    """The diary of a merge revision: the entries every side shares first, as they are, then
+    every other entry of any side once, in date order (ties by their text), except an entry
+    of a base that some side removed (by hand). A pure, symmetric function of the texts, so
+    every device merging the same revisions writes the same diary; nothing a side added is
+    dropped, and an entry both sides hold (an earlier merge's) is not doubled."""
+    split = [diary_entries(s) for s in sides]
+    if not split:
+        return ""
+    n = 0
+    while all(len(e) > n for e in split) and len({e[n] for e in split}) == 1:
+        n += 1
+    shared = split[0][:n]
+    held = [set(e) for e in split]
+    gone = {e for b in bases for e in diary_entries(b) if any(e not in h for h in held)}
+    seen = set(shared)
+    rest = {e for entries in split for e in entries[n:] if e not in gone and e not in seen}
+    ordered = sorted(rest, key=lambda e: (e[1:17] if e.startswith("[") else "", e))
+    return "".join(e + "\n\n" for e in [*shared, *ordered])
 
 
 def apply_history(prev: str, rec: Record) -> str:

@@ -44,7 +44,7 @@ from memtray.core.base.config import Settings
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.faults import crash_point
 from memtray.core.base.fsutil import atomic_write
-from memtray.core.base.home import Home, device_id, new_device_id, set_device_id
+from memtray.core.base.home import DeviceId, Home, new_device_id, set_device_id
 from memtray.core.log.events import BadRecord, Record, decode_raw, legacy_line
 from memtray.core.log.origin import (
     EXPORTED,
@@ -77,7 +77,6 @@ REPUBLISH_SEGMENT = 5000
 RETRY_FIRST = timedelta(minutes=1)
 #: what a purge puts in place of each occurrence (``admin.purge.MARKER``, a room above this one)
 PURGED = "[PURGED]"
-
 
 
 #: what a device is told when another data home pushes under its device id
@@ -153,7 +152,7 @@ class SyncService:
         self.clock = clock
         self.dir = home.root / "sync"
         self._lock = threading.Lock()
-        self._device: str | None = None
+        self._device = DeviceId(home)  # read again when device.json changes (another process)
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
         #: applies imported purge tombstones to this home (set by the front ends, from
         #: ``admin.purge.follow_tombstones``: the rewrite lives above this room); None: kept pending
@@ -165,9 +164,7 @@ class SyncService:
 
     @property
     def device(self) -> str:
-        if self._device is None:
-            self._device = device_id(self.home)
-        return self._device
+        return self._device.get()
 
     @property
     def status_path(self) -> Path:
@@ -287,9 +284,12 @@ class SyncService:
             peers.append(repo.read_after(dev, commit, through))
         mine_remote = tracked.get(tracking_ref(key, me)) if me in streams else None
         base = repo.git.rev(log_ref(me)) if republish else self._base(repo, mine_remote)
-        # 4. import
+        # 4. import: every peer's memory revisions to the merge in one call first (a merge one
+        # peer made names revisions of a third device: the merge knows them when it comes)
+        heads = [(p.device, r) for p in peers for r in p.records if r.type == "memory.written"]
+        merged = not heads or self._merge(_parents_first(heads), rep)
         for peer in peers:
-            self._import(peer, rep)
+            self._import(peer, rep, merged)
         self._apply_tombstones(peers, rep)
         # 5. push my new events
         self._push(repo, url, base, mine_remote, rep, republish)
@@ -396,7 +396,6 @@ class SyncService:
         self.store.append_many([(PULLED, {"device": old, "commit": "", "through": shared}, None, None)])
         crash_point("sync.new_device")  # the old id's cursor is in, the id not changed yet
         set_device_id(self.home, new)
-        self._device = new
         for mark in self.dir.glob("mirrored-*"):
             mark.unlink(missing_ok=True)
         log.info("device id %s -> %s (shared history up to seq %d)", old, new, shared)
@@ -404,7 +403,7 @@ class SyncService:
 
     # --- importing ------------------------------------------------------------------
 
-    def _merge(self, heads: Sequence[Record], device: str, rep: SyncReport) -> bool:
+    def _merge(self, heads: Sequence[tuple[str, Record]], rep: SyncReport) -> bool:
         merge = getattr(self.memory, "merge_peer_heads", None)
         if merge is None:
             return False
@@ -412,17 +411,18 @@ class SyncService:
             from memtray.core.memory.merge import PeerHead  # type: ignore[import-not-found,unused-ignore]
         except ImportError:
             return False
-        outcome = merge([PeerHead(device, r.id, r.ts, dict(r.data)) for r in heads])
+        outcome = merge([PeerHead(device, r.id, r.ts, dict(r.data)) for device, r in heads])
         crash_point("sync.merged")
         if outcome.summary:
             rep.merges.append(str(outcome.summary))
         rep.conflicts.extend(list(outcome.conflicts))
         return True
 
-    def _import(self, peer: PeerEvents, rep: SyncReport) -> None:
-        """The peer's memory heads to the merge in one call (it reads the memory history once),
-        then its events with the cursor, IMPORT_BATCH a write. A crash in between hands the
-        same heads again next time, which the merge recognises."""
+    def _import(self, peer: PeerEvents, rep: SyncReport, merged: bool) -> None:
+        """The peer's events with the cursor, IMPORT_BATCH a write, after its memory heads went
+        to the merge (``merged``: with every peer's, in one call that reads the memory history
+        once). A crash in between hands the same heads again next time, which the merge
+        recognises."""
         dev = peer.device
         records = peer.records
         last = peer.last_seq
@@ -431,7 +431,7 @@ class SyncService:
         before = str((self.store.state.sync.get(dev) or {}).get("commit") or "")
         complete = True
         heads = [r for r in records if r.type == "memory.written"]
-        if heads and self._merge(heads, dev, rep):
+        if heads and merged:
             rep.merged_heads += len(heads)
         elif heads:
             # no merge here: stop before the first head so nothing is skipped for good
@@ -620,3 +620,29 @@ def _git_date(ts: str, fallback: str) -> str:
         return str(int(parse_ts(ts).timestamp())) + " +0000"
     except (ValueError, TypeError):
         return str(int(parse_ts(fallback).timestamp())) + " +0000"
+
+
+def _parents_first(heads: Sequence[tuple[str, Record]]) -> list[tuple[str, Record]]:
+    """The peers' memory revisions in their streams' order, except that a revision comes
+    after every revision of the batch it follows (another peer's, which a merge names)."""
+    by_id = {r.id: (d, r) for d, r in heads}
+    out: list[tuple[str, Record]] = []
+    done: set[str] = set()
+    for _, first in heads:
+        stack, open_ = [first.id], {first.id}
+        while stack:
+            cur = stack[-1]
+            if cur in done:
+                stack.pop()
+                continue
+            parents = by_id[cur][1].data.get("parents")
+            todo = [str(p) for p in parents if p in by_id and p not in done and p not in open_] \
+                if isinstance(parents, list) else []
+            if todo:
+                stack.append(todo[0])
+                open_.add(todo[0])
+                continue
+            stack.pop()
+            done.add(cur)
+            out.append(by_id[cur])
+    return out
