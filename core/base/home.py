@@ -226,3 +226,33 @@ def set_device_id(home: Home, ident: str) -> None:
     from memtray.core.base.fsutil import atomic_write
 
     atomic_write(home.device_file, json.dumps({"id": ident, "name": socket.gethostname()}) + "\n")
+
+
+class DeviceId:
+    """:func:`device_id` for a long-running holder, read again when ``device.json`` changes.
+
+    A running desktop or daemon must notice ``memtray sync --new-device`` made in
+    another process (or forwarded to it and handled by another service): the id is
+    cached with the file's identity (inode, size, mtime), which one ``stat`` checks,
+    and read again whenever that differs. ``device.json`` is only ever replaced whole
+    (an atomic write), so a new id always comes with a new inode.
+    """
+
+    def __init__(self, home: Home) -> None:
+        self.home = home
+        self._id: str | None = None
+        self._key: tuple[int, int, int] | None = None
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.home.device_file)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def get(self) -> str:
+        key = self._stat()
+        if self._id is None or key is None or key != self._key:
+            self._id = device_id(self.home)
+            self._key = self._stat()
+        return self._id

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memtray.core.base.home import device_id
+from memtray.core.base.home import DeviceId
 from memtray.core.base.redact import redact, redact_obj
 from memtray.core.base.worker import WriterThread, on_writer
 from memtray.core.log.events import MemoryPeerHead, Record
@@ -73,7 +73,7 @@ class PeerMerging:
     store: Store
     projection: GitProjection
     write: Callable[..., list[Record]]
-    _device: str | None = None
+    _device: DeviceId | None = None
     _head_cache: tuple[int, str | None] = (-1, None)
     _known: Known | None = None  # the DAG as far as the log was read ...
     _known_at: Position | None = None  # ... up to here ...
@@ -85,10 +85,11 @@ class PeerMerging:
 
     @property
     def device(self) -> str:
-        """This device's id (chosen at first use, see :func:`memtray.core.base.home.device_id`)."""
+        """This device's id (chosen at first use, see :func:`memtray.core.base.home.device_id`),
+        read again when ``device.json`` changes (``memtray sync --new-device`` while this runs)."""
         if self._device is None:
-            self._device = device_id(self.projection.home)
-        return self._device
+            self._device = DeviceId(self.projection.home)
+        return self._device.get()
 
     def head_id(self) -> str | None:
         """The event id of the current memory revision (None before the first)."""
