@@ -272,7 +272,15 @@ class Desktop(QObject):
         follow_tombstones(self.app)
         if self.tray is not None:
             quit_ = next((a for a in self.tray.menu.actions() if a.text() == "Quit memtray"), None)
-            self.sync_menu = SyncStatusMenu(self.tray.menu, quit_, self.app.sync, self.app.settings)
+            self.sync_menu = SyncStatusMenu(self.tray.menu, quit_, self.app.sync, self.app.settings,
+                                            bridge=self.bridge, conflicts=self.app.memory.merge_conflicts,
+                                            open_review=self.open_review)
+
+    def open_review(self) -> None:
+        """The memory browser on its review (the tray's sync line while conflicts wait)."""
+        window = self.main_window()
+        window.open("memory")
+        window.memory.show_review()
 
     def _popup_shown(self) -> None:
         report("popup_shown")

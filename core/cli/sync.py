@@ -50,6 +50,9 @@ def _remote_arg(remote: str | None) -> str | None:
 def cmd_sync(args: argparse.Namespace, home: Home) -> int:
     if args.status:
         st = read_status(home)
+        if st:  # the conflicts waiting now (a review since the last sync resolved some): from the state
+            with app_scope(home) as app:
+                st["conflicts_pending"] = len(app.write(app.memory.merge_conflicts))
         if args.json:
             out(json.dumps(st, ensure_ascii=False, sort_keys=True))
             return 1 if st.get("last_error") else 0
@@ -60,8 +63,10 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
         out(f"last sync: {st.get('last_success') or 'never succeeded'}")
         if st.get("last_error"):
             out(f"last attempt {st.get('last_attempt')} failed: {st['last_error']}")
-        if st.get("conflicts"):
-            out(f"conflicts kept for review: {len(st['conflicts'])} (memtray memory review)")
+        if st["conflicts_pending"]:
+            out(f"conflicts waiting for review: {st['conflicts_pending']} (memtray memory review)")
+        elif st.get("conflicts"):
+            out(f"conflicts of the last merge: {len(st['conflicts'])}, all resolved since")
         return 1 if st.get("last_error") else 0
     remote = _remote_arg(args.remote)
     with app_scope(home) as app:

@@ -183,6 +183,12 @@ class FactOps(MemoryBrowsing):
                      and factdiff.normalize(str(i.get("text", ""))) not in norms)]
         return sorted(items, key=lambda i: i["seq"])
 
+    def merge_conflicts(self) -> list[dict[str, Any]]:
+        """The merge conflicts of sync still waiting for review (kind ``merge-conflict``), now:
+        not the last sync's list, so one resolved since (on any front end, or by a hand edit)
+        no longer counts. The tray's sync line and ``memtray sync --status`` count these."""
+        return [i for i in self.pending_review() if i.get("kind") == "merge-conflict"]
+
     def why(self, fact: str) -> dict[str, Any]:
         """Where a fact of the current memory came from: the revision that gave it its present
         words and the messages it names as sources (by id; also after rollback and restore)."""
