@@ -440,7 +440,7 @@ def apply_tombstones(app: App, tombstones: list[Record]) -> int:
             return plan.events
 
     n = app.run(on_worker())
-    log.warning("applied %d purge tombstone(s) from other devices: %d event(s) rewritten", len(tombstones), n)
+    log.info("applied %d purge tombstone(s) from other devices: %d event(s) rewritten", len(tombstones), n)
     return n
 
 

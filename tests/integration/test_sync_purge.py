@@ -101,6 +101,8 @@ def test_a_purge_applied_on_sync_is_no_warning(tmp_path: Path, caplog: pytest.Lo
         # the memory history is rebuilt from the rewritten log, as a purge does: normal, not a warning
         made = [r for r in caplog.records if "memory commit(s) missing" in r.getMessage()]
         assert made and all(r.levelno == logging.INFO for r in made)
+        applied = [r for r in caplog.records if "purge tombstone(s) from other devices" in r.getMessage()]
+        assert applied and all(r.levelno == logging.INFO for r in applied)  # routine sync work
     finally:
         a.close()
         b.close()
