@@ -65,12 +65,13 @@ from memtray.core.memory.guard import (
     format_messages,
     hold_history,
     parse_reply,
+    review_item,
     shown_messages,
 )
 from memtray.core.memory.ledgers import diff_by_id
 from memtray.core.memory.proposal import apply_reply
 from memtray.core.memory.service import MemoryService
-from memtray.core.memory.undo import carry
+from memtray.core.memory.undo import Translated, carry, translate
 
 log = logging.getLogger(__name__)
 
@@ -393,7 +394,7 @@ class ConsolidationService:
         crash_point("consolidation.started")
         try:
             self.memory.check_worktree()  # a hand edit made before this started is what the model sees
-            snapshot = self.store.state.memory
+            snapshot, read_seq = self.store.state.memory, self.store.state.memory_seq
             snap_ids = self.memory.ledger()
             prompt_memory = snapshot if base is None else base
             prompt_ids = snap_ids if base is None else self.memory.ledger_at(base_rev) if base_rev else Ledger(())
@@ -408,7 +409,7 @@ class ConsolidationService:
             # Memory may have changed while the model worked (agent tools, a hand edit):
             # keep those changes rather than undo them with a proposal made before them.
             self.memory.check_worktree()
-            g = self._guard(reply, snapshot, snap_ids, self.memory.ledger(), prompt_ids, messages, cid)
+            g = self._guard(reply, snapshot, snap_ids, self.memory.ledger(), prompt_ids, messages, cid, read_seq)
             entry = hold_history(redact(reply.history_entry), g.flagged)
             d = diff_by_id(self.memory.ledger(), g.ledger)
             if len(g.memory) > budget:
@@ -464,9 +465,10 @@ class ConsolidationService:
         return out
 
     def _guard(self, reply: Reply, snap_text: str, snap: Ledger, current: Ledger, shown: Ledger,
-               messages: list[dict[str, Any]], cid: str) -> IdGuarded:
+               messages: list[dict[str, Any]], cid: str, read_seq: int) -> IdGuarded:
         """The reply applied on ids (:func:`proposal.apply_reply`) to what the model was shown,
-        then the changes made meanwhile carried onto it (:func:`undo.carry`)."""
+        put on the ids of now (:func:`undo.translate`: a sync's merge since ``read_seq`` may have
+        renumbered them), then the changes made meanwhile carried onto it (:func:`undo.carry`)."""
         texts = [str(m.get("content") or "") for m in shown_messages(messages)]
         seq_of = [m.get("seq") for m in shown_messages(messages)]
         update = redact(reply.memory_update) if reply.memory_update is not None else None
@@ -482,7 +484,17 @@ class ConsolidationService:
         text, led = a.memory, a.ledger
         renames: dict[str, str] = {}
         if [(f.id, f.norm) for f in snap.facts] != [(f.id, f.norm) for f in current.facts]:
-            text, led, renames = carry(snap, current, text, led)
+            since = self.store.log.tail(max(0, self.store.log.last_seq - read_seq))
+            t = translate(snap, text, led, [r.data["relabeled"] for r in since if r.seq > read_seq and
+                                            r.type == "memory.written" and isinstance(r.data.get("relabeled"), dict)],
+                          current)
+            a.flagged += _unmapped(snap, t, a.reasons)
+            text, led, moved = carry(t.base, current, t.text, t.proposed)
+            renames = {k: moved.get(v, v) for k, v in t.ids.items()}
+            a.reasons = {renames.get(k, k): v for k, v in a.reasons.items() if k not in t.lost}
+            a.merged = {renames.get(k, k): [renames.get(i, i) for i in v if i not in t.lost]
+                        for k, v in a.merged.items() if k not in t.lost}
+            a.flagged = [{**i, "fact_id": renames.get(str(i.get("fact_id")), i.get("fact_id"))} for i in a.flagged]
         prov: dict[str, Any] = {}
         live = {f.id: f for f in led.facts}
         for fid, nums in a.sources.items():
@@ -602,6 +614,18 @@ class ConsolidationService:
                                         attempt=n, retry_after=BACKOFF[min(n - 1, len(BACKOFF) - 1)]).to_data(),
                     session=c.session,
                 )
+
+
+def _unmapped(snap: Ledger, t: Translated, reasons: dict[str, str]) -> list[dict[str, Any]]:
+    """Review items for what a reply did to facts whose ids a sync renumbered past following
+    (memory keeps them as they are now): the model's words, or its removal."""
+    why = "memory was renumbered by a sync while the model worked, and this fact's id could not be followed"
+    out = [review_item("rebase", f.text, f.section, None, f"the model's words, not written: {why}") for f in t.unmapped]
+    for f in snap.facts:
+        if f.id in t.lost and f.id not in {u.id for u in t.unmapped}:
+            out.append(review_item("rebase", f.text, f.section, None,
+                                   f"the model removed it ({reasons.get(f.id, 'no reason')}), not done: {why}"))
+    return out
 
 
 @functools.lru_cache(maxsize=32)

@@ -6,13 +6,16 @@ the current memory, keeping everything that happened after it, and says, fact by
 fact, what it could not undo and why (the fact was changed or removed again since).
 :func:`carry` applies the changes made between two revisions onto a third (a
 consolidation reply made from an older memory), so a ``remember``, ``forget`` or a
-hand edit made while the model worked is neither undone nor doubled. :func:`replay`
+hand edit made while the model worked is neither undone nor doubled; when a sync's
+memory merge renumbered this device's ids meanwhile (its ``relabeled`` maps),
+:func:`translate` first puts the reply on the ids of now. :func:`replay`
 applies one revision's change set onto another line of revisions (a rebuild branch),
 keeping every id.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,10 +138,57 @@ def undo(before: Ledger, after: Ledger, text: str, current: Ledger) -> Undone:
     return out
 
 
+@dataclass
+class Translated:
+    """A reply's ledgers on the ids of now (see :func:`translate`)."""
+
+    base: Ledger
+    text: str  # the reply's text, without the unmapped facts
+    proposed: Ledger
+    ids: dict[str, str]  # id in the reply (or its base) -> id now, for every id that changed
+    unmapped: list[Fact]  # the reply's facts (as it left them) whose id could not be followed
+    lost: set[str] = field(default_factory=set)  # base ids that could not be followed
+
+
+def translate(base: Ledger, text: str, proposed: Ledger, relabels: Sequence[Mapping[str, str]],
+              now: Ledger) -> Translated:
+    """``base`` (what the model was shown) and ``proposed`` (its reply on ``base``'s ids)
+    with ``base``'s ids followed through ``relabels`` (the ``relabeled`` maps of the merges
+    written since, oldest first), and the reply's new ids renumbered after ``now``'s, so
+    :func:`carry` pairs each fact with itself. Ids two facts would share are not followed:
+    those facts leave both ledgers (``now`` keeps its own version of them) and the reply's
+    versions of them are returned in ``unmapped``, for review."""
+    def follow(fid: str) -> str:
+        for m in relabels:
+            fid = str(m.get(fid, fid))
+        return fid
+
+    known = {f.id: follow(f.id) for f in base.facts}
+    hits: dict[str, int] = {}
+    for target in known.values():
+        hits[target] = hits.get(target, 0) + 1
+    lost = {old for old, target in known.items() if hits[target] > 1}
+    ids = {old: target for old, target in known.items() if old not in lost and target != old}
+    unmapped = [f for f in proposed.facts if f.id in lost]
+    for f in unmapped:
+        text, proposed = _drop(text, proposed, f.id)
+    nxt = max(now.next, proposed.next)
+    facts: list[Fact] = []
+    for f in proposed.facts:
+        if f.id not in known:  # new in the reply: after every id in use now
+            ids[f.id] = f"F{nxt}"
+            nxt += 1
+        facts.append(Fact(ids.get(f.id, f.id), f.section, f.text, f.norm))
+    shown = tuple(Fact(ids.get(f.id, f.id), f.section, f.text, f.norm) for f in base.facts if f.id not in lost)
+    # base.next == now.next tells carry the reply's new ids are already after now's
+    return Translated(Ledger(shown, now.next), text, Ledger(tuple(facts), nxt), ids, unmapped, lost)
+
+
 def carry(base: Ledger, now: Ledger, text: str, proposed: Ledger) -> tuple[str, Ledger, dict[str, str]]:
     """Apply the changes made from ``base`` to ``now`` onto ``proposed`` (made from ``base``):
-    facts removed meanwhile stay removed, rewordings stay, additions are kept once. The ids
-    ``proposed`` gave its new facts are renumbered after ``now``'s (returned: old -> new)."""
+    facts removed meanwhile stay removed, rewordings stay, additions are kept once (a new
+    fact of ``proposed`` that restates one added meanwhile, by :func:`pair`, is that fact).
+    The ids ``proposed`` gave its new facts are renumbered after ``now``'s (returned: old -> new)."""
     renames: dict[str, str] = {}
     nxt = max(now.next, proposed.next)
     known = {f.id for f in base.facts}
@@ -157,6 +207,9 @@ def carry(base: Ledger, now: Ledger, text: str, proposed: Ledger) -> tuple[str, 
                 text, led = _drop(text, led, ch.id)
         elif ch.kind == "added":
             assert ch.after is not None
+            fresh = [f for f in led.facts if f.id not in known and now.get(f.id) is None] if have is None else []
+            if fresh and (same := pair([ch.after], fresh)):
+                text, led = _drop(text, led, fresh[next(iter(same))].id)  # the reply's restatement of it
             if have is None and not any(f.norm == ch.after.norm for f in led.facts):
                 text, led = _put(text, led, ch.after)
         else:
