@@ -20,9 +20,10 @@ only if the new wording keeps every content word of the old one
 (:func:`same_fact`); "works on Beacon with Greta" -> "works on Beacon with Mia"
 is a different fact, so unless ``removed_facts`` lists it the old one is a
 silent drop like any other.
-Memory may change while the model works (an agent ``remember``, a hand edit):
-the model's answer is rebased onto the memory of that moment (:func:`factdiff.rebase`)
-so neither change is undone.
+Memory may change while the model works (an agent ``remember``, a hand edit, a
+sync's merge that renumbers ids): the model's answer is put on the ids of now
+(:func:`undo.translate`) and rebased onto the memory of that moment (:func:`undo.carry`),
+so no change is undone.
 
 :meth:`ConsolidationService.sweep` (``idle_sweep``), run periodically by the
 app's maintenance job (see ``core/app.py``), picks up hand edits of the work
