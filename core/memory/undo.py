@@ -155,9 +155,10 @@ def translate(base: Ledger, text: str, proposed: Ledger, relabels: Sequence[Mapp
     """``base`` (what the model was shown) and ``proposed`` (its reply on ``base``'s ids)
     with ``base``'s ids followed through ``relabels`` (the ``relabeled`` maps of the merges
     written since, oldest first), and the reply's new ids renumbered after ``now``'s, so
-    :func:`carry` pairs each fact with itself. Ids two facts would share are not followed:
-    those facts leave both ledgers (``now`` keeps its own version of them) and the reply's
-    versions of them are returned in ``unmapped``, for review."""
+    :func:`carry` pairs each fact with itself. Ids two facts would share are not followed;
+    such a fact is the one fact of ``now`` with its words, if there is one, else it leaves
+    both ledgers (``now`` keeps its own version of it), its id is in ``lost`` and the reply's
+    version of it in ``unmapped``, for review."""
     def follow(fid: str) -> str:
         for m in relabels:
             fid = str(m.get(fid, fid))
@@ -168,6 +169,13 @@ def translate(base: Ledger, text: str, proposed: Ledger, relabels: Sequence[Mapp
     for target in known.values():
         hits[target] = hits.get(target, 0) + 1
     lost = {old for old, target in known.items() if hits[target] > 1}
+    used = {target for old, target in known.items() if old not in lost}
+    for f in base.facts:  # then by its words: the one fact of now that has them, if no other id went there
+        same = [g.id for g in now.facts if g.norm == f.norm]
+        if f.id in lost and len(same) == 1 and same[0] not in used:
+            known[f.id] = same[0]
+            used.add(same[0])
+            lost.discard(f.id)
     ids = {old: target for old, target in known.items() if old not in lost and target != old}
     unmapped = [f for f in proposed.facts if f.id in lost]
     for f in unmapped:

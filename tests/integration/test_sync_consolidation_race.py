@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from memtray.core.app import App
+from memtray.core.memory import facts as fact_ids
+from memtray.core.memory.merging import SyncFields
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, tool_call
 from tests.integration.sync_support import bare, digest, open_app
@@ -60,7 +62,7 @@ class Model:
             f"- [{rex}] Pet: a cat named Rex\n"
             f"- [{bike}] Bicycle: red\n"
             f"- Second cat: Mimi [#{num['I adopted a second cat named Mimi.']}]\n"
-            f"- User plays chess on Sundays [#{num['I play chess on Sundays.']}]\n"
+            f"- User plays chess every Sunday [#{num['I play chess on Sundays.']}]\n"
         )
         return tool_call("save_memory", {
             "history_entry": "[2026-12-01 11:00] Talked about cats and work.",
@@ -86,6 +88,16 @@ def _facts(app: App) -> list[str]:
     return [f.text for f in app.memory.ledger().facts]
 
 
+def _gated(app: App, model: Model) -> Any:
+    app.store.append_many([("message", {"role": "user", "content": c}, "quick", None) for c in (
+        GATE, "I adopted a second cat named Mimi.", "I play chess on Sundays.",
+        "I left the Beacon project in November.")]
+        + [("message", {"role": "assistant", "content": "Noted."}, "quick", None)])
+    running = app.worker.submit(app.consolidation.consolidate("quick", archive_all=True))
+    assert model.asked.wait(WAIT), "the consolidation never asked the model"
+    return running
+
+
 def test_a_sync_that_renumbers_facts_during_a_consolidation_loses_none_of_the_models_changes(tmp_path: Path) -> None:
     model = Model()
     remote = bare(tmp_path / "remote.git")
@@ -105,12 +117,7 @@ def test_a_sync_that_renumbers_facts_during_a_consolidation_loses_none_of_the_mo
             a.sync.sync(str(remote))
             before = {f.text: f.id for f in b.memory.ledger().facts}
 
-            b.store.append_many([("message", {"role": "user", "content": c}, "quick", None) for c in (
-                GATE, "I adopted a second cat named Mimi.", "I play chess on Sundays.",
-                "I left the Beacon project in November.")]
-                + [("message", {"role": "assistant", "content": "Noted."}, "quick", None)])
-            running = b.worker.submit(b.consolidation.consolidate("quick", archive_all=True))
-            assert model.asked.wait(WAIT), "the consolidation never asked the model"
+            running = _gated(b, model)
             assert model.shown == before  # the model works on the ids before the merge
 
             rep = b.sync.sync(str(remote))
@@ -159,4 +166,36 @@ def test_a_sync_that_renumbers_facts_during_a_consolidation_loses_none_of_the_mo
         finally:
             model.release.set()
             a.close()
+            b.close()
+
+
+def test_ids_a_merge_renumbered_past_following_are_held_for_review_never_guessed(tmp_path: Path) -> None:
+    """A ``relabeled`` map that sends two facts to one id (and the facts reworded since): memory
+    keeps them as they are now, and what the model did to them waits in `memory review`."""
+    model = Model()
+    with ScriptedLLMServer(responder=model) as server:
+        b = _open(tmp_path / "b", server)
+        try:
+            _tell(b, "quick", ["User lives in Lyon"])
+            _tell(b, "quick", ["User has a cat named Rex", "User works on the Beacon project",
+                               "User rents a flat with a balcony", "User owns a red bicycle"])
+            running = _gated(b, model)
+            led = b.memory.ledger()
+            rex, beacon = model.shown["User has a cat named Rex"], model.shown["User works on the Beacon project"]
+            text = (b.store.state.memory.replace("a cat named Rex", "a tabby cat named Rex")
+                    .replace("Beacon project", "Beacon project at Acme"))
+            b.write(lambda: b.memory.write(text, reason="merge", facts=fact_ids.Ledger.with_ids(text, led.ids, led.next),
+                                           sync=SyncFields(relabeled={rex: beacon})))
+            model.release.set()
+            out = running.result(WAIT)
+            facts = _facts(b)
+            assert "User has a tabby cat named Rex" in facts and "User works on the Beacon project at Acme" in facts
+            assert "Pet: a cat named Rex" not in facts
+            assert "Bicycle: red" in facts and "Second cat: Mimi" in facts  # the rest of the reply is applied
+            held = {i["text"]: i for i in b.memory.pending_review() if i["kind"] == "rebase"}
+            assert set(held) == {"Pet: a cat named Rex", "User works on the Beacon project"}, held
+            assert "left the Beacon project in November" in held["User works on the Beacon project"]["reason"]
+            assert out.flagged == 2
+        finally:
+            model.release.set()
             b.close()

@@ -48,15 +48,22 @@ def test_without_translate_the_rebase_loses_the_rewording_and_the_removal() -> N
     assert "Has a cat named Rex" in texts and "Works on Beacon" in texts  # the defect translate fixes
 
 
+def test_ids_two_facts_would_share_are_followed_by_their_words() -> None:
+    t = translate(BASE, REPLY_TEXT, REPLY, [{"F2": "F6", "F3": "F6"}], NOW)  # a broken map
+    assert t.lost == set() and t.ids["F2"] == "F10" and t.ids["F3"] == "F6"
+
+
 def test_ids_two_facts_would_share_are_not_followed_and_now_keeps_its_version() -> None:
-    # a broken map sends F2 and F3 to the same id: neither can be followed
-    t = translate(BASE, REPLY_TEXT, REPLY, [{"F2": "F6", "F3": "F6"}], NOW)
+    # a broken map sends F2 and F3 to the same id, and both facts have other words now
+    now_text = NOW_TEXT.replace("a cat named Rex", "a tabby cat named Rex").replace("on Beacon", "on Beacon at Acme")
+    now = facts.Ledger.with_ids(now_text, NOW.ids, NOW.next)
+    t = translate(BASE, REPLY_TEXT, REPLY, [{"F2": "F6", "F3": "F6"}], now)
     assert t.lost == {"F2", "F3"}
     assert [f.text for f in t.unmapped] == ["Pet: a cat named Rex"]
     assert "Pet: a cat named Rex" not in t.text and len(facts.Ledger.of(t.text).facts) == len(t.proposed.facts)
-    text, _, _ = carry(t.base, NOW, t.text, t.proposed)
+    text, _, _ = carry(t.base, now, t.text, t.proposed)
     assert "Pet: a cat named Rex" not in text  # held for review by the caller, not written
-    assert "Has a cat named Rex" in text and "Works on Beacon" in text  # memory keeps them as they are now
+    assert "Has a tabby cat named Rex" in text and "Works on Beacon at Acme" in text  # as they are now
 
 
 def test_a_new_fact_that_restates_one_added_meanwhile_is_kept_once_under_the_id_of_now() -> None:
