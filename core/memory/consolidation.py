@@ -486,6 +486,8 @@ class ConsolidationService:
         renames: dict[str, str] = {}
         if [(f.id, f.norm) for f in snap.facts] != [(f.id, f.norm) for f in current.facts]:
             since = self.store.log.tail(max(0, self.store.log.last_seq - read_seq))
+            if since and since[0].seq > read_seq + 1:  # seqs with gaps: read from the seq itself
+                since = list(self.store.log.records(read_seq))
             t = translate(snap, text, led, [r.data["relabeled"] for r in since if r.seq > read_seq and
                                             r.type == "memory.written" and isinstance(r.data.get("relabeled"), dict)],
                           current)
