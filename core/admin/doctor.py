@@ -203,9 +203,11 @@ def repair_text(home: Home) -> str:
 def check_attachments(home: Home) -> list[Finding]:
     """Every attachment a message references is in ``attachments/`` with its hash."""
     from memtray.core.log.attachments import AttachmentStore, refs_of
+    from memtray.core.log.origin import origin_of
 
     store = AttachmentStore(home.root)
     problems: list[str] = []
+    elsewhere: list[str] = []  # of other devices' messages: their file has not come (yet)
     seen = 0
     try:
         elog = EventLog.open(home.events, readonly=True)
@@ -213,18 +215,26 @@ def check_attachments(home: Home) -> list[Finding]:
             for rec in elog.records():
                 if rec.type != "message":
                     continue
+                origin = origin_of(rec)
                 for ref in refs_of(rec.data):
                     seen += 1
                     problem = store.problem(ref)
-                    if problem is not None:
+                    if problem is not None and origin is not None and not store.path(ref.sha256).exists():
+                        elsewhere.append(f"seq {rec.seq} ({ref.name}): on device {origin.device}, not synced here")
+                    elif problem is not None:
                         problems.append(f"seq {rec.seq} ({ref.name}): {problem}")
         finally:
             elog.close()
     except MemtrayError as exc:
         return [Finding(True, f"note: attachments not checked ({exc})", code="attachments")]
+    out = [Finding(True, f"note: {len(elsewhere)} attachment(s) of other devices' messages are not here (their "
+                   "device's memtray did not sync them); the messages show their names", _some(elsewhere),
+                   code="attachments-peers")] if elsewhere else []
     if problems:
-        return [Finding(False, f"{len(problems)} attachment(s) missing or damaged", _some(problems), code="attachments")]
-    return [Finding(True, f"attachments: {seen} referenced, all present with their hash", code="attachments")]
+        return [*out, Finding(False, f"{len(problems)} attachment(s) missing or damaged", _some(problems), code="attachments")]
+    return [*out, Finding(True, f"attachments: {seen} referenced, "
+                          + ("the others present with their hash" if elsewhere else "all present with their hash"),
+                          code="attachments")]
 
 
 def _check_keyring(cfg: Any) -> Finding:

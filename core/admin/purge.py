@@ -433,10 +433,16 @@ def apply_tombstones(app: App, tombstones: list[Record]) -> int:
 
     async def on_worker() -> int:
         with app.store.locked():
+            before = {r.id: r.data for r in app.store.log.records() if r.id in payloads and r.type == "message"}
             plan = plan_replace(app.home.events, payloads)
             if plan.segments:
                 _rewrite(app, plan)
                 app.store.checkpoint()
+                # an attached file the purge rewrote was stored again under a new hash on the
+                # purging device (it travels in its new stream); the copy here still holds the text
+                old = {r.sha256 for d in before.values() for r in attachments.refs_of(d)}
+                new = {r.sha256 for d in payloads.values() if isinstance(d, dict) for r in attachments.refs_of(d)}
+                attachments.remove(attachments.AttachmentStore(app.home.root), old - new)
             return plan.events
 
     n = app.run(on_worker())

@@ -379,3 +379,29 @@ def merge_nodes(dag: Dag, heads: Sequence[str]) -> Merged:
         step.origin = {k: acc.origin.get(k, v) if v == first.device else v for k, v in step.origin.items()}
         acc, acc_anc = step, acc_anc | anc
     return acc
+
+
+def parents_first(heads: Sequence[PeerHead]) -> list[PeerHead]:
+    """``heads`` in the order given, except that each comes after every one of ``heads`` it
+    follows: one peer's merge names revisions of a third device, handed over in the same call."""
+    by_id = {h.event_id: h for h in heads}
+    out: list[PeerHead] = []
+    done: set[str] = set()
+    for first in heads:
+        stack, opened = [first.event_id], {first.event_id}
+        while stack:
+            cur = stack[-1]
+            if cur in done:
+                stack.pop()
+                continue
+            parents = by_id[cur].data.get("parents")
+            todo = [str(p) for p in parents if p in by_id and p not in done and p not in opened] \
+                if isinstance(parents, list) else []
+            if todo:
+                stack.append(todo[0])
+                opened.add(todo[0])
+                continue
+            stack.pop()
+            done.add(cur)
+            out.append(by_id[cur])
+    return out

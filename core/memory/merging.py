@@ -39,6 +39,7 @@ from memtray.core.memory.merge import (
     PeerHead,
     merge_id,
     merge_nodes,
+    parents_first,
 )
 from memtray.core.memory.peers import MEMORY_PEER, MEMORY_WRITTEN, Known
 
@@ -139,7 +140,7 @@ class PeerMerging:
         dag = known.dag
         records: list[tuple[str, dict[str, Any], str | None, str | None]] = []
         new: list[str] = []
-        for h in heads:
+        for h in parents_first(heads):  # several peers' at once: a merge after what it names
             if h.event_id in dag:
                 continue
             data = dict(h.data)

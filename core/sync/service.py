@@ -45,6 +45,7 @@ from memtray.core.base.errors import MemtrayError
 from memtray.core.base.faults import crash_point
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import DeviceId, Home, new_device_id, set_device_id
+from memtray.core.log.attachments import AttachmentStore
 from memtray.core.log.events import BadRecord, Record, decode_raw, legacy_line
 from memtray.core.log.origin import (
     EXPORTED,
@@ -57,6 +58,7 @@ from memtray.core.log.origin import (
 )
 from memtray.core.log.segments import Position
 from memtray.core.log.store import Store, record_ending_at
+from memtray.core.sync import attach
 from memtray.core.sync.gitcli import Git, SyncError, has_password, safe_url
 from memtray.core.sync.stream import (
     PREFIX,
@@ -109,6 +111,7 @@ class SyncReport:
     #: peers' memory revisions handed to the memory merge: they travel but are not imported as events
     merged_heads: int = 0
     new_device: str | None = None  # the id this home took now (``--new-device``)
+    attachments: int = 0  # attachment files of other devices' messages stored here now
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -151,6 +154,7 @@ class SyncService:
         self.settings = settings
         self.clock = clock
         self.dir = home.root / "sync"
+        self.attachments = AttachmentStore(home.root)
         self._lock = threading.Lock()
         self._device = DeviceId(home)  # read again when device.json changes (another process)
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
@@ -287,10 +291,13 @@ class SyncService:
         # 4. import: every peer's memory revisions to the merge in one call first (a merge one
         # peer made names revisions of a third device: the merge knows them when it comes)
         heads = [(p.device, r) for p in peers for r in p.records if r.type == "memory.written"]
-        merged = not heads or self._merge(_parents_first(heads), rep)
+        merged = not heads or self._merge(heads, rep)
         for peer in peers:
-            self._import(peer, rep, merged)
+            self._import(repo, peer, rep, merged)
         self._apply_tombstones(peers, rep)
+        if rep.purges:  # the files a purge rewrote, from the device that purged (its new stream)
+            for peer in peers:
+                rep.attachments += attach.take(self.attachments, repo, peer.commit, attach.payloads(peer.records))
         # 5. push my new events
         self._push(repo, url, base, mine_remote, rep, republish)
         if init and not marker.exists():
@@ -418,7 +425,7 @@ class SyncService:
         rep.conflicts.extend(list(outcome.conflicts))
         return True
 
-    def _import(self, peer: PeerEvents, rep: SyncReport, merged: bool) -> None:
+    def _import(self, repo: LocalRepo, peer: PeerEvents, rep: SyncReport, merged: bool) -> None:
         """The peer's events with the cursor, IMPORT_BATCH a write, after its memory heads went
         to the merge (``merged``: with every peer's, in one call that reads the memory history
         once). A crash in between hands the same heads again next time, which the merge
@@ -439,6 +446,8 @@ class SyncService:
             records, last, complete = records[:cut], heads[0].seq - 1, False
             rep.pending_heads += len(heads)
             rep.notes.append(f"memory of {dev} not merged: this memtray cannot merge memory yet")
+        # the files first: a message is never shown before its attachment is here
+        rep.attachments += attach.take(self.attachments, repo, peer.commit, attach.payloads(records))
         imported = 0
         for start in range(0, max(len(records), 1), IMPORT_BATCH):
             chunk = records[start : start + IMPORT_BATCH]
@@ -517,13 +526,15 @@ class SyncService:
             segs = [(chunk[0].seq, [legacy_line(r) for r in chunk])
                     for chunk in (everything[i : i + REPUBLISH_SEGMENT]
                                   for i in range(0, len(everything), REPUBLISH_SEGMENT))]
+            files = attach.files_to_push(self.attachments, attach.payloads(everything))
             if segs:
-                head = repo.republish(me, segs, everything[-1].seq, epoch, _git_date(everything[-1].ts, when))
+                head = repo.republish(me, segs, everything[-1].seq, epoch, _git_date(everything[-1].ts, when), files)
                 lease = mine_remote or ""
                 rep.republished = True
         elif own:
             head = repo.extend(me, base, [legacy_line(r) for r in own], own[-1].seq, own[0].seq,
-                               _git_date(own[-1].ts, when))
+                               _git_date(own[-1].ts, when),
+                               attach.files_to_push(self.attachments, attach.payloads(own)))
         if head is None or head == mine_remote:
             return
         repo.push(url, head, log_ref(me), lease=lease)
@@ -620,29 +631,3 @@ def _git_date(ts: str, fallback: str) -> str:
         return str(int(parse_ts(ts).timestamp())) + " +0000"
     except (ValueError, TypeError):
         return str(int(parse_ts(fallback).timestamp())) + " +0000"
-
-
-def _parents_first(heads: Sequence[tuple[str, Record]]) -> list[tuple[str, Record]]:
-    """The peers' memory revisions in their streams' order, except that a revision comes
-    after every revision of the batch it follows (another peer's, which a merge names)."""
-    by_id = {r.id: (d, r) for d, r in heads}
-    out: list[tuple[str, Record]] = []
-    done: set[str] = set()
-    for _, first in heads:
-        stack, open_ = [first.id], {first.id}
-        while stack:
-            cur = stack[-1]
-            if cur in done:
-                stack.pop()
-                continue
-            parents = by_id[cur][1].data.get("parents")
-            todo = [str(p) for p in parents if p in by_id and p not in done and p not in open_] \
-                if isinstance(parents, list) else []
-            if todo:
-                stack.append(todo[0])
-                open_.add(todo[0])
-                continue
-            stack.pop()
-            done.add(cur)
-            out.append(by_id[cur])
-    return out

@@ -7,10 +7,13 @@ chain of commits on ``refs/memtray/devices/<device>/log``::
     memtray.json                       {"format": "memtray-stream", "version": 1, "device", "last_seq", ...}
     segments/000000/000000000001.jsonl the lines of one push, exactly as the log holds them
     segments/000000/000000000212.jsonl (named by their first seq; a directory per 10 000 seqs)
+    attachments/ab/<sha256>            the files its messages' attachments name (content-addressed)
 
 Each push adds one segment and never changes an old one, so a remote only ever
 grows, every push is a fast-forward, and the line checksums of the log (CRC-32)
 travel with the lines: a damaged segment is found before anything is imported.
+An attachment travels with the push that carries its message, under its hash,
+which the importing device checks before it stores the file.
 
 The commits are built in ``<home>/sync/repo.git`` (a bare repository private to
 this home, a cache: losing it costs one fetch) with git plumbing, and pushed and
@@ -22,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +50,10 @@ def memory_ref(device: str) -> str:
 
 def segment_path(first_seq: int) -> str:
     return f"segments/{first_seq // BUCKET:06d}/{first_seq:012d}.jsonl"
+
+
+def attachment_path(sha: str) -> str:
+    return f"attachments/{sha[:2]}/{sha}"
 
 
 def tracking_ref(remote_key: str, device: str) -> str:
@@ -168,6 +175,15 @@ class LocalRepo:
             raise SyncError(f"the stream of {device} holds seq {last} past its own end ({head.last_seq})")
         return PeerEvents(device, commit, records, max(head.last_seq, through))
 
+    def attachments(self, commit: str, shas: Sequence[str]) -> dict[str, bytes]:
+        """The attachment files ``shas`` of the stream at ``commit`` whose bytes have their
+        hash (a damaged or absent one is left out: the message shows its name only)."""
+        import hashlib
+
+        got = self.git.blobs([f"{commit}:{attachment_path(sha)}" for sha in shas]) if shas else []
+        return {sha: blob for sha, blob in zip(shas, got, strict=True)
+                if blob is not None and hashlib.sha256(blob).hexdigest() == sha}
+
     def changed_files(self, old: str, new: str) -> list[str]:
         """Files of the stream at ``old`` that ``new`` changed or deleted (its metadata aside).
         A continuation only adds segments: anything here means the remote was rewritten."""
@@ -201,29 +217,33 @@ class LocalRepo:
     # --- writing my stream ----------------------------------------------------------
 
     def extend(self, device: str, base: str | None, lines: Sequence[bytes], last_seq: int,
-               first_seq: int, when: str) -> str:
-        """A new commit on ``base`` adding one segment with ``lines``; the ref is not moved."""
+               first_seq: int, when: str, files: Mapping[str, bytes] | None = None) -> str:
+        """A new commit on ``base`` adding one segment with ``lines`` (and ``files``, attachment
+        hash -> bytes, those the base lacks); the ref is not moved."""
         prev = self.head(base, device) if base else None
         meta = {"format": FORMAT, "version": VERSION, "device": device, "last_seq": last_seq,
                 "segments": (prev.segments if prev else 0) + 1,
                 "events": (prev.events if prev else 0) + len(lines), "epoch": prev.epoch if prev else 0}
         msg = f"{device}: events {first_seq}..{last_seq} ({len(lines)})\n"
-        return self._commit(device, base, [(first_seq, lines)], meta, msg, when)
+        return self._commit(device, base, [(first_seq, lines)], meta, msg, when, files)
 
     def republish(self, device: str, segments: Sequence[tuple[int, Sequence[bytes]]], last_seq: int,
-                  epoch: int, when: str) -> str:
+                  epoch: int, when: str, files: Mapping[str, bytes] | None = None) -> str:
         """A new history (no parent) of the whole stream, as its lines are now (after a purge)."""
         meta = {"format": FORMAT, "version": VERSION, "device": device, "last_seq": last_seq,
                 "segments": len(segments), "events": sum(len(lines) for _, lines in segments), "epoch": epoch}
         msg = f"{device}: the stream republished after a purge (epoch {epoch}, up to event {last_seq})\n"
-        return self._commit(device, None, segments, meta, msg, when)
+        return self._commit(device, None, segments, meta, msg, when, files)
 
     def _commit(self, device: str, base: str | None, segments: Sequence[tuple[int, Sequence[bytes]]],
-                meta: dict[str, object], msg: str, when: str) -> str:
+                meta: dict[str, object], msg: str, when: str, files: Mapping[str, bytes] | None = None) -> str:
         infos = []
         for first, lines in segments:
             blob = self.git.text(["hash-object", "-w", "--stdin"], input=b"".join(lines))
             infos += ["--cacheinfo", f"100644,{blob},{segment_path(first)}"]
+        for sha, data in sorted((files or {}).items()):
+            blob = self.git.text(["hash-object", "-w", "--stdin"], input=data)
+            infos += ["--cacheinfo", f"100644,{blob},{attachment_path(sha)}"]
         meta_blob = self.git.text(["hash-object", "-w", "--stdin"],
                                   input=(json.dumps(meta, sort_keys=True) + "\n").encode())
         fd, index = tempfile.mkstemp(prefix="index-", dir=self.path)
