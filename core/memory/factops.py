@@ -9,7 +9,7 @@ edited in place). The fact diff of every ``memory.written`` is by id.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,15 +173,7 @@ class FactOps(MemoryBrowsing):
     def pending_review(self) -> list[dict[str, Any]]:
         """Items held for review that are still pending: derived from the state, so a fact
         that is back in memory (a rollback, an undo, a hand edit) is no longer listed."""
-        led = self.ledger()
-        live = set(led.ids)
-        norms = {f.norm for f in led.facts}
-        texts = {f.id: f.norm for f in led.facts}
-        items = [i for i in self.store.state.review.values()
-                 if (_conflict_open(i, texts) if i.get("kind") == "merge-conflict" else
-                     not (i.get("kind") == "silent-drop" and i.get("fact_id") in live)
-                     and factdiff.normalize(str(i.get("text", ""))) not in norms)]
-        return sorted(items, key=lambda i: i["seq"])
+        return waiting(self.store.state.review.values(), self.ledger())
 
     def merge_conflicts(self) -> list[dict[str, Any]]:
         """The merge conflicts of sync still waiting for review (kind ``merge-conflict``), now:
@@ -276,6 +268,18 @@ class FactOps(MemoryBrowsing):
         }
 
 
+def waiting(review: Iterable[dict[str, Any]], led: Ledger) -> list[dict[str, Any]]:
+    """Of the review items ``review``, those still pending against the memory ``led``."""
+    live = set(led.ids)
+    norms = {f.norm for f in led.facts}
+    texts = {f.id: f.norm for f in led.facts}
+    items = [i for i in review
+             if (_conflict_open(i, texts) if i.get("kind") == "merge-conflict" else
+                 not (i.get("kind") == "silent-drop" and i.get("fact_id") in live)
+                 and factdiff.normalize(str(i.get("text", ""))) not in norms)]
+    return sorted(items, key=lambda i: i["seq"])
+
+
 def _conflict_open(item: dict[str, Any], texts: dict[str, str]) -> bool:
     """A merge conflict waits while its fact is in memory (and, for two wordings, while the
     other wording is not the one memory holds): removing or rewording it by hand resolves it."""
@@ -285,4 +289,4 @@ def _conflict_open(item: dict[str, Any], texts: dict[str, str]) -> bool:
     return item.get("conflict") == "removed-reworded" or now != factdiff.normalize(str(item.get("text", "")))
 
 
-__all__ = ["FactOps", "UndoResult"]
+__all__ = ["FactOps", "UndoResult", "waiting"]

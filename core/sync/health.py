@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
+from memtray.core.base.errors import MemtrayError
 from memtray.core.base.findings import Finding
 from memtray.core.base.home import Home
 from memtray.core.sync.gitcli import Git, SyncError
@@ -47,12 +48,45 @@ def check_sync(home: Home, cfg: Any) -> list[Finding]:
     if st.get("pending_heads"):
         out.append(Finding(True, f"warning: {st['pending_heads']} memory revision(s) of other devices are not merged "
                            "(this memtray cannot merge memory)", code="sync"))
-    if st.get("conflicts"):
-        out.append(Finding(True, f"note: {len(st['conflicts'])} sync conflict(s) kept for review "
+    waiting = open_conflicts(home)
+    if waiting:
+        out.append(Finding(True, f"note: {waiting} sync conflict(s) waiting for review "
                            "(`memtray memory review`)", code="sync"))
     if repo.exists():
         out.append(_fsck(home))
     return out
+
+
+def open_conflicts(home: Home) -> int:
+    """The merge conflicts waiting for review now, from the log (not the last sync's list:
+    one resolved since, by a review or a hand edit, no longer counts)."""
+    from memtray.core.log.eventlog import EventLog
+    from memtray.core.log.projections import replay
+    from memtray.core.memory.factops import waiting
+    from memtray.core.memory.facts import Ledger
+
+    if not home.events.exists():
+        return 0
+    try:
+        elog = EventLog.open(home.events, readonly=True)
+    except MemtrayError:
+        return 0  # the log check reports it
+    try:
+        last: dict[str, Any] = {}
+        records = []
+        for rec in elog.records():
+            records.append(rec)
+            if rec.type == "memory.written":
+                last = rec.data
+        state = replay(records)
+    except MemtrayError:
+        return 0
+    finally:
+        elog.close()
+    items = [i for i in state.review.values() if i.get("kind") == "merge-conflict"]
+    if not items:
+        return 0
+    return len(waiting(items, Ledger.of(str(last.get("memory", "")), last)))
 
 
 def _fsck(home: Home) -> Finding:

@@ -56,3 +56,30 @@ def test_doctor_follows_the_sync_state(tmp_path: Path) -> None:
     assert json.loads(out.stdout)["pushed"] == 0
     st = run_cli(root, "sync", "--status", "--json")
     assert json.loads(st.stdout)["last_error"] is None
+
+
+def test_doctor_counts_the_merge_conflicts_waiting_now_not_the_last_syncs_list(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
+    try:
+        assert a.sync is not None and b.sync is not None
+        for fact in ("Lives in Lyon", "Works at Acme"):
+            a.write(lambda fact=fact: a.memory.remember(fact, "Me", model=None, source_seq=None))
+        a.sync.sync(str(remote))
+        b.sync.sync(str(remote))
+        # b removes a fact that a rewords by hand: a conflict, kept for review on b
+        b.write(lambda: b.memory.forget("F2", "changed jobs", model=None))
+        md = a.home.memory / "MEMORY.md"
+        md.write_text(md.read_text().replace("Works at Acme", "Works at Acme in sales"))
+        assert a.write(a.memory.check_worktree)
+        a.sync.sync(str(remote))
+        b.sync.sync(str(remote))
+        [item] = b.write(b.memory.merge_conflicts)
+        waiting = "note: 1 sync conflict(s) waiting for review (`memtray memory review`)"
+        assert (True, waiting) in _sync_findings(b.home.root)
+        b.write(lambda: b.memory.accept_review(item["id"]))
+        assert b.sync.status()["conflicts"]  # the last sync's list still holds it
+        assert not [t for _, t in _sync_findings(b.home.root) if "conflict" in t]
+    finally:
+        a.close()
+        b.close()
