@@ -9,6 +9,7 @@ cursors live in the event log, not there).
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from typing import Any
 
 from memtray.core.base.errors import MemtrayError
@@ -72,7 +73,7 @@ def open_conflicts(home: Home) -> int:
     except MemtrayError:
         return 0  # the log check reports it
     try:
-        last: dict[str, Any] = {}
+        last: Mapping[str, Any] = {}
         records = []
         for rec in elog.records():
             records.append(rec)
