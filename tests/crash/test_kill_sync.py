@@ -16,7 +16,17 @@ from pathlib import Path
 import pytest
 from memtray.core.base.faults import CRASH_ENV
 
-from tests.integration.sync_support import bare, contents, digest, git, open_app, say
+from tests.integration.sync_support import (
+    bare,
+    contents,
+    digest,
+    git,
+    log_holds,
+    open_app,
+    remote_holds,
+    remote_refs,
+    say,
+)
 from tests.support import run_cli
 
 
@@ -38,54 +48,67 @@ def _state(root: Path) -> tuple[str, set[str], list[str]]:
         app.close()
 
 
-def _refs(remote: Path) -> dict[str, str]:
-    out = git("--git-dir", str(remote), "for-each-ref", "--format=%(refname) %(objectname)")
-    return dict(line.split() for line in out.splitlines())
-
-
 def _sync(root: Path, remote: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return run_cli(root, "sync", str(remote), **env)
 
 
-@pytest.mark.parametrize("step", ["sync.fetched", "sync.imported", "sync.pushed"])
-def test_kill_during_sync_then_the_next_sync_completes(tmp_path: Path, step: str) -> None:
+def _two_synced_homes(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A bare remote and homes a and b that said something each and synced (a, b, a)."""
     remote = bare(tmp_path / "remote.git")
     a, b = tmp_path / "a", tmp_path / "b"
     _say(a, "a before")
     _say(b, "b before")
     for root in (a, b, a):
         assert _sync(root, remote).returncode == 0
+    return remote, a, b
+
+
+def _kill_receive_pack(remote: Path) -> Path:
+    """A pre-receive hook on ``remote`` that kills the receiving git mid-push; its path."""
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nkill -9 $PPID\nsleep 5\nexit 1\n")
+    hook.chmod(0o755)
+    return hook
+
+
+def _converged(a: Path, b: Path) -> set[str]:
+    """Assert a and b hold the same state, no event twice and none imported from their own
+    device id; what they said."""
+    (da, ca, dups_a), (db, cb, dups_b) = _state(a), _state(b)
+    assert dups_a == [] and dups_b == []
+    assert _own_imports(a) == [] and _own_imports(b) == []
+    assert ca == cb and da == db
+    return ca
+
+
+@pytest.mark.parametrize("step", ["sync.fetched", "sync.imported", "sync.pushed"])
+def test_kill_during_sync_then_the_next_sync_completes(tmp_path: Path, step: str) -> None:
+    remote, a, b = _two_synced_homes(tmp_path)
     _say(a, "a new")
     _say(b, "b new")
     assert _sync(b, remote).returncode == 0
-    before = _refs(remote)
+    before = remote_refs(remote)
     killed = _sync(a, remote, **{CRASH_ENV: step})
     assert killed.returncode == -9, killed.stderr
-    after_kill = _refs(remote)
+    after_kill = remote_refs(remote)
     for ref, sha in before.items():  # whatever got through is a fast-forward
         git("--git-dir", str(remote), "merge-base", "--is-ancestor", sha, after_kill[ref])
     done = _sync(a, remote)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert _sync(b, remote).returncode == 0
-    da, ca, dups_a = _state(a)
-    db, cb, dups_b = _state(b)
-    assert dups_a == [] and dups_b == []
-    assert ca == cb and {"a new", "b new", "a before", "b before"} <= ca
-    assert da == db
+    assert {"a new", "b new", "a before", "b before"} <= _converged(a, b)
 
 
 def test_receive_pack_killed_on_the_remote_then_the_next_sync_completes(tmp_path: Path) -> None:
     remote = bare(tmp_path / "remote.git")
-    hook = remote / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\nkill -9 $PPID\nsleep 5\nexit 1\n")  # the receiving git dies mid-push
-    hook.chmod(0o755)
+    hook = _kill_receive_pack(remote)
     a, b = tmp_path / "a", tmp_path / "b"
     _say(a, "a one")
     killed = _sync(a, remote)
     assert killed.returncode != 0
     assert "memtray: error:" in killed.stderr and "Traceback" not in killed.stderr
-    assert _refs(remote) == {}
+    assert remote_refs(remote) == {}
     hook.unlink()
     assert _sync(a, remote).returncode == 0
     assert _sync(b, remote).returncode == 0
@@ -115,27 +138,10 @@ def test_kill_while_a_copied_home_takes_a_new_device_id_then_it_completes(tmp_pa
         done = _sync(copy, remote)
     assert done.returncode == 0, done.stderr
     assert _sync(a, remote).returncode == 0
-    da, ca, dups_a = _state(a)
-    dc, cc, dups_c = _state(copy)
-    assert dups_a == [] and dups_c == []
-    assert ca == cc and {"shared", "on a", "on the copy"} <= ca
-    assert da == dc
+    assert {"shared", "on a", "on the copy"} <= _converged(a, copy)
 
 
 SECRET = "hunter2-the-door-code"
-
-
-def _holding(root: Path, text: str) -> list[str]:
-    """The log segments of ``root`` that still hold ``text``."""
-    return [p.name for p in (root / "events").glob("*.jsonl") if text.encode() in p.read_bytes()]
-
-
-def _remote_reachable_holds(remote: Path, text: str) -> bool:
-    listed = git("--git-dir", str(remote), "rev-list", "--objects", "--all")
-    names = "\n".join(line.split()[0] for line in listed.splitlines()) + "\n"
-    out = subprocess.run(["git", "--git-dir", str(remote), "cat-file", "--batch"], input=names.encode(),
-                         check=True, capture_output=True).stdout
-    return text.encode() in out
 
 
 def _own_imports(root: Path) -> list[str]:
@@ -155,35 +161,25 @@ def test_a_purge_after_a_push_the_crash_kept_from_adopting_is_republished(
     The remote's copy of this device's stream differs from the purged log exactly where the
     purge's tombstone says (and in a session name the purge changed): that is this home's own
     push, not another home's."""
-    remote = bare(tmp_path / "remote.git")
-    a, b = tmp_path / "a", tmp_path / "b"
-    _say(a, "a before")
-    _say(b, "b before")
-    for root in (a, b, a):
-        assert _sync(root, remote).returncode == 0
+    remote, a, b = _two_synced_homes(tmp_path)
     _say(a, f"the code is {SECRET}", session)
     killed = _sync(a, remote, **{CRASH_ENV: "sync.pushed"})
     assert killed.returncode == -9, killed.stderr
     if peer_saw_it:  # b imported the segment a did not adopt before a purged
         assert _sync(b, remote).returncode == 0
-        assert _holding(b, SECRET)
+        assert log_holds(b, SECRET)
     purged = run_cli(a, "purge", SECRET, "--yes")
     assert purged.returncode == 0, purged.stderr
-    assert not _holding(a, SECRET)
+    assert not log_holds(a, SECRET)
     done = _sync(a, remote)
     assert done.returncode == 0, done.stderr
     assert "another data home" not in done.stderr
-    assert not _remote_reachable_holds(remote, SECRET)  # republished: the old lines are unreachable
+    assert not remote_holds(remote, SECRET)  # republished: the old lines are unreachable
     for root in (b, a, b):
         out = _sync(root, remote)
         assert out.returncode == 0, out.stderr
-    assert not _holding(b, SECRET)
-    da, ca, dups_a = _state(a)
-    db, cb, dups_b = _state(b)
-    assert dups_a == [] and dups_b == []
-    assert _own_imports(a) == [] and _own_imports(b) == []
-    assert ca == cb and {"a before", "b before", "the code is [PURGED]"} <= ca
-    assert da == db
+    assert not log_holds(b, SECRET)
+    assert {"a before", "b before", "the code is [PURGED]"} <= _converged(a, b)
 
 
 @pytest.mark.parametrize("first", ["synced", "crashed after push"])
@@ -192,38 +188,26 @@ def test_a_purge_then_a_killed_republication_then_the_next_sync_completes(
         tmp_path: Path, first: str, where: str) -> None:
     """The purge's republication push is killed: after it landed (this side) or while the
     remote received it; the next sync completes, with the secret gone everywhere."""
-    remote = bare(tmp_path / "remote.git")
-    a, b = tmp_path / "a", tmp_path / "b"
-    _say(a, "a before")
-    _say(b, "b before")
-    for root in (a, b, a):
-        assert _sync(root, remote).returncode == 0
+    remote, a, b = _two_synced_homes(tmp_path)
     _say(a, f"the code is {SECRET}")
     pushed = _sync(a, remote, **({CRASH_ENV: "sync.pushed"} if first == "crashed after push" else {}))
     assert pushed.returncode == (-9 if first == "crashed after push" else 0), pushed.stderr
     assert _sync(b, remote).returncode == 0
     assert run_cli(a, "purge", SECRET, "--yes").returncode == 0
-    before = _refs(remote)
-    hook = remote / "hooks" / "pre-receive"
+    before = remote_refs(remote)
     if where == "receive-pack":
-        hook.write_text("#!/bin/sh\nkill -9 $PPID\nsleep 5\nexit 1\n")
-        hook.chmod(0o755)
+        hook = _kill_receive_pack(remote)
         killed = _sync(a, remote)
         assert killed.returncode != 0 and "Traceback" not in killed.stderr
-        assert _refs(remote) == before  # nothing landed
+        assert remote_refs(remote) == before  # nothing landed
         hook.unlink()
     else:
         killed = _sync(a, remote, **{CRASH_ENV: "sync.pushed"})
         assert killed.returncode == -9, killed.stderr
-        assert _refs(remote) != before  # the new history landed, the local ref did not move
+        assert remote_refs(remote) != before  # the new history landed, the local ref did not move
     for root in (a, b, a, b):
         out = _sync(root, remote)
         assert out.returncode == 0, out.stderr
-    assert not _holding(a, SECRET) and not _holding(b, SECRET)
-    assert not _remote_reachable_holds(remote, SECRET)
-    da, ca, dups_a = _state(a)
-    db, cb, dups_b = _state(b)
-    assert dups_a == [] and dups_b == []
-    assert _own_imports(a) == [] and _own_imports(b) == []
-    assert ca == cb and {"a before", "b before", "the code is [PURGED]"} <= ca
-    assert da == db
+    assert not log_holds(a, SECRET) and not log_holds(b, SECRET)
+    assert not remote_holds(remote, SECRET)
+    assert {"a before", "b before", "the code is [PURGED]"} <= _converged(a, b)

@@ -1,4 +1,5 @@
-"""Helpers of the sync tests: data homes, a real bare remote, a git daemon on 127.0.0.1."""
+"""Helpers of the sync tests: data homes, a real bare remote, a git daemon on 127.0.0.1,
+and reading what a home or a remote holds (refs, texts, hand-made commits on a stream)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from memtray.core.base.clock import Clock
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home, device_id
 from memtray.core.sync.digest import state_digest
+from memtray.core.sync.service import SyncReport
 
 GIT = shutil.which("git") or "git"
 
@@ -25,11 +27,43 @@ def bare(path: Path) -> Path:
     return path
 
 
+def served(tmp_path: Path, name: str = "mem.git") -> Path:
+    """A folder holding one bare remote ``name``, for a server (git daemon, http) to serve."""
+    base = tmp_path / "srv"
+    base.mkdir()
+    bare(base / name)
+    return base
+
+
 def open_app(root: Path, clock: Clock | None = None, **cfg: object) -> App:
     home = Home(root)
     home.create()
     device_id(home)
     return App.open(home, config=Config(**cfg), clock=clock)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def homes(tmp_path: Path, names: str = "ab", **cfg: object) -> Iterator[list[App]]:
+    """A data home under ``tmp_path`` per letter of ``names``, each with its sync; all closed after."""
+    apps: list[App] = []
+    try:
+        for name in names:
+            app = open_app(tmp_path / name, **cfg)
+            assert app.sync is not None
+            apps.append(app)
+        yield apps
+    finally:
+        for app in apps:
+            app.close()
+
+
+def sync(url: Path | str, *apps: App, **how: bool) -> list[SyncReport]:
+    """Sync each of ``apps`` with ``url`` in that order; their reports."""
+    reports = []
+    for app in apps:
+        assert app.sync is not None
+        reports.append(app.sync.sync(str(url), **how))
+    return reports
 
 
 def say(app: App, text: str, session: str = "quick") -> None:
@@ -47,6 +81,48 @@ def contents(app: App) -> set[str]:
 
 def git(*args: str, cwd: Path | None = None) -> str:
     return subprocess.run([GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def remote_refs(remote: Path) -> dict[str, str]:
+    """Every ref of a bare remote: name -> sha."""
+    out = git("--git-dir", str(remote), "for-each-ref", "--format=%(refname) %(objectname)")
+    return dict(line.split() for line in out.splitlines())
+
+
+def log_holds(root: Path, text: str) -> list[str]:
+    """The event log segments of the home at ``root`` that hold ``text``."""
+    return [p.name for p in (root / "events").glob("*.jsonl") if text.encode() in p.read_bytes()]
+
+
+def remote_holds(remote: Path, text: str, *, reachable: bool = True) -> bool:
+    """Whether an object of a bare remote holds ``text``: one reachable from a ref, or any."""
+    cmd = [GIT, "--git-dir", str(remote), "cat-file", "--batch"]
+    names = None
+    if reachable:
+        listed = git("--git-dir", str(remote), "rev-list", "--objects", "--all")
+        names = ("\n".join(line.split()[0] for line in listed.splitlines()) + "\n").encode()
+    else:
+        cmd.append("--batch-all-objects")
+    return text.encode() in subprocess.run(cmd, input=names, check=True, capture_output=True).stdout
+
+
+def commit_on(remote: Path, ref: str, path: str, blob: bytes, tmp: Path, message: str) -> None:
+    """Move ``ref`` of a bare remote to a child commit whose tree has ``blob`` at ``path`` (added
+    or replaced), as someone working on the remote by hand would."""
+    head = git("--git-dir", str(remote), "rev-parse", ref)
+    env = {**os.environ, "GIT_INDEX_FILE": str(tmp / f"index-{os.getpid()}")}
+
+    def run(*args: str, data: bytes | None = None) -> str:
+        out = subprocess.run([GIT, "--git-dir", str(remote), *args], input=data, env=env, check=True,
+                             capture_output=True).stdout
+        return out.decode().strip()
+
+    run("read-tree", head)
+    sha = run("hash-object", "-w", "--stdin", data=blob)
+    run("update-index", "--add", "--cacheinfo", f"100644,{sha},{path}")
+    tree = run("write-tree")
+    commit = run("-c", "user.name=x", "-c", "user.email=x@x", "commit-tree", tree, "-p", head, "-m", message)
+    git("--git-dir", str(remote), "update-ref", ref, commit)
 
 
 def free_port() -> int:

@@ -8,13 +8,12 @@ import pytest
 from memtray.core.log.origin import origin_of
 from memtray.core.sync.gitcli import SyncError
 
-from tests.integration.sync_support import bare, contents, digest, git, open_app, say
+from tests.integration.sync_support import bare, contents, digest, git, homes, open_app, say
 
 
 def test_two_homes_exchange_messages_and_end_in_the_same_state(tmp_path: Path) -> None:
     remote = bare(tmp_path / "remote.git")
-    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
-    try:
+    with homes(tmp_path, "ab") as (a, b):
         say(a, "laptop one")
         say(b, "desktop one")
         assert a.sync is not None and b.sync is not None
@@ -43,9 +42,6 @@ def test_two_homes_exchange_messages_and_end_in_the_same_state(tmp_path: Path) -
         assert sorted(r for r in refs if r.endswith("/log")) == sorted(
             f"refs/memtray/devices/{d}/log" for d in (a.sync.device, b.sync.device))
         git("--git-dir", str(remote), "fsck", "--strict")
-    finally:
-        a.close()
-        b.close()
 
 
 def test_three_homes_converge_whatever_the_order(tmp_path: Path) -> None:
@@ -81,22 +77,16 @@ def test_imports_survive_a_reopen_and_a_lost_sync_repository(tmp_path: Path) -> 
 
     shutil.rmtree(tmp_path / "a" / "sync")
     shutil.rmtree(tmp_path / "b" / "sync")
-    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
-    try:
+    with homes(tmp_path, "ab") as (a, b):
         say(a, "second")
         assert a.sync is not None and b.sync is not None
         assert a.sync.sync(str(remote)).pushed == 2  # only the new ones: the remote said where it was
         assert b.sync.sync(str(remote)).imported == 2  # the cursor lives in the log, not the sync repo
         assert digest(a) == digest(b)
-    finally:
-        a.close()
-        b.close()
 
 
 def test_a_remote_url_with_a_password_is_refused(tmp_path: Path) -> None:
-    a = open_app(tmp_path / "a")
-    try:
-        assert a.sync is not None
+    with homes(tmp_path, "a") as [a]:
         with pytest.raises(SyncError, match="holds a password"):
             a.sync.sync("https://me:hunter2@example.invalid/repo.git")
         status = tmp_path / "a" / "sync" / "status.json"
@@ -105,8 +95,6 @@ def test_a_remote_url_with_a_password_is_refused(tmp_path: Path) -> None:
 
         with pytest.raises(ConfigError, match="password"):
             coerce("sync_remote", "https://me:hunter2@example.invalid/repo.git")
-    finally:
-        a.close()
 
 
 def test_sync_without_a_remote_says_how_to_set_one(tmp_path: Path) -> None:
@@ -124,15 +112,11 @@ def test_the_counts_say_what_travelled_memory_revisions_are_merged_not_imported(
     from tests.support import run_cli
 
     remote = bare(tmp_path / "remote.git")
-    a = open_app(tmp_path / "a")
-    try:
-        assert a.sync is not None
+    with homes(tmp_path, "a") as [a]:
         say(a, "one")
         a.write(lambda: a.memory.remember("User likes tea", None, model=None, source_seq=None))
         ra = a.sync.sync(str(remote))
         assert ra.pushed == 3  # two messages and one memory revision
-    finally:
-        a.close()
     out = run_cli(tmp_path / "b", "sync", str(remote))
     assert out.returncode == 0, out.stderr
     assert "imported 2 (" in out.stdout

@@ -8,17 +8,25 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from memtray.core.app import App
 from memtray.core.base.clock import Clock
 from memtray.core.sync.gitcli import SyncError
 from memtray.core.sync.service import NotMemtrayRemote
 from memtray.core.sync.stream import log_ref
 
-from tests.integration.sync_support import GIT, bare, contents, digest, git, open_app, say
-
-
-def _refs(remote: Path) -> dict[str, str]:
-    out = git("--git-dir", str(remote), "for-each-ref", "--format=%(refname) %(objectname)")
-    return dict(line.split() for line in out.splitlines())
+from tests.integration.sync_support import (
+    GIT,
+    bare,
+    commit_on,
+    contents,
+    digest,
+    git,
+    homes,
+    open_app,
+    remote_refs,
+    say,
+    sync,
+)
 
 
 def test_a_remote_that_rejects_pushes_changes_nothing_and_the_next_sync_catches_up(tmp_path: Path) -> None:
@@ -26,70 +34,59 @@ def test_a_remote_that_rejects_pushes_changes_nothing_and_the_next_sync_catches_
     hook = remote / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\necho 'quota exceeded for this repository' >&2\nexit 1\n")
     hook.chmod(0o755)
-    a = open_app(tmp_path / "a")
-    try:
-        assert a.sync is not None
+    with homes(tmp_path, "a") as [a]:
         say(a, "kept locally")
         with pytest.raises(SyncError, match="rejected the push: quota exceeded") as info:
             a.sync.sync(str(remote))
         assert "Nothing was changed" in info.value.hint
-        assert _refs(remote) == {}
+        assert remote_refs(remote) == {}
         assert a.sync.repo().git.rev(log_ref(a.sync.device)) is None  # local ref did not move either
         st = a.sync.status()
         assert st["last_error"].startswith("the remote rejected") and st["failures"] == 1
         hook.unlink()
         assert a.sync.sync(str(remote)).pushed == 2
         assert a.sync.status()["last_error"] is None
-    finally:
-        a.close()
+
+
+def _push_by_hand(tmp_path: Path, remote: Path, ref: str, files: dict[str, str]) -> None:
+    """Someone else's commit holding ``files`` (none: an empty commit), pushed to ``ref``."""
+    work = tmp_path / "work"
+    git("init", "-q", str(work))
+    for name, text in files.items():
+        (work / name).write_text(text)
+        git("-C", str(work), "add", name)
+    git("-C", str(work), "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "x")
+    git("-C", str(work), "push", "-q", str(remote), f"HEAD:{ref}")
 
 
 def test_a_remote_that_is_not_a_memtray_remote_is_refused_unless_asked(tmp_path: Path) -> None:
     remote = bare(tmp_path / "code.git")
-    work = tmp_path / "work"
-    git("init", "-q", str(work))
-    (work / "README").write_text("someone's project\n")
-    git("-C", str(work), "add", "README")
-    git("-C", str(work), "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "init")
-    git("-C", str(work), "push", "-q", str(remote), "HEAD:refs/heads/main")
-    before = _refs(remote)
-    a = open_app(tmp_path / "a")
-    try:
-        assert a.sync is not None
+    _push_by_hand(tmp_path, remote, "refs/heads/main", {"README": "someone's project\n"})
+    before = remote_refs(remote)
+    with homes(tmp_path, "a") as [a]:
         say(a, "hello")
         with pytest.raises(NotMemtrayRemote, match="not a memtray remote"):
             a.sync.sync(str(remote))
-        assert _refs(remote) == before
+        assert remote_refs(remote) == before
         rep = a.sync.sync(str(remote), init=True)
         assert rep.pushed == 2
-        after = _refs(remote)
+        after = remote_refs(remote)
         assert after["refs/heads/main"] == before["refs/heads/main"]  # what it held is untouched
-    finally:
-        a.close()
 
 
 def test_a_remote_taken_with_init_before_anything_was_pushed_stays_taken(tmp_path: Path) -> None:
     remote = bare(tmp_path / "code.git")
-    work = tmp_path / "work"
-    git("init", "-q", str(work))
-    git("-C", str(work), "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "x")
-    git("-C", str(work), "push", "-q", str(remote), "HEAD:refs/heads/main")
-    a = open_app(tmp_path / "a")
-    try:
-        assert a.sync is not None
+    _push_by_hand(tmp_path, remote, "refs/heads/main", {})
+    with homes(tmp_path, "a") as [a]:
         assert a.sync.sync(str(remote), init=True).pushed == 0  # nothing to push yet: no stream there
         assert a.sync.sync(str(remote)).pushed == 0  # the next automatic sync is not refused
         say(a, "hello")
         assert a.sync.sync(str(remote)).pushed == 2
-    finally:
-        a.close()
 
 
 def test_a_vanished_remote_is_one_message(tmp_path: Path) -> None:
     remote = bare(tmp_path / "usb" / "remote.git")
-    a = open_app(tmp_path / "a")
-    try:
-        assert a.sync is not None
+    with homes(tmp_path, "a") as [a]:
         say(a, "x")
         a.sync.sync(str(remote))
         shutil.rmtree(tmp_path / "usb")
@@ -97,35 +94,16 @@ def test_a_vanished_remote_is_one_message(tmp_path: Path) -> None:
         with pytest.raises(SyncError, match="cannot reach the remote"):
             a.sync.sync(str(remote))
         assert "Traceback" not in a.sync.status()["last_error"]
-    finally:
-        a.close()
 
 
 def _commit_segment(remote: Path, ref: str, payload: bytes, tmp: Path) -> None:
     """Add a segment to the stream at ``ref`` on the remote by hand (a damaged peer push)."""
-    head = git("--git-dir", str(remote), "rev-parse", ref)
-    env = {"GIT_INDEX_FILE": str(tmp / "idx")}
-    import os
-
-    e = {**os.environ, **env}
-    subprocess.run([GIT, "--git-dir", str(remote), "read-tree", head], env=e, check=True)
-    blob = subprocess.run([GIT, "--git-dir", str(remote), "hash-object", "-w", "--stdin"], input=payload,
-                          env=e, check=True, capture_output=True).stdout.decode().strip()
-    subprocess.run([GIT, "--git-dir", str(remote), "update-index", "--add", "--cacheinfo",
-                    f"100644,{blob},segments/000000/000000009000.jsonl"], env=e, check=True)
-    tree = subprocess.run([GIT, "--git-dir", str(remote), "write-tree"], env=e, check=True,
-                          capture_output=True).stdout.decode().strip()
-    commit = subprocess.run([GIT, "--git-dir", str(remote), "-c", "user.name=x", "-c", "user.email=x@x",
-                             "commit-tree", tree, "-p", head, "-m", "damaged"], env=e, check=True,
-                            capture_output=True).stdout.decode().strip()
-    git("--git-dir", str(remote), "update-ref", ref, commit)
+    commit_on(remote, ref, "segments/000000/000000009000.jsonl", payload, tmp, "damaged")
 
 
 def test_a_damaged_segment_on_the_remote_imports_nothing(tmp_path: Path) -> None:
     remote = bare(tmp_path / "remote.git")
-    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
-    try:
-        assert a.sync is not None and b.sync is not None
+    with homes(tmp_path, "ab") as (a, b):
         say(b, "good")
         b.sync.sync(str(remote))
         # a flipped byte in a line of b's stream (the checksum no longer matches)
@@ -139,17 +117,12 @@ def test_a_damaged_segment_on_the_remote_imports_nothing(tmp_path: Path) -> None
             a.sync.sync(str(remote))
         assert "000000009000.jsonl" in str(info.value) and b.sync.device in str(info.value)
         assert a.store.log.last_seq == seq  # not even the good segment was imported
-        assert log_ref(a.sync.device) not in _refs(remote)  # and nothing pushed
-    finally:
-        a.close()
-        b.close()
+        assert log_ref(a.sync.device) not in remote_refs(remote)  # and nothing pushed
 
 
 def test_a_stream_rewritten_by_someone_else_is_refused_on_both_sides(tmp_path: Path) -> None:
     remote = bare(tmp_path / "remote.git")
-    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
-    try:
-        assert a.sync is not None and b.sync is not None
+    with homes(tmp_path, "ab") as (a, b):
         say(a, "one")
         a.sync.sync(str(remote))
         say(b, "two")
@@ -159,18 +132,15 @@ def test_a_stream_rewritten_by_someone_else_is_refused_on_both_sides(tmp_path: P
         git("--git-dir", str(remote), "update-ref", log_ref(b.sync.device),
             git("--git-dir", str(remote), "rev-parse", log_ref(a.sync.device)))
         say(a, "three")
-        before = _refs(remote)
+        before = remote_refs(remote)
         seq = a.store.log.last_seq
         with pytest.raises(SyncError, match="rewritten by someone else"):
             a.sync.sync(str(remote))
-        assert _refs(remote) == before and a.store.log.last_seq == seq
+        assert remote_refs(remote) == before and a.store.log.last_seq == seq
         # and b, whose own stream it is, refuses to build on it
         with pytest.raises(SyncError, match=r"rewritten by someone else|says it belongs to"):
             b.sync.sync(str(remote))
-        assert _refs(remote) == before
-    finally:
-        a.close()
-        b.close()
+        assert remote_refs(remote) == before
 
 
 class _Skewed(Clock):
@@ -237,11 +207,8 @@ def test_imported_messages_are_shown_and_searched_with_the_time_they_were_said(t
         db.execute("UPDATE documents SET ts = '2026-01-01T00:00:00.000Z'")
         db.execute("DELETE FROM meta WHERE key = 'said_at'")
     db.close()
-    a = open_app(tmp_path / "a")
-    try:
+    with homes(tmp_path, "a") as [a]:
         assert a.search is not None and a.search.search("zebra")[0].ts == said
-    finally:
-        a.close()
 
 
 def test_one_device_offline_for_thousands_of_events_then_syncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -249,9 +216,7 @@ def test_one_device_offline_for_thousands_of_events_then_syncs(tmp_path: Path, m
 
     monkeypatch.setattr(service, "IMPORT_BATCH", 300)  # several import writes, each with its cursor
     remote = bare(tmp_path / "remote.git")
-    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
-    try:
-        assert a.sync is not None and b.sync is not None
+    with homes(tmp_path, "ab") as (a, b):
         a.sync.sync(str(remote))
         b.sync.sync(str(remote))
         for i in range(500):
@@ -265,29 +230,17 @@ def test_one_device_offline_for_thousands_of_events_then_syncs(tmp_path: Path, m
         pulled = [r for r in a.store.log.records() if r.type == "sync.pulled"]
         assert len(pulled) == 4  # 300 + 300 + 300 + 100
         assert digest(a) == digest(b)
-    finally:
-        a.close()
-        b.close()
 
 
 def test_a_memtray_ref_that_holds_something_else_is_refused(tmp_path: Path) -> None:
     remote = bare(tmp_path / "remote.git")
-    work = tmp_path / "work"
-    git("init", "-q", str(work))
-    (work / "notes.txt").write_text("not a stream\n")
-    git("-C", str(work), "add", "notes.txt")
-    git("-C", str(work), "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "x")
-    git("-C", str(work), "push", "-q", str(remote), "HEAD:refs/memtray/devices/d000000000bad/log")
-    a = open_app(tmp_path / "a")
-    try:
-        assert a.sync is not None
+    _push_by_hand(tmp_path, remote, "refs/memtray/devices/d000000000bad/log", {"notes.txt": "not a stream\n"})
+    with homes(tmp_path, "a") as [a]:
         say(a, "hello")
         seq = a.store.log.last_seq
         with pytest.raises(SyncError, match="is not a memtray stream"):
             a.sync.sync(str(remote))
-        assert a.store.log.last_seq == seq and log_ref(a.sync.device) not in _refs(remote)
-    finally:
-        a.close()
+        assert a.store.log.last_seq == seq and log_ref(a.sync.device) not in remote_refs(remote)
 
 
 class _Died(BaseException):
@@ -301,9 +254,7 @@ def test_a_sync_stopped_between_import_writes_imports_the_rest_next_time(
 
     monkeypatch.setattr(service, "IMPORT_BATCH", 50)
     remote = bare(tmp_path / "remote.git")
-    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
-    try:
-        assert a.sync is not None and b.sync is not None
+    with homes(tmp_path, "ab") as (a, b):
         for i in range(100):
             say(b, f"m{i}")
         b.sync.sync(str(remote))
@@ -319,47 +270,45 @@ def test_a_sync_stopped_between_import_writes_imports_the_rest_next_time(
         monkeypatch.setattr(service, "crash_point", lambda name: None)
         assert a.sync.sync(str(remote)).imported == 150  # the same commit: the rest is not skipped
         assert digest(a) == digest(b)
-    finally:
-        a.close()
-        b.close()
 
 
 def test_peer_memory_this_memtray_cannot_merge_is_kept_for_later(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from memtray.core.sync.service import SyncService
 
     remote = bare(tmp_path / "remote.git")
-    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
-    try:
-        assert a.sync is not None and b.sync is not None
+    with homes(tmp_path, "ab") as (a, b):
         say(b, "before")
         b.write(lambda: b.memory.write("# Memory\n\n- User likes tea\n", reason="user-edit", source="user"))
         say(b, "after")
         b.sync.sync(str(remote))
-        monkeypatch.setattr(SyncService, "_merge", lambda self, heads, dev, rep: False)
+        monkeypatch.setattr(SyncService, "_merge", lambda self, heads, rep: False)
         rep = a.sync.sync(str(remote))
         assert rep.pending_heads == 1 and rep.imported == 2  # "before" and its echo, nothing past the head
         monkeypatch.undo()
         rep = a.sync.sync(str(remote))
         assert rep.imported == 2 and rep.pending_heads == 0
         assert {"before", "after"} <= contents(a)
-    finally:
-        a.close()
-        b.close()
+
+
+def _copied(tmp_path: Path, remote: Path, said: str) -> tuple[App, App]:
+    """Home ``a`` says ``said`` and syncs, then is copied to ``copy`` (the README's backup: copy
+    the folder, device id and all); both open, for the caller to close."""
+    a = open_app(tmp_path / "a")
+    say(a, said)
+    sync(remote, a)
+    a.close()
+    shutil.copytree(tmp_path / "a", tmp_path / "copy")
+    (tmp_path / "copy" / "memtray.lock").unlink(missing_ok=True)
+    a, c = open_app(tmp_path / "a"), open_app(tmp_path / "copy")
+    assert a.sync is not None and c.sync is not None
+    return a, c
 
 
 def test_a_copied_home_is_refused_then_becomes_a_device_of_its_own_without_losing_or_doubling(
         tmp_path: Path) -> None:
     remote = bare(tmp_path / "remote.git")
-    a = open_app(tmp_path / "a")
-    assert a.sync is not None
-    say(a, "before the copy")
-    a.sync.sync(str(remote))
-    a.close()
-    shutil.copytree(tmp_path / "a", tmp_path / "copy")  # the README's backup: copy the folder
-    (tmp_path / "copy" / "memtray.lock").unlink(missing_ok=True)
-    a, c = open_app(tmp_path / "a"), open_app(tmp_path / "copy")
+    a, c = _copied(tmp_path, remote, "before the copy")
     try:
-        assert a.sync is not None and c.sync is not None
         old = a.sync.device
         assert c.sync.device == old
         say(a, "on the original")
@@ -367,11 +316,11 @@ def test_a_copied_home_is_refused_then_becomes_a_device_of_its_own_without_losin
         assert a.sync.sync(str(remote)).pushed == 2
         a.write(lambda: a.memory.remember("User likes tea", None, model=None, source_seq=None))
         assert a.sync.sync(str(remote)).pushed == 1
-        before, seq = _refs(remote), c.store.log.last_seq
+        before, seq = remote_refs(remote), c.store.log.last_seq
         with pytest.raises(SyncError, match="another data home pushed under the same device id") as info:
             c.sync.sync(str(remote))
         assert "memtray sync --new-device" in (info.value.hint or "")
-        assert _refs(remote) == before and c.store.log.last_seq == seq  # nothing lost, nothing moved
+        assert remote_refs(remote) == before and c.store.log.last_seq == seq  # nothing lost, nothing moved
         assert "on the copy" in contents(c)
         rep = c.sync.sync(str(remote), new_device=True)
         new = c.sync.device
@@ -411,16 +360,8 @@ def test_a_copied_home_that_purged_is_still_refused(tmp_path: Path, original_pur
     from memtray.core.admin.purge import Matcher, purge
 
     remote = bare(tmp_path / "remote.git")
-    a = open_app(tmp_path / "a")
-    assert a.sync is not None
-    say(a, "before the copy, in Porto")
-    a.sync.sync(str(remote))
-    a.close()
-    shutil.copytree(tmp_path / "a", tmp_path / "copy")
-    (tmp_path / "copy" / "memtray.lock").unlink(missing_ok=True)
-    a, c = open_app(tmp_path / "a"), open_app(tmp_path / "copy")
+    a, c = _copied(tmp_path, remote, "before the copy, in Porto")
     try:
-        assert a.sync is not None and c.sync is not None
         say(a, "on the original, in Porto")
         if original_purged:  # the remote then holds a republication, a higher epoch
             purge(a, Matcher("Porto"))
@@ -430,10 +371,10 @@ def test_a_copied_home_that_purged_is_still_refused(tmp_path: Path, original_pur
         assert rep.events == 4
         tomb = [r for r in c.store.log.records() if r.type == "sync.purge"]
         assert len(tomb) == 1 and len(tomb[0].data["events"]) == 4
-        before, seq = _refs(remote), c.store.log.last_seq
+        before, seq = remote_refs(remote), c.store.log.last_seq
         with pytest.raises(SyncError, match="another data home pushed under the same device id"):
             c.sync.sync(str(remote))
-        assert _refs(remote) == before and c.store.log.last_seq == seq
+        assert remote_refs(remote) == before and c.store.log.last_seq == seq
         assert "on the copy, in [PURGED]" in contents(c)
     finally:
         a.close()
@@ -442,8 +383,6 @@ def test_a_copied_home_that_purged_is_still_refused(tmp_path: Path, original_pur
 
 def _tamper_first_segment(remote: Path, ref: str, tmp: Path) -> None:
     """A child commit on ``ref`` that rewrites one line of its OLDEST segment (a valid checksum)."""
-    import os
-
     from memtray.core.log.events import decode_raw, legacy_line
 
     head = git("--git-dir", str(remote), "rev-parse", ref)
@@ -452,32 +391,19 @@ def _tamper_first_segment(remote: Path, ref: str, tmp: Path) -> None:
                            capture_output=True).stdout.splitlines(keepends=True)
     rec = decode_raw(lines[0].rstrip(b"\n"))
     lines[0] = legacy_line(rec._replace(data={**rec.data, "content": "forged"}))
-    e = {**os.environ, "GIT_INDEX_FILE": str(tmp / "idx2")}
-    subprocess.run([GIT, "--git-dir", str(remote), "read-tree", head], env=e, check=True)
-    blob = subprocess.run([GIT, "--git-dir", str(remote), "hash-object", "-w", "--stdin"], input=b"".join(lines),
-                          env=e, check=True, capture_output=True).stdout.decode().strip()
-    subprocess.run([GIT, "--git-dir", str(remote), "update-index", "--cacheinfo", f"100644,{blob},{path}"],
-                   env=e, check=True)
-    tree = subprocess.run([GIT, "--git-dir", str(remote), "write-tree"], env=e, check=True,
-                          capture_output=True).stdout.decode().strip()
-    commit = subprocess.run([GIT, "--git-dir", str(remote), "-c", "user.name=x", "-c", "user.email=x@x",
-                             "commit-tree", tree, "-p", head, "-m", "tampered"], env=e, check=True,
-                            capture_output=True).stdout.decode().strip()
-    git("--git-dir", str(remote), "update-ref", ref, commit)
+    commit_on(remote, ref, path, b"".join(lines), tmp, "tampered")
 
 
 def test_an_old_segment_changed_on_the_remote_is_refused_and_its_owner_republishes(tmp_path: Path) -> None:
     remote = bare(tmp_path / "remote.git")
-    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
-    try:
-        assert a.sync is not None and b.sync is not None
+    with homes(tmp_path, "ab") as (a, b):
         say(b, "one")
         b.sync.sync(str(remote))
         a.sync.sync(str(remote))
         say(b, "two")
         b.sync.sync(str(remote))
         _tamper_first_segment(remote, log_ref(b.sync.device), tmp_path)
-        tampered, seq = _refs(remote)[log_ref(b.sync.device)], a.store.log.last_seq
+        tampered, seq = remote_refs(remote)[log_ref(b.sync.device)], a.store.log.last_seq
         # a peer that imported that segment refuses the changed copy
         with pytest.raises(SyncError, match=r"rewritten: segments/.* changed after it was imported") as info:
             a.sync.sync(str(remote))
@@ -486,7 +412,7 @@ def test_an_old_segment_changed_on_the_remote_is_refused_and_its_owner_republish
         # the owner never adopts a copy of its own stream that differs from its log
         with pytest.raises(SyncError, match="memtray does not adopt it"):
             b.sync.sync(str(remote))
-        assert _refs(remote)[log_ref(b.sync.device)] == tampered
+        assert remote_refs(remote)[log_ref(b.sync.device)] == tampered
         from memtray.core.admin.doctor import check
         from memtray.core.base.home import Home
 
@@ -495,7 +421,7 @@ def test_an_old_segment_changed_on_the_remote_is_refused_and_its_owner_republish
         # the repair the hint names: the owner publishes its stream again from its log
         rep = b.sync.sync(str(remote), republish=True)
         assert rep.republished and rep.pushed == 4
-        assert _refs(remote)[log_ref(b.sync.device)] != tampered
+        assert remote_refs(remote)[log_ref(b.sync.device)] != tampered
         a.sync.sync(str(remote))
         fresh = open_app(tmp_path / "fresh")
         try:
@@ -506,6 +432,3 @@ def test_an_old_segment_changed_on_the_remote_is_refused_and_its_owner_republish
             assert contents(fresh) == contents(a) == contents(b)
         finally:
             fresh.close()
-    finally:
-        a.close()
-        b.close()

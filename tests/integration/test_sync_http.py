@@ -8,19 +8,15 @@ import pytest
 from memtray.core.sync.gitcli import SyncError
 
 from tests.integration.http_git import http_git
-from tests.integration.sync_support import bare, contents, digest, open_app, say
+from tests.integration.sync_support import contents, digest, homes, say, served
 
 
 def test_sync_over_http_with_the_users_credential_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    srv = tmp_path / "srv"
-    srv.mkdir()
-    bare(srv / "mem.git")
+    srv = served(tmp_path)
     gitconfig = tmp_path / "gitconfig"
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
-    try:
-        assert a.sync is not None and b.sync is not None
+    with homes(tmp_path, "ab") as (a, b):
         with http_git(srv) as base:
             url = f"{base}/mem.git"
             say(a, "over http")
@@ -41,6 +37,3 @@ def test_sync_over_http_with_the_users_credential_helper(tmp_path: Path, monkeyp
             for p in root.rglob("*"):
                 if p.is_file() and "objects" not in p.parts:
                     assert b"s3cret-token" not in p.read_bytes(), p
-    finally:
-        a.close()
-        b.close()

@@ -7,8 +7,10 @@ meet in the memory merge, and every device ends with the same memory and state.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,21 @@ def _open(root: Path, server: ScriptedLLMServer) -> App:
                     memory_window=1000, idle_consolidate_minutes=0)
 
 
+@contextlib.contextmanager
+def _two_devices(tmp_path: Path) -> Iterator[tuple[Consolidator, Path, App, App]]:
+    """The scripted model, a bare remote, and homes a and b that consolidate with it."""
+    model = Consolidator()
+    remote = bare(tmp_path / "remote.git")
+    with ScriptedLLMServer(responder=model) as server:
+        a, b = _open(tmp_path / "a", server), _open(tmp_path / "b", server)
+        try:
+            assert a.sync is not None and b.sync is not None
+            yield model, remote, a, b
+        finally:
+            a.close()
+            b.close()
+
+
 def _tell(app: App, session: str, facts: list[str]) -> None:
     app.store.append_many([("message", {"role": "user", "content": f"Remember this: {f}."}, session, None)
                            for f in facts]
@@ -65,94 +82,70 @@ def _facts(app: App) -> set[str]:
 
 
 def test_concurrent_consolidations_on_two_devices_merge_with_zero_silent_loss(tmp_path: Path) -> None:
-    model = Consolidator()
-    remote = bare(tmp_path / "remote.git")
-    with ScriptedLLMServer(responder=model) as server:
-        a, b = _open(tmp_path / "a", server), _open(tmp_path / "b", server)
-        try:
-            assert a.sync is not None and b.sync is not None
-            _tell(a, "quick", ["User lives in Lyon"])
-            a.sync.sync(str(remote))
-            b.sync.sync(str(remote))
-            assert _facts(b) == {"User lives in Lyon"}  # a new device gets the memory
-            # now both consolidate before either syncs: two heads
-            _tell(a, "quick", ["User plays chess on Sundays"])
-            _tell(b, "quick", ["User has a cat named Rex"])
-            _tell(b, "work", ["User works on the Beacon project"])
-            b.sync.sync(str(remote))
-            rep = a.sync.sync(str(remote))
-            assert rep.merges
-            b.sync.sync(str(remote))
-            a.sync.sync(str(remote))
-            want = {"User lives in Lyon", "User plays chess on Sundays", "User has a cat named Rex",
-                    "User works on the Beacon project"}
-            assert _facts(a) == _facts(b) == want
-            assert digest(a) == digest(b)
-            # a's model never saw b's messages (and the other way round)
-            joined = "\n".join(model.conversations)
-            assert joined.count("User has a cat named Rex") == 1 and joined.count("User plays chess") == 1
-        finally:
-            a.close()
-            b.close()
+    with _two_devices(tmp_path) as (model, remote, a, b):
+        _tell(a, "quick", ["User lives in Lyon"])
+        a.sync.sync(str(remote))
+        b.sync.sync(str(remote))
+        assert _facts(b) == {"User lives in Lyon"}  # a new device gets the memory
+        # now both consolidate before either syncs: two heads
+        _tell(a, "quick", ["User plays chess on Sundays"])
+        _tell(b, "quick", ["User has a cat named Rex"])
+        _tell(b, "work", ["User works on the Beacon project"])
+        b.sync.sync(str(remote))
+        rep = a.sync.sync(str(remote))
+        assert rep.merges
+        b.sync.sync(str(remote))
+        a.sync.sync(str(remote))
+        want = {"User lives in Lyon", "User plays chess on Sundays", "User has a cat named Rex",
+                "User works on the Beacon project"}
+        assert _facts(a) == _facts(b) == want
+        assert digest(a) == digest(b)
+        # a's model never saw b's messages (and the other way round)
+        joined = "\n".join(model.conversations)
+        assert joined.count("User has a cat named Rex") == 1 and joined.count("User plays chess") == 1
 
 
 def test_a_device_offline_for_many_consolidations_then_syncs(tmp_path: Path) -> None:
-    model = Consolidator()
-    remote = bare(tmp_path / "remote.git")
-    with ScriptedLLMServer(responder=model) as server:
-        a, b = _open(tmp_path / "a", server), _open(tmp_path / "b", server)
-        try:
-            assert a.sync is not None and b.sync is not None
-            a.sync.sync(str(remote))
-            b.sync.sync(str(remote))
-            offline = [f"User visited city number {i} in 2025" for i in range(8)]
-            for f in offline:
-                _tell(b, "trip", [f])
-            _tell(a, "quick", ["User drinks green tea"])
-            a.sync.sync(str(remote))
-            b.sync.sync(str(remote))
-            a.sync.sync(str(remote))
-            assert _facts(a) == _facts(b) == {*offline, "User drinks green tea"}
-            assert digest(a) == digest(b)
-        finally:
-            a.close()
-            b.close()
+    with _two_devices(tmp_path) as (_model, remote, a, b):
+        a.sync.sync(str(remote))
+        b.sync.sync(str(remote))
+        offline = [f"User visited city number {i} in 2025" for i in range(8)]
+        for f in offline:
+            _tell(b, "trip", [f])
+        _tell(a, "quick", ["User drinks green tea"])
+        a.sync.sync(str(remote))
+        b.sync.sync(str(remote))
+        a.sync.sync(str(remote))
+        assert _facts(a) == _facts(b) == {*offline, "User drinks green tea"}
+        assert digest(a) == digest(b)
 
 
 def test_after_sync_every_fact_traces_to_the_consolidation_and_messages_that_introduced_it(tmp_path: Path) -> None:
     from memtray.core.memory.provenance import check_provenance
 
-    model = Consolidator()
-    remote = bare(tmp_path / "remote.git")
-    with ScriptedLLMServer(responder=model) as server:
-        a, b = _open(tmp_path / "a", server), _open(tmp_path / "b", server)
-        try:
-            assert a.sync is not None and b.sync is not None
-            _tell(a, "quick", ["User lives in Lyon"])
-            a.sync.sync(str(remote))
+    with _two_devices(tmp_path) as (_model, remote, a, b):
+        _tell(a, "quick", ["User lives in Lyon"])
+        a.sync.sync(str(remote))
+        b.sync.sync(str(remote))
+        _tell(a, "quick", ["User plays chess on Sundays"])
+        _tell(b, "quick", ["User has a cat named Rex"])
+        for _ in range(2):  # merges both ways, then fast-forwards
             b.sync.sync(str(remote))
-            _tell(a, "quick", ["User plays chess on Sundays"])
-            _tell(b, "quick", ["User has a cat named Rex"])
-            for _ in range(2):  # merges both ways, then fast-forwards
-                b.sync.sync(str(remote))
-                a.sync.sync(str(remote))
-            _tell(b, "quick", ["User drinks green tea"])
-            for _ in range(2):
-                b.sync.sync(str(remote))
-                a.sync.sync(str(remote))
-            for app in (a, b):
-                [finding] = check_provenance(app.home)
-                assert finding.ok, finding
-            dev_a, dev_b = a.memory.device, b.memory.device
-            for app in (a, b):
-                for fact, dev in (("Lyon", dev_a), ("chess", dev_a), ("Rex", dev_b), ("green tea", dev_b)):
-                    info = app.memory.why(fact)
-                    assert info["consolidation"], (app.memory.device, fact, info)
-                    assert info.get("device") == dev, (fact, info)
-                    said = [m["content"] for m in info["messages"] if m["role"] == "user"]
-                    assert any(fact in s for s in said), (app.memory.device, fact, info)
-                    if dev == app.memory.device:  # its own: the consolidation here, not a merge since
-                        assert info["revision"]["reason"] == "consolidation", (fact, info)
-        finally:
-            a.close()
-            b.close()
+            a.sync.sync(str(remote))
+        _tell(b, "quick", ["User drinks green tea"])
+        for _ in range(2):
+            b.sync.sync(str(remote))
+            a.sync.sync(str(remote))
+        for app in (a, b):
+            [finding] = check_provenance(app.home)
+            assert finding.ok, finding
+        dev_a, dev_b = a.memory.device, b.memory.device
+        for app in (a, b):
+            for fact, dev in (("Lyon", dev_a), ("chess", dev_a), ("Rex", dev_b), ("green tea", dev_b)):
+                info = app.memory.why(fact)
+                assert info["consolidation"], (app.memory.device, fact, info)
+                assert info.get("device") == dev, (fact, info)
+                said = [m["content"] for m in info["messages"] if m["role"] == "user"]
+                assert any(fact in s for s in said), (app.memory.device, fact, info)
+                if dev == app.memory.device:  # its own: the consolidation here, not a merge since
+                    assert info["revision"]["reason"] == "consolidation", (fact, info)

@@ -9,55 +9,51 @@ import pytest
 from memtray.core.sync.gitcli import SyncError
 from memtray.core.sync.service import SyncReport
 
-from tests.integration.sync_support import bare, contents, digest, git_daemon, open_app, say
+from tests.integration.sync_support import (
+    contents,
+    digest,
+    git_daemon,
+    homes,
+    open_app,
+    say,
+    served,
+    sync,
+)
 
 
 def test_three_homes_sync_through_git_daemon_even_at_the_same_moment(tmp_path: Path) -> None:
-    base = tmp_path / "srv"
-    base.mkdir()
-    bare(base / "mem.git")
-    apps = [open_app(tmp_path / n) for n in "abc"]
-    try:
-        with git_daemon(base) as prefix:
-            url = f"{prefix}/mem.git"
-            for i, app in enumerate(apps):
-                say(app, f"hello from {i}")
-            # all three at once: each pushes only its own ref, so none can reject another
-            reports: list[SyncReport] = []
-            errors: list[BaseException] = []
-            start = threading.Barrier(3)
+    base = served(tmp_path)
+    with homes(tmp_path, "abc") as apps, git_daemon(base) as prefix:
+        url = f"{prefix}/mem.git"
+        for i, app in enumerate(apps):
+            say(app, f"hello from {i}")
+        # all three at once: each pushes only its own ref, so none can reject another
+        reports: list[SyncReport] = []
+        errors: list[BaseException] = []
+        start = threading.Barrier(3)
 
-            def run(app: object) -> None:
-                try:
-                    start.wait()
-                    reports.append(app.sync.sync(url))  # type: ignore[attr-defined]
-                except BaseException as exc:
-                    errors.append(exc)
+        def run(app: object) -> None:
+            try:
+                start.wait()
+                reports.append(app.sync.sync(url))  # type: ignore[attr-defined]
+            except BaseException as exc:
+                errors.append(exc)
 
-            threads = [threading.Thread(target=run, args=(app,)) for app in apps]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            assert errors == []
-            assert sum(r.pushed for r in reports) == 6
-            for app in apps:
-                assert app.sync is not None
-                app.sync.sync(url)
-            assert len({digest(app) for app in apps}) == 1
-            assert contents(apps[0]) >= {"hello from 0", "hello from 1", "hello from 2"}
-    finally:
-        for app in apps:
-            app.close()
+        threads = [threading.Thread(target=run, args=(app,)) for app in apps]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert sum(r.pushed for r in reports) == 6
+        sync(url, *apps)
+        assert len({digest(app) for app in apps}) == 1
+        assert contents(apps[0]) >= {"hello from 0", "hello from 1", "hello from 2"}
 
 
 def test_a_remote_that_goes_away_mid_way_leaves_the_next_sync_to_finish(tmp_path: Path) -> None:
-    base = tmp_path / "srv"
-    base.mkdir()
-    bare(base / "mem.git")
-    a, b = open_app(tmp_path / "a"), open_app(tmp_path / "b")
-    try:
-        assert a.sync is not None and b.sync is not None
+    base = served(tmp_path)
+    with homes(tmp_path, "ab") as (a, b):
         with git_daemon(base) as prefix:
             url = f"{prefix}/mem.git"
             say(a, "before the outage")
@@ -72,9 +68,6 @@ def test_a_remote_that_goes_away_mid_way_leaves_the_next_sync_to_finish(tmp_path
             b.sync.sync(url)
             assert "during the outage" in contents(b)
             assert digest(a) == digest(b)
-    finally:
-        a.close()
-        b.close()
 
 
 def test_an_ssh_connection_error_keeps_git_s_real_cause(tmp_path: Path) -> None:

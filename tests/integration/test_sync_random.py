@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.sync_support import bare, contents, digest, open_app, say
+from tests.integration.sync_support import bare, contents, digest, open_app, say, sync
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -38,9 +38,7 @@ def test_random_interleavings_of_three_devices_converge(tmp_path: Path, seed: in
             else:  # a /new (its archiving consolidation needs a model; the reset is what travels)
                 app.store.append("session.reset", {"reason": "user"}, session="quick")
         for _ in range(2):
-            for app in apps:
-                assert app.sync is not None
-                app.sync.sync(str(remote))
+            sync(remote, *apps)
         assert len({digest(app) for app in apps}) == 1
         for app in apps:
             assert said <= contents(app)
