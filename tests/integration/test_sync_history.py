@@ -9,9 +9,11 @@ come without the date they should start with, one in another language.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from memtray.core.app import App
 from memtray.core.memory.revisions import diary_entries
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, tool_call
-from tests.integration.sync_support import bare, git, open_app
+from tests.integration.sync_support import bare, git, homes, open_app, sync
 
 JSON = dict[str, Any]
 FACT = re.compile(r"Remember this: (User [^.\n]+)\.")
@@ -51,6 +53,16 @@ def _open(root: Path, server: ScriptedLLMServer) -> App:
                     memory_window=1000, idle_consolidate_minutes=0)
 
 
+@contextlib.contextmanager
+def _devices(tmp_path: Path, names: str = "ab") -> Iterator[tuple[Path, ScriptedLLMServer, list[App]]]:
+    """A bare remote, the careless diarist behind the real litellm client, and one home per letter."""
+    remote = bare(tmp_path / "remote.git")
+    with ScriptedLLMServer(responder=Diarist()) as server, homes(
+            tmp_path, names, model="openai/test-model", api_base=server.base_url, llm_retries=0,
+            memory_window=1000, idle_consolidate_minutes=0) as apps:
+        yield remote, server, apps
+
+
 def _tell(app: App, fact: str, session: str = "quick") -> None:
     app.store.append_many([("message", {"role": "user", "content": f"Remember this: {fact}."}, session, None),
                            ("message", {"role": "assistant", "content": "Noted."}, session, None)])
@@ -67,59 +79,39 @@ def _entries_naming(app: App, fact: str) -> int:
 
 
 def test_two_devices_that_both_consolidated_hold_one_diary_with_every_entry_once(tmp_path: Path) -> None:
-    remote = bare(tmp_path / "remote.git")
-    with ScriptedLLMServer(responder=Diarist()) as server:
-        a, b = _open(tmp_path / "a", server), _open(tmp_path / "b", server)
-        try:
-            assert a.sync is not None and b.sync is not None
-            _tell(a, "User lives in Lyon")
-            a.sync.sync(str(remote))
-            b.sync.sync(str(remote))  # a fast-forward: b takes a's revision, and its diary
-            assert _diary(b) == _diary(a) and _entries_naming(b, "User lives in Lyon") == 1
-            _tell(a, "User plays chess on Sundays")
-            _tell(a, "User reads Japanese novels")
-            _tell(b, "User has a cat named Rex", "work")
-            b.sync.sync(str(remote))
-            assert a.sync.sync(str(remote)).merges
-            b.sync.sync(str(remote))
-            a.sync.sync(str(remote))
-            facts = ["User lives in Lyon", "User plays chess on Sundays", "User reads Japanese novels",
-                     "User has a cat named Rex"]
-            assert _diary(a) == _diary(b)
-            for f in facts:
-                assert _entries_naming(a, f) == 1, (f, _diary(a))
-            # both diaries are in the commits, not just the work tree
-            assert git("show", "HEAD:HISTORY.md", cwd=a.home.memory) == _diary(a).rstrip("\n")
-            # more syncs change nothing, and the next consolidation appends to the merged diary
-            before = _diary(b)
-            a.sync.sync(str(remote))
-            b.sync.sync(str(remote))
-            assert _diary(b) == before
-            _tell(b, "User drinks green tea")
-            assert _diary(b).startswith(before) and _entries_naming(b, "User drinks green tea") == 1
-        finally:
-            a.close()
-            b.close()
+    with _devices(tmp_path) as (remote, _server, (a, b)):
+        _tell(a, "User lives in Lyon")
+        sync(remote, a, b)  # a fast-forward: b takes a's revision, and its diary
+        assert _diary(b) == _diary(a) and _entries_naming(b, "User lives in Lyon") == 1
+        _tell(a, "User plays chess on Sundays")
+        _tell(a, "User reads Japanese novels")
+        _tell(b, "User has a cat named Rex", "work")
+        assert sync(remote, b, a)[1].merges
+        sync(remote, b, a)
+        facts = ["User lives in Lyon", "User plays chess on Sundays", "User reads Japanese novels",
+                 "User has a cat named Rex"]
+        assert _diary(a) == _diary(b)
+        for f in facts:
+            assert _entries_naming(a, f) == 1, (f, _diary(a))
+        # both diaries are in the commits, not just the work tree
+        assert git("show", "HEAD:HISTORY.md", cwd=a.home.memory) == _diary(a).rstrip("\n")
+        # more syncs change nothing, and the next consolidation appends to the merged diary
+        before = _diary(b)
+        sync(remote, a, b)
+        assert _diary(b) == before
+        _tell(b, "User drinks green tea")
+        assert _diary(b).startswith(before) and _entries_naming(b, "User drinks green tea") == 1
 
 
 def test_a_rebuild_of_the_memory_repository_makes_the_same_merged_diary(tmp_path: Path) -> None:
-    remote = bare(tmp_path / "remote.git")
-    with ScriptedLLMServer(responder=Diarist()) as server:
-        a, b = _open(tmp_path / "a", server), _open(tmp_path / "b", server)
-        try:
-            assert a.sync is not None and b.sync is not None
-            _tell(a, "User lives in Lyon")
-            a.sync.sync(str(remote))
-            b.sync.sync(str(remote))
-            _tell(a, "User plays chess on Sundays")
-            _tell(b, "User has a cat named Rex")
-            b.sync.sync(str(remote))
-            a.sync.sync(str(remote))
-            b.sync.sync(str(remote))
-            diary, head = _diary(b), git("rev-parse", "HEAD", cwd=b.home.memory)
-        finally:
-            a.close()
-            b.close()
+    with _devices(tmp_path) as (remote, server, (a, b)):
+        _tell(a, "User lives in Lyon")
+        sync(remote, a, b)
+        _tell(a, "User plays chess on Sundays")
+        _tell(b, "User has a cat named Rex")
+        sync(remote, b, a, b)
+        diary, head = _diary(b), git("rev-parse", "HEAD", cwd=b.home.memory)
+        b.close()
         shutil.rmtree(tmp_path / "b" / "memory")
         again = _open(tmp_path / "b", server)
         try:
@@ -130,58 +122,35 @@ def test_a_rebuild_of_the_memory_repository_makes_the_same_merged_diary(tmp_path
 
 
 def test_three_devices_criss_cross_converge_on_one_diary(tmp_path: Path) -> None:
-    remote = bare(tmp_path / "remote.git")
-    with ScriptedLLMServer(responder=Diarist()) as server:
-        apps = [_open(tmp_path / n, server) for n in "abc"]
-        try:
-            for app in apps:
-                assert app.sync is not None
-                app.sync.sync(str(remote))
-            facts = []
-            for rnd in range(3):
-                for i, app in enumerate(apps):
-                    fact = f"User visited city number {rnd * 3 + i} in 2025"
-                    facts.append(fact)
-                    _tell(app, fact)
-                for app in [apps[rnd % 3], apps[(rnd + 1) % 3]]:  # only two of them sync each round
-                    assert app.sync is not None
-                    app.sync.sync(str(remote))
-            for _ in range(2):
-                for app in apps:
-                    assert app.sync is not None
-                    app.sync.sync(str(remote))
-            diaries = {_diary(app) for app in apps}
-            assert len(diaries) == 1, diaries
-            for f in facts:
-                assert _entries_naming(apps[0], f) == 1, (f, _diary(apps[0]))
-        finally:
-            for app in apps:
-                app.close()
+    with _devices(tmp_path, "abc") as (remote, _server, apps):
+        sync(remote, *apps)
+        facts = []
+        for rnd in range(3):
+            for i, app in enumerate(apps):
+                fact = f"User visited city number {rnd * 3 + i} in 2025"
+                facts.append(fact)
+                _tell(app, fact)
+            sync(remote, apps[rnd % 3], apps[(rnd + 1) % 3])  # only two of them sync each round
+        sync(remote, *apps, *apps)
+        diaries = {_diary(app) for app in apps}
+        assert len(diaries) == 1, diaries
+        for f in facts:
+            assert _entries_naming(apps[0], f) == 1, (f, _diary(apps[0]))
 
 
 def test_an_entry_removed_by_hand_on_one_device_stays_removed_after_the_merge(tmp_path: Path) -> None:
-    remote = bare(tmp_path / "remote.git")
-    with ScriptedLLMServer(responder=Diarist()) as server:
-        a, b = _open(tmp_path / "a", server), _open(tmp_path / "b", server)
-        try:
-            assert a.sync is not None and b.sync is not None
-            _tell(a, "User lives in Lyon")
-            _tell(a, "User plays chess on Sundays")
-            a.sync.sync(str(remote))
-            b.sync.sync(str(remote))
-            # the user deletes one diary entry by hand on a; b consolidates meanwhile
-            path = a.home.memory / "HISTORY.md"
-            kept = [e for e in diary_entries(path.read_text(encoding="utf-8")) if "chess" not in e]
-            path.write_text("".join(e + "\n\n" for e in kept), encoding="utf-8")
-            a.write(a.memory.projection.adopt_worktree)  # what a start or the next write does
-            _tell(b, "User has a cat named Rex")
-            a.sync.sync(str(remote))
-            b.sync.sync(str(remote))
-            a.sync.sync(str(remote))
-            assert _diary(a) == _diary(b)
-            assert _entries_naming(b, "chess") == 0
-            assert _entries_naming(b, "User lives in Lyon") == 1 and _entries_naming(b, "User has a cat named Rex") == 1
-            assert "User plays chess on Sundays" in b.store.state.memory  # the fact itself stays
-        finally:
-            a.close()
-            b.close()
+    with _devices(tmp_path) as (remote, _server, (a, b)):
+        _tell(a, "User lives in Lyon")
+        _tell(a, "User plays chess on Sundays")
+        sync(remote, a, b)
+        # the user deletes one diary entry by hand on a; b consolidates meanwhile
+        path = a.home.memory / "HISTORY.md"
+        kept = [e for e in diary_entries(path.read_text(encoding="utf-8")) if "chess" not in e]
+        path.write_text("".join(e + "\n\n" for e in kept), encoding="utf-8")
+        a.write(a.memory.projection.adopt_worktree)  # what a start or the next write does
+        _tell(b, "User has a cat named Rex")
+        sync(remote, a, b, a)
+        assert _diary(a) == _diary(b)
+        assert _entries_naming(b, "chess") == 0
+        assert _entries_naming(b, "User lives in Lyon") == 1 and _entries_naming(b, "User has a cat named Rex") == 1
+        assert "User plays chess on Sundays" in b.store.state.memory  # the fact itself stays
