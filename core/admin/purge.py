@@ -56,7 +56,7 @@ from memtray.core.base.home import Home
 from memtray.core.log import attachments
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import SCHEMA, BadRecord, Payload, Record, decode_raw, encode
-from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, SYNC_PURGE
+from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, SYNC_PURGE, peer_session
 from memtray.core.log.projections import replay
 from memtray.core.log.segments import list_segments
 
@@ -174,6 +174,8 @@ class LogPlan:
     #: sync: event id -> payload after the purge, of every changed event that travels between
     #: devices (an imported copy's mark left out; a recorded peer memory head by its own id)
     shared: dict[str, Any] = field(default_factory=dict)
+    #: sync: event id -> its session's name after the purge, as its own device names it
+    sessions: dict[str, str] = field(default_factory=dict)
 
 
 def plan_log(events_dir: Path, m: Matcher, remap: dict[str, tuple[str, int]] | None = None) -> LogPlan:
@@ -206,6 +208,10 @@ def plan_log(events_dir: Path, m: Matcher, remap: dict[str, tuple[str, int]] | N
                 plan.occurrences += n1 + n2
                 plan.revisions += rec.type == "memory.written"
                 _note_shared(plan, rec.id, rec.type, data)
+                if n2 and session is not None and rec.type in EXPORTED:
+                    origin = data.get(ORIGIN_KEY)
+                    mark = f"@{origin.get('device')}" if isinstance(origin, dict) else ""
+                    plan.sessions[rec.id] = session.removesuffix(mark) if mark else session
             if m.count_raw(new):
                 raise PurgeError(
                     f"the pattern is part of the log's structure (event {rec.seq}: type, id, time or a "
@@ -224,10 +230,12 @@ def _note_shared(plan: LogPlan, ident: str, type_: str, data: dict[str, Any]) ->
         plan.shared[ident] = {k: v for k, v in data.items() if k != ORIGIN_KEY}
 
 
-def plan_replace(events_dir: Path, payloads: dict[str, Any]) -> LogPlan:
+def plan_replace(events_dir: Path, payloads: dict[str, Any], sessions: dict[str, str] | None = None) -> LogPlan:
     """The log with every event named in ``payloads`` (a peer's ``sync.purge``) given that
     payload, by event id: this device's own events, the copies it imported (their origin
-    mark kept) and the peer memory heads it recorded."""
+    mark kept) and the peer memory heads it recorded; and those named in ``sessions`` filed
+    under that session (an imported copy under it with its device, as imports are)."""
+    sessions = sessions or {}
     plan = LogPlan()
     for _number, path in list_segments(events_dir):
         raw = path.read_bytes()
@@ -249,8 +257,14 @@ def plan_replace(events_dir: Path, payloads: dict[str, Any]) -> LogPlan:
                 data = dict(payloads[rec.id])
                 if ORIGIN_KEY in rec.data:
                     data[ORIGIN_KEY] = rec.data[ORIGIN_KEY]
-            if data is not None and data != rec.data:
-                line = encode(Record(rec.seq, rec.id, rec.ts, rec.type, rec.v, rec.session, data))[:-1]
+            session = rec.session
+            if rec.type in EXPORTED and rec.id in sessions:
+                origin = rec.data.get(ORIGIN_KEY)
+                session = peer_session(sessions[rec.id], str(origin["device"])) if isinstance(origin, dict) \
+                    and origin.get("device") else sessions[rec.id]
+                data = data if data is not None else dict(rec.data)
+            if data is not None and (data != rec.data or session != rec.session):
+                line = encode(Record(rec.seq, rec.id, rec.ts, rec.type, rec.v, session, data))[:-1]
                 changed = True
                 plan.events += 1
                 plan.revisions += rec.type in ("memory.written", "memory.peer")
@@ -390,7 +404,8 @@ def _purge_locked(app: App, m: Matcher, by: str) -> Report:
     rep.tombstone_seq = rec.seq
     if plan.shared and (store.state.sync or (home.root / "sync").exists()):
         # the other devices give their copies the same purged payloads (docs/SYNC.md)
-        store.append(SYNC_PURGE, {"pattern_sha256": rep.digest, "salt": salt, "events": plan.shared})
+        store.append(SYNC_PURGE, {"pattern_sha256": rep.digest, "salt": salt, "events": plan.shared,
+                                  **({"sessions": plan.sessions} if plan.sessions else {})})
     store.checkpoint()
     rep.left = find_traces(home, m)
     log.warning("purged %d occurrence(s) from %d event(s) (tombstone seq %d, pattern sha256 %s)",
@@ -420,11 +435,15 @@ def apply_tombstones(app: App, tombstones: list[Record]) -> int:
 
     Refused (:class:`PurgeError`, the sync keeps it pending) while a consolidation runs."""
     payloads: dict[str, Any] = {}
+    sessions: dict[str, str] = {}
     for rec in tombstones:
         events = rec.data.get("events")
         if isinstance(events, dict):
             payloads.update(events)
-    if not payloads:
+        named = rec.data.get("sessions")
+        if isinstance(named, dict):
+            sessions.update({str(k): str(v) for k, v in named.items()})
+    if not payloads and not sessions:
         return 0
     cons = app.consolidation
     if cons is not None and getattr(cons, "in_flight", None):
@@ -434,7 +453,7 @@ def apply_tombstones(app: App, tombstones: list[Record]) -> int:
     async def on_worker() -> int:
         with app.store.locked():
             before = {r.id: r.data for r in app.store.log.records() if r.id in payloads and r.type == "message"}
-            plan = plan_replace(app.home.events, payloads)
+            plan = plan_replace(app.home.events, payloads, sessions)
             if plan.segments:
                 _rewrite(app, plan)
                 app.store.checkpoint()

@@ -149,3 +149,26 @@ def test_a_device_that_joins_after_a_purge_gets_a_memory_repository_git_is_conte
             assert digest(fresh) == digest(a)
         finally:
             fresh.close()
+
+
+def test_a_purged_session_name_is_renamed_on_every_device(tmp_path: Path) -> None:
+    """A session named after what is purged: the tombstone carries the new name; each device
+    files its own events and its imported copies (``name@device``) under it."""
+    remote = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "abc") as (a, b, c):
+        for app in (b, c):
+            follow_tombstones(app)
+        say(a, "plans for the launch", session="nightingale-launch")
+        say(b, "b's notes too", session="nightingale-b")
+        say(c, "unrelated", session="quick")
+        sync(remote, a, b, c, a)
+        assert all(log_holds(tmp_path / n, "nightingale") for n in "abc")
+        purge(a, Matcher("nightingale"))
+        sync(remote, a, b, c, a, b, c)
+        for n, app in zip("abc", (a, b, c), strict=True):
+            assert not log_holds(tmp_path / n, "nightingale"), n
+            names = set(app.store.state.sessions)
+            assert not any("nightingale" in s for s in names), (n, names)
+        assert {s for s in b.store.state.sessions if s.startswith("[PURGED]") and "@" not in s} == {"[PURGED]-b"}
+        assert f"[PURGED]-launch@{a.sync.device}" in b.store.state.sessions  # type: ignore[union-attr]
+        assert digest(a) == digest(b) == digest(c)
