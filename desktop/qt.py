@@ -172,6 +172,46 @@ def __getattr__(name: str) -> Any:
 QT_VERSION = qVersion()
 
 
+def _mend_emit() -> bool:
+    """PySide6 6.12.0's ``SignalInstance.emit`` returns ``True`` without a reference of its
+    own: every emit from Python takes one from ``True``'s count, and after enough of them
+    (a long chat's streamed deltas) the interpreter aborts ("bool_dealloc: deallocating True
+    or False"). When one probe emit shows the loss, each emit gives its result the reference
+    back. Whether it was needed (tests/gui/test_sync_settings.py checks the count holds)."""
+    import ctypes
+    import sys
+
+    from PySide6.QtCore import QObject, Signal, SignalInstance
+
+    class Probe(QObject):
+        ping = Signal()
+
+    probe = Probe()
+    before = sys.getrefcount(True)
+    result = probe.ping.emit()
+    del result
+    lost = sys.getrefcount(True) < before
+    if not lost:
+        return False
+    incref = ctypes.pythonapi.Py_IncRef
+    incref.argtypes = [ctypes.py_object]
+    incref.restype = None
+    incref(True)  # the probe's
+    emit = SignalInstance.emit
+
+    def mended(self: Any, *args: Any) -> Any:
+        out = emit(self, *args)
+        if isinstance(out, bool):
+            incref(out)  # one too many is harmless for the singletons; one too few aborts
+        return out
+
+    SignalInstance.emit = mended  # type: ignore[method-assign]
+    return True
+
+
+EMIT_MENDED = _mend_emit()
+
+
 def dbus():  # type: ignore[no-untyped-def]
     """QtDBus, imported on first use (it is not needed to show the tray)."""
     from PySide6 import QtDBus
