@@ -230,3 +230,21 @@ def add_maintenance(app: App) -> None:
     app.reminders.add_maintenance("embedding", EMBED_SECONDS, app.start_background)
     if app.sync is not None:  # runs off the worker: the network never blocks a write
         app.reminders.add_maintenance("sync", SYNC_CHECK_SECONDS, app.sync.tick)
+        app.settings.subscribe(lambda old, new: _sync_settings_changed(app, old, new))
+
+
+SYNC_SETTINGS = ("sync_enabled", "sync_remote", "sync_interval_minutes")
+
+
+def _sync_settings_changed(app: App, old: Config, new: Config) -> None:
+    """A sync setting changed in a running desktop or daemon (Settings, `config set`): the
+    automatic sync that is due under the new settings runs now, not at the next check; on a
+    thread of its own (this listener runs on the thread that saved, often the worker)."""
+    sync = app.sync
+    if sync is None or not app.reminders.running or not new.sync_enabled or not new.sync_remote:
+        return
+    if all(getattr(old, k) == getattr(new, k) for k in SYNC_SETTINGS):
+        return
+    import threading
+
+    threading.Thread(target=sync.tick, name="memtray-sync", daemon=True).start()

@@ -436,6 +436,9 @@ class Desktop(QObject):
     def _settings_saved(self, cfg: Any) -> None:
         if self.hotkeys is not None and cfg.hotkey != self.hotkeys.status.hotkey:
             self.hotkeys.apply(cfg.hotkey)
+        menu = getattr(self, "sync_menu", None)
+        if menu is not None:  # a remote set or cleared: the tray's line and its "Sync now" follow
+            menu.show_status(menu.last)
 
     def show_onboarding(self) -> None:
         from memtray.core.llm import localmodel

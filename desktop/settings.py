@@ -1,5 +1,5 @@
 """Settings: provider and model, API key (keyring), test connection, hotkey, memory,
-recall (recall_view.py), MCP servers (mcp_panel.py), imports (import_dialog.py), launch at login, data folder. The first-run onboarding (onboarding.py) reuses the model form.
+recall (recall_view.py), sync (sync_settings.py), MCP servers (mcp_panel.py), imports (import_dialog.py), launch at login, data folder. The first-run onboarding (onboarding.py) reuses the model form.
 
 Everything slow (keyring, the test request, config writes, autostart files) runs
 on the worker through the bridge. Saving goes through core: ``config.set_value``
@@ -41,6 +41,7 @@ from .qt import (
     Signal,
 )
 from .recall_view import RecallSection
+from .sync_settings import SyncSection
 
 log = logging.getLogger(__name__)
 
@@ -407,6 +408,12 @@ class SettingsPage(QWidget):
         f.addRow(self.recall)
         col.addWidget(card)
 
+        card, f = _card("Sync")
+        self.sync = SyncSection(ctx)
+        self.saved.connect(self.sync.config_saved)
+        f.addRow(self.sync)
+        col.addWidget(card)
+
         card, f = _card("AI tools (MCP)")
         self.mcp = McpSection(ctx)
         f.addRow(self.mcp)
@@ -470,6 +477,7 @@ class SettingsPage(QWidget):
         self._policy_changed()
         self.launch.setChecked(cfg.launch_at_login)
         self.recall.load(cfg)
+        self.sync.load(cfg)
         set_state(self.result, "", "muted")
 
     def _policy_changed(self) -> None:
@@ -486,6 +494,7 @@ class SettingsPage(QWidget):
             "launch_at_login": self.launch.isChecked(),
         })
         v.update(self.recall.values())
+        v.update(self.sync.values())
         return v
 
     def save(self) -> None:
@@ -503,6 +512,12 @@ class SettingsPage(QWidget):
                 parse(changes["hotkey"])
             except Exception as exc:
                 set_state(self.result, error_text(exc), "error")
+                return
+        if "sync_remote" in changes:
+            try:
+                self.sync.check()  # core's refusal (a password in the address), before anything is saved
+            except Exception as exc:
+                set_state(self.result, "Not saved: " + error_text(exc), "error")
                 return
 
         def apply() -> cfgmod.Config:
