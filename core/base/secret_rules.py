@@ -276,8 +276,20 @@ def _secret_env_names(is_secret_name: Callable[[str], bool]) -> list[str]:
     # read fresh).
     global _env_names
     if _env_names[0] != len(os.environ):
-        _env_names = (len(os.environ), [n for n in os.environ if _ENV_NAME_RE.search(n) and is_secret_name(n)])
+        _env_names = (len(os.environ), [n for n in os.environ if _ENV_NAME_RE.search(n) and is_secret_name(n)
+                                        and n not in _SHELL_NAMES])
     return _env_names[1]
+
+
+#: shell variables whose names read like secrets ("pwd" is a password's short name) but
+#: that hold the working directory
+_SHELL_NAMES = frozenset({"PWD", "OLDPWD"})
+
+
+def _is_path(value: str) -> bool:
+    """A file's path (``GOOGLE_APPLICATION_CREDENTIALS=/home/me/creds.json``): the secret is
+    in the file, not its name, and redacting every mention of the path would mangle messages."""
+    return os.path.isabs(value) and os.path.exists(value)
 
 
 def known_secrets(is_secret_name: Callable[[str], bool]) -> list[str]:
@@ -285,7 +297,7 @@ def known_secrets(is_secret_name: Callable[[str], bool]) -> list[str]:
     values = set(_known)
     for name in _secret_env_names(is_secret_name):
         value = os.environ.get(name, "")
-        if len(value) >= _MIN_KNOWN and " " not in value:
+        if len(value) >= _MIN_KNOWN and " " not in value and not _is_path(value):
             values.add(value)
     return sorted(values, key=len, reverse=True)
 

@@ -417,3 +417,23 @@ def test_filter_with_exc_info_tuple() -> None:
     assert record.exc_text is not None
     assert KEY not in record.exc_text
     assert KEY not in logging.Formatter().format(record)
+
+
+def test_secret_named_environment_values_are_redacted_but_not_the_working_directory_or_a_path(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    """``PWD`` reads like a password's short name; it is the working directory. A secret-named
+    variable holding a file's path names the secret's file, not the secret."""
+    from pathlib import Path
+
+    home = Path(str(tmp_path)) / "projects-of-tester"
+    home.mkdir()
+    creds = home / "creds.json"
+    creds.write_text("{}")
+    monkeypatch.setenv("PWD", str(home))
+    monkeypatch.setenv("OLDPWD", str(home / "old"))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(creds))
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "Zq8-not-a-known-shape-7Hw")
+    text = f"my files are in {home}/x, the key file is {creds}, the token Zq8-not-a-known-shape-7Hw"
+    out = redact(text)
+    assert f"my files are in {home}/x" in out and str(creds) in out
+    assert "Zq8-not-a-known-shape-7Hw" not in out
