@@ -4,8 +4,9 @@
 
 Builds an isolated data home with a short conversation (answered by the
 scripted test server, so nothing leaves the machine) and a few memory
-revisions, then saves docs/screenshots/quick-chat.png, memory-browser.png and
-settings.png (with --dark: *-dark.png).
+revisions, then saves docs/screenshots/quick-chat.png, memory-browser.png,
+settings.png and settings-sync.png (the Sync card after a sync with a bare
+repository; with --dark: *-dark.png).
 """
 
 from __future__ import annotations
@@ -144,7 +145,31 @@ def main() -> int:
             except (RuntimeError, TypeError):
                 pass
             w.open("settings")
-            QTimer.singleShot(800, lambda: (grab(w, "settings"), qapp.quit()))
+            QTimer.singleShot(800, lambda: (grab(w, "settings"), step5()))
+
+        def step5() -> None:
+            # the Sync card, synced with a bare repository as on a USB disk
+            import subprocess
+
+            page = d.window.settings
+            card = page.sync
+            remote = tmp / "usb" / "memtray.git"
+            remote.parent.mkdir()
+            subprocess.run(["git", "init", "--bare", "-q", str(remote)], check=True)
+            card.remote.setText(str(remote))
+            card.enabled.setChecked(True)
+            page.saved.connect(lambda _cfg: card.sync_now())
+            page.save()
+
+            def synced() -> None:
+                if not card.status.text().startswith(("Synced", "Sync failed")):
+                    QTimer.singleShot(200, synced)
+                    return
+                frame = card.parentWidget()
+                page.cards_scroll.verticalScrollBar().setValue(frame.y() - 16)
+                QTimer.singleShot(400, lambda: (grab(d.window, "settings-sync"), qapp.quit()))
+
+            QTimer.singleShot(200, synced)
 
         QTimer.singleShot(300, step1)
         QTimer.singleShot(60_000, qapp.quit)  # never hang
@@ -153,7 +178,7 @@ def main() -> int:
         app.close()
     for name, _w in shots:
         print(OUT / f"{name}{suffix}.png")
-    return 0 if len(shots) == 3 else 1
+    return 0 if len(shots) == 4 else 1
 
 
 if __name__ == "__main__":

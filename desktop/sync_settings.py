@@ -91,7 +91,13 @@ class SyncSection(QWidget):
         self.interval = QSpinBox()
         self.interval.setRange(INTERVAL_MIN, INTERVAL_MAX)
         self.interval.setSuffix(" minutes")
-        f.addRow("Every", self.interval)
+        every = QHBoxLayout()
+        every.setContentsMargins(0, 0, 0, 0)
+        every.addWidget(self.interval)
+        every.addStretch(1)  # a number, not a full-width field
+        box = QWidget()
+        box.setLayout(every)
+        f.addRow("Every", box)
         self.device = _label("…", muted=True)
         self.device.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         f.addRow("This device", self.device)
@@ -203,6 +209,8 @@ class SyncSection(QWidget):
             return  # "Syncing…" until the sync ends
         text, tip = describe(self.last, configured=bool(self._saved_remote()), pending=self.pending)
         failed = bool(self.last.get("last_error"))
+        if text.startswith("Sync: "):  # under "Last sync": "Not set up", not "Sync: not set up"
+            text = text[6:7].upper() + text[7:]
         self.status.setText(text)
         self.status.setToolTip(tip)
         _restyle(self.status, "error" if failed else ("ok" if self.last.get("last_success") else "muted"))
