@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from memtray.core.base.home import DeviceId
 from memtray.core.base.redact import redact, redact_obj
 from memtray.core.base.worker import WriterThread, on_writer
-from memtray.core.log.events import MemoryPeerHead, Record
+from memtray.core.log.events import MemoryPeerHead, MemoryReviewed, Record
 from memtray.core.memory import factdiff
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.merge import (
@@ -173,7 +173,8 @@ class PeerMerging:
     def _fast_forward(self, dag: Dag, local: str | None, mine: set[str], target: Node,
                       records: list[tuple[str, dict[str, Any], str | None, str | None]]) -> MergeOutcome:
         ren = _renames_since(dag, dag.ancestors(target.id) - mine, self.device)
-        flagged = [dict(i) for i in target.data.get("flagged") or () if isinstance(i, Mapping) and i.get("kind") == CONFLICT]
+        own = [dict(i) for i in target.data.get("flagged") or () if isinstance(i, Mapping) and i.get("kind") == CONFLICT]
+        flagged, done = self._carried(dag, dag.ancestors(target.id), mine, target.ledger, own)
         info = target.data.get("facts") or {}
         prov = _provenance(dag, dag.ancestors(target.id) - mine, target.ledger, self.device, {})
         if not target.altered and redact(target.text) == target.text:
@@ -181,7 +182,7 @@ class PeerMerging:
         else:  # this version redacts more than the writer's did: a revision of its own, after the peer's
             sync = SyncFields(None, [target.id], self.device, {}, ren, records)
         self.write(target.text, reason="merge", facts=target.ledger, flagged=flagged or None,
-                   merged=info.get("merged") or None, provenance=prov or None, sync=sync)
+                   merged=info.get("merged") or None, provenance=prov or None, sync=sync, extra=done or None)
         sha = self.projection.git.head()
         return MergeOutcome(False, True, False, self._conflicts(flagged), sha,
                             f"memory fast-forwarded to {target.device}'s revision" + (
@@ -200,14 +201,51 @@ class PeerMerging:
         found = _provenance(dag, set().union(*(dag.ancestors(t) for t in tips)) - (dag.ancestors(local) if local else set()),
                             merged.ledger, self.device, merged.renamed)
         prov = {fid: found.get(fid) or {"merged_from": merged.origin[fid]} for fid in theirs}
-        self.write(merged.text, reason="merge", facts=merged.ledger, flagged=merged.conflicts or None,
+        every = set().union(*(dag.ancestors(t) for t in tips))
+        flagged, done = self._carried(dag, every, dag.ancestors(local) if local else set(), merged.ledger,
+                                      list(merged.conflicts))
+        self.write(merged.text, reason="merge", facts=merged.ledger, flagged=flagged or None,
                    dropped_reasons=merged.dropped, merged=merged.merged or None, provenance=prov or None,
-                   sync=SyncFields(mid, tips, self.device, merged.renamed, ren, records))
+                   sync=SyncFields(mid, tips, self.device, merged.renamed, ren, records), extra=done or None)
         sha = self.projection.git.head()
         others = _devices(dag, [t for t in tips if t != local])
         n = len(merged.conflicts)
-        return MergeOutcome(True, False, False, self._conflicts(merged.conflicts), sha,
+        return MergeOutcome(True, False, False, self._conflicts(flagged), sha,
                             f"memory merged with {others}" + (f"; {n} conflict(s) kept for review" if n else ""))
+
+    def _carried(self, dag: Dag, every: set[str], mine: set[str], ledger: Ledger,
+                 own: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any], str | None]]]:
+        """The merge conflicts a merge or fast-forward to ``ledger`` holds for review here: its own
+        (``own``) and those the other devices' merges among ``every`` (the revisions it follows) but
+        not in ``mine`` (this device's history) flagged and that are still open against ``ledger``,
+        so every device that has a merge is told of its conflicts, not only the one that made it.
+        An item a revision among ``every`` resolved (its ``reviewed``: an accept or a restore on any
+        device) is not carried, and is resolved here too (the ``memory.reviewed`` events returned)."""
+        from memtray.core.memory.factops import waiting
+
+        nodes = sorted((dag.nodes[i] for i in every if i in dag), key=lambda n: (n.seq, n.ts, n.id))
+        reviewed = {str(r) for n in nodes for r in n.data.get("reviewed") or ()}
+        texts = {f.id: f for f in ledger.facts}
+        by_norm = {f.norm: f.id for f in ledger.facts}
+        out = {str(i.get("id")): i for i in own if str(i.get("id")) not in reviewed}
+        for n in nodes:
+            if n.id in mine:
+                continue
+            for raw in n.data.get("flagged") or ():
+                if not isinstance(raw, Mapping) or raw.get("kind") != CONFLICT or str(raw.get("id")) in reviewed:
+                    continue
+                item = dict(raw)
+                item.pop("seq", None)
+                words = {factdiff.normalize(str(w)) for w in [*(item.get("words") or {}).values(), item.get("text")] if w}
+                fid = str(item.get("fact_id"))
+                if fid not in texts or texts[fid].norm not in words:  # later merges renumber: the words decide
+                    fid = next((by_norm[w] for w in sorted(words) if w in by_norm), fid)
+                item["fact_id"] = fid
+                if waiting([{**item, "seq": 0}], ledger):
+                    out.setdefault(str(item.get("id")), item)
+        done = [(MemoryReviewed.TYPE, MemoryReviewed(item=i, action="synced").to_data(), None)
+                for i in sorted(reviewed) if i in self.store.state.review]
+        return list(out.values()), done
 
     def _conflicts(self, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Review items as the sync shows them: this device's words and the other's (None:

@@ -102,6 +102,7 @@ class MemoryService(FactOps, PeerMerging):
         target: str | None = None,
         client: str | None = None,
         sync: SyncFields | None = None,
+        reviewed: list[str] | None = None,
     ) -> list[Record]:
         """Append ``memory.written`` (+ ``extra`` events) in one write; git follows.
 
@@ -118,7 +119,8 @@ class MemoryService(FactOps, PeerMerging):
 
         Every event names its device and the revision it follows (``parents``); a merge
         gives its own (``sync``: event id, parents, writer, ids renamed since, events to
-        log before it).
+        log before it). ``reviewed`` names the merge conflicts this revision resolves (an
+        accept or a restore): it travels with the revision, so they are resolved on every device.
         """
         if reason not in REASONS:
             raise MemoryError_(f"unknown memory change reason {reason!r}")
@@ -159,6 +161,8 @@ class MemoryService(FactOps, PeerMerging):
             {"renamed": {k: dict(v) for k, v in sync.renamed.items()}} if sync is not None and sync.renamed else {})
         if sync is not None and sync.relabeled:
             data["relabeled"] = dict(sync.relabeled)
+        if reviewed:
+            data["reviewed"] = list(reviewed)
         if consolidation and (c := self.store.consolidation(consolidation)) is not None and c.first_seq is not None:
             # the messages it read, so another device can name them once it has imported them
             data["messages"] = {"session": c.session, "first_seq": c.first_seq, "last_seq": c.last_seq}
@@ -279,7 +283,13 @@ class MemoryService(FactOps, PeerMerging):
     def accept_review(self, item_id: str) -> None:
         """The change stands (a silent drop stays dropped; an instruction stays out)."""
         item = self._review(item_id)
-        self.store.append(MemoryReviewed.TYPE, MemoryReviewed(item=item["id"], action="accept").to_data())
+        done = MemoryReviewed(item=item["id"], action="accept").to_data()
+        if item.get("kind") == "merge-conflict":  # the merge's choice stands on every device: a revision that syncs
+            self.projection.adopt_worktree()
+            self.write(self.store.state.memory, reason="review", source="user", facts=self.ledger(),
+                       reviewed=[item["id"]], extra=[(MemoryReviewed.TYPE, done, None)])
+            return
+        self.store.append(MemoryReviewed.TYPE, done)
 
     @on_writer
     def restore_review(self, item_id: str) -> Revision:
@@ -309,11 +319,12 @@ class MemoryService(FactOps, PeerMerging):
             new = factdiff.remove_fact(current, factdiff.parse(current)[k])
             self.write(new, reason="review", source="user", dropped_reasons={fact.id: str(item.get("reason", "merge conflict"))},
                        facts=Ledger(tuple(f for f in led.facts if f.id != fact.id), led.next),
-                       extra=[(MemoryReviewed.TYPE, done, None)])
+                       extra=[(MemoryReviewed.TYPE, done, None)], reviewed=[item["id"]])
         else:
             new = factdiff.replace_fact(current, k, str(item["text"]))
             ids = Ledger.with_ids(new, led.ids, led.next) if len(factdiff.parse(new)) == len(led.facts) else None
-            self.write(new, reason="review", source="user", facts=ids, extra=[(MemoryReviewed.TYPE, done, None)])
+            self.write(new, reason="review", source="user", facts=ids, extra=[(MemoryReviewed.TYPE, done, None)],
+                       reviewed=[item["id"]])
         return self.revision("HEAD")
 
     def _review(self, item_id: str) -> dict[str, Any]:

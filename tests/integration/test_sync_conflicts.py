@@ -1,0 +1,84 @@
+"""A merge conflict reaches every device that has the merge, and a resolution on one reaches all.
+
+Three real data homes sync through a bare git remote: a hand edit on one device and a
+rewording on another of the same fact, and a removal against a rewording, meet in one
+device's merge; a third device merges that with its own revision, and the first two
+fast-forward to it. Each must list both conflicts in its review queue (not only the device
+that made the merge), and an accept or a restore on any one device resolves them on all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from memtray.core.app import App
+from memtray.core.memory.facts import Ledger
+
+from tests.integration.sync_support import bare, homes, sync
+
+
+def remember(app: App, fact: str) -> None:
+    app.memory.remember(fact, "General", model=None, source_seq=None)
+
+
+def edit(app: App, old: str, new: str, *, by: str = "user") -> None:
+    """A rewording in place under the fact's id: by hand (MEMORY.md edited), or by the model."""
+    text = app.memory.store.state.memory
+    assert old in text
+    if by == "user":
+        (app.home.memory / "MEMORY.md").write_text(text.replace(old, new), encoding="utf-8")
+        assert app.memory.check_worktree()
+    else:
+        led = app.memory.ledger()
+        app.memory.write(text.replace(old, new), reason="agent", source="model",
+                         facts=Ledger.with_ids(text.replace(old, new), led.ids, led.next))
+    assert new in app.memory.store.state.memory
+
+
+def conflicts(app: App) -> dict[str, tuple[str, str]]:
+    """Review id -> (kind of conflict, fact id) of the merge conflicts waiting on ``app``."""
+    return {str(i["id"]): (str(i.get("conflict")), str(i["fact_id"])) for i in app.memory.merge_conflicts()}
+
+
+def diverge(url: Path, a: App, b: App, c: App) -> None:
+    remember(a, "User lives in Lyon")
+    remember(a, "User plays chess on Sundays")
+    sync(url, a, b, c)
+    edit(a, "User lives in Lyon", "User lives in Lyon, France, near the river Saone")
+    edit(b, "User lives in Lyon", "User lives in Paris", by="model")
+    edit(b, "User plays chess on Sundays", "User plays chess on Saturdays", by="model")
+    a.memory.forget("F2", "user stopped playing chess", model=None)
+    remember(a, "User drinks green tea")
+    remember(c, "User has a cat named Rex")
+    sync(url, a, b, c, a, b, c)
+
+
+@pytest.mark.parametrize("how", ["accept", "restore"])
+def test_every_device_that_has_the_merge_lists_its_conflicts_and_one_resolution_reaches_all(
+        tmp_path: Path, how: str) -> None:
+    url = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "abc") as (a, b, c):
+        diverge(url, a, b, c)
+        assert a.memory.store.state.memory == b.memory.store.state.memory == c.memory.store.state.memory
+        seen = [conflicts(x) for x in (a, b, c)]
+        assert len(seen[0]) == 2, seen
+        assert seen[0] == seen[1] == seen[2]
+        assert sorted(k for k, _f in seen[0].values()) == ["removed-reworded", "reworded"]
+        # one device resolves both; the others learn it from the next sync
+        for rid in seen[0]:
+            getattr(a.memory, f"{how}_review")(rid)
+        assert conflicts(a) == {}
+        sync(url, a, b, c, a, b, c)
+        assert [conflicts(x) for x in (a, b, c)] == [{}, {}, {}]
+        texts = {x.memory.store.state.memory for x in (a, b, c)}
+        assert len(texts) == 1
+        memory = texts.pop()
+        if how == "restore":  # the other wording, and the removal after all
+            assert "User plays chess" not in memory
+        else:  # the merge's choices stand
+            assert "User plays chess on Saturdays" in memory
+        # a later sync does not bring the resolved items back
+        remember(b, "User reads crime novels")
+        sync(url, b, c, a, b)
+        assert [conflicts(x) for x in (a, b, c)] == [{}, {}, {}]
