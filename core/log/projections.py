@@ -17,7 +17,8 @@ from typing import Any
 
 from memtray.core.log.events import Record
 
-STATE_VERSION = 3  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones
+STATE_VERSION = 4  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
+# 4: another device's reminder is dated when its owner scheduled it
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
 #: grows. Older ones are read back from the log when asked for (Store.consolidation).
@@ -318,9 +319,12 @@ def apply(state: State, rec: Record) -> State:
         state.review.pop(d["item"], None)
     elif t == "reminder.scheduled":
         rid = d["reminder"]
+        origin = d.get("origin") or {}
+        # another device's: dated by its owner's clock, as the owner dates it, so every
+        # device shows the same schedule and the same next time (the owner fires it)
         state.reminders[rid] = ReminderState(
-            rid, d["text"], d["kind"], d["spec"], d["tz"], d.get("mode", "notify"), rec.seq, rec.ts,
-            device=(d.get("origin") or {}).get("device"),
+            rid, d["text"], d["kind"], d["spec"], d["tz"], d.get("mode", "notify"), rec.seq,
+            str(origin.get("ts") or rec.ts), device=origin.get("device"),
         )
     elif t == "reminder.fired":
         r = state.reminders.get(d["reminder"])
