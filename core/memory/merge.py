@@ -131,9 +131,17 @@ class Dag:
     def heads(self, idents: Iterable[str]) -> list[str]:
         """Of ``idents``, those no other one follows, ordered by (device, id)."""
         ids = {i for i in idents if i in self.nodes}
-        anc = {i: self.ancestors(i) for i in ids}
-        out = [i for i in ids if not any(i in anc[j] for j in ids if j != i)]
-        return sorted(out, key=lambda i: (self.nodes[i].device, i))
+        # one walk over what any of them follows (a shared visited set: linear, where an
+        # ancestor set per ident made a merge quadratic in the length of the history)
+        below: set[str] = set()
+        todo = [p for i in ids for p in self.nodes[i].parents]
+        while todo:
+            i = todo.pop()
+            if i in below or i not in self.nodes:
+                continue
+            below.add(i)
+            todo.extend(self.nodes[i].parents)
+        return sorted(ids - below, key=lambda i: (self.nodes[i].device, i))
 
     def common_bases(self, a: set[str], b: set[str]) -> list[str]:
         """The lowest common ancestors of two ancestor sets, ordered by (device, id)."""
