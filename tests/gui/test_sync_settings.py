@@ -154,3 +154,24 @@ def test_an_emit_from_python_leaves_the_count_of_true_as_it_was() -> None:
         probe.status.emit({"last_error": None})
     assert len(seen) == 500
     assert sys.getrefcount(True) >= before
+
+
+def test_the_tray_sync_now_follows_a_remote_saved_in_the_card(qtbot: Any, configured_home: Any,
+                                                                runtime_dir: Any, tmp_path: Path) -> None:
+    from tests.gui.conftest import close_desktop, make_desktop
+
+    remote = bare(tmp_path / "remote.git")
+    d = make_desktop(qtbot, configured_home, tray_available=True)
+    try:
+        menu = d.sync_menu
+        assert menu.line.text() == "Sync: not set up" and not menu.now.isEnabled()
+        page, card = _card(d)
+        card.remote.setText(str(remote))
+        _save(qtbot, page)
+        assert menu.now.isEnabled() and menu.line.text() == "Sync: not yet"
+        card.remote.setText("")
+        _save(qtbot, page)
+        assert not menu.now.isEnabled() and menu.line.text() == "Sync: not set up"
+        assert card.intro.isVisibleTo(card) and not card.now_btn.isEnabled()
+    finally:
+        close_desktop(d)
