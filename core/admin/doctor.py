@@ -202,7 +202,7 @@ def repair_text(home: Home) -> str:
 
 def check_attachments(home: Home) -> list[Finding]:
     """Every attachment a message references is in ``attachments/`` with its hash."""
-    from memtray.core.log.attachments import AttachmentStore, refs_of
+    from memtray.core.log.attachments import AttachmentStore, is_hash, refs_of
     from memtray.core.log.origin import origin_of
 
     store = AttachmentStore(home.root)
@@ -219,7 +219,8 @@ def check_attachments(home: Home) -> list[Finding]:
                 for ref in refs_of(rec.data):
                     seen += 1
                     problem = store.problem(ref)
-                    if problem is not None and origin is not None and not store.path(ref.sha256).exists():
+                    if problem is not None and origin is not None and is_hash(ref.sha256) \
+                            and not store.path(ref.sha256).exists():
                         elsewhere.append(f"seq {rec.seq} ({ref.name}): on device {origin.device}, not synced here")
                     elif problem is not None:
                         problems.append(f"seq {rec.seq} ({ref.name}): {problem}")

@@ -458,10 +458,12 @@ def apply_tombstones(app: App, tombstones: list[Record]) -> int:
                 _rewrite(app, plan)
                 app.store.checkpoint()
                 # an attached file the purge rewrote was stored again under a new hash on the
-                # purging device (it travels in its new stream); the copy here still holds the text
+                # purging device (it travels in its new stream); the copy here still holds the
+                # text: deleted unless a message the tombstone does not name still uses it
                 old = {r.sha256 for d in before.values() for r in attachments.refs_of(d)}
-                new = {r.sha256 for d in payloads.values() if isinstance(d, dict) for r in attachments.refs_of(d)}
-                attachments.remove(attachments.AttachmentStore(app.home.root), old - new)
+                used = {ref.sha256 for r in app.store.log.records() if r.type == "message" and old
+                        for ref in attachments.refs_of(r.data)}
+                attachments.remove(attachments.AttachmentStore(app.home.root), old - used)
             return plan.events
 
     n = app.run(on_worker())

@@ -56,8 +56,13 @@ class Ref:
 
     @classmethod
     def from_data(cls, d: Mapping[str, Any]) -> Ref:
+        """From a message's payload; a size that is no number (another device's bad data) is 0."""
+        try:
+            size = int(d.get("size", 0))
+        except (TypeError, ValueError):
+            size = 0
         return cls(str(d.get("sha256", "")), str(d.get("mime", "")), str(d.get("name", "")),
-                   int(d.get("size", 0)), str(d.get("kind", "")))
+                   size, str(d.get("kind", "")))
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,21 @@ class AttachmentStore:
             raise AttachmentMissing(f"the attachment {sha[:12]} in {self.root} is damaged (its hash differs)")
         return data
 
+    def intact(self, sha: str) -> Path | None:
+        """The file of ``sha`` if it is here with that hash (read in chunks: never whole in
+        memory), else None; a string that is no hash names no file."""
+        if not _SHA.fullmatch(sha):
+            return None
+        path = self.path(sha)
+        digest = hashlib.sha256()
+        try:
+            with path.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(chunk)
+        except OSError:
+            return None
+        return path if digest.hexdigest() == sha else None
+
     def problem(self, ref: Ref) -> str | None:
         """Why ``ref`` cannot be sent (missing, wrong hash), or None when it is intact."""
         try:
@@ -165,6 +185,10 @@ class AttachmentStore:
         except AttachmentMissing as exc:
             return str(exc)
         return None
+
+
+def is_hash(sha: str) -> bool:
+    return bool(_SHA.fullmatch(sha))
 
 
 def refs_of(msg: Mapping[str, Any]) -> list[Ref]:
@@ -209,8 +233,9 @@ def rewrite_all(store: AttachmentStore, sub: Callable[[bytes], tuple[bytes, int]
 def remove(store: AttachmentStore, shas: Iterable[str]) -> None:
     """Delete the files of ``shas`` (after purge rewrote the log's references)."""
     for sha in shas:
-        with contextlib.suppress(OSError):
-            store.path(sha).unlink()
+        if _SHA.fullmatch(sha):  # anything else names no file here
+            with contextlib.suppress(OSError):
+                store.path(sha).unlink()
 
 
 def from_file(path: Path | str) -> Prepared:

@@ -13,27 +13,32 @@ name only (``memtray doctor`` lists it).
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
-from memtray.core.base.errors import MemtrayError
-from memtray.core.log.attachments import AttachmentStore, Prepared, Ref, refs_of
+from memtray.core.log.attachments import (
+    MAX_IMAGE_BYTES,
+    MAX_TEXT_CHARS,
+    AttachmentStore,
+    Prepared,
+    Ref,
+    is_hash,
+    refs_of,
+)
 from memtray.core.log.events import Record
 from memtray.core.log.origin import SYNC_PURGE
 from memtray.core.sync.stream import LocalRepo
 
 log = logging.getLogger(__name__)
-_SHA = re.compile(r"[0-9a-f]{64}")
+#: the largest file a peer's stream may hand over: what memtray itself stores at most (an
+#: image of MAX_IMAGE_BYTES, a text of MAX_TEXT_CHARS characters of up to 4 bytes)
+MOST = max(MAX_IMAGE_BYTES, 4 * MAX_TEXT_CHARS)
 
 
 def _shas(payloads: Iterable[Mapping[str, Any]]) -> list[str]:
-    out: list[str] = []
-    for data in payloads:
-        for ref in refs_of(data):
-            if _SHA.fullmatch(ref.sha256) and ref.sha256 not in out:
-                out.append(ref.sha256)
-    return out
+    """The attachment hashes ``payloads`` name, once each (a string that is no hash left out)."""
+    return list(dict.fromkeys(ref.sha256 for data in payloads for ref in refs_of(data) if is_hash(ref.sha256)))
 
 
 def payloads(records: Iterable[Record]) -> list[Mapping[str, Any]]:
@@ -48,26 +53,22 @@ def payloads(records: Iterable[Record]) -> list[Mapping[str, Any]]:
     return out
 
 
-def files_to_push(store: AttachmentStore, payloads: Iterable[Mapping[str, Any]]) -> dict[str, bytes]:
-    """sha256 -> bytes of every attachment ``payloads`` name that this home holds intact."""
-    out: dict[str, bytes] = {}
-    for sha in _shas(payloads):
-        try:
-            out[sha] = store.load(sha)
-        except MemtrayError:
-            continue  # missing or damaged here: the doctor says so; the message travels without it
-    return out
+def files_to_push(store: AttachmentStore, payloads: Iterable[Mapping[str, Any]]) -> dict[str, Path]:
+    """sha256 -> the file of every attachment ``payloads`` name that this home holds intact
+    (a missing or damaged one is left out: the doctor says so; the message travels without it)."""
+    return {sha: path for sha in _shas(payloads) if (path := store.intact(sha)) is not None}
 
 
 def take(store: AttachmentStore, repo: LocalRepo, commit: str, payloads: Iterable[Mapping[str, Any]]) -> int:
     """Store the attachments ``payloads`` name that this home lacks, from the stream at
     ``commit``, each only if its bytes have its hash. The number stored."""
-    missing = [sha for sha in _shas(payloads) if store.problem(Ref(sha, "", "", 0, "")) is not None]
+    missing = [sha for sha in _shas(payloads) if store.intact(sha) is None]
     if not missing:
         return 0
-    got = repo.attachments(commit, missing)
-    for sha, data in got.items():
+    stored = 0
+    for sha, data in repo.attachments(commit, missing, MOST):
         store.put(Prepared(Ref(sha, "", "", len(data), ""), data))
-    if len(got) < len(missing):
-        log.info("%d attachment(s) not on the remote yet (stream %s)", len(missing) - len(got), commit[:12])
-    return len(got)
+        stored += 1
+    if stored < len(missing):
+        log.info("%d attachment(s) not on the remote (stream %s)", len(missing) - stored, commit[:12])
+    return stored

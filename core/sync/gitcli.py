@@ -151,6 +151,15 @@ class Git:
     def has_object(self, sha: str) -> bool:
         return self.run(["cat-file", "-e", sha + "^{commit}"], check=False).code == 0
 
+    def sizes(self, names: Sequence[str]) -> list[int | None]:
+        """The sizes of ``names`` (``rev:path``), one ``cat-file --batch-check``; None if missing."""
+        res = self.run(["cat-file", "--batch-check"], input=("\n".join(names) + "\n").encode())
+        out: list[int | None] = []
+        for line in res.out.decode("utf-8", "replace").splitlines()[: len(names)]:
+            parts = line.split()
+            out.append(int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else None)
+        return out + [None] * (len(names) - len(out))
+
     def blobs(self, names: Sequence[str]) -> list[bytes | None]:
         """The contents of ``names`` (``rev:path``), one ``cat-file --batch`` for all; None if missing."""
         if not names:

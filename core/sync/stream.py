@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -175,14 +175,20 @@ class LocalRepo:
             raise SyncError(f"the stream of {device} holds seq {last} past its own end ({head.last_seq})")
         return PeerEvents(device, commit, records, max(head.last_seq, through))
 
-    def attachments(self, commit: str, shas: Sequence[str]) -> dict[str, bytes]:
+    def attachments(self, commit: str, shas: Sequence[str], most: int) -> Iterator[tuple[str, bytes]]:
         """The attachment files ``shas`` of the stream at ``commit`` whose bytes have their
-        hash (a damaged or absent one is left out: the message shows its name only)."""
+        hash, one at a time (a damaged, absent or larger than ``most`` bytes one is left out:
+        the message shows its name only)."""
         import hashlib
 
-        got = self.git.blobs([f"{commit}:{attachment_path(sha)}" for sha in shas]) if shas else []
-        return {sha: blob for sha, blob in zip(shas, got, strict=True)
-                if blob is not None and hashlib.sha256(blob).hexdigest() == sha}
+        names = [f"{commit}:{attachment_path(sha)}" for sha in shas]
+        sizes = self.git.sizes(names) if names else []
+        for sha, name, size in zip(shas, names, sizes, strict=True):
+            if size is None or size > most:
+                continue
+            blob = self.git.blobs([name])[0]
+            if blob is not None and hashlib.sha256(blob).hexdigest() == sha:
+                yield sha, blob
 
     def changed_files(self, old: str, new: str) -> list[str]:
         """Files of the stream at ``old`` that ``new`` changed or deleted (its metadata aside).
@@ -217,9 +223,9 @@ class LocalRepo:
     # --- writing my stream ----------------------------------------------------------
 
     def extend(self, device: str, base: str | None, lines: Sequence[bytes], last_seq: int,
-               first_seq: int, when: str, files: Mapping[str, bytes] | None = None) -> str:
+               first_seq: int, when: str, files: Mapping[str, Path] | None = None) -> str:
         """A new commit on ``base`` adding one segment with ``lines`` (and ``files``, attachment
-        hash -> bytes, those the base lacks); the ref is not moved."""
+        hash -> its file here); the ref is not moved."""
         prev = self.head(base, device) if base else None
         meta = {"format": FORMAT, "version": VERSION, "device": device, "last_seq": last_seq,
                 "segments": (prev.segments if prev else 0) + 1,
@@ -228,7 +234,7 @@ class LocalRepo:
         return self._commit(device, base, [(first_seq, lines)], meta, msg, when, files)
 
     def republish(self, device: str, segments: Sequence[tuple[int, Sequence[bytes]]], last_seq: int,
-                  epoch: int, when: str, files: Mapping[str, bytes] | None = None) -> str:
+                  epoch: int, when: str, files: Mapping[str, Path] | None = None) -> str:
         """A new history (no parent) of the whole stream, as its lines are now (after a purge)."""
         meta = {"format": FORMAT, "version": VERSION, "device": device, "last_seq": last_seq,
                 "segments": len(segments), "events": sum(len(lines) for _, lines in segments), "epoch": epoch}
@@ -236,14 +242,17 @@ class LocalRepo:
         return self._commit(device, None, segments, meta, msg, when, files)
 
     def _commit(self, device: str, base: str | None, segments: Sequence[tuple[int, Sequence[bytes]]],
-                meta: dict[str, object], msg: str, when: str, files: Mapping[str, bytes] | None = None) -> str:
+                meta: dict[str, object], msg: str, when: str, files: Mapping[str, Path] | None = None) -> str:
         infos = []
         for first, lines in segments:
             blob = self.git.text(["hash-object", "-w", "--stdin"], input=b"".join(lines))
             infos += ["--cacheinfo", f"100644,{blob},{segment_path(first)}"]
-        for sha, data in sorted((files or {}).items()):
-            blob = self.git.text(["hash-object", "-w", "--stdin"], input=data)
-            infos += ["--cacheinfo", f"100644,{blob},{attachment_path(sha)}"]
+        items = sorted((files or {}).items())
+        for start in range(0, len(items), 200):  # git reads each file itself: none is held here
+            chunk = items[start : start + 200]
+            blobs = self.git.text(["hash-object", "-w", "--", *(str(path) for _, path in chunk)]).split()
+            infos += [x for (sha, _), blob in zip(chunk, blobs, strict=True)
+                      for x in ("--cacheinfo", f"100644,{blob},{attachment_path(sha)}")]
         meta_blob = self.git.text(["hash-object", "-w", "--stdin"],
                                   input=(json.dumps(meta, sort_keys=True) + "\n").encode())
         fd, index = tempfile.mkstemp(prefix="index-", dir=self.path)

@@ -105,3 +105,48 @@ def test_a_purge_of_text_in_an_attached_file_reaches_every_copy(tmp_path: Path, 
             assert files and not any(b"Nightingale" in data for data in files.values()), (home, files)
         assert all(f.ok for f in _attachment_findings(b)), _attachment_findings(b)
         assert not remote_holds(remote, "Nightingale")
+
+
+def _attach(app: App, text: str) -> None:
+    item = prepare(NOTE, "notes.txt")
+    AttachmentStore(app.home.root).put(item)
+    app.store.append_many([("message", {"role": "user", "content": text, "attachments": [item.ref.to_data()]},
+                            "quick", None)])
+
+
+def test_a_tombstone_keeps_a_file_a_message_it_does_not_name_still_uses(tmp_path: Path) -> None:
+    """The same bytes attached twice are one file: b's own message, not synced yet, attaches
+    what a purges. Applying a's tombstone must not leave b's message without its file."""
+    remote = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "ab", model="openai/x", idle_consolidate_minutes=0) as (a, b):
+        follow_tombstones(b)
+        _attach(a, "file this")
+        sync(remote, a, b)
+        _attach(b, "and here it is again, on b")
+        purge(a, Matcher("Nightingale"))
+        sync(remote, a, b)
+        own = next(r for r in b.store.log.records() if r.type == "message" and "again" in str(r.data.get("content")))
+        assert AttachmentStore(b.home.root).problem(refs_of(own.data)[0]) is None
+        assert all(f.ok for f in doctor.check_attachments(b.home))
+
+
+def test_odd_references_from_another_device_neither_break_sync_nor_hide_the_doctors_check(tmp_path: Path) -> None:
+    """A peer's message whose attachment size is no number and whose hash is no hash: the sync
+    and the purge clean-up skip it, and the doctor still checks (and fails) this device's own."""
+    from memtray.core.log import attachments
+
+    store = AttachmentStore(tmp_path / "x")
+    odd = {"role": "user", "content": "hi", "attachments": [{"sha256": "../../etc/passwd", "size": None, "name": "odd"},
+                                                            {"sha256": "ab" * 32, "size": "many", "name": "y"}]}
+    assert [r.size for r in refs_of(odd)] == [0, 0]
+    assert attach.files_to_push(store, [odd]) == {}
+    attachments.remove(store, ["../../etc/passwd", "ab" * 32])  # names no file: nothing happens
+    with homes(tmp_path, "a") as (a,):
+        a.store.append_many([
+            ("message", {**odd, "origin": {"device": "d0ffee0ffee00", "seq": 1, "ts": "2026-12-01T00:00:00Z"}},
+             "quick@d0ffee0ffee00", None),
+            ("message", {"role": "user", "content": "mine",
+                         "attachments": [{"sha256": "cd" * 32, "size": 1, "name": "lost.png"}]}, "quick", None),
+        ])
+        found = doctor.check_attachments(a.home)
+    assert any(not f.ok and "lost.png" in f.detail for f in found), found
