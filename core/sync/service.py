@@ -31,7 +31,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -46,7 +45,7 @@ from memtray.core.base.faults import crash_point
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import DeviceId, Home, new_device_id, set_device_id
 from memtray.core.log.attachments import AttachmentStore
-from memtray.core.log.events import BadRecord, Record, decode_raw, legacy_line
+from memtray.core.log.events import Record, legacy_line
 from memtray.core.log.origin import (
     EXPORTED,
     IMPORTED,
@@ -60,6 +59,7 @@ from memtray.core.log.segments import Position
 from memtray.core.log.store import Store, record_ending_at
 from memtray.core.sync import attach
 from memtray.core.sync.gitcli import Git, SyncError, has_password, safe_url
+from memtray.core.sync.history import git_date, purged_to, republished, stale
 from memtray.core.sync.stream import (
     PREFIX,
     LocalRepo,
@@ -77,8 +77,6 @@ IMPORT_BATCH = 2000
 REPUBLISH_SEGMENT = 5000
 #: after a failure, the next automatic attempt waits this long, doubling, up to the interval
 RETRY_FIRST = timedelta(minutes=1)
-#: what a purge puts in place of each occurrence (``admin.purge.MARKER``, a room above this one)
-PURGED = "[PURGED]"
 
 
 #: what a device is told when another data home pushes under its device id
@@ -273,7 +271,15 @@ class SyncService:
             seen = cursor.get("commit")
             if seen == commit:  # nothing new from this one (the common case with many devices)
                 continue
-            if seen and repo.git.ancestry(seen, commit) is False and not self._republished(repo, dev, seen, commit):
+            if seen and repo.git.ancestry(commit, seen):  # a remote behind another one: nothing new here
+                continue
+            if seen and repo.git.ancestry(seen, commit) is False and not republished(repo, dev, seen, commit):
+                older = stale(repo, dev, seen, commit, through)
+                if older is not None:  # a remote this device has not synced with since its purge
+                    rep.notes.append(
+                        f"the stream of {dev} here is an older copy (epoch {older[0]}; imported before: epoch "
+                        f"{older[1]}): nothing imported from it; {dev} replaces it when it syncs with this remote")
+                    continue
                 raise SyncError(
                     f"the stream of device {dev} on the remote was rewritten by someone else (it no longer "
                     f"contains {seen[:12]}, imported here)",
@@ -306,15 +312,6 @@ class SyncService:
         self._mirror_memory(url, rep, refs)
         return rep
 
-    def _republished(self, repo: LocalRepo, dev: str, seen: str, commit: str) -> bool:
-        """A stream that is not a continuation of what was imported is accepted only as its
-        device's republication after a purge: a higher epoch that still reaches as far."""
-        try:
-            old, new = repo.head(seen, dev), repo.head(commit, dev)
-        except SyncError:  # not even a stream of this device: plainly rewritten
-            return False
-        return new.epoch > old.epoch and new.last_seq >= old.last_seq
-
     def _base(self, repo: LocalRepo, mine_remote: str | None) -> str | None:
         """The commit my next segment builds on: the local ref, or the remote's copy of it
         when that is ahead (a crash after a push, before the local ref moved; a republication
@@ -324,7 +321,7 @@ class SyncService:
         if mine_remote is None:
             return local
         forward = local is not None and local != mine_remote and repo.git.is_ancestor(local, mine_remote)
-        if local is None or forward or (local != mine_remote and self._republished(repo, me, local, mine_remote)):
+        if local is None or forward or (local != mine_remote and republished(repo, me, local, mine_remote)):
             head = repo.head(mine_remote, me)
             if head.last_seq > self.store.log.last_seq:
                 raise SyncError(
@@ -346,7 +343,7 @@ class SyncService:
                     "another data home pushed under the same device id", hint=COPIED_HINT)
             repo.set_ref(log_ref(me), mine_remote, local)
             return mine_remote
-        if not repo.git.is_ancestor(mine_remote, local) and not self._republished(repo, me, mine_remote, local):
+        if not repo.git.is_ancestor(mine_remote, local) and not republished(repo, me, mine_remote, local):
             raise SyncError(
                 f"this device's stream on the remote ({log_ref(me)}) was rewritten by someone else",
                 hint="Nothing was pushed. memtray never force-pushes; restore the ref on the remote "
@@ -378,7 +375,7 @@ class SyncService:
                     payloads.update(r.data["events"])
         for seq, line in repo.lines_after(commit, after):
             rec = mine.get(seq)
-            if rec is not None and (legacy_line(rec).rstrip(b"\n") == line or _purged_to(line, rec, payloads)):
+            if rec is not None and (legacy_line(rec).rstrip(b"\n") == line or purged_to(line, rec, payloads)):
                 continue
             return seq if seq > 0 else after + 1
         return None
@@ -512,7 +509,8 @@ class SyncService:
         when = format_ts(self.clock.now())
         lease: str | None = None
         pushed = len(own)
-        if republish or rep.purges or any(r.type == SYNC_PURGE for r in own):
+        again = republish or rep.purges or any(r.type == SYNC_PURGE for r in own)
+        if again and (base or mine_remote):  # a first push has nothing to publish again
             # a purge here (made or applied), or a stream rewritten on the remote: published again
             # from the log as a new history of this device's own ref (docs/SYNC.md)
             everything = list(self._own_after(start))
@@ -528,15 +526,20 @@ class SyncService:
                                   for i in range(0, len(everything), REPUBLISH_SEGMENT))]
             files = attach.files_to_push(self.attachments, attach.payloads(everything))
             if segs:
-                head = repo.republish(me, segs, everything[-1].seq, epoch, _git_date(everything[-1].ts, when), files)
+                head = repo.republish(me, segs, everything[-1].seq, epoch, git_date(everything[-1].ts, when), files)
                 lease = mine_remote or ""
                 rep.republished = True
         elif own:
             head = repo.extend(me, base, [legacy_line(r) for r in own], own[-1].seq, own[0].seq,
-                               _git_date(own[-1].ts, when),
+                               git_date(own[-1].ts, when),
                                attach.files_to_push(self.attachments, attach.payloads(own)))
         if head is None or head == mine_remote:
             return
+        if mine_remote and lease is None and not repo.git.is_ancestor(mine_remote, head):
+            # this remote holds an older epoch (a purge here published through another remote since,
+            # checked by _base): replaced like a republication, own ref only, with a lease
+            lease = mine_remote
+            rep.republished = True
         repo.push(url, head, log_ref(me), lease=lease)
         crash_point("sync.pushed")  # the remote has it, the local ref does not yet
         if head != base:
@@ -604,30 +607,3 @@ class SyncService:
         except MemtrayError as exc:
             log.warning("sync failed: %s", exc)
             return None
-
-
-def _purged_to(line: bytes, rec: Record, payloads: dict[str, Any]) -> bool:
-    """Whether the stream's ``line`` is ``rec`` as it was before a purge whose tombstone gave
-    ``rec`` its payload: the same envelope, and the payload after the purge is the tombstone's
-    (a session name the purge changed: the same around each ``[PURGED]``)."""
-    if rec.id not in payloads or rec.data != payloads[rec.id]:
-        return False
-    try:
-        old = decode_raw(line)
-    except BadRecord:
-        return False
-    if old[:5] != rec[:5]:
-        return False
-    if old.session == rec.session:
-        return True
-    if old.session is None or rec.session is None or PURGED not in rec.session:
-        return False
-    return re.fullmatch(".+?".join(map(re.escape, rec.session.split(PURGED))), old.session) is not None
-
-
-def _git_date(ts: str, fallback: str) -> str:
-    """A git date for a commit (only informative: nothing orders by it)."""
-    try:
-        return str(int(parse_ts(ts).timestamp())) + " +0000"
-    except (ValueError, TypeError):
-        return str(int(parse_ts(fallback).timestamp())) + " +0000"
