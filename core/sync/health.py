@@ -62,7 +62,6 @@ def open_conflicts(home: Home) -> int:
     """The merge conflicts waiting for review now, from the log (not the last sync's list:
     one resolved since, by a review or a hand edit, no longer counts)."""
     from memtray.core.log.eventlog import EventLog
-    from memtray.core.log.projections import replay
     from memtray.core.memory.factops import waiting
     from memtray.core.memory.facts import Ledger
 
@@ -72,22 +71,27 @@ def open_conflicts(home: Home) -> int:
         elog = EventLog.open(home.events, readonly=True)
     except MemtrayError:
         return 0  # the log check reports it
+    # one pass, keeping only what the review queue is made of (as the fold does): the items
+    # memory revisions hold for review, those reviewed since, and the last revision
+    last: Mapping[str, Any] = {}
+    items: dict[str, dict[str, Any]] = {}
     try:
-        last: Mapping[str, Any] = {}
-        records = []
         for rec in elog.records():
-            records.append(rec)
             if rec.type == "memory.written":
                 last = rec.data
-        state = replay(records)
+                for item in rec.data.get("flagged") or ():
+                    if isinstance(item, dict) and item.get("id"):
+                        items[str(item["id"])] = {**item, "seq": rec.seq}
+            elif rec.type == "memory.reviewed":
+                items.pop(str(rec.data.get("item")), None)
     except MemtrayError:
         return 0
     finally:
         elog.close()
-    items = [i for i in state.review.values() if i.get("kind") == "merge-conflict"]
-    if not items:
+    conflicts = [i for i in items.values() if i.get("kind") == "merge-conflict"]
+    if not conflicts:
         return 0
-    return len(waiting(items, Ledger.of(str(last.get("memory", "")), last)))
+    return len(waiting(conflicts, Ledger.of(str(last.get("memory", "")), last)))
 
 
 def _fsck(home: Home) -> Finding:
