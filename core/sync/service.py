@@ -508,7 +508,6 @@ class SyncService:
         head = base
         when = format_ts(self.clock.now())
         lease: str | None = None
-        pushed = len(own)
         again = republish or rep.purges or any(r.type == SYNC_PURGE for r in own)
         if again and (base or mine_remote):  # a first push has nothing to publish again
             # a purge here (made or applied), or a stream rewritten on the remote: published again
@@ -520,7 +519,6 @@ class SyncService:
                     with contextlib.suppress(SyncError):  # a rewritten remote copy may not be a stream
                         epochs.append(repo.head(commit, me).epoch)
             epoch = max(epochs) + 1
-            pushed = len(everything)
             segs = [(chunk[0].seq, [legacy_line(r) for r in chunk])
                     for chunk in (everything[i : i + REPUBLISH_SEGMENT]
                                   for i in range(0, len(everything), REPUBLISH_SEGMENT))]
@@ -535,11 +533,15 @@ class SyncService:
                                attach.files_to_push(self.attachments, attach.payloads(own)))
         if head is None or head == mine_remote:
             return
+        kept = 0  # the events the remote's copy has already, unless this push replaces it
         if mine_remote and lease is None and not repo.git.is_ancestor(mine_remote, head):
             # this remote holds an older epoch (a purge here published through another remote since,
             # checked by _base): replaced like a republication, own ref only, with a lease
             lease = mine_remote
             rep.republished = True
+        elif mine_remote and lease is None:
+            kept = repo.head(mine_remote, me).events
+        pushed = max(repo.head(head, me).events - kept, 0)
         repo.push(url, head, log_ref(me), lease=lease)
         crash_point("sync.pushed")  # the remote has it, the local ref does not yet
         if head != base:

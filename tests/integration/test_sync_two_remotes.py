@@ -9,7 +9,16 @@ import pytest
 from memtray.core.admin.purge import Matcher, follow_tombstones, purge
 from memtray.core.sync.gitcli import SyncError
 
-from tests.integration.sync_support import bare, commit_on, digest, homes, log_holds, remote_holds, say, sync
+from tests.integration.sync_support import (
+    bare,
+    commit_on,
+    digest,
+    homes,
+    log_holds,
+    remote_holds,
+    say,
+    sync,
+)
 
 SECRET = "Zorgblatt-the-nickname"
 
@@ -61,3 +70,16 @@ def test_an_older_epoch_that_reaches_further_is_a_rewrite(tmp_path: Path) -> Non
         commit_on(r2, ref, "memtray.json", line.replace('"last_seq": ', '"last_seq": 9').encode(), tmp_path, "x")
         with pytest.raises(SyncError, match="rewritten"):
             a.sync.sync(str(r2))  # type: ignore[union-attr]
+
+
+def test_pushed_counts_what_each_remote_did_not_have(tmp_path: Path) -> None:
+    r1, r2 = bare(tmp_path / "r1.git"), bare(tmp_path / "r2.git")
+    with homes(tmp_path, "a") as (a,):
+        say(a, "one")
+        say(a, "two")
+        assert sync(r1, a)[0].pushed == 4
+        assert sync(r2, a)[0].pushed == 4  # a fresh remote gets the whole stream
+        say(a, "three")
+        assert sync(r2, a)[0].pushed == 2
+        assert sync(r1, a)[0].pushed == 2  # r1 was one push behind
+        assert sync(r1, a)[0].pushed == 0
