@@ -6,6 +6,7 @@ how HISTORY.md grows. Pure functions of events and commits.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -115,9 +116,10 @@ _ENTRY = re.compile(r"(?:^|(?<=\n\n))(?=\[\d{4}-\d{2}-\d{2})")
 
 
 def diary_entries(text: str) -> list[str]:
-    """HISTORY.md as its entries, each without the blank line after it. Text before the first
+    """HISTORY.md as its entries, each without the blank line after it (a file saved with
+    Windows line ends read as if it had plain ones). Text before the first
     dated entry (a heading written by hand) is an entry of its own; text without dates is one."""
-    return [e.strip() for e in _ENTRY.split(text) if e.strip()]
+    return [e.strip() for e in _ENTRY.split(text.replace("\r\n", "\n")) if e.strip()]
 
 
 def merge_history(bases: Sequence[str], sides: Sequence[str]) -> str:
@@ -135,9 +137,12 @@ def merge_history(bases: Sequence[str], sides: Sequence[str]) -> str:
     shared = split[0][:n]
     held = [set(e) for e in split]
     gone = {e for b in bases for e in diary_entries(b) if any(e not in h for h in held)}
-    seen = set(shared)
-    rest = {e for entries in split for e in entries[n:] if e not in gone and e not in seen}
-    ordered = sorted(rest, key=lambda e: (e[1:17] if e.startswith("[") else "", e))
+    # the rest as a multiset: an entry a side wrote twice stays twice, one both sides hold
+    # after they parted (an earlier merge's) once
+    rest: Counter[str] = Counter()
+    for entries in split:
+        rest |= Counter(e for e in entries[n:] if e not in gone)
+    ordered = sorted(rest.elements(), key=lambda e: (e[1:17] if e.startswith("[") else "", e))
     return "".join(e + "\n\n" for e in [*shared, *ordered])
 
 

@@ -72,3 +72,14 @@ def test_symmetric_and_loses_no_added_entry(base: list[str], x: list[str], y: li
     got = diary_entries(out)
     assert len(got) == len(set(got))
     assert set(got) == set(base) | set(x) | set(y)
+
+
+def test_an_entry_a_side_wrote_twice_stays_twice_and_windows_line_ends_read_alike() -> None:
+    same = "[2026-11-05 09:00] Nothing new to remember."
+    a = BASE + same + "\n\n" + "[2026-11-06 09:00] A.\n\n" + same + "\n\n"
+    b = BASE + "[2026-11-07 09:00] B.\n\n"
+    out = merge_history([BASE], [a, b])
+    assert diary_entries(out).count(same) == 2 and out == merge_history([BASE], [b, a])
+    crlf = (BASE + "[2026-11-02 09:00] A.\n\n").replace("\n", "\r\n")
+    both = merge_history([BASE], [crlf, BASE + "[2026-11-03 09:00] B.\n\n"])
+    assert both.count("Set up memtray.") == 1 and "A." in both and "B." in both and "\r" not in both
