@@ -14,7 +14,8 @@ from typing import Any
 from memtray.core.admin.purge import follow_tombstones
 from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope, out
-from memtray.core.sync.service import SyncService, read_status
+from memtray.core.sync.service import SyncService
+from memtray.core.sync.status import complete, read_status
 
 
 def add_commands(sub: Any) -> None:
@@ -53,8 +54,8 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
         if st:  # the conflicts waiting now (a review since the last sync resolved some): from the state
             with app_scope(home) as app:
                 st["conflicts_pending"] = len(app.write(app.memory.merge_conflicts))
-        if args.json:
-            out(json.dumps(st, ensure_ascii=False, sort_keys=True))
+        if args.json:  # every documented key, known or not (docs/CLI.md)
+            out(json.dumps({"conflicts_pending": 0, **complete(st)}, ensure_ascii=False, sort_keys=True))
             return 1 if st.get("last_error") else 0
         if not st:
             out("never synced")

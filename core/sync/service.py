@@ -28,7 +28,6 @@ like any other. The outcome is kept in ``<home>/sync/status.json`` for the tray,
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import threading
@@ -60,6 +59,7 @@ from memtray.core.log.store import Store, record_ending_at
 from memtray.core.sync import attach
 from memtray.core.sync.gitcli import Git, SyncError, has_password, safe_url
 from memtray.core.sync.history import git_date, purged_to, republished, stale
+from memtray.core.sync.status import complete, read_status, remote_key, status_file
 from memtray.core.sync.stream import (
     PREFIX,
     LocalRepo,
@@ -113,19 +113,6 @@ class SyncReport:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def read_status(home: Home) -> dict[str, Any]:
-    """``<home>/sync/status.json``: what the last sync did (``{}`` before the first); never raises."""
-    try:
-        body = json.loads((home.root / "sync" / "status.json").read_text(encoding="utf-8"))
-        return body if isinstance(body, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def remote_key(url: str) -> str:
-    return hashlib.sha1(url.encode("utf-8")).hexdigest()[:12]
 
 
 def check_remote(url: str) -> str:
@@ -184,12 +171,10 @@ class SyncService:
     def _status_file(self, url: str) -> Path:
         """status.json for the configured remote (or with none configured); a one-off sync with
         another remote keeps its own status beside it, so it never counts against the configured one."""
-        configured = self.settings.current.sync_remote.strip()
-        if configured and url != configured:
-            return self.dir / f"status-{remote_key(url)}.json"
-        return self.status_path
+        return status_file(self.home, url, self.settings.current.sync_remote)
 
     def _save_status(self, body: dict[str, Any], path: Path | None = None) -> None:
+        body = complete(body)
         try:
             self.dir.mkdir(mode=0o700, exist_ok=True)
             atomic_write(path or self.status_path, json.dumps(body, indent=1, sort_keys=True) + "\n")
@@ -228,7 +213,7 @@ class SyncService:
                 raise
             self._save_status({
                 "remote": safe_url(url), "device": self.device, "last_attempt": started, "last_success": started,
-                "last_error": None, "failures": 0, "imported": rep.imported, "pushed": rep.pushed,
+                "last_error": None, "hint": None, "failures": 0, "imported": rep.imported, "pushed": rep.pushed,
                 "peers": sorted(set(prev.get("peers", [])) | set(rep.peers)) if rep.peers else prev.get("peers", []),
                 "conflicts": rep.conflicts or (prev.get("conflicts", []) if not rep.merges else []),
                 "pending_heads": rep.pending_heads, "notes": rep.notes, "pending_purges": rep.pending_purges,
