@@ -70,6 +70,22 @@ def _env(extra: Mapping[str, str] | None) -> dict[str, str]:
     return env
 
 
+#: what git says when a write of its own fails for want of space (ENOSPC, EDQUOT)
+_FULL = ("No space left on device", "Disk quota exceeded")
+#: the hint for a full local disk (named as the rest of memtray names ENOSPC: the disk is full)
+FULL_HINT = ("Free some space on this computer's disk (the data home's sync/ folder is on it), then sync "
+             "again; nothing was changed on either side.")
+
+
+def disk_full(err: str, *, remote: bool = False) -> bool:
+    """Whether git's stderr says a write failed for want of space: on this computer (its own
+    lines), or with ``remote`` on the remote's side (lines the remote's git sent)."""
+    lines = [ln for ln in err.splitlines() if any(f in ln for f in _FULL)]
+    if remote:
+        return any(ln.startswith("remote:") or "unpack" in ln for ln in lines)
+    return any(not ln.startswith("remote:") for ln in lines)
+
+
 def last_words(err: str, limit: int = 3) -> str:
     """The lines of git's stderr worth showing (hints and progress left out)."""
     lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
@@ -119,6 +135,8 @@ class Git:
             raise SyncError(f"could not run git ({exc.strerror or exc})") from None
         res = Result(proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace"))
         if check and res.code != 0:
+            if disk_full(res.err):
+                raise SyncError(f"{doing} failed: the disk is full ({last_words(res.err, 1)})", hint=FULL_HINT)
             raise SyncError(f"{doing} failed: {safe_url(last_words(res.err))}")
         return res
 

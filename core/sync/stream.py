@@ -31,7 +31,15 @@ from pathlib import Path
 
 from memtray.core.log.events import BadRecord, Record, decode_raw, verify_line
 from memtray.core.log.origin import ORIGIN_KEY
-from memtray.core.sync.gitcli import NETWORK_TIMEOUT, Git, SyncError, last_words, safe_url
+from memtray.core.sync.gitcli import (
+    FULL_HINT,
+    NETWORK_TIMEOUT,
+    Git,
+    SyncError,
+    disk_full,
+    last_words,
+    safe_url,
+)
 
 FORMAT = "memtray-stream"
 VERSION = 1
@@ -298,6 +306,9 @@ class LocalRepo:
             return
         res = self.git.run(["fetch", "--no-tags", "--quiet", "--no-write-fetch-head", "--", url, *specs],
                            timeout=NETWORK_TIMEOUT, check=False)
+        if res.code != 0 and disk_full(res.err):
+            raise SyncError(f"could not fetch from {safe_url(url)}: this computer's disk is full "
+                            f"({safe_url(last_words(res.err, 1))})", hint=FULL_HINT)
         if res.code != 0:
             raise SyncError(f"could not fetch from {safe_url(url)}: {safe_url(last_words(res.err))}",
                             hint="Nothing was changed here. Sync again once the remote is reachable.")
@@ -321,6 +332,11 @@ class LocalRepo:
             raise SyncError(f"the remote refused {ref}: it moved since this device last pushed",
                             hint="Another data home uses this device id, or the remote was rewritten. "
                             "Nothing was changed; see `memtray doctor`.")
+        if disk_full(res.err, remote=True) or (disk_full(res.err) and "://" not in url):
+            raise SyncError(f"could not push to {safe_url(url)}: the remote's disk is full "
+                            f"({safe_url(last_words(res.err, 1))})",
+                            hint="Free some space where the remote is (or use another remote); nothing was "
+                            "changed on the remote, memtray tries again at the next sync.")
         if "pre-receive hook declined" in text or "hook declined" in text or "[remote rejected]" in text:
             why = "; ".join(said[-3:]) or last_words(res.err)
             raise SyncError(f"the remote rejected the push: {safe_url(why)}",
