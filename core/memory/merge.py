@@ -61,7 +61,7 @@ class MergeOutcome:
     merged: bool  # a merge revision was written
     fast_forward: bool  # local memory simply became the peer's (nothing local since)
     up_to_date: bool  # nothing to do (already contains it)
-    conflicts: list[dict[str, Any]]  # each kept for review: {"id", "ours", "theirs", "kind"}
+    conflicts: list[dict[str, Any]]  # each kept for review: the review item, with "ours" and "theirs"
     revision: str | None  # the git sha of the new revision, if any
     summary: str  # one line for the CLI / tray
 

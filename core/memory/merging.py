@@ -173,6 +173,8 @@ class PeerMerging:
     def _fast_forward(self, dag: Dag, local: str | None, mine: set[str], target: Node,
                       records: list[tuple[str, dict[str, Any], str | None, str | None]]) -> MergeOutcome:
         ren = _renames_since(dag, dag.ancestors(target.id) - mine, self.device)
+        if local is not None and local in dag:
+            ren = _relabel(dag.nodes[local].ledger, target.ledger, ren, (target.data.get("facts") or {}).get("merged"))
         own = [dict(i) for i in target.data.get("flagged") or () if isinstance(i, Mapping) and i.get("kind") == CONFLICT]
         flagged, done = self._carried(dag, dag.ancestors(target.id), mine, target.ledger, own)
         info = target.data.get("facts") or {}
@@ -248,15 +250,18 @@ class PeerMerging:
         return list(out.values()), done
 
     def _conflicts(self, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """Review items as the sync shows them: this device's words and the other's (None:
-        removed there)."""
+        """Review items as the sync shows them (``memtray sync --json``'s ``conflicts``, the
+        shape docs/CLI.md gives: the review item itself), with this device's words and the
+        other's beside them (``ours``, ``theirs``; None: removed there)."""
         out = []
         for i in items:
             words = dict(i.get("words") or {})
             ours = words.pop(self.device, i.get("text"))
             theirs = next(iter(words.values()), None) if words else None
-            out.append({"id": i.get("fact_id"), "ours": ours, "theirs": theirs,
-                        "kind": str(i.get("conflict") or "conflict"), "review": i.get("id"), "reason": i.get("reason")})
+            out.append({"id": i.get("id"), "kind": i.get("kind") or CONFLICT, "conflict": i.get("conflict"),
+                        "fact_id": i.get("fact_id"), "text": i.get("text"), "section": i.get("section"),
+                        "reason": i.get("reason"), "words": dict(i.get("words") or {}),
+                        "ours": ours, "theirs": theirs, "review": i.get("id")})
         return out
 
 
@@ -323,6 +328,36 @@ def _strings(obj: Any) -> Iterator[str]:
 def _devices(dag: Dag, ids: Sequence[str]) -> str:
     devs = sorted({dag.nodes[i].device for i in ids if i in dag})
     return ", ".join(devs) or "another device"
+
+
+def _relabel(before: Ledger, after: Ledger, ren: Mapping[str, str], merged: Any) -> dict[str, str]:
+    """The ids this device's facts (``before``) have in ``after``, where they moved (old -> new).
+
+    The merges' ``renamed`` maps (``ren``) are keyed by the device whose revision was merged,
+    and that is not always the device that wrote a fact: a third device's merge of another's
+    merge renumbers this device's facts under that other device's key. So a fact is where its
+    words are (unless those words are a merge's survivor of another fact: a restatement, not a
+    renumbering); a fact reworded meanwhile takes the merges' renumbering, when no other took it."""
+    now = {f.id: f.norm for f in after.facts}
+    by_norm = {f.norm: f.id for f in after.facts}
+    survivors = set(merged) if isinstance(merged, Mapping) else set()
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for f in before.facts:
+        new = f.id if now.get(f.id) == f.norm else by_norm.get(f.norm)
+        if new is None or (new != f.id and new in survivors):
+            continue
+        taken.add(new)
+        if new != f.id:
+            out[f.id] = new
+    for f in before.facts:
+        if f.id in out or now.get(f.id) == f.norm or f.norm in by_norm:
+            continue
+        new = ren.get(f.id)
+        if new is not None and new in now and new not in taken:
+            taken.add(new)
+            out[f.id] = new
+    return out
 
 
 def _renames_since(dag: Dag, ids: set[str], device: str) -> dict[str, str]:

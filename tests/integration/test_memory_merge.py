@@ -105,8 +105,8 @@ def test_two_devices_that_both_wrote_end_with_the_same_memory_and_ids(pair: tupl
         assert item["fact_id"] == "F2" and "the cat was given away" in item["reason"]
         assert item["text"] == "Has a tabby cat named Mimi"  # what `review restore` would remove
     [c] = out_a.conflicts
-    assert c["id"] == "F2" and c["ours"] == "Has a tabby cat named Mimi" and c["theirs"] is None
-    assert c["kind"] == "removed-reworded"
+    assert c["fact_id"] == "F2" and c["ours"] == "Has a tabby cat named Mimi" and c["theirs"] is None
+    assert c["kind"] == "merge-conflict" and c["conflict"] == "removed-reworded" and c["id"] == c["review"]
     [c] = out_b.conflicts
     assert c["ours"] is None and c["theirs"] == "Has a tabby cat named Mimi"
     # real git: the merge commit has both heads as parents, and git itself is content with the repo
