@@ -14,8 +14,10 @@ from typing import Any
 from memtray.core.admin.purge import follow_tombstones
 from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope, out
+from memtray.core.sync.digest import state_digest
+from memtray.core.sync.gitcli import safe_url
 from memtray.core.sync.service import SyncService
-from memtray.core.sync.status import complete, read_status
+from memtray.core.sync.status import complete, read_status, status_file
 
 
 def add_commands(sub: Any) -> None:
@@ -50,25 +52,7 @@ def _remote_arg(remote: str | None) -> str | None:
 
 def cmd_sync(args: argparse.Namespace, home: Home) -> int:
     if args.status:
-        st = read_status(home)
-        if st:  # the conflicts waiting now (a review since the last sync resolved some): from the state
-            with app_scope(home) as app:
-                st["conflicts_pending"] = len(app.write(app.memory.merge_conflicts))
-        if args.json:  # every documented key, known or not (docs/CLI.md)
-            out(json.dumps({"conflicts_pending": 0, **complete(st)}, ensure_ascii=False, sort_keys=True))
-            return 1 if st.get("last_error") else 0
-        if not st:
-            out("never synced")
-            return 0
-        out(f"remote: {st.get('remote')}  device: {st.get('device')}")
-        out(f"last sync: {st.get('last_success') or 'never succeeded'}")
-        if st.get("last_error"):
-            out(f"last attempt {st.get('last_attempt')} failed: {st['last_error']}")
-        if st["conflicts_pending"]:
-            out(f"conflicts waiting for review: {st['conflicts_pending']} (memtray memory review)")
-        elif st.get("conflicts"):
-            out(f"conflicts of the last merge: {len(st['conflicts'])}, all resolved since")
-        return 1 if st.get("last_error") else 0
+        return _status(args, home)
     remote = _remote_arg(args.remote)
     with app_scope(home) as app:
         svc: SyncService | None = app.sync
@@ -96,3 +80,33 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
     for note in rep.notes:
         out(f"  note: {note}")
     return 0
+
+
+def _status(args: argparse.Namespace, home: Home) -> int:
+    """``--status``: the last sync with the configured remote, or with REMOTE (its own file)."""
+    asked = (_remote_arg(args.remote) or "").strip() or None
+    with app_scope(home) as app:
+        where = status_file(home, asked, app.settings.current.sync_remote)
+        st = read_status(home, where)
+        # the conflicts waiting now (a review since the last sync resolved some): from the state
+        pending = len(app.write(app.memory.merge_conflicts)) if st else 0
+        digest = app.write(lambda: state_digest(app.store))
+    if args.json:  # every documented key, known or not (docs/CLI.md)
+        body = {**complete(st), "conflicts_pending": pending, "digest": digest}
+        if not st and asked:
+            body["remote"] = safe_url(asked)
+        out(json.dumps(body, ensure_ascii=False, sort_keys=True))
+        return 1 if st.get("last_error") else 0
+    if not st:
+        out(f"never synced with {safe_url(asked)}" if asked else "never synced")
+        return 0
+    out(f"remote: {st.get('remote')}  device: {st.get('device')}")
+    out(f"last sync: {st.get('last_success') or 'never succeeded'}")
+    if st.get("last_error"):
+        out(f"last attempt {st.get('last_attempt')} failed: {st['last_error']}")
+    if pending:
+        out(f"conflicts waiting for review: {pending} (memtray memory review)")
+    elif st.get("conflicts"):
+        out(f"conflicts of the last merge: {len(st['conflicts'])}, all resolved since")
+    out(f"state digest: {digest[:16]} (the same on every device that synced and made nothing since)")
+    return 1 if st.get("last_error") else 0

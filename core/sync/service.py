@@ -195,7 +195,8 @@ class SyncService:
         """Sync with ``remote`` (default: the ``sync_remote`` setting). Raises SyncError.
         ``new_device``: this home takes a new device id first (a copied home, docs/SYNC.md);
         ``republish``: publish this device's stream again from its log (a stream rewritten on the remote)."""
-        url = check_remote(remote if remote is not None else self.settings.current.sync_remote)
+        # an empty REMOTE (`memtray sync ""`) is no remote given: the configured one
+        url = check_remote(remote if remote and remote.strip() else self.settings.current.sync_remote)
         with self._lock:
             started = format_ts(self.clock.now())
             where = self._status_file(url)

@@ -88,6 +88,14 @@ class PeerEvents:
     last_seq: int
 
 
+def _missing_path(url: str) -> bool:
+    """Whether ``url`` is a local path (or ``file://``) that does not exist."""
+    path = url.removeprefix("file://")
+    if "://" in path or (":" in path.split("/", 1)[0] and not os.path.isabs(path)):  # ssh, scp-like host:path
+        return False
+    return not os.path.exists(path)
+
+
 class LocalRepo:
     """The home's private sync repository (``<home>/sync/repo.git``)."""
 
@@ -289,6 +297,10 @@ class LocalRepo:
     def ls_remote(self, url: str) -> dict[str, str]:
         """Every ref of the remote (name -> sha); :class:`SyncError` if it cannot be reached."""
         res = self.git.run(["ls-remote", "--", url], timeout=NETWORK_TIMEOUT, check=False)
+        if res.code != 0 and _missing_path(url):
+            raise SyncError(f"the remote {safe_url(url)} does not exist",
+                            hint=f"Create it first: `git init --bare {url}` (an empty bare repository), "
+                            "then sync again.")
         if res.code != 0:
             raise SyncError(f"cannot reach the remote {safe_url(url)}: {safe_url(last_words(res.err))}",
                             hint="Check the address, the network and your git credentials "

@@ -172,3 +172,17 @@ def test_a_purged_session_name_is_renamed_on_every_device(tmp_path: Path) -> Non
         assert {s for s in b.store.state.sessions if s.startswith("[PURGED]") and "@" not in s} == {"[PURGED]-b"}
         assert f"[PURGED]-launch@{a.sync.device}" in b.store.state.sessions  # type: ignore[union-attr]
         assert digest(a) == digest(b) == digest(c)
+
+
+def test_a_device_that_joins_after_a_purge_has_nothing_to_publish_again(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "ab") as (a, b):
+        say(a, f"the code is {SECRET}")
+        sync(remote, a)
+        purge(a, Matcher(SECRET))
+        sync(remote, a)
+        follow_tombstones(b)
+        say(b, "hello, new here")
+        rb = b.sync.sync(str(remote))  # type: ignore[union-attr]
+        assert rb.purges == 1 and not rb.republished and rb.pushed == 2
+        assert not log_holds(tmp_path / "b", SECRET) and not remote_holds(remote, SECRET)

@@ -34,3 +34,29 @@ def test_the_status_has_every_documented_key_after_a_failure_and_after_a_success
     ok = _status(root)
     assert KEYS <= set(ok)
     assert ok["last_error"] is None and ok["hint"] is None and ok["last_success"]
+
+
+def test_status_of_another_remote_is_its_own_and_the_digest_compares_devices(tmp_path: Path) -> None:
+    main, other = bare(tmp_path / "main.git"), bare(tmp_path / "other.git")
+    a, b = tmp_path / "a", tmp_path / "b"
+    for root in (a, b):
+        assert run_cli(root, "config", "set", "sync_remote", str(main)).returncode == 0
+    assert run_cli(a, "remind", "add", "water the plants", "--at", "in 5h").returncode == 0
+    assert _status(a)["digest"] != _status(b)["digest"]
+    assert run_cli(a, "sync", "").returncode == 0  # an empty REMOTE: the configured one
+    never = run_cli(a, "sync", str(other), "--status")
+    assert never.stdout.strip() == f"never synced with {other}"
+    assert _status(a, str(other))["remote"] == str(other) and _status(a, str(other))["last_success"] is None
+    assert run_cli(a, "sync", str(other)).returncode == 0
+    assert _status(a, str(other))["remote"] == str(other)
+    assert _status(a)["remote"] == str(main)
+    assert run_cli(b, "sync").returncode == 0 and run_cli(a, "sync").returncode == 0
+    da, db = _status(a)["digest"], _status(b)["digest"]
+    assert isinstance(da, str) and len(da) == 64 and da == db
+    assert str(da)[:16] in run_cli(a, "sync", "--status").stdout
+
+
+def test_a_remote_path_that_does_not_exist_says_how_to_create_it(tmp_path: Path) -> None:
+    out = run_cli(tmp_path / "a", "sync", str(tmp_path / "nowhere.git"))
+    assert out.returncode == 1 and "does not exist" in out.stderr
+    assert f"git init --bare {tmp_path / 'nowhere.git'}" in out.stderr and "Traceback" not in out.stderr
