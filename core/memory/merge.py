@@ -215,18 +215,27 @@ def merge3(base: Ledger, x: Side, y: Side) -> Merged:
     """Merge two sides against ``base``; see the module docstring. ``x`` and ``y`` may be
     given in any order (they are ordered by device id here)."""
     a, b = sorted((x, y), key=lambda s: s.device)
-    o = {f.id: f for f in base.facts}
     la = {f.id: f for f in a.ledger.facts}
-    nxt = max(base.next, a.ledger.next, b.ledger.next, _next_after([*o, *la, *b.used, *a.used]))
-    # b's new ids that a used for something else get new numbers
+    nxt = max(base.next, a.ledger.next, b.ledger.next, _next_after([*(f.id for f in base.facts), *la, *b.used, *a.used]))
+    # a side's earlier merge may have renumbered a base fact (it was new there, and its id was
+    # taken): the base is read in a's ids, and b's base facts take a's ids for them
+    moved_a, moved_b = _moved(base, a.ledger), _moved(base, b.ledger)
+    o = {moved_a.get(f.id, f.id): Fact(moved_a.get(f.id, f.id), f.section, f.text, f.norm) for f in base.facts}
+    in_b = {moved_b.get(f.id, f.id): moved_a.get(f.id, f.id) for f in base.facts}  # b's id of a base fact -> its id here
+    # b's new ids that a used for something else (or that name a base fact here) get new numbers
     renamed: dict[str, str] = {}
     b_facts: list[Fact] = []
     for f in b.ledger.facts:
-        if f.id not in o and (f.id in a.used or f.id in la) and not (f.id in la and la[f.id].norm == f.norm):
+        if f.id in in_b:
+            if in_b[f.id] != f.id:
+                renamed[f.id] = in_b[f.id]
+                f = Fact(renamed[f.id], f.section, f.text, f.norm)
+        elif f.id in o or ((f.id in a.used or f.id in la) and not (f.id in la and la[f.id].norm == f.norm)):
             renamed[f.id] = fact_ids.new_id(nxt)
             nxt += 1
             f = Fact(renamed[f.id], f.section, f.text, f.norm)
         b_facts.append(f)
+    b_dropped = {in_b.get(k, k): v for k, v in b.dropped.items()}
     lb = {f.id: f for f in b_facts}
     out = Merged("", Ledger(()), renamed={b.device: renamed} if renamed else {})
     # what each id becomes: a Fact (its words), or None (removed)
@@ -266,7 +275,7 @@ def merge3(base: Ledger, x: Side, y: Side) -> Merged:
             here, gone = (a, b) if fa_ is not None else (b, a)
             one = fa_ if fa_ is not None else fb_
             assert one is not None
-            why = gone.dropped.get(fid) or ""
+            why = (b_dropped if gone is b else gone.dropped).get(fid) or ""
             if one.norm == of.norm:
                 final[fid] = None
                 out.dropped[fid] = f"removed on {gone.device}: {why}" if why else f"removed on {gone.device}"
@@ -288,6 +297,24 @@ def merge3(base: Ledger, x: Side, y: Side) -> Merged:
     out.text, out.ledger = text, led
     out.origin = {f.id: (b.device if f.id in from_b or (f.id in lb and f.id not in la) else a.device)
                   for f in led.facts}
+    return out
+
+
+def _moved(base: Ledger, side: Ledger) -> dict[str, str]:
+    """The base's facts that ``side`` holds, in the same words, under another id: one a merge
+    there renumbered (it was new in that merge, and its id was taken). Its id in the base then
+    names another fact on that side (a new one), never a rewording of it."""
+    have = {f.id: f.norm for f in side.facts}
+    old = {f.id for f in base.facts}
+    claimed: set[str] = set()
+    out: dict[str, str] = {}
+    for f in base.facts:
+        if have.get(f.id) == f.norm:
+            continue
+        j = next((g.id for g in side.facts if g.norm == f.norm and g.id not in old and g.id not in claimed), None)
+        if j is not None:
+            claimed.add(j)
+            out[f.id] = j
     return out
 
 

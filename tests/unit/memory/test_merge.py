@@ -217,7 +217,11 @@ def test_criss_cross_merges_use_a_merged_base() -> None:
         ["Lives in Lyon", "Has a cat named Mimi", "Works at Acme", "Plays the cello", "Speaks Japanese",
          "Owns a red bike"])
     assert m.conflicts == []
-    assert sorted(facts_of(m)) == sorted(facts_of(y))  # y already held everything: nothing new
+    # y already held every fact: nothing new, but y's renumbering of b1's F4 (F6 there, F5 in the
+    # merged base x) is the lower device's, so y's own new F5 takes the next number
+    assert sorted(t for _i, t in facts_of(m)) == sorted(t for _i, t in facts_of(y))
+    assert dict((t, i) for i, t in facts_of(m))["Speaks Japanese"] == "F5"
+    assert m.renamed == {B: {"F5": "F7", "F6": "F5"}}
 
 
 def test_three_devices_merge_to_the_same_facts_whatever_the_order() -> None:
@@ -256,3 +260,54 @@ def test_merge_id_derives_from_the_parents_and_the_result() -> None:
     assert merge_id(["x", "y"], m) == merge_id(["y", "x"], m)
     other = both(Ledger(()), a, side(B, doc("Plays the piano"), ["F1"]))
     assert merge_id(["x", "y"], m) != merge_id(["x", "y"], other)
+
+
+def _written(dag: Dag, ident: str, device: str, heads: Sequence[str]) -> Merged:
+    """Merge ``heads`` and add the result to ``dag`` as the merge revision ``ident`` of ``device``."""
+    m = merge_nodes(dag, list(heads))
+    dag.add(Node(ident, device, tuple(heads), "2026-12-02T11:00:00.000Z",
+                 {"memory": m.text, "facts": m.ledger.to_json()}))
+    return m
+
+
+def test_a_new_fact_sharing_an_id_with_another_after_a_renumbering_is_no_rewording() -> None:
+    # three devices (low, mid, high) from one root; the high device's new F2 reaches the other two
+    # separately, and each renumbers it differently (F3 on mid, F5 on low); then mid and low
+    # merge their merges: the base is the high device's revision, whose F2 is neither side's F2
+    low, mid, high = A, B, C
+    root = node("r", mid, [], doc("Lives in Lyon"), ["F1"])
+    s1 = node("s1", high, ["r"], doc("Lives in Lyon", "Said this on S"), ["F1", "F2"])
+    b1 = node("b1", mid, ["r"], doc("Lives in Lyon", "Bakes bread on Fridays"), ["F1", "F2"])
+    c1 = node("c1", low, ["r"], doc("Lives in Lyon", "Owns a red bike", "Speaks Italian", "Likes jazz"),
+              ["F1", "F2", "F3", "F4"])
+    dag = Dag([root, s1, b1, c1])
+    mb = _written(dag, "mb", mid, ["b1", "s1"])
+    mc = _written(dag, "mc", low, ["c1", "s1"])
+    assert mb.renamed == {high: {"F2": "F3"}} and mc.renamed == {high: {"F2": "F5"}}
+    assert dag.common_bases(dag.ancestors("mb"), dag.ancestors("mc")) == ["s1"]
+    want = sorted(["Lives in Lyon", "Said this on S", "Bakes bread on Fridays", "Owns a red bike",
+                   "Speaks Italian", "Likes jazz"])
+    results = set()
+    for heads in (["mb", "mc"], ["mc", "mb"]):
+        m = merge_nodes(dag, heads)
+        assert sorted(t for _i, t in facts_of(m)) == want  # nobody reworded anything: no fact held back
+        assert m.conflicts == []
+        assert len(set(m.ledger.ids)) == len(want)
+        results.add((m.text, tuple(m.ledger.ids), repr(m.renamed), repr(m.merged)))
+    assert len(results) == 1
+
+
+def test_a_base_fact_renumbered_on_one_side_and_reworded_on_the_other_is_still_a_rewording() -> None:
+    # the base's F2 is F5 on the lower side (renumbered by a merge there), reworded on the higher
+    base = ledger(doc("Lives in Lyon", "Has a cat named Mimi"), ["F1", "F2"])
+    a = side(A, doc("Lives in Lyon", "Owns a red bike", "Has a cat named Mimi"), ["F1", "F2", "F5"])
+    b = side(B, doc("Lives in Lyon", "Has a cat named Mimi, a tabby"), ["F1", "F2"])
+    m = both(base, a, b)
+    assert sorted(t for _i, t in facts_of(m)) == ["Has a cat named Mimi, a tabby", "Lives in Lyon", "Owns a red bike"]
+    assert m.conflicts == []
+    # two different rewordings of the renumbered fact are still a conflict, nothing lost
+    b2 = side(B, doc("Lives in Lyon", "Has a dog named Rex"), ["F1", "F2"])
+    a2 = side(A, doc("Lives in Lyon", "Owns a red bike", "Has a cat named Mimi, who is grey"), ["F1", "F2", "F5"])
+    m2 = both(base, a2, b2)
+    assert "Owns a red bike" in [t for _i, t in facts_of(m2)]
+    assert [c["conflict"] for c in m2.conflicts] == ["reworded"]
