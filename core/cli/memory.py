@@ -240,8 +240,9 @@ def cmd_why(args: argparse.Namespace, home: Home) -> int:
         rev = info["revision"]
         _out(f"fact:      {info['fact']['text']}  (id {info['fact']['id']}, section {info['fact']['section']})")
         _out(f"added by:  revision {rev['rev'][:8]} at {rev['time']} ({rev['reason']}, model {rev['model']})")
-        if info.get("device_revision"):  # another device's consolidation, merged here
-            _out(f"from device: {info['device']} (its revision {str(info['device_revision'])[:12]})")
+        if info.get("device") and info["device"] != app.memory.device:  # another device's fact, merged here
+            its = f" (its revision {str(info['device_revision'])[:12]})" if info.get("device_revision") else ""
+            _out(f"from device: {info['device']}{its}")
         if info["consolidation"]:
             _out(f"consolidation: {info['consolidation']}")
         if info["source"] == "user":

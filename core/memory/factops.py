@@ -207,12 +207,16 @@ class FactOps(MemoryBrowsing):
         if found is None or not exact:  # ids are per device: another fact's F3 says nothing of this one
             traced = self._why_traced(target)
             if traced is not None:
+                if traced["device"] in (None, here):  # this device's own: no other device's revision
+                    traced.pop("device_revision", None)
                 return {**traced, "device": traced["device"] or here}
         if found is None:  # no recorded sources (a hand edit, an old event): the revision that wrote it
             info = super().why(target.text)
             info["fact"] = {"id": target.id, "section": target.section, "text": target.text}
             return {**info, "device": here}
         rec, prov = found
+        org_of = prov.get("origin") if isinstance(prov.get("origin"), dict) else {}
+        peer = org_of.get("device") if org_of.get("device") not in (None, here) else None
         seqs = sorted(int(s) for s in prov.get("source_seqs") or [])
         if not seqs and isinstance(prov.get("origin"), dict):  # merged from another device: its messages here
             org = prov["origin"]
@@ -228,7 +232,8 @@ class FactOps(MemoryBrowsing):
             "source": rec.data.get("source"),
             "consolidation": rec.data.get("consolidation") or (prov.get("origin") or {}).get("consolidation"),
             "messages": messages,
-            "device": (prov.get("origin") or {}).get("device") or here,
+            "device": peer or here,
+            **({"device_revision": org_of.get("revision")} if peer else {}),
         }
 
     def _why_traced(self, target: Fact) -> dict[str, Any] | None:
@@ -239,7 +244,7 @@ class FactOps(MemoryBrowsing):
 
         _memory, origins = trace(self.store.log.records())
         o = origins.get(target.id)
-        if o is None or not (o.device or o.first_seq is not None):
+        if o is None or not (o.device or o.first_seq is not None or o.message_seqs):
             return None
         if o.message_seqs:
             pool = set(o.message_seqs)
