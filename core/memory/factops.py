@@ -215,7 +215,7 @@ class FactOps(MemoryBrowsing):
             info["fact"] = {"id": target.id, "section": target.section, "text": target.text}
             return {**info, "device": here}
         rec, prov = found
-        org_of = prov.get("origin") if isinstance(prov.get("origin"), dict) else {}
+        org_of: dict[str, Any] = prov["origin"] if isinstance(prov.get("origin"), dict) else {}
         peer = org_of.get("device") if org_of.get("device") not in (None, here) else None
         seqs = sorted(int(s) for s in prov.get("source_seqs") or [])
         if not seqs and isinstance(prov.get("origin"), dict):  # merged from another device: its messages here

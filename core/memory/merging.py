@@ -245,8 +245,9 @@ class PeerMerging:
                 item["fact_id"] = fid
                 if waiting([{**item, "seq": 0}], ledger):
                     out.setdefault(str(item.get("id")), item)
-        done = [(MemoryReviewed.TYPE, MemoryReviewed(item=i, action="synced").to_data(), None)
-                for i in sorted(reviewed) if i in self.store.state.review]
+        done: list[tuple[str, dict[str, Any], str | None]] = [
+            (MemoryReviewed.TYPE, MemoryReviewed(item=i, action="synced").to_data(), None)
+            for i in sorted(reviewed) if i in self.store.state.review]
         return list(out.values()), done
 
     def _conflicts(self, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
