@@ -16,7 +16,7 @@ from memtray.core.base.errors import MemtrayError
 from memtray.core.base.findings import Finding
 from memtray.core.base.home import Home
 from memtray.core.sync.gitcli import Git, SyncError
-from memtray.core.sync.service import read_status
+from memtray.core.sync.status import read_status
 
 #: failed automatic attempts in a row after which the doctor calls it a problem, not a warning
 FAILING = 3

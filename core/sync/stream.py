@@ -298,9 +298,10 @@ class LocalRepo:
         """Every ref of the remote (name -> sha); :class:`SyncError` if it cannot be reached."""
         res = self.git.run(["ls-remote", "--", url], timeout=NETWORK_TIMEOUT, check=False)
         if res.code != 0 and _missing_path(url):
-            raise SyncError(f"the remote {safe_url(url)} does not exist",
-                            hint=f"Create it first: `git init --bare {url}` (an empty bare repository), "
-                            "then sync again.")
+            raise SyncError(f"cannot reach the remote {safe_url(url)}: it does not exist",
+                            hint=f"A new remote must be created first: `git init --bare {url}` (an empty bare "
+                            "repository); one on a removable disk or a share: check that it is mounted. "
+                            "Then sync again.")
         if res.code != 0:
             raise SyncError(f"cannot reach the remote {safe_url(url)}: {safe_url(last_words(res.err))}",
                             hint="Check the address, the network and your git credentials "
