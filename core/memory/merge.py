@@ -183,6 +183,7 @@ class Side:
     ledger: Ledger
     dropped: Mapping[str, str]  # why this side removed a fact since the base
     used: frozenset[str]  # every id this side had since the base (dropped ones too)
+    moved: Mapping[str, str] = field(default_factory=dict)  # base id -> its id here, where merges renumbered it
 
 
 def _pick(o: Fact, a: Fact, b: Fact) -> tuple[Fact, Fact | None]:
@@ -219,7 +220,7 @@ def merge3(base: Ledger, x: Side, y: Side) -> Merged:
     nxt = max(base.next, a.ledger.next, b.ledger.next, _next_after([*(f.id for f in base.facts), *la, *b.used, *a.used]))
     # a side's earlier merge may have renumbered a base fact (it was new there, and its id was
     # taken): the base is read in a's ids, and b's base facts take a's ids for them
-    moved_a, moved_b = _moved(base, a.ledger), _moved(base, b.ledger)
+    moved_a, moved_b = _moved(base, a), _moved(base, b)
     o = {moved_a.get(f.id, f.id): Fact(moved_a.get(f.id, f.id), f.section, f.text, f.norm) for f in base.facts}
     in_b = {moved_b.get(f.id, f.id): moved_a.get(f.id, f.id) for f in base.facts}  # b's id of a base fact -> its id here
     # b's new ids that a used for something else (or that name a base fact here) get new numbers
@@ -300,18 +301,20 @@ def merge3(base: Ledger, x: Side, y: Side) -> Merged:
     return out
 
 
-def _moved(base: Ledger, side: Ledger) -> dict[str, str]:
-    """The base's facts that ``side`` holds, in the same words, under another id: one a merge
-    there renumbered (it was new in that merge, and its id was taken). Its id in the base then
-    names another fact on that side (a new one), never a rewording of it."""
-    have = {f.id: f.norm for f in side.facts}
+def _moved(base: Ledger, side: Side) -> dict[str, str]:
+    """The base's facts that ``side`` holds under another id: those a merge there renumbered
+    (new in that merge, their id taken), as its revisions say (``side.moved``) or, else, found in
+    the same words under an id the base does not have. Its id in the base then names another
+    fact on that side (a new one), never a rewording of it."""
+    have = {f.id: f.norm for f in side.ledger.facts}
     old = {f.id for f in base.facts}
-    claimed: set[str] = set()
-    out: dict[str, str] = {}
+    out = {i: j for i, j in side.moved.items() if i in old and j not in old}  # j may be gone: removed there
+    claimed: set[str] = set(out.values())
     for f in base.facts:
-        if have.get(f.id) == f.norm:
+        if f.id in out or have.get(f.id) == f.norm:
             continue
-        j = next((g.id for g in side.facts if g.norm == f.norm and g.id not in old and g.id not in claimed), None)
+        j = next((g.id for g in side.ledger.facts if g.norm == f.norm and g.id not in old and g.id not in claimed),
+                 None)
         if j is not None:
             claimed.add(j)
             out[f.id] = j
@@ -371,7 +374,8 @@ def _next_after(ids: Iterable[str]) -> int:
 
 # --- merging DAG nodes -----------------------------------------------------------------
 
-def _since(dag: Dag, device: str, text: str, ledger: Ledger, anc: set[str], base_anc: set[str]) -> Side:
+def _since(dag: Dag, device: str, text: str, ledger: Ledger, anc: set[str], base_anc: set[str],
+           moved: Mapping[str, str] | None = None) -> Side:
     """One side of a merge: its text and ids, what it removed since the base and why (the
     fact diffs of the revisions between the base and it), and every id it had meanwhile."""
     dropped: dict[str, str] = {}
@@ -379,7 +383,47 @@ def _since(dag: Dag, device: str, text: str, ledger: Ledger, anc: set[str], base
     for n in sorted((dag.nodes[i] for i in anc - base_anc), key=lambda n: (n.ts, n.id)):
         dropped.update(n.dropped_reasons())
         used.update(n.ids())
-    return Side(device, text, ledger, dropped, frozenset(used))
+    return Side(device, text, ledger, dropped, frozenset(used), dict(moved or {}))
+
+
+def _renumbered(dag: Dag, base: str, head: str) -> dict[str, str]:
+    """The ids the facts of revision ``base`` have in ``head``, where merges between them
+    renumbered them (their ``renamed``, keyed by the device of the parent renumbered, and
+    ``merged``), following the lowest device's parent that comes from ``base``."""
+    if base not in dag or head not in dag:
+        return {}
+    below = dag.ancestors(base) - {base}
+    cur: dict[str, dict[str, str] | None] = {base: {i: i for i in dag.nodes[base].ids()}}  # None: not from base
+    todo = [head]
+    while todo:  # parents first, without recursion (a long history)
+        i = todo[-1]
+        if i in cur:
+            todo.pop()
+            continue
+        node = dag.nodes[i]
+        parents = [p for p in node.parents if p in dag and p not in below]
+        waiting = [p for p in parents if p not in cur]
+        if waiting:
+            todo.extend(waiting)
+            continue
+        todo.pop()
+        via = sorted((p for p in parents if cur[p] is not None), key=lambda p: (dag.nodes[p].device, p))
+        if not via:
+            cur[i] = None
+            continue
+        t = dict(cur[via[0]] or {})
+        info = node.data.get("facts")
+        info = info if isinstance(info, Mapping) else {}
+        ren = info.get("renamed")
+        ren = ren.get(dag.nodes[via[0]].device) if isinstance(ren, Mapping) else None
+        if isinstance(ren, Mapping) and len(node.parents) > 1:
+            t = {k: str(ren.get(v, v)) for k, v in t.items()}
+        merged = info.get("merged")
+        if isinstance(merged, Mapping):
+            into = {str(o): str(s) for s, others in merged.items() if isinstance(others, list) for o in others}
+            t = {k: into.get(v, v) for k, v in t.items()}
+        cur[i] = t
+    return {k: v for k, v in (cur.get(head) or {}).items() if k != v}
 
 
 def merge_nodes(dag: Dag, heads: Sequence[str]) -> Merged:
@@ -395,15 +439,18 @@ def merge_nodes(dag: Dag, heads: Sequence[str]) -> Merged:
         node = dag.nodes[h]
         anc = dag.ancestors(h)
         bases = dag.common_bases(acc_anc, anc)
+        moved_l: dict[str, str] = {}
+        moved_r: dict[str, str] = {}
         if not bases:
             base, base_anc = Ledger(()), set()
         elif len(bases) == 1:
             base, base_anc = dag.nodes[bases[0]].ledger, dag.ancestors(bases[0])
+            moved_l, moved_r = _renumbered(dag, bases[0], order[0]), _renumbered(dag, bases[0], h)
         else:
             base = merge_nodes(dag, bases).ledger
             base_anc = set().union(*(dag.ancestors(x) for x in bases))
-        left = _since(dag, first.device, acc.text, acc.ledger, acc_anc, base_anc)
-        right = _since(dag, node.device, node.text, node.ledger, anc, base_anc)
+        left = _since(dag, first.device, acc.text, acc.ledger, acc_anc, base_anc, moved_l)
+        right = _since(dag, node.device, node.text, node.ledger, anc, base_anc, moved_r)
         step = merge3(base, left, right)
         step.conflicts = acc.conflicts + step.conflicts
         step.dropped = {**acc.dropped, **step.dropped}

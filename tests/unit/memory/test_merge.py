@@ -265,8 +265,9 @@ def test_merge_id_derives_from_the_parents_and_the_result() -> None:
 def _written(dag: Dag, ident: str, device: str, heads: Sequence[str]) -> Merged:
     """Merge ``heads`` and add the result to ``dag`` as the merge revision ``ident`` of ``device``."""
     m = merge_nodes(dag, list(heads))
-    dag.add(Node(ident, device, tuple(heads), "2026-12-02T11:00:00.000Z",
-                 {"memory": m.text, "facts": m.ledger.to_json()}))
+    facts = {**m.ledger.to_json(), **({"renamed": m.renamed} if m.renamed else {}),
+             **({"merged": m.merged} if m.merged else {})}  # as the service records them
+    dag.add(Node(ident, device, tuple(heads), "2026-12-02T11:00:00.000Z", {"memory": m.text, "facts": facts}))
     return m
 
 
@@ -311,3 +312,33 @@ def test_a_base_fact_renumbered_on_one_side_and_reworded_on_the_other_is_still_a
     m2 = both(base, a2, b2)
     assert "Owns a red bike" in [t for _i, t in facts_of(m2)]
     assert [c["conflict"] for c in m2.conflicts] == ["reworded"]
+
+
+def test_a_fact_renumbered_by_a_merge_then_reworded_is_still_that_fact() -> None:
+    # as above, but the low device rewords the high device's fact after its merge renumbered it
+    # (F2 -> F5): the words no longer find it, the merges' renumbering does
+    low, mid, high = A, B, C
+    root = node("r", mid, [], doc("Lives in Lyon"), ["F1"])
+    s1 = node("s1", high, ["r"], doc("Lives in Lyon", "Has a cat named Mimi"), ["F1", "F2"])
+    b1 = node("b1", mid, ["r"], doc("Lives in Lyon", "Bakes bread on Fridays"), ["F1", "F2"])
+    c1 = node("c1", low, ["r"], doc("Lives in Lyon", "Owns a red bike", "Speaks Italian", "Likes jazz"),
+              ["F1", "F2", "F3", "F4"])
+    dag = Dag([root, s1, b1, c1])
+    mb = _written(dag, "mb", mid, ["b1", "s1"])
+    mc = _written(dag, "mc", low, ["c1", "s1"])
+    assert mb.renamed == {high: {"F2": "F3"}} and mc.renamed == {high: {"F2": "F5"}}
+    c2_text = mc.text.replace("Has a cat named Mimi", "Has a grey cat called Mimi")
+    dag.add(node("c2", low, ["mc"], c2_text, mc.ledger.ids, mc.ledger.next))
+    # and the middle device removes it (its F3)
+    dag.add(node("b2", mid, ["mb"], doc("Lives in Lyon", "Bakes bread on Fridays"), ["F1", "F2"], 4,
+                 dropped={"F3": "Mimi was given away"}))
+    results = set()
+    for heads in (["b2", "c2"], ["c2", "b2"]):
+        m = merge_nodes(dag, heads)
+        assert sorted(t for _i, t in facts_of(m)) == sorted(
+            ["Lives in Lyon", "Has a grey cat called Mimi", "Bakes bread on Fridays", "Owns a red bike",
+             "Speaks Italian", "Likes jazz"])
+        # removed on one side, reworded on the other: kept and held for review; the bike is no rewording
+        assert [(c["conflict"], c["text"]) for c in m.conflicts] == [("removed-reworded", "Has a grey cat called Mimi")]
+        results.add((m.text, tuple(m.ledger.ids)))
+    assert len(results) == 1
