@@ -14,7 +14,10 @@ first, as git's recursive strategy does), fact by fact on ids:
   for review (``memory review restore`` removes it after all). Never a silent loss;
 * ids are per-device counters, so two devices both hand out ``F12``: a new fact of the
   higher device whose id the lower device used for something else gets a new number
-  (after both devices' counters), the same way on every device;
+  (after both devices' counters), the same way on every device. So a base fact can have
+  another id on a side (a merge there renumbered it): where it went is read from the merges
+  between (their ``renamed`` and ``merged``) or found by its words, and the id it had in the
+  base then names a new fact on that side, never a rewording of it;
 * a new fact restating one the other side has (:func:`facts.pair`, the precise
   matcher: the same words, a rewording that keeps every name and number, a
   translation) is one fact, not two.
