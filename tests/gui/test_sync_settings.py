@@ -153,7 +153,8 @@ def test_an_emit_from_python_leaves_the_count_of_true_as_it_was() -> None:
     for _ in range(500):
         probe.status.emit({"last_error": None})
     assert len(seen) == 500
-    assert sys.getrefcount(True) >= before
+    # unmended, the count falls by 500; other threads' own use of True moves it a little
+    assert before - sys.getrefcount(True) < 100
 
 
 def test_the_tray_sync_now_follows_a_remote_saved_in_the_card(qtbot: Any, configured_home: Any,
