@@ -4,23 +4,30 @@ ever remembered is in memory on every device."""
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from memtray.core.base.home import Home
 
 from tests.integration.sync_support import bare, contents, digest, open_app, say, sync
 
 
-# 20 and 26: criss-cross syncs (through a stale copy) where a new fact's id, renumbered by two
+# 24 and 33: criss-cross syncs (through a stale copy) where a new fact's id, renumbered by two
 # merges differently, named another new fact on each side: the merge held one back as "reworded"
-@pytest.mark.parametrize("seed", [1, 2, 20, 26])
+@pytest.mark.parametrize("seed", [1, 2, 24, 33])
 def test_random_interleavings_of_three_devices_converge(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     remote = bare(tmp_path / "remote.git")
-    apps = [open_app(tmp_path / f"d{i}") for i in range(3)]
+    apps = []
+    for i in range(3):  # fixed device ids: the merge orders sides by them, and a run must be the same run
+        home = Home(tmp_path / f"d{i}")
+        home.device_file.parent.mkdir(parents=True, exist_ok=True)
+        home.device_file.write_text(json.dumps({"id": f"d00000000000{i}", "name": f"d{i}"}))
+        apps.append(open_app(tmp_path / f"d{i}"))
     said: set[str] = set()
     facts: set[str] = set()  # every fact remembered (none is ever removed)
     stale = remote  # a copy of the remote as it was: a device syncing there has not seen what came after
@@ -28,7 +35,7 @@ def test_random_interleavings_of_three_devices_converge(tmp_path: Path, seed: in
         for step in range(40):
             app = rng.choice(apps)
             assert app.sync is not None
-            action = rng.choice(["say", "say", "fact", "fact", "sync", "sync", "stale", "snap", "remind", "cancel",
+            action = rng.choice(["say", "fact", "fact", "sync", "sync", "stale", "stale", "snap", "remind", "cancel",
                                  "new"])
             if action == "say":
                 text = f"step {step}"
@@ -51,7 +58,8 @@ def test_random_interleavings_of_three_devices_converge(tmp_path: Path, seed: in
             elif action == "cancel":
                 live = [r for r in app.reminders.reminders() if r.active]
                 if live:
-                    app.write(lambda app=app, rid=rng.choice(live).id: app.reminders.cancel(rid))
+                    pick = rng.choice(sorted(live, key=lambda r: r.text))  # not by id: ids are made of the time
+                    app.write(lambda app=app, rid=pick.id: app.reminders.cancel(rid))
             else:  # a /new (its archiving consolidation needs a model; the reset is what travels)
                 app.store.append("session.reset", {"reason": "user"}, session="quick")
         for _ in range(2):
