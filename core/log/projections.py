@@ -17,8 +17,8 @@ from typing import Any
 
 from memtray.core.log.events import Record
 
-STATE_VERSION = 4  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
-# 4: another device's reminder is dated when its owner scheduled it
+STATE_VERSION = 5  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
+# 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
 #: grows. Older ones are read back from the log when asked for (Store.consolidation).
@@ -153,6 +153,9 @@ class State:
     context_digest: str | None = None
     #: sync: per peer device, how far its stream was imported ({"commit", "through"})
     sync: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: a reminder's cancel or firing that came before the reminder itself (another device's
+    #: cancel imported before the owner's stream): applied when it comes, whatever the order
+    early: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def session(self, key: str) -> SessionState:
         s = self.sessions.get(key)
@@ -174,6 +177,7 @@ class State:
             "unknown": dict(sorted(self.unknown.items())),
             "context_digest": self.context_digest,
             "sync": dict(sorted(self.sync.items())),
+            "early": dict(sorted(self.early.items())),
         }
 
     @classmethod
@@ -192,6 +196,7 @@ class State:
             unknown=dict(obj.get("unknown", {})),
             context_digest=obj.get("context_digest"),
             sync=dict(obj.get("sync", {})),
+            early=dict(obj.get("early", {})),
         )
 
     def copy(self) -> State:
@@ -326,19 +331,24 @@ def apply(state: State, rec: Record) -> State:
             rid, d["text"], d["kind"], d["spec"], d["tz"], d.get("mode", "notify"), rec.seq,
             str(origin.get("ts") or rec.ts), device=origin.get("device"),
         )
+        early = state.early.pop(rid, None)
+        if early is not None:
+            for occurrence in early.get("fired") or ():
+                _fired(state.reminders[rid], occurrence)
+            if early.get("cancelled"):
+                state.reminders[rid].active = False
     elif t == "reminder.fired":
         r = state.reminders.get(d["reminder"])
         if r is not None:
-            if d["occurrence"] not in r.fired:
-                r.fired.append(d["occurrence"])
-                del r.fired[:-_FIRED_KEEP]
-            r.last_fired = d["occurrence"]
-            if r.kind == "at":
-                r.active = False
+            _fired(r, d["occurrence"])
+        else:
+            state.early.setdefault(d["reminder"], {}).setdefault("fired", []).append(d["occurrence"])
     elif t == "reminder.cancelled":
         r = state.reminders.get(d["reminder"])
         if r is not None:
             r.active = False
+        else:
+            state.early.setdefault(d["reminder"], {})["cancelled"] = True
     elif t == "sync.pulled":
         state.sync[d["device"]] = {"commit": d["commit"], "through": d["through"]}
     elif t not in KNOWN_TYPES:
@@ -363,3 +373,12 @@ def replay(records: Iterable[Record], state: State | None = None) -> State:
     for rec in records:
         apply(st, rec)
     return st
+
+
+def _fired(r: ReminderState, occurrence: str) -> None:
+    if occurrence not in r.fired:
+        r.fired.append(occurrence)
+        del r.fired[:-_FIRED_KEEP]
+    r.last_fired = occurrence
+    if r.kind == "at":
+        r.active = False

@@ -68,3 +68,23 @@ def test_an_imported_event_is_dated_when_it_was_said_never_after_it_arrived() ->
     assert said_at(arrived) == arrived.ts  # a peer clock 7 h ahead: capped at the arrival here
     state = replay([here])
     assert state.sessions["quick@" + dev].last_ts == "2026-12-01T08:00:00.000Z"
+
+
+def test_a_reminders_cancel_or_firing_imported_before_the_reminder_itself_still_counts() -> None:
+    """Peers' streams are imported one after another: a cancel made on device 0 can come in
+    before device 1's schedule of the reminder. The fold gives the same state in any order."""
+    sched = {"reminder": "R1", "text": "call mum", "kind": "at", "spec": "2026-12-24T10:00:00Z", "tz": "UTC",
+             "origin": {"device": "d1", "seq": 3, "ts": "2026-12-01T09:00:00.000Z"}}
+    cancel = {"reminder": "R1", "origin": {"device": "d0", "seq": 9, "ts": "2026-12-01T09:05:00.000Z"}}
+    fired = {"reminder": "R2", "occurrence": "2026-12-02T10:00:00Z", "origin": {"device": "d1", "seq": 5,
+                                                                                "ts": "2026-12-02T10:00:00.000Z"}}
+    sched2 = {**sched, "reminder": "R2", "kind": "every", "spec": "1d"}
+    events = [("reminder.scheduled", sched), ("reminder.cancelled", cancel),
+              ("reminder.scheduled", sched2), ("reminder.fired", fired)]
+    forward = replay([_rec(i + 1, t, d, None) for i, (t, d) in enumerate(events)])
+    backward = replay([_rec(i + 1, t, d, None) for i, (t, d) in enumerate(reversed(events))])
+    for st in (forward, backward):
+        assert not st.reminders["R1"].active
+        assert st.reminders["R2"].active and st.reminders["R2"].fired == ["2026-12-02T10:00:00Z"]
+        assert st.early == {}
+    assert State.from_json(backward.to_json()).to_json() == backward.to_json()
