@@ -17,9 +17,9 @@ from memtray.core.log import transcript
 from memtray.core.search import embed
 
 from .context import Context
+from .forms import section_form
 from .qt import (
     QCheckBox,
-    QFormLayout,
     QFrame,
     QLabel,
     QLineEdit,
@@ -51,13 +51,7 @@ class RecallSection(QWidget):
     def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ctx = ctx
-        f = QFormLayout(self)
-        f.setContentsMargins(0, 0, 0, 0)
-        f.setHorizontalSpacing(14)
-        f.setVerticalSpacing(10)
-        f.setLabelAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        f.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        self.form = f
+        self.form = f = section_form(self)
         self.enabled = QCheckBox("Give the assistant relevant past messages (recall)")
         f.addRow("", self.enabled)
         self.limit = QSpinBox()

@@ -17,6 +17,7 @@ from memtray.core.base import config as cfgmod
 from . import autostart, providers, texts
 from .bridge import Task
 from .context import Context
+from .forms import label, section_form
 from .hotkeys import HotkeyStatus
 from .import_dialog import import_buttons
 from .mcp_panel import McpSection
@@ -47,15 +48,6 @@ log = logging.getLogger(__name__)
 
 TEST_PROMPT = "Reply with the single word OK."
 DROP_POLICIES = ("keep", "review")  # config.drop_policy; each has a label and help in texts.toml
-
-
-def label(text: str, **props: Any) -> QLabel:
-    """A word-wrapped label with style properties (heading, muted, warning, ...)."""
-    lab = QLabel(text)
-    lab.setWordWrap(True)
-    for k, v in props.items():
-        lab.setProperty(k, v)
-    return lab
 
 
 def _card(title: str) -> tuple[QFrame, QFormLayout]:
@@ -118,13 +110,7 @@ class ModelForm(QWidget):
     def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ctx = ctx
-        self.form = QFormLayout(self)
-        f = self.form
-        f.setContentsMargins(0, 0, 0, 0)
-        f.setHorizontalSpacing(14)
-        f.setVerticalSpacing(10)
-        f.setLabelAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        f.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.form = f = section_form(self)
         self.provider = QComboBox()
         for p in providers.PROVIDERS:
             self.provider.addItem(p.label, p.id)

@@ -25,9 +25,9 @@ from memtray.core.sync.service import check_remote
 
 from . import texts
 from .context import Context
+from .forms import label, section_form
 from .qt import (
     QCheckBox,
-    QFormLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -43,14 +43,6 @@ log = logging.getLogger(__name__)
 
 #: the range config accepts for sync_interval_minutes (core/base/config.py; a test keeps them equal)
 INTERVAL_MIN, INTERVAL_MAX = 1, 7 * 24 * 60
-
-
-def _label(text: str, **props: Any) -> QLabel:
-    lab = QLabel(text)
-    lab.setWordWrap(True)
-    for k, v in props.items():
-        lab.setProperty(k, v)
-    return lab
 
 
 def _restyle(lab: QLabel, kind: str) -> None:
@@ -72,14 +64,8 @@ class SyncSection(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.sync = ctx.app.sync
-        f = QFormLayout(self)
-        f.setContentsMargins(0, 0, 0, 0)
-        f.setHorizontalSpacing(14)
-        f.setVerticalSpacing(10)
-        f.setLabelAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        f.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        self.form = f
-        self.intro = _label(texts.text("sync.intro"), muted=True)
+        self.form = f = section_form(self)
+        self.intro = label(texts.text("sync.intro"), muted=True)
         self.intro.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         f.addRow(self.intro)
         self.remote = QLineEdit()
@@ -98,12 +84,12 @@ class SyncSection(QWidget):
         box = QWidget()
         box.setLayout(every)
         f.addRow("Every", box)
-        self.device = _label("…", muted=True)
+        self.device = label("…", muted=True)
         self.device.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         f.addRow("This device", self.device)
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
-        self.status = _label("", muted=True)
+        self.status = label("", muted=True)
         row.addWidget(self.status, 1)
         self.now_btn = QPushButton("Sync now")
         self.now_btn.clicked.connect(self.sync_now)
@@ -111,7 +97,7 @@ class SyncSection(QWidget):
         box = QWidget()
         box.setLayout(row)
         f.addRow("Last sync", box)
-        self.detail = _label("", muted=True)
+        self.detail = label("", muted=True)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.detail.hide()
         f.addRow("", self.detail)

@@ -121,8 +121,12 @@ class Dag:
 
     def ancestors(self, ident: str) -> set[str]:
         """``ident`` and every revision it follows (parents this device does not know are skipped)."""
+        return self._reach([ident])
+
+    def _reach(self, start: Iterable[str]) -> set[str]:
+        """``start`` and everything it follows, in one walk (a shared visited set)."""
         out: set[str] = set()
-        todo = [ident]
+        todo = list(start)
         while todo:
             i = todo.pop()
             if i in out or i not in self.nodes:
@@ -134,16 +138,9 @@ class Dag:
     def heads(self, idents: Iterable[str]) -> list[str]:
         """Of ``idents``, those no other one follows, ordered by (device, id)."""
         ids = {i for i in idents if i in self.nodes}
-        # one walk over what any of them follows (a shared visited set: linear, where an
-        # ancestor set per ident made a merge quadratic in the length of the history)
-        below: set[str] = set()
-        todo = [p for i in ids for p in self.nodes[i].parents]
-        while todo:
-            i = todo.pop()
-            if i in below or i not in self.nodes:
-                continue
-            below.add(i)
-            todo.extend(self.nodes[i].parents)
+        # one walk over what any of them follows: linear, where an ancestor set per ident made
+        # a merge quadratic in the length of the history
+        below = self._reach(p for i in ids for p in self.nodes[i].parents)
         return sorted(ids - below, key=lambda i: (self.nodes[i].device, i))
 
     def common_bases(self, a: set[str], b: set[str]) -> list[str]:

@@ -19,7 +19,6 @@ import errno
 import hashlib
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,24 +28,14 @@ from memtray.core.cli.main import main
 
 from tests.faults.support import git, open_app, write_memory
 from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
+from tests.support import small_tmpfs
 
 SIZE = "6m"
 
 
 @pytest.fixture
 def small_fs(tmp_path: Path) -> Iterator[Path]:
-    if os.name != "posix" or os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a small tmpfs needs root (the fault-seam tests cover every write site)")
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SIZE},mode=0700", "tmpfs", str(mnt)],
-                         capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, check=False)
+    yield from small_tmpfs(tmp_path, SIZE)
 
 
 class Filler:

@@ -271,13 +271,12 @@ def _written(dag: Dag, ident: str, device: str, heads: Sequence[str]) -> Merged:
     return m
 
 
-def test_a_new_fact_sharing_an_id_with_another_after_a_renumbering_is_no_rewording() -> None:
-    # three devices (low, mid, high) from one root; the high device's new F2 reaches the other two
-    # separately, and each renumbers it differently (F3 on mid, F5 on low); then mid and low
-    # merge their merges: the base is the high device's revision, whose F2 is neither side's F2
+def _three_way_renumbered(highs_fact: str) -> tuple[Dag, Merged, Merged]:
+    """Three devices (low, mid, high) from one root; the high device's new F2 (``highs_fact``)
+    reaches the other two separately and each renumbers it differently (F3 on mid, F5 on low)."""
     low, mid, high = A, B, C
     root = node("r", mid, [], doc("Lives in Lyon"), ["F1"])
-    s1 = node("s1", high, ["r"], doc("Lives in Lyon", "Said this on S"), ["F1", "F2"])
+    s1 = node("s1", high, ["r"], doc("Lives in Lyon", highs_fact), ["F1", "F2"])
     b1 = node("b1", mid, ["r"], doc("Lives in Lyon", "Bakes bread on Fridays"), ["F1", "F2"])
     c1 = node("c1", low, ["r"], doc("Lives in Lyon", "Owns a red bike", "Speaks Italian", "Likes jazz"),
               ["F1", "F2", "F3", "F4"])
@@ -285,6 +284,14 @@ def test_a_new_fact_sharing_an_id_with_another_after_a_renumbering_is_no_rewordi
     mb = _written(dag, "mb", mid, ["b1", "s1"])
     mc = _written(dag, "mc", low, ["c1", "s1"])
     assert mb.renamed == {high: {"F2": "F3"}} and mc.renamed == {high: {"F2": "F5"}}
+    return dag, mb, mc
+
+
+def test_a_new_fact_sharing_an_id_with_another_after_a_renumbering_is_no_rewording() -> None:
+    # three devices (low, mid, high) from one root; the high device's new F2 reaches the other two
+    # separately, and each renumbers it differently (F3 on mid, F5 on low); then mid and low
+    # merge their merges: the base is the high device's revision, whose F2 is neither side's F2
+    dag, _mb, _mc = _three_way_renumbered("Said this on S")
     assert dag.common_bases(dag.ancestors("mb"), dag.ancestors("mc")) == ["s1"]
     want = sorted(["Lives in Lyon", "Said this on S", "Bakes bread on Fridays", "Owns a red bike",
                    "Speaks Italian", "Likes jazz"])
@@ -317,16 +324,8 @@ def test_a_base_fact_renumbered_on_one_side_and_reworded_on_the_other_is_still_a
 def test_a_fact_renumbered_by_a_merge_then_reworded_is_still_that_fact() -> None:
     # as above, but the low device rewords the high device's fact after its merge renumbered it
     # (F2 -> F5): the words no longer find it, the merges' renumbering does
-    low, mid, high = A, B, C
-    root = node("r", mid, [], doc("Lives in Lyon"), ["F1"])
-    s1 = node("s1", high, ["r"], doc("Lives in Lyon", "Has a cat named Mimi"), ["F1", "F2"])
-    b1 = node("b1", mid, ["r"], doc("Lives in Lyon", "Bakes bread on Fridays"), ["F1", "F2"])
-    c1 = node("c1", low, ["r"], doc("Lives in Lyon", "Owns a red bike", "Speaks Italian", "Likes jazz"),
-              ["F1", "F2", "F3", "F4"])
-    dag = Dag([root, s1, b1, c1])
-    mb = _written(dag, "mb", mid, ["b1", "s1"])
-    mc = _written(dag, "mc", low, ["c1", "s1"])
-    assert mb.renamed == {high: {"F2": "F3"}} and mc.renamed == {high: {"F2": "F5"}}
+    low, mid = A, B
+    dag, _mb, mc = _three_way_renumbered("Has a cat named Mimi")
     c2_text = mc.text.replace("Has a cat named Mimi", "Has a grey cat called Mimi")
     dag.add(node("c2", low, ["mc"], c2_text, mc.ledger.ids, mc.ledger.next))
     # and the middle device removes it (its F3)
