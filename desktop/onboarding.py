@@ -17,6 +17,7 @@ from memtray.core.base import config as cfgmod
 
 from . import texts
 from .context import Context
+from .forms import label
 from .hotkey_dialog import HotkeyHelp
 from .hotkeys import HotkeyStatus
 from .import_dialog import import_buttons
@@ -32,7 +33,7 @@ from .qt import (
     QWidget,
     Signal,
 )
-from .settings import ModelForm, error_text, label, set_state
+from .settings import ModelForm, error_text, set_state
 
 
 def _scrolling(inner: QWidget) -> QScrollArea:
