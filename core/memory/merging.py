@@ -183,8 +183,12 @@ class PeerMerging:
             sync = SyncFields(target.id, list(target.parents), target.device, info.get("renamed") or {}, ren, records)
         else:  # this version redacts more than the writer's did: a revision of its own, after the peer's
             sync = SyncFields(None, [target.id], self.device, {}, ren, records)
+        # the same revision as the peer's, the resolutions it names with it (its copy in this
+        # device's stream may reach a third device first: without them the conflicts stayed there)
+        reviewed = [str(r) for r in target.data.get("reviewed") or ()]
         self.write(target.text, reason="merge", facts=target.ledger, flagged=flagged or None,
-                   merged=info.get("merged") or None, provenance=prov or None, sync=sync, extra=done or None)
+                   merged=info.get("merged") or None, provenance=prov or None, sync=sync, extra=done or None,
+                   reviewed=reviewed or None)
         sha = self.projection.git.head()
         return MergeOutcome(False, True, False, self._conflicts(flagged), sha,
                             f"memory fast-forwarded to {target.device}'s revision" + (

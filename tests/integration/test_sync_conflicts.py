@@ -9,10 +9,13 @@ that made the merge), and an accept or a restore on any one device resolves them
 
 from __future__ import annotations
 
+import itertools
+import json
 from pathlib import Path
 
 import pytest
 from memtray.core.app import App
+from memtray.core.base.home import Home
 from memtray.core.memory.facts import Ledger
 
 from tests.integration.sync_support import bare, homes, sync
@@ -54,10 +57,21 @@ def diverge(url: Path, a: App, b: App, c: App) -> None:
     sync(url, a, b, c, a, b, c)
 
 
+def _with_ids(tmp_path: Path, ids: tuple[str, ...]) -> None:
+    """Give homes a, b, c these device ids: the merge orders sides by them, so every order is a
+    different run (a random order made a failure show one run in three)."""
+    for name, dev in zip("abc", ids, strict=True):
+        home = Home(tmp_path / name)
+        home.device_file.parent.mkdir(parents=True, exist_ok=True)
+        home.device_file.write_text(json.dumps({"id": dev, "name": name}))
+
+
+@pytest.mark.parametrize("ids", list(itertools.permutations(["d000000000001", "d000000000002", "d000000000003"])))
 @pytest.mark.parametrize("how", ["accept", "restore"])
 def test_every_device_that_has_the_merge_lists_its_conflicts_and_one_resolution_reaches_all(
-        tmp_path: Path, how: str) -> None:
+        tmp_path: Path, how: str, ids: tuple[str, ...]) -> None:
     url = bare(tmp_path / "remote.git")
+    _with_ids(tmp_path, ids)
     with homes(tmp_path, "abc") as (a, b, c):
         diverge(url, a, b, c)
         assert a.memory.store.state.memory == b.memory.store.state.memory == c.memory.store.state.memory
