@@ -201,7 +201,8 @@ def test_cancel_mid_stream_keeps_partial_and_user_message(home: Home, llm_server
         app.run(_settle())
         msgs = [r.data for r in app.store.log.records() if r.type == "message"]
         assert msgs[0]["content"] == "tell me a story"
-        assert msgs[1]["stop"] == "cancelled" and msgs[1]["content"].startswith("I was")
+        # what had streamed when the cancel came: at least the first delta, however the server cut it
+        assert msgs[1]["stop"] == "cancelled" and msgs[1]["content"] and "I was saying ".startswith(msgs[1]["content"])
     finally:
         app.close()
 
