@@ -1,7 +1,8 @@
 """Settings: ``config.toml`` in the data home, typed, validated, with env overrides.
 
 Secrets never live here (see :mod:`memtray.core.base.keys`). ``MEMTRAY_MODEL`` and
-``MEMTRAY_API_BASE`` override the file for one process.
+``MEMTRAY_API_BASE`` override the file for one process, and for one command forwarded
+to a running instance (:func:`for_command`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import tomli_w
+from memtray.core.base import cmdenv
 from memtray.core.base.errors import ConfigError
 from memtray.core.base.fsutil import atomic_write, describe_oserror
 from memtray.core.base.home import Home
@@ -156,6 +158,14 @@ def load(home: Home, *, env: bool = True) -> Config:
     return cfg
 
 
+def for_command(cfg: Config) -> Config:
+    """``cfg`` as the command being served sees it: with the ``MEMTRAY_MODEL`` and
+    ``MEMTRAY_API_BASE`` it was forwarded with (see :mod:`memtray.core.base.cmdenv`);
+    ``cfg`` itself outside a forwarded command."""
+    over = {k: v for k, var in ENV_OVERRIDES.items() if (v := cmdenv.command_value(var))}
+    return replace(cfg, **over) if over else cfg
+
+
 def save(home: Home, cfg: Config) -> None:
     default = Config()
     body = {f.name: getattr(cfg, f.name) for f in fields(Config) if getattr(cfg, f.name) != getattr(default, f.name)}
@@ -181,15 +191,22 @@ class Settings:
     :attr:`current` when they act, so a change made through any door (the CLI,
     a forwarded command, the Settings window, a hand edit of config.toml picked
     up by :meth:`refresh`) takes effect at once. Listeners hear of every change.
+    A forwarded command that brought its own model or API base sees them in
+    :attr:`current` (:func:`for_command`); the instance's settings stay as they are.
     """
 
     def __init__(self, home: Home, current: Config, *, env: bool = True) -> None:
         self.home = home
-        self.current = current
+        self._current = current
         self._env = env
         self._stamp = self._file_stamp()
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
+
+    @property
+    def current(self) -> Config:
+        """The settings in force for whoever reads them now (a forwarded command's own model)."""
+        return for_command(self._current)
 
     def subscribe(self, fn: Listener) -> None:
         self._listeners.append(fn)
@@ -197,7 +214,7 @@ class Settings:
     def replace(self, cfg: Config) -> list[str]:
         """Use ``cfg`` from now on; returns the names of the settings that changed."""
         with self._lock:
-            old, self.current = self.current, cfg
+            old, self._current = self._current, cfg
             self._stamp = self._file_stamp()
         changed = [f.name for f in fields(Config) if getattr(old, f.name) != getattr(cfg, f.name)]
         if changed:
