@@ -217,14 +217,15 @@ def forward(home: Home, argv: list[str], run_here: Callable[[], int] | None = No
         delay = min(delay * 2, 0.5)
 
 
-def waiting_line(home: Home) -> str | None:
+def waiting_line(home: Home, *, instances: bool = True) -> str | None:
     """What a command says while the home is held and nobody serves it: the holder, named
     from its record (None while nobody is named: a holder between taking the lock and
-    writing its record, or one just gone; the caller looks again)."""
+    writing its record, or one just gone; the caller looks again). ``instances=False``:
+    nothing about an instance (one leaving for this command)."""
     from memtray.core.base.home import current_holder
 
     found = current_holder(home)
-    if found is None:
+    if found is None or (found.serves and not instances):
         return None
     if found.serves:
         # an instance that is starting, or finishing what it started before it hands over
@@ -260,7 +261,7 @@ def _declined(home: Home, no: MemtrayError, run_here: Callable[[], int] | None) 
         if time.monotonic() > deadline:
             raise stays
         if said is None:
-            said = waiting_line(home)
+            said = waiting_line(home, instances=False)  # the instance it asked to leave is not news
             if said is not None:
                 c.error(said)
         time.sleep(0.05)  # retrying a lock its holder is about to release
