@@ -162,7 +162,7 @@ def for_command(cfg: Config) -> Config:
     """``cfg`` as the command being served sees it: with the ``MEMTRAY_MODEL`` and
     ``MEMTRAY_API_BASE`` it was forwarded with (see :mod:`memtray.core.base.cmdenv`);
     ``cfg`` itself outside a forwarded command."""
-    over = {k: v for k, var in ENV_OVERRIDES.items() if (v := cmdenv.command_value(var))}
+    over: dict[str, Any] = {k: v for k, var in ENV_OVERRIDES.items() if (v := cmdenv.command_value(var))}
     return replace(cfg, **over) if over else cfg
 
 

@@ -29,7 +29,14 @@ import pytest
 from memtray.core.base.home import Home
 
 from tests.fixtures.llm_server import ScriptedLLMServer, error, last_user_text, reply
-from tests.integration.test_warm_instance import WARM, _instance_log, _quit, _ready_pids, _status, _wait_exit
+from tests.integration.test_warm_instance import (
+    WARM,
+    _instance_log,
+    _quit,
+    _ready_pids,
+    _status,
+    _wait_exit,
+)
 from tests.support import ROOT, cli_env, configure, run_cli, user_messages
 
 pytestmark = pytest.mark.slow
@@ -314,7 +321,7 @@ def test_a_command_waiting_for_a_one_shot_command_names_it(home: Home, llm_serve
     finally:
         release.set()
     assert said == f"waiting for another memtray command to finish (pid {first.pid}: memtray ask)…\n", said
-    out, err = second.communicate(timeout=120)
+    _, err = second.communicate(timeout=120)
     assert second.returncode == 0 and err == "", err
     first_out, first_err = first.communicate(timeout=120)
     assert first.returncode == 0 and first_out == "answered at last\n", first_err
