@@ -133,26 +133,39 @@ def _private_dir(path: Path, *, create: bool, own: bool) -> bool:
 
 
 def runtime_dir(home: Home) -> Path:
-    """The private directory that holds this user's sockets (made if needed)."""
+    """The private directory that holds this user's sockets (made if needed).
+
+    A directory where the socket's path would pass AF_UNIX's limit (a long ``TMPDIR``) is
+    skipped for the next choice: clients find the socket from the home's record, not by
+    working out the same directory from their own environment."""
+    name = f"{home.socket_name}.sock"
+
+    def fits(d: Path) -> bool:
+        return len(os.fsencode(str(d / name))) <= MAX_SOCKET_PATH
+
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and _private_dir(Path(xdg), create=False, own=False):
+    if xdg and fits(Path(xdg)) and _private_dir(Path(xdg), create=False, own=False):
         return Path(xdg)
     uid = _uid()
     base = Path(os.environ.get("TMPDIR") or tempfile.gettempdir())  # read now: tempfile caches it
+    bases = [base] if fits(base / f"memtray-{uid}.7") or os.name == "nt" else []
+    if Path("/tmp") != base and os.name != "nt":
+        bases.append(Path("/tmp"))  # a TMPDIR too long for a socket path
     # a squatter may have made the first name (owned by them): take the next of ours
-    for n in range(8):
-        candidate = base / (f"memtray-{uid}" if n == 0 else f"memtray-{uid}.{n}")
-        if _private_dir(candidate, create=True, own=True):
-            return candidate
+    for b in bases:
+        for n in range(8):
+            candidate = b / (f"memtray-{uid}" if n == 0 else f"memtray-{uid}.{n}")
+            if _private_dir(candidate, create=True, own=True):
+                return candidate
     fallback = home.state / "run"
-    if len(str(fallback)) + 40 < MAX_SOCKET_PATH:
+    if fits(fallback):
         with contextlib.suppress(OSError):
             home.state.mkdir(parents=True, exist_ok=True)
         if _private_dir(fallback, create=True, own=True):
             return fallback
     raise NotPrivate(
         f"no private directory for memtray's socket: {base}/memtray-{uid} and its alternatives belong to "
-        "someone else and $XDG_RUNTIME_DIR is not set",
+        "someone else, or their paths are too long for a socket, and $XDG_RUNTIME_DIR is not set",
         hint="Set XDG_RUNTIME_DIR to a directory only you can write to (your session usually does).",
     )
 
