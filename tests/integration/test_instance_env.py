@@ -19,7 +19,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,26 +36,15 @@ from tests.integration.test_warm_instance import (
     _status,
     _wait_exit,
 )
-from tests.support import ROOT, cli_env, configure, run_cli, user_messages
+from tests.support import ROOT, cli_env, configure, run_cli, short_dir, user_messages
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The test's own XDG_RUNTIME_DIR (short: AF_UNIX paths are), where instances listen."""
-    d = Path(tempfile.mkdtemp(prefix="mtenv"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(d))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture
 def elsewhere() -> Iterator[Path]:
     """Another TMPDIR, as a cron job or an ssh login has."""
-    d = Path(tempfile.mkdtemp(prefix="mtcron"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    yield from short_dir("mtcron")
 
 
 def _cron_env(home: Home, tmpdir: Path, **extra: str) -> dict[str, str]:
