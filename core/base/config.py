@@ -131,7 +131,10 @@ def coerce(key: str, value: Any) -> Any:
     return out
 
 
-def load(home: Home, *, env: bool = True) -> Config:
+def load(home: Home, *, env: bool = True, command: bool = True) -> Config:
+    """config.toml, typed and checked; ``env``: with this process's MEMTRAY_MODEL and
+    MEMTRAY_API_BASE, and (``command``) those of the forwarded command being served
+    (:func:`for_command`; live settings read without them, see :class:`Settings`)."""
     data: dict[str, Any] = {}
     try:
         raw = home.config.read_bytes()
@@ -155,6 +158,8 @@ def load(home: Home, *, env: bool = True) -> Config:
         over: dict[str, Any] = {k: os.environ[v] for k, v in ENV_OVERRIDES.items() if os.environ.get(v)}
         if over:
             cfg = replace(cfg, **over)
+        if command:
+            cfg = for_command(cfg)
     return cfg
 
 
@@ -229,7 +234,8 @@ class Settings:
         if stamp == self._stamp:
             return []
         try:
-            cfg = load(self.home, env=self._env)
+            # the instance's own settings, never the command's that may be reading them now
+            cfg = load(self.home, env=self._env, command=False)
         except ConfigError:
             self._stamp = stamp  # a broken edit: keep what runs, say it once
             log.warning("config.toml changed but cannot be read; keeping the running settings")

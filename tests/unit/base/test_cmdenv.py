@@ -110,6 +110,8 @@ def test_live_settings_show_the_commands_model_without_changing_the_instances(
     settings.subscribe(lambda _old, new: heard.append(new.model))
     with cmdenv.scope(_env(MEMTRAY_MODEL="openai/mine")):
         assert settings.current.model == "openai/mine"
+        assert config.load(home).model == "openai/mine"  # `config get model`, forwarded, says so too
+        assert config.load(home, command=False).model == "openai/configured"
         config.set_value(home, "temperature", 0.3)
         settings.refresh()  # a hand edit picked up while a command with its own model runs
     assert settings.current.model == "openai/configured" and settings.current.temperature == 0.3
