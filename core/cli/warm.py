@@ -120,13 +120,15 @@ def _has_model(home: Home) -> bool:
 
 
 def step_aside(home: Home) -> bool:
-    """Ask the background instance to leave the home (it finishes what it started first);
-    False when the holder is one that stays (the desktop app, ``memtray daemon``)."""
+    """Ask the background instance to leave the home (it finishes what it started first).
+    False when the holder is one that stays (the desktop app, ``memtray daemon``); True
+    when it agreed, or nobody answers (it is leaving already, or a one-shot command
+    holds the home, which will leave by itself)."""
     try:
         code = ipc.request(home, {"argv": ["__handover__"], "env": {}, "tty": False}, lambda _m: None,
                            timeout=10.0, busy_wait=5.0)
     except ipc.NoInstance:
-        return True  # it is leaving already
+        return True
     except (ipc.Interrupted, ipc.NotPrivate, ipc.Declined):
         return False
     return code == 0
@@ -182,13 +184,6 @@ def take_over(home: Home, open_app: Callable[[], T], *, timeout: float = HANDOVE
             return open_app()
         except AlreadyRunning:
             pass
-        try:
-            code = ipc.request(home, {"argv": ["__handover__"], "env": {}, "tty": False}, lambda _m: None,
-                               timeout=10.0, busy_wait=5.0)
-        except ipc.NoInstance:
-            code = 0  # a one-shot command holds the home, or the instance is on its way out
-        except (ipc.Interrupted, ipc.NotPrivate):
-            return None
-        if code != 0 or time.monotonic() > deadline:
+        if not step_aside(home) or time.monotonic() > deadline:
             return None
         time.sleep(0.05)  # retrying a lock its holder is about to release
