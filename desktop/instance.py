@@ -171,7 +171,7 @@ class InstanceServer(QObject):
             self._finish(cid)
             return
         # from here the command may run: a client must not send it again (see ipc)
-        self._send(cid, {"started": True})
+        self._send(cid, ipc.STARTED)
         if handler is not None:
             try:
                 code = handler(argv, env)

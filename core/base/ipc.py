@@ -64,6 +64,12 @@ BACKLOG = 128
 #: How long a client keeps retrying a socket whose backlog is full.
 BUSY_WAIT = 30.0
 
+#: What a server says right before it runs a command; ``cmdenv``: it runs it with the
+#: command's own environment (an older instance does not say so, see :func:`request`).
+STARTED: dict[str, Any] = {"started": True, "cmdenv": True}
+OLDER_INSTANCE = ("memtray: note: the running memtray is an older version and answered with its own model "
+                  "and keys, not this command's; restart it to use them\n")
+
 #: AF_UNIX paths are limited to 108 bytes on Linux, 104 on macOS.
 MAX_SOCKET_PATH = 100
 
@@ -282,6 +288,8 @@ def request(
     path = instance_socket(home)
     sock = _connect(path, busy_wait)
     started = False
+    sent_env = message.get("cmdenv")
+    carried = isinstance(sent_env, dict) and bool(sent_env.get("set"))
     try:
         if not peer_allowed(sock):
             raise NotPrivate(f"the socket at {path} is served by another user; memtray does not talk to it")
@@ -294,6 +302,8 @@ def request(
                     return int(msg["exit"])
                 if msg.get("started"):
                     started = True
+                    if carried and not msg.get("cmdenv"):
+                        on_message({"err": OLDER_INSTANCE})  # never a silent substitution
                     continue
                 if "declined" in msg and not started:
                     raise Declined(str(msg["declined"]))
@@ -421,7 +431,7 @@ class Server:
                     if declined is not None:
                         send({"declined": declined})
                         return
-                    send({"started": True})
+                    send(STARTED)
                     try:
                         with cmdenv.scope(env):
                             code = outer.handler(req, send)

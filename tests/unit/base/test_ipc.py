@@ -176,3 +176,29 @@ def test_a_client_finds_the_server_from_the_home_whatever_its_own_environment(
         finally:
             server.close(drain=5)
         assert ipc.instance_socket(home) != server.path  # it stopped: no longer named
+
+
+def test_an_older_instance_that_ignores_the_commands_environment_is_named_not_silent(
+    tmpbase: Path, home: Home
+) -> None:
+    from memtray.core.base import cmdenv
+
+    def older(conn: socket.socket) -> None:  # an instance of a version before cmdenv
+        conn.recv(65536)
+        conn.sendall(b'{"started": true}\n{"out": "answered\\n"}\n{"exit": 0}\n')
+
+    message = {"argv": ["ask", "x"], "cmdenv": cmdenv.collect({"MEMTRAY_MODEL": "openai/mine"}, uses_model=True)}
+    got: list[dict[str, Any]] = []
+    t = _one_shot_server(ipc.socket_path(home), older)
+    assert ipc.request(home, message, got.append, timeout=30) == 0
+    t.join(30)
+    assert got == [{"err": ipc.OLDER_INSTANCE}, {"out": "answered\n"}]
+
+    server = ipc.Server(home, lambda req, send: (send({"out": "answered\n"}), 0)[1])
+    server.start()
+    try:
+        got.clear()
+        assert ipc.request(home, message, got.append, timeout=30) == 0
+        assert got == [{"out": "answered\n"}]  # this version takes it: nothing to say
+    finally:
+        server.close(drain=5)
