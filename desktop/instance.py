@@ -1,7 +1,8 @@
 """Single instance: the desktop serves the core IPC socket with QLocalServer.
 
-Same path (:func:`memtray.core.base.ipc.socket_path`) and same JSON-lines protocol
-as ``memtray daemon``: a request ``{"argv": [...], "env": {...}, "tty": bool}``
+Same path (:func:`memtray.core.base.ipc.socket_path`, named in the home's lock file
+once it listens, so a command finds it whatever its own environment) and same
+JSON-lines protocol as ``memtray daemon``: a request ``{"argv": [...], "env": {...}, "tty": bool}``
 is answered with ``{"started": true}``, ``{"out": ...}`` / ``{"err": ...}`` lines
 and a final ``{"exit": N}``. Connections from another uid are dropped unread
 (peer credentials, as the daemon checks them), and the backlog holds a burst.
@@ -22,7 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from memtray.core.base import ipc
+from memtray.core.base import cmdenv, ipc
+from memtray.core.base.home import Home, announce
 
 from .qt import QLocalServer, QLocalSocket, QObject, Signal
 
@@ -51,9 +53,12 @@ class InstanceServer(QObject):
         path: Path,
         serve: Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], int],
         parent: QObject | None = None,
+        *,
+        home: Home | None = None,
     ) -> None:
         super().__init__(parent)
         self.path = path
+        self.home = home  # whose lock file names this socket once it listens
         self._serve = serve
         self.local_commands: dict[str, LocalCommand] = {}
         self._server = QLocalServer(self)
@@ -84,12 +89,16 @@ class InstanceServer(QObject):
                 f"cannot listen on {self.path}: {self._server.errorString()}",
                 hint="Check that $XDG_RUNTIME_DIR is writable; `memtray toggle` will not work until then.",
             )
+        if self.home is not None:
+            announce(self.home, str(self.path))
 
     @property
     def listening(self) -> bool:
         return self._server.isListening()
 
     def close(self) -> None:
+        if self.home is not None and self._server.isListening():
+            announce(self.home, None)
         self._server.close()
         for sock in list(self._conns.values()):
             sock.abort()
@@ -150,8 +159,19 @@ class InstanceServer(QObject):
         argv = [str(a) for a in req.get("argv") or []]
         env = {str(k): str(v) for k, v in (req.get("env") or {}).items()}
         handler = self.local_commands.get(argv[0]) if argv else None
+        try:
+            command_env, declined = ipc.screen(req, strict=False)
+        except ValueError as exc:
+            self._send(cid, {"err": f"memtray: error: bad request ({exc})\n"})
+            self._send(cid, {"exit": 2})
+            self._finish(cid)
+            return
+        if declined is not None:  # not started: the client says why
+            self._send(cid, {"declined": declined})
+            self._finish(cid)
+            return
         # from here the command may run: a client must not send it again (see ipc)
-        self._send(cid, {"started": True})
+        self._send(cid, ipc.STARTED)
         if handler is not None:
             try:
                 code = handler(argv, env)
@@ -163,15 +183,16 @@ class InstanceServer(QObject):
             self._finish(cid)
             self.command.emit(argv[0], env)
             return
-        self._pool.submit(self._run, cid, req)
+        self._pool.submit(self._run, cid, req, command_env)
 
-    def _run(self, cid: int, req: dict[str, Any]) -> None:
+    def _run(self, cid: int, req: dict[str, Any], env: cmdenv.CommandEnv) -> None:
         # on a pool thread: core CLI code blocks on the worker here, never on the GUI thread
         def send(msg: dict[str, Any]) -> None:
             self._relay.message.emit(cid, msg)
 
         try:
-            code = self._serve(req, send)
+            with cmdenv.scope(env):  # the command's own model and keys, for this command only
+                code = self._serve(req, send)
         except Exception as exc:
             log.exception("forwarded command failed")
             send({"err": f"memtray: error: {exc}\n"})

@@ -208,7 +208,7 @@ class Desktop(QObject):
         from memtray.core.cli import main as cli
 
         self.server = InstanceServer(ipc.socket_path(self.app.home), lambda req, send: cli.serve(self.app, req, send),
-                                     self)
+                                     self, home=self.app.home)
         self.server.local_commands.update({
             "toggle": self._cmd_toggle, "show": self._cmd_show, "quit": self._cmd_quit,
             "__ping__": lambda _a, _e: 0,

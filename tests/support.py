@@ -115,3 +115,16 @@ def small_tmpfs(tmp_path: Path, size: str) -> Iterator[Path]:
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True, check=False)
+
+
+def short_dir(prefix: str) -> Iterator[Path]:
+    """A private directory with a short path (AF_UNIX socket paths are limited to ~107 bytes,
+    pytest's tmp paths are long), removed afterwards: a generator for a fixture to yield from."""
+    import shutil
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

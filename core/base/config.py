@@ -1,7 +1,8 @@
 """Settings: ``config.toml`` in the data home, typed, validated, with env overrides.
 
 Secrets never live here (see :mod:`memtray.core.base.keys`). ``MEMTRAY_MODEL`` and
-``MEMTRAY_API_BASE`` override the file for one process.
+``MEMTRAY_API_BASE`` override the file for one process, and for one command forwarded
+to a running instance (:func:`for_command`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import tomli_w
+from memtray.core.base import cmdenv
 from memtray.core.base.errors import ConfigError
 from memtray.core.base.fsutil import atomic_write, describe_oserror
 from memtray.core.base.home import Home
@@ -129,7 +131,10 @@ def coerce(key: str, value: Any) -> Any:
     return out
 
 
-def load(home: Home, *, env: bool = True) -> Config:
+def load(home: Home, *, env: bool = True, command: bool = True) -> Config:
+    """config.toml, typed and checked; ``env``: with this process's MEMTRAY_MODEL and
+    MEMTRAY_API_BASE, and (``command``) those of the forwarded command being served
+    (:func:`for_command`; live settings read without them, see :class:`Settings`)."""
     data: dict[str, Any] = {}
     try:
         raw = home.config.read_bytes()
@@ -153,7 +158,17 @@ def load(home: Home, *, env: bool = True) -> Config:
         over: dict[str, Any] = {k: os.environ[v] for k, v in ENV_OVERRIDES.items() if os.environ.get(v)}
         if over:
             cfg = replace(cfg, **over)
+        if command:
+            cfg = for_command(cfg)
     return cfg
+
+
+def for_command(cfg: Config) -> Config:
+    """``cfg`` as the command being served sees it: with the ``MEMTRAY_MODEL`` and
+    ``MEMTRAY_API_BASE`` it was forwarded with (see :mod:`memtray.core.base.cmdenv`);
+    ``cfg`` itself outside a forwarded command."""
+    over: dict[str, Any] = {k: v for k, var in ENV_OVERRIDES.items() if (v := cmdenv.command_value(var))}
+    return replace(cfg, **over) if over else cfg
 
 
 def save(home: Home, cfg: Config) -> None:
@@ -181,15 +196,22 @@ class Settings:
     :attr:`current` when they act, so a change made through any door (the CLI,
     a forwarded command, the Settings window, a hand edit of config.toml picked
     up by :meth:`refresh`) takes effect at once. Listeners hear of every change.
+    A forwarded command that brought its own model or API base sees them in
+    :attr:`current` (:func:`for_command`); the instance's settings stay as they are.
     """
 
     def __init__(self, home: Home, current: Config, *, env: bool = True) -> None:
         self.home = home
-        self.current = current
+        self._current = current
         self._env = env
         self._stamp = self._file_stamp()
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
+
+    @property
+    def current(self) -> Config:
+        """The settings in force for whoever reads them now (a forwarded command's own model)."""
+        return for_command(self._current)
 
     def subscribe(self, fn: Listener) -> None:
         self._listeners.append(fn)
@@ -197,7 +219,7 @@ class Settings:
     def replace(self, cfg: Config) -> list[str]:
         """Use ``cfg`` from now on; returns the names of the settings that changed."""
         with self._lock:
-            old, self.current = self.current, cfg
+            old, self._current = self._current, cfg
             self._stamp = self._file_stamp()
         changed = [f.name for f in fields(Config) if getattr(old, f.name) != getattr(cfg, f.name)]
         if changed:
@@ -212,7 +234,8 @@ class Settings:
         if stamp == self._stamp:
             return []
         try:
-            cfg = load(self.home, env=self._env)
+            # the instance's own settings, never the command's that may be reading them now
+            cfg = load(self.home, env=self._env, command=False)
         except ConfigError:
             self._stamp = stamp  # a broken edit: keep what runs, say it once
             log.warning("config.toml changed but cannot be read; keeping the running settings")

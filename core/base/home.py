@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from memtray.core.base import holder
 from memtray.core.base.errors import AlreadyRunning, EnvironmentProblem, UnsafePath
 from memtray.core.base.fsutil import FILE_MODE, ensure_dir, tighten_top
 
@@ -100,8 +102,10 @@ class HomeLock:
     """Exclusive, advisory lock on the data home: one writer per home.
 
     The lock is released by the kernel when the process dies, so a crash never
-    leaves a stale lock behind. The holder's pid is written into the file so a
-    second process can say who holds it.
+    leaves a stale lock behind. The holder writes its record into the file
+    (:mod:`memtray.core.base.holder`: pid, command, and the socket it serves once
+    :func:`announce` says so), so a second process can say who holds the home and
+    find the instance whatever its own environment.
     """
 
     def __init__(self, home: Home) -> None:
@@ -120,31 +124,40 @@ class HomeLock:
         try:
             _lock_fd(fd)
         except BlockingIOError:
-            holder = ""
-            with contextlib.suppress(OSError, ValueError):
-                holder = os.pread(fd, 32, 0).decode().strip()
             os.close(fd)
-            who = f" (pid {holder})" if holder else ""
-            raise AlreadyRunning(
-                f"another memtray process{who} is using {self.home.root}"
-            ) from None
+            raise AlreadyRunning(f"another memtray process{held_by(self.home)} is using {self.home.root}") from None
         except OSError as exc:
             os.close(fd)
             raise EnvironmentProblem(f"could not lock {path}: {exc.strerror}") from exc
-        # The pid only lets a second process say who holds the home: on a full disk the
-        # lock (which needs no space) is still ours, so a failed write is not fatal.
+        self._fd = fd
+        self._write(holder.encode())
+        with _held_lock:
+            _held[str(self.home.root)] = self
+        return self
+
+    def _write(self, record: bytes) -> None:
+        # The record only lets other processes say who holds the home and find its socket:
+        # on a full disk the lock (which needs no space) is still ours, so a failed write
+        # is not fatal (they fall back to the socket their own environment names).
+        # Written over the old text, then cut to length: a reader sees the whole old or new
+        # record, or one it cannot decode and reads again.
+        fd = self._fd
+        if fd is None:
+            return
         try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            os.pwrite(fd, record, 0)
+            os.ftruncate(fd, len(record))
         except OSError as exc:
             import logging
 
-            logging.getLogger(__name__).info("could not write the pid into %s: %s", path, exc.strerror)
-        self._fd = fd
-        return self
+            logging.getLogger(__name__).info("could not write the holder's record into %s: %s",
+                                             self.home.lockfile, exc.strerror)
 
     def release(self) -> None:
         if self._fd is not None:
+            with _held_lock:
+                if _held.get(str(self.home.root)) is self:
+                    del _held[str(self.home.root)]
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, 0)
             os.close(self._fd)
@@ -161,6 +174,32 @@ class HomeLock:
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+
+_held: dict[str, HomeLock] = {}
+_held_lock = threading.Lock()
+
+
+def announce(home: Home, socket: str | None) -> bool:
+    """Say in this process's record of ``home`` that it serves at ``socket`` (None: it has
+    stopped accepting). False when this process does not hold the home."""
+    with _held_lock:
+        lock = _held.get(str(home.root))
+        if lock is None:
+            return False
+        lock._write(holder.encode(socket))
+    return True
+
+
+def current_holder(home: Home) -> holder.Holder | None:
+    """The live process that holds ``home``, as its record names it (None: nobody named)."""
+    return holder.read(home.lockfile)
+
+
+def held_by(home: Home) -> str:
+    """`` (pid 4242: memtray memory log)`` for a message, or "" when nobody is named."""
+    found = current_holder(home)
+    return f" ({found.describe()})" if found is not None else ""
 
 
 def _lock_fd(fd: int) -> None:

@@ -7,6 +7,10 @@ against its open store, streaming the output back; so every command works
 while the app runs, with identical output. The desktop serves the same path
 and protocol with QLocalServer.
 
+The instance names its socket in the home's lock file (:mod:`.holder`), so a
+client finds it from the data home whatever ``XDG_RUNTIME_DIR`` or ``TMPDIR`` the
+client itself has (:func:`instance_socket`).
+
 The socket is private: it lives under ``$XDG_RUNTIME_DIR`` or in a 0700
 directory of the user's own (checked: owned by the user, not a link, nobody
 else may write to it), and both ends check the peer's uid on every connection
@@ -14,12 +18,14 @@ else may write to it), and both ends check the peer's uid on every connection
 an instance by squatting a predictable path nor reach one.
 
 Protocol: the client sends one JSON object per line
-``{"argv": [...], "env": {...}}``; the server answers ``{"started": true}``
-right before it runs the command, then lines ``{"out": "..."}`` /
-``{"err": "..."}`` and finally ``{"exit": N}``. A connection that ends before
-``started`` ran nothing, so the client may send it again (a full backlog, an
-instance handing over); one that ends after it may have run, and is reported,
-never repeated.
+``{"argv": [...], "env": {...}, "cmdenv": {...}}``; the server answers
+``{"started": true}`` right before it runs the command, then lines
+``{"out": "..."}`` / ``{"err": "..."}`` and finally ``{"exit": N}``. A
+connection that ends before ``started`` ran nothing, so the client may send it
+again (a full backlog, an instance handing over); one that ends after it may
+have run, and is reported, never repeated. ``cmdenv`` is the command's own model
+and provider environment (:mod:`.cmdenv`); an instance that cannot run the
+command with it answers ``{"declined": "<why>"}`` instead of ``started``.
 """
 
 from __future__ import annotations
@@ -42,8 +48,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memtray.core.base import cmdenv
 from memtray.core.base.errors import EnvironmentProblem
-from memtray.core.base.home import Home
+from memtray.core.base.home import Home, announce, current_holder
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +64,12 @@ BACKLOG = 128
 #: How long a client keeps retrying a socket whose backlog is full.
 BUSY_WAIT = 30.0
 
+#: What a server says right before it runs a command; ``cmdenv``: it runs it with the
+#: command's own environment (an older instance does not say so, see :func:`request`).
+STARTED: dict[str, Any] = {"started": True, "cmdenv": True}
+OLDER_INSTANCE = ("memtray: note: the running memtray is an older version and answered with its own model "
+                  "and keys, not this command's; restart it to use them\n")
+
 #: AF_UNIX paths are limited to 108 bytes on Linux, 104 on macOS.
 MAX_SOCKET_PATH = 100
 
@@ -69,6 +82,11 @@ class Interrupted(EnvironmentProblem):
     """The instance started the command and ended the connection before it finished."""
 
     hint = "Check with `memtray events tail` whether it was done before running it again."
+
+
+class Declined(EnvironmentProblem):
+    """The instance cannot run this command with the command's own environment; it did
+    not start it (the reason says which variables differ)."""
 
 
 class NotPrivate(EnvironmentProblem):
@@ -121,32 +139,56 @@ def _private_dir(path: Path, *, create: bool, own: bool) -> bool:
 
 
 def runtime_dir(home: Home) -> Path:
-    """The private directory that holds this user's sockets (made if needed)."""
+    """The private directory that holds this user's sockets (made if needed).
+
+    A directory where the socket's path would pass AF_UNIX's limit (a long ``TMPDIR``) is
+    skipped for the next choice: clients find the socket from the home's record, not by
+    working out the same directory from their own environment."""
+    name = f"{home.socket_name}.sock"
+
+    def fits(d: Path) -> bool:
+        return len(os.fsencode(str(d / name))) <= MAX_SOCKET_PATH
+
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and _private_dir(Path(xdg), create=False, own=False):
+    if xdg and fits(Path(xdg)) and _private_dir(Path(xdg), create=False, own=False):
         return Path(xdg)
     uid = _uid()
     base = Path(os.environ.get("TMPDIR") or tempfile.gettempdir())  # read now: tempfile caches it
+    bases = [base] if fits(base / f"memtray-{uid}.7") or os.name == "nt" else []
+    if Path("/tmp") != base and os.name != "nt":
+        bases.append(Path("/tmp"))  # a TMPDIR too long for a socket path
     # a squatter may have made the first name (owned by them): take the next of ours
-    for n in range(8):
-        candidate = base / (f"memtray-{uid}" if n == 0 else f"memtray-{uid}.{n}")
-        if _private_dir(candidate, create=True, own=True):
-            return candidate
+    for b in bases:
+        for n in range(8):
+            candidate = b / (f"memtray-{uid}" if n == 0 else f"memtray-{uid}.{n}")
+            if _private_dir(candidate, create=True, own=True):
+                return candidate
     fallback = home.state / "run"
-    if len(str(fallback)) + 40 < MAX_SOCKET_PATH:
+    if fits(fallback):
         with contextlib.suppress(OSError):
             home.state.mkdir(parents=True, exist_ok=True)
         if _private_dir(fallback, create=True, own=True):
             return fallback
     raise NotPrivate(
         f"no private directory for memtray's socket: {base}/memtray-{uid} and its alternatives belong to "
-        "someone else and $XDG_RUNTIME_DIR is not set",
+        "someone else, or their paths are too long for a socket, and $XDG_RUNTIME_DIR is not set",
         hint="Set XDG_RUNTIME_DIR to a directory only you can write to (your session usually does).",
     )
 
 
 def socket_path(home: Home) -> Path:
+    """Where an instance started in this process's environment listens."""
     return runtime_dir(home) / f"{home.socket_name}.sock"
+
+
+def instance_socket(home: Home) -> Path:
+    """Where the instance that holds ``home`` listens: the socket its record names (it may
+    have been started with another XDG_RUNTIME_DIR or TMPDIR), else :func:`socket_path`
+    (nobody named one: no instance, one still starting, or an older version's)."""
+    found = current_holder(home)
+    if found is not None and found.socket is not None:
+        return Path(found.socket)
+    return socket_path(home)
 
 
 # --- peer credentials ----------------------------------------------------------------
@@ -243,9 +285,11 @@ def request(
     :class:`NoInstance` means the request did not run (safe to send again);
     :class:`Interrupted` that it may have.
     """
-    path = socket_path(home)
+    path = instance_socket(home)
     sock = _connect(path, busy_wait)
     started = False
+    sent_env = message.get("cmdenv")
+    carried = isinstance(sent_env, dict) and bool(sent_env.get("set"))
     try:
         if not peer_allowed(sock):
             raise NotPrivate(f"the socket at {path} is served by another user; memtray does not talk to it")
@@ -258,8 +302,17 @@ def request(
                     return int(msg["exit"])
                 if msg.get("started"):
                     started = True
+                    if carried and not msg.get("cmdenv"):
+                        on_message({"err": OLDER_INSTANCE})  # never a silent substitution
                     continue
-                on_message(msg)
+                if "declined" in msg and not started:
+                    raise Declined(str(msg["declined"]))
+                try:
+                    on_message(msg)
+                except OSError as exc:  # our own output (a reader that closed its pipe), not the socket
+                    raise _OutputFailed(exc) from exc
+    except _OutputFailed as failed:
+        raise failed.error from None
     except (ConnectionError, TimeoutError, ValueError) as exc:
         if not started:
             raise NoInstance(f"the memtray at {path} closed the connection before running the command") from exc
@@ -271,8 +324,26 @@ def request(
     raise Interrupted("the running memtray ended the connection before the command finished")
 
 
+class _OutputFailed(Exception):
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 def forward_env() -> dict[str, str]:
     return {k: os.environ[k] for k in FORWARD_ENV if k in os.environ}
+
+
+def screen(req: dict[str, Any], *, strict: bool) -> tuple[cmdenv.CommandEnv, str | None]:
+    """The environment a forwarded request brought, and why the instance declines to
+    start it (None: it runs). Raises :class:`~.cmdenv.BadCommandEnv` for a malformed one.
+
+    ``strict``: the background instance, whose own environment is only whichever
+    command's started it."""
+    env = cmdenv.compare(cmdenv.parse(req.get("cmdenv")), strict=strict)
+    if env.differs and env.uses_model:
+        return env, env.describe_differs()
+    return env, None
 
 
 # --- server --------------------------------------------------------------------------
@@ -299,9 +370,11 @@ class Server:
     can exit when idle and finish what it started before it hands over.
     """
 
-    def __init__(self, home: Home, handler: Handler) -> None:
+    def __init__(self, home: Home, handler: Handler, *, strict_env: bool = False) -> None:
+        self.home = home
         self.path = socket_path(home)
         self.handler = handler
+        self.strict_env = strict_env
         self._server: socketserver.ThreadingUnixStreamServer | None = None
         self._thread: threading.Thread | None = None
         self._cond = threading.Condition()
@@ -350,13 +423,18 @@ class Server:
                         req = json.loads(line)
                         if not isinstance(req, dict):
                             raise ValueError("not an object")
+                        env, declined = screen(req, strict=outer.strict_env)
                     except ValueError as exc:
                         send({"err": f"memtray: error: bad request ({exc})\n"})
                         send({"exit": 2})
                         return
-                    send({"started": True})
+                    if declined is not None:
+                        send({"declined": declined})
+                        return
+                    send(STARTED)
                     try:
-                        code = outer.handler(req, send)
+                        with cmdenv.scope(env):
+                            code = outer.handler(req, send)
                     except Exception as exc:
                         log.exception("forwarded command failed")
                         send({"err": f"memtray: error: {exc}\n"})
@@ -372,10 +450,12 @@ class Server:
             os.umask(old)
         self._thread = threading.Thread(target=self._server.serve_forever, name="memtray-ipc", daemon=True)
         self._thread.start()
+        announce(self.home, str(self.path))  # found from the home, whatever a client's environment
 
     def stop_accepting(self) -> None:
         """Close the socket: queued connections are refused unrun (their clients retry)."""
         if self._server is not None:
+            announce(self.home, None)
             self._server.shutdown()
             self._server.server_close()
             self._server = None

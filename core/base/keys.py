@@ -1,15 +1,15 @@
 """API keys: the OS keyring (service ``memtray``, username = provider), env overrides.
 
 A provider's usual environment variable (``OPENAI_API_KEY``, ...) wins over the
-keyring. When no secure keyring backend exists we say so and refuse: a key is
+keyring; in a running instance, the one a forwarded command brought wins for that
+command (:mod:`memtray.core.base.cmdenv`). When no secure keyring backend exists we say so and refuse: a key is
 never written in plaintext anywhere by memtray. Every key read or stored here is
 also redacted exactly wherever it appears (:func:`redact.add_known_secret`).
 """
 
 from __future__ import annotations
 
-import os
-
+from memtray.core.base.cmdenv import getenv
 from memtray.core.base.errors import KeyringError, NoSecureKeyring
 from memtray.core.base.redact import add_known_secret
 
@@ -75,9 +75,10 @@ def _require_secure() -> None:
 def get_key(provider: str) -> str | None:
     """The key for ``provider``: its environment variable first, then the keyring."""
     var = ENV_VARS.get(provider, f"{provider.upper()}_API_KEY")
-    if var and os.environ.get(var):
-        add_known_secret(os.environ[var])
-        return os.environ[var]
+    value = getenv(var) if var else None
+    if value:
+        add_known_secret(value)
+        return value
     if provider in KEYLESS:
         return None
     import keyring
@@ -126,7 +127,7 @@ def delete_key(provider: str) -> bool:
 def key_source(provider: str) -> str:
     """Where the key for ``provider`` would come from: env, keyring, none."""
     var = ENV_VARS.get(provider, f"{provider.upper()}_API_KEY")
-    if var and os.environ.get(var):
+    if var and getenv(var):
         return f"environment ({var})"
     if provider in KEYLESS:
         return "not needed"

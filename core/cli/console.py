@@ -111,17 +111,20 @@ class Forward(Exception):
     """The data home is locked by a running instance: forward the command to it.
 
     ``argv``, when given, replaces the command line to forward (``ask -`` sends the
-    text it read from stdin, which the instance cannot read).
+    text it read from stdin, which the instance cannot read). ``model``: the command
+    needs the model, so an instance that cannot take its provider environment declines
+    it before it starts (see :mod:`memtray.core.base.cmdenv`).
     """
 
-    def __init__(self, argv: list[str] | None = None) -> None:
+    def __init__(self, argv: list[str] | None = None, *, model: bool = False) -> None:
         super().__init__()
         self.argv = argv
+        self.model = model
 
 
 #: How long a command waits for another one-shot command to leave the data home.
 WAIT_SECONDS = 600.0
-WAITING = "waiting for another memtray command to finish…"
+WAITING = "waiting for another memtray command to finish"
 
 
 @contextlib.contextmanager
@@ -143,27 +146,29 @@ def app_scope(home: Home, *, warm: bool = False) -> Iterator[Any]:
         from memtray.core.cli import warm as warm_mod
 
         if warm_mod.enabled(home) and warm_mod.ensure(home, note=err):
-            raise Forward
+            raise Forward(model=True)
     logsetup.setup(home)
     try:
         app = App.open(home)
     except AlreadyRunning:
-        raise Forward from None
+        raise Forward(model=warm) from None
     try:
         yield app
     finally:
         app.close()
 
 
-def forward(home: Home, argv: list[str], run_here: Callable[[], int] | None = None) -> int:
+def forward(home: Home, argv: list[str], run_here: Callable[[], int] | None = None, *, model: bool = False) -> int:
     """Run ``argv`` inside the instance that holds the data home, relaying its output.
 
     When nobody serves the home, ``run_here`` runs the command in this process
     (it raises :class:`Forward` again while the home is still held). A home held
     by a process that does not serve (another one-shot command) is waited for,
-    with one line said, up to :data:`WAIT_SECONDS`; the command's input is kept
+    naming it in one line, up to :data:`WAIT_SECONDS`; the command's input is kept
     throughout, and a request the instance never started is sent again, never one
-    it did.
+    it did. ``model``: the command needs the model (see :class:`Forward`); an
+    instance that declines it for its environment is asked to step aside and the
+    command runs here, saying why (:func:`_declined`).
     """
     import random
     import time
@@ -174,43 +179,109 @@ def forward(home: Home, argv: list[str], run_here: Callable[[], int] | None = No
     c = con()
     relay = _relay(c)
     deadline: float | None = None
+    said: str | None = None
     delay = 0.02
     while True:
         try:
-            return ipc.request(home, {"argv": argv, "env": ipc.forward_env(), "tty": c.tty}, relay)
+            return ipc.request(home, _message(argv, model, c.tty), relay)
         except ipc.NoInstance:
             pass
+        except ipc.Declined as no:
+            return _declined(home, no, run_here)
         if run_here is not None:
             try:
                 return run_here()
             except Forward as again:
                 if again.argv is not None:
                     argv = again.argv
+                model = model or again.model
         elif _home_free(home):
             raise MemtrayError("the memtray instance that served this command has stopped",
                                hint="Run the command again.")
         now = time.monotonic()
         if deadline is None:
             deadline = now + WAIT_SECONDS
-            c.error(WAITING)
         elif now > deadline:
+            from memtray.core.base.home import held_by
+
             raise AlreadyRunning(
-                f"another memtray process{_holder(home)} has been using {home.root} for over "
+                f"another memtray process{held_by(home)} has been using {home.root} for over "
                 f"{WAIT_SECONDS:.0f}s without accepting commands",
                 hint="It may be stuck: `memtray daemon status` says what holds the data home.",
             )
+        if said is None:
+            said = waiting_line(home)  # once, naming the holder
+            if said is not None:
+                c.error(said)
         time.sleep(delay * (1 + random.random()))
         delay = min(delay * 2, 0.5)
 
 
-def forward_if_served(home: Home, argv: list[str]) -> int | None:
-    """Send ``argv`` to the instance if one serves ``home``; None when none does (nothing ran)."""
+def waiting_line(home: Home, *, instances: bool = True) -> str | None:
+    """What a command says while the home is held and nobody serves it: the holder, named
+    from its record (None while nobody is named: a holder between taking the lock and
+    writing its record, or one just gone; the caller looks again). ``instances=False``:
+    nothing about an instance (one leaving for this command)."""
+    from memtray.core.base.home import current_holder
+
+    found = current_holder(home)
+    if found is None or (found.serves and not instances):
+        return None
+    if found.serves:
+        # an instance that is starting, or finishing what it started before it hands over
+        return f"waiting for the running memtray ({found.describe()}) to accept commands…"
+    if found.serves is None:  # an older version's record: only its pid
+        return f"waiting for another memtray process ({found.describe()}) to finish…"
+    return f"{WAITING} ({found.describe()})…"
+
+
+def _declined(home: Home, no: MemtrayError, run_here: Callable[[], int] | None) -> int:
+    """The instance would not run this command with its environment (it did not start it):
+    the background instance is asked to step aside and the command runs on its own,
+    saying why in one line; the desktop app or a daemon stays, and the command fails."""
+    import time
+
+    from memtray.core.cli import warm
+
+    c = con()
+    stays = MemtrayError(f"the running memtray will not run this command: {no}",
+                         hint="Set the same variables where it runs, use `memtray config set`, or quit it "
+                              "(`memtray quit`) and run the command again.")
+    if run_here is None or not warm.step_aside(home):
+        raise stays from None
+    c.error(f"memtray: note: running this command on its own: {no}")
+    warm.disable()  # the instance it would start would have another environment than this command
+    deadline = time.monotonic() + WAIT_SECONDS
+    said: str | None = None
+    while True:
+        try:
+            return run_here()
+        except Forward:
+            pass  # it is still finishing what it started, or another process came first
+        if time.monotonic() > deadline:
+            raise stays
+        if said is None:
+            said = waiting_line(home, instances=False)  # the instance it asked to leave is not news
+            if said is not None:
+                c.error(said)
+        time.sleep(0.05)  # retrying a lock its holder is about to release
+
+
+def _message(argv: list[str], model: bool, tty: bool) -> dict[str, Any]:
+    from memtray.core.base import cmdenv, ipc
+
+    return {"argv": argv, "env": ipc.forward_env(), "tty": tty, "cmdenv": cmdenv.collect(uses_model=model)}
+
+
+def forward_if_served(home: Home, argv: list[str], *, model: bool = False) -> int | None:
+    """Send ``argv`` to the instance if one serves ``home``; None when none does, or it
+    declined the command (nothing ran)."""
     from memtray.core.base import ipc
 
     c = con()
     try:
-        return ipc.request(home, {"argv": argv, "env": ipc.forward_env(), "tty": c.tty}, _relay(c))
-    except (ipc.NoInstance, ipc.NotPrivate):
+        return ipc.request(home, _message(argv, model, c.tty), _relay(c))
+    except (ipc.NoInstance, ipc.NotPrivate, ipc.Declined):
         return None
 
 
@@ -228,14 +299,6 @@ def _home_free(home: Home) -> bool:
     from memtray.core.cli import warm
 
     return warm.home_free(home)
-
-
-def _holder(home: Home) -> str:
-    try:
-        pid = home.lockfile.read_text(encoding="utf-8").strip()
-    except (OSError, ValueError):
-        return ""
-    return f" (pid {pid})" if pid.isdigit() else ""
 
 
 def served_app() -> Any | None:

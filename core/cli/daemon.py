@@ -5,7 +5,8 @@ commands until SIGINT/SIGTERM, ``memtray quit`` or ``memtray daemon stop``.
 ``memtray daemon --warm`` is the background instance CLI commands start (see
 :mod:`memtray.core.cli.warm`): it delivers nothing, imports litellm while idle,
 exits after ``warm_instance_idle_minutes`` without a request, and hands the home
-over to the desktop app or a plain daemon that starts. ``memtray daemon status``
+over to the desktop app or a plain daemon that starts; when every command it served
+failed (no model, no key), it leaves as soon as it is idle. ``memtray daemon status``
 says what holds the home.
 """
 
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memtray.core.base.errors import MemtrayError
-from memtray.core.base.home import Home
+from memtray.core.base.home import Home, current_holder
 from memtray.core.cli.console import con, served_app
 from memtray.core.cli.console import out as _out
 
@@ -56,7 +57,20 @@ class _Instance:
         self.idle_seconds = idle_seconds
         self.stop_reason = ""
         self.started = time.time()
+        self.served = 0  # commands run (not the protocol's own requests)
+        self.succeeded = 0
         self._lock = threading.Lock()
+
+    def ran(self, code: int) -> None:
+        with self._lock:
+            self.served += 1
+            self.succeeded += code == 0
+
+    @property
+    def only_failures(self) -> bool:
+        """Every command it ran failed: nothing to keep warm for (a missing model or key)."""
+        with self._lock:
+            return self.served > 0 and self.succeeded == 0
 
     def stop(self, reason: str) -> None:
         with self._lock:
@@ -77,6 +91,9 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
 
     if served_app() is not None:
         raise MemtrayError("memtray is already running for this data home (this command was forwarded to it)")
+    from memtray.core.base.holder import set_role
+
+    set_role("memtray daemon --warm" if warm else "memtray daemon", serves=True)
     logsetup.setup(home)
     # The handler only flips a flag: taking a lock (Event.set) inside a signal handler
     # can deadlock against the main thread that the signal interrupted.
@@ -119,9 +136,12 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
                     send({"err": f"memtray: the {'background instance' if warm else 'daemon'} "
                                  f"(pid {os.getpid()}) is stopping\n"})
                     return 0
-                return serve(app, req, send)
+                code = serve(app, req, send)
+                if not argv[:1] or not argv[0].startswith("__"):  # a command, not a ping
+                    me.ran(code)
+                return code
 
-            server = ipc.Server(home, handle)
+            server = ipc.Server(home, handle, strict_env=warm)
             server.start()
             if warm:
                 from memtray.core.llm.client import load_litellm
@@ -139,6 +159,8 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
                 time.sleep(0.2)
                 if warm and server.idle_for() > me.idle_seconds and not _busy(app):
                     me.stop(f"idle for {me.idle_seconds:g}s")
+                elif warm and me.only_failures and server.active == 0 and not _busy(app):
+                    me.stop("every command it ran failed")
             con().error(f"memtray daemon: stopping ({me.stop_reason or 'signal'})")
         finally:
             if server is not None:
@@ -182,11 +204,13 @@ def _status(home: Home, *, as_json: bool) -> int:
         if not info:  # the desktop app answers commands but not this question
             info = {"running": True, "kind": "app", "pid": _lock_pid(home), "home": str(home.root)}
     except (ipc.NoInstance, ipc.NotPrivate):
-        holder = _lock_pid(home)
-        free = warm_mod.home_free(home) if holder else True
-        info = {"running": False, "kind": None if free else "command", "pid": None if free else holder,
-                "home": str(home.root)}
-    info["socket"] = str(ipc.socket_path(home))
+        found = current_holder(home)
+        free = warm_mod.home_free(home)
+        info = {"running": False, "kind": None if free else "command",
+                "pid": found.pid if found is not None and not free else None, "home": str(home.root)}
+        if found is not None and not free:
+            info["command"] = found.command or None
+    info["socket"] = str(ipc.instance_socket(home))
     info["log"] = str(warm_mod.log_path(home))
     info["warm_instance"] = warm_mod.enabled(home)
     if as_json:
@@ -200,7 +224,8 @@ def _status(home: Home, *, as_json: bool) -> int:
         if kind == "warm":
             _out(f"  exits after {info.get('idle_exit_seconds'):g}s without a request; `memtray quit` ends it now")
     elif kind == "command":
-        _out(f"not serving: another memtray command (pid {info.get('pid') or '?'}) is using {home.root}")
+        what = f"pid {info.get('pid') or '?'}" + (f": {info['command']}" if info.get("command") else "")
+        _out(f"not serving: another memtray command ({what}) is using {home.root}")
     else:
         state = "on" if info["warm_instance"] else "off"
         _out(f"not running for {home.root} (a background instance starts on demand: {state})")
@@ -210,11 +235,8 @@ def _status(home: Home, *, as_json: bool) -> int:
 
 
 def _lock_pid(home: Home) -> int | None:
-    try:
-        text = home.lockfile.read_text(encoding="utf-8").strip()
-    except (OSError, ValueError):
-        return None
-    return int(text) if text.isdigit() else None
+    found = current_holder(home)
+    return found.pid if found is not None else None
 
 
 def _stop(home: Home) -> int:

@@ -71,7 +71,7 @@ def cmd_ask(args: argparse.Namespace, home: Home) -> int:
     except Forward:
         # what the instance runs: the text itself, whatever this process read it from
         raise Forward(["ask", "--session", args.session, "--literal",
-                       *[x for f in attach for x in ("--attach", f)], "--", text]) from None
+                       *[x for f in attach for x in ("--attach", f)], "--", text], model=True) from None
     return 0
 
 
@@ -112,7 +112,7 @@ def cmd_chat(args: argparse.Namespace, home: Home) -> int:
         def remote_turn(line: str) -> None:
             ask = argparse.Namespace(session=args.session, text=[line], literal=True)
             forward(home, ["ask", "--session", args.session, "--literal", "--", line],
-                    run_here=lambda: cmd_ask(ask, home))
+                    run_here=lambda: cmd_ask(ask, home), model=True)
 
         def remote_new() -> None:
             ns = argparse.Namespace(session=args.session)
@@ -280,12 +280,15 @@ def cmd_doctor(args: argparse.Namespace, home: Home) -> int:
 
 
 def cmd_desktop(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.base.holder import set_role
+
     fe = frontend()
     if fe is None:
         raise MemtrayError(
             "the desktop app is not available (no front end is installed)",
             hint="Install PySide6 (pip install memtray installs it), or use `memtray chat`.",
         )
+    set_role("memtray (the desktop app)", serves=True)
     return int(fe.run(home, list(getattr(args, "argv", []) or [])))
 
 
@@ -393,9 +396,11 @@ def main(argv: Sequence[str] | None = None, *, desktop: Frontend | None = None) 
         # a running instance is asked first, before building the parser (which imports
         # every feature module): it parses the argv itself, as it does for any forward
         try:
-            served = forward_if_served(Home.resolve(), argv)
+            served = forward_if_served(Home.resolve(), argv, model=True)
         except MemtrayError as exc:
             return _report(exc)
+        except BrokenPipeError:
+            return _reader_gone()
         if served is not None:
             return served
     if not argv and not os.environ.get("MEMTRAY_NO_DESKTOP"):
@@ -417,17 +422,40 @@ def main(argv: Sequence[str] | None = None, *, desktop: Frontend | None = None) 
             from memtray.core.cli import warm
 
             warm.disable()
+        from memtray.core.base.holder import set_role
+
+        set_role(command_words(args), serves=False)  # what another command waiting for this home is told
         try:
             return fn(args, home)
         except Forward as fwd:
-            return forward(home, fwd.argv or argv, run_here=lambda: fn(args, home))
+            return forward(home, fwd.argv or argv, run_here=lambda: fn(args, home), model=fwd.model)
     except MemtrayError as exc:
         return _report(exc)
     except KeyboardInterrupt:
         _err("memtray: interrupted")
         return 130
     except BrokenPipeError:
-        return 0
+        return _reader_gone()
+
+
+def command_words(args: argparse.Namespace) -> str:
+    """``memtray memory log``: the command and subcommand chosen, without its arguments
+    (which may hold what the user asked)."""
+    words = [str(args.command)] + [str(v) for k, v in vars(args).items() if k.endswith("_cmd") and v]
+    return " ".join(["memtray", *words])
+
+
+def _reader_gone() -> int:
+    """The reader of our output closed its end (``memtray memory log | head -1``): end
+    quietly, as other Unix tools do. What is still buffered for stdout goes nowhere, so
+    the interpreter's last flush cannot complain either."""
+    import contextlib
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return 0
 
 
 def _report(exc: MemtrayError) -> int:

@@ -13,6 +13,13 @@ desktop app (or a plain ``memtray daemon``) starts: it hands the home over
 Off with ``warm_instance = false``, ``memtray --no-daemon ...`` or
 ``MEMTRAY_NO_WARM=1`` (the test suite sets it). Invisible when it works; when it
 does not start, one line says so and the command runs on its own.
+
+It is started without the variables a command carries (``MEMTRAY_MODEL``,
+``MEMTRAY_API_BASE``, ``*_API_KEY``: :mod:`memtray.core.base.cmdenv`): each
+forwarded command brings its own, so one command's model or key never answers
+another's. It is not started for a command that would fail before doing anything
+(no model configured, none offline), and it leaves as soon as it is idle when every
+command it served failed, so a failed first command leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from memtray.core.base import ipc
+from memtray.core.base import cmdenv, ipc
 from memtray.core.base.errors import AlreadyRunning, MemtrayError
 from memtray.core.base.fsutil import FILE_MODE
 from memtray.core.base.home import Home, HomeLock
@@ -79,6 +86,8 @@ def ensure(home: Home, *, note: Callable[[str], None] | None = None) -> bool:
             return True
         if not home_free(home):
             return False  # another command holds the home: the caller waits for it
+        if not _has_model(home):
+            return False  # the command fails before it does anything: no instance for that
         proc = spawn(home)
         deadline = time.monotonic() + SPAWN_TIMEOUT
         while time.monotonic() < deadline:
@@ -96,6 +105,33 @@ def ensure(home: Home, *, note: Callable[[str], None] | None = None) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def _has_model(home: Home) -> bool:
+    """Whether a command that needs the model has one (configured, or the offline one),
+    as this command sees the settings (its MEMTRAY_MODEL included)."""
+    from memtray.core.base import config
+    from memtray.core.llm.client import LLMClient
+
+    try:
+        return bool(LLMClient(config.load(home)).model)
+    except MemtrayError:
+        return False  # a broken config: the command says what is wrong
+
+
+def step_aside(home: Home) -> bool:
+    """Ask the background instance to leave the home (it finishes what it started first).
+    False when the holder is one that stays (the desktop app, ``memtray daemon``); True
+    when it agreed, or nobody answers (it is leaving already, or a one-shot command
+    holds the home, which will leave by itself)."""
+    try:
+        code = ipc.request(home, {"argv": ["__handover__"], "env": {}, "tty": False}, lambda _m: None,
+                           timeout=10.0, busy_wait=5.0)
+    except ipc.NoInstance:
+        return True
+    except (ipc.Interrupted, ipc.NotPrivate, ipc.Declined):
+        return False
+    return code == 0
 
 
 def home_free(home: Home) -> bool:
@@ -120,7 +156,9 @@ def spawn(home: Home) -> subprocess.Popen[bytes]:
         if path.stat().st_size > MAX_LOG_BYTES:
             path.unlink()
     out = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
-    env = dict(os.environ, **{ENV_OFF: "1"})  # the instance never starts another one
+    # the instance never starts another one, and has no model or key of its own: each
+    # command brings its own (cmdenv)
+    env = dict(cmdenv.without_carried(os.environ), **{ENV_OFF: "1"})
     try:
         return subprocess.Popen(
             command(home), stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
@@ -146,13 +184,6 @@ def take_over(home: Home, open_app: Callable[[], T], *, timeout: float = HANDOVE
             return open_app()
         except AlreadyRunning:
             pass
-        try:
-            code = ipc.request(home, {"argv": ["__handover__"], "env": {}, "tty": False}, lambda _m: None,
-                               timeout=10.0, busy_wait=5.0)
-        except ipc.NoInstance:
-            code = 0  # a one-shot command holds the home, or the instance is on its way out
-        except (ipc.Interrupted, ipc.NotPrivate):
-            return None
-        if code != 0 or time.monotonic() > deadline:
+        if not step_aside(home) or time.monotonic() > deadline:
             return None
         time.sleep(0.05)  # retrying a lock its holder is about to release

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from memtray.core.base.config import Config
+from memtray.core.base.cmdenv import check_model_call
+from memtray.core.base.config import Config, for_command
 from memtray.core.base.errors import (
     LLMAuthError,
     LLMBadResponse,
@@ -120,10 +121,20 @@ class LLMClient:
         rng: random.Random | None = None,
         key_lookup: Callable[[str], str | None] = get_key,
     ) -> None:
-        self.config = config
+        self._config = config
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._key_lookup = key_lookup
+
+    @property
+    def config(self) -> Config:
+        """The settings of the request being made: a forwarded command's own model and API
+        base (see :mod:`memtray.core.base.cmdenv`), else the instance's."""
+        return for_command(self._config)
+
+    @config.setter
+    def config(self, cfg: Config) -> None:
+        self._config = cfg
 
     @property
     def model(self) -> str:
@@ -133,6 +144,8 @@ class LLMClient:
         return localmodel.MODEL if localmodel.available() else ""
 
     def _kwargs(self, req: Request, model: str) -> dict[str, Any]:
+        if not localmodel.is_local(model):
+            check_model_call()  # a command whose provider environment the instance cannot take
         kw: dict[str, Any] = {
             "model": model,
             "messages": req.messages,

@@ -28,6 +28,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from memtray.core.base.cmdenv import check_model_call
 from memtray.core.base.config import Config
 from memtray.core.base.errors import LLMAuthError, LLMBadResponse, LLMError
 from memtray.core.base.keys import ENV_VARS, KEYLESS, get_key, provider_of
@@ -145,6 +146,7 @@ class Embedder:
         return keyword_only_reason(self.config.embedding_model)
 
     def _kwargs(self, texts: list[str]) -> dict[str, Any]:
+        check_model_call()  # a forwarded command whose provider environment the instance cannot take
         model = self.model
         kw: dict[str, Any] = {
             "model": model, "input": texts, "timeout": self.config.llm_timeout, "num_retries": 0,

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support import short_dir
+
 
 @pytest.fixture
 def runtime_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     # AF_UNIX paths are short (108 bytes): keep the socket out of pytest's long tmp paths
-    d = Path(tempfile.mkdtemp(prefix="mtrt"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(d))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    for d in short_dir("mtrt"):
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(d))
+        yield d
 
 
 @pytest.fixture

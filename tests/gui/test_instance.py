@@ -262,3 +262,38 @@ def test_the_app_does_not_take_over_from_a_plain_daemon(configured_home: Any, ru
     finally:
         daemon.terminate()
         daemon.communicate(timeout=120)
+
+
+def test_the_app_is_reached_from_an_environment_without_its_runtime_dir(
+    qtbot: Any, desktop: Any, runtime_dir: Path, llm_server: Any
+) -> None:
+    """A command from cron, ssh or an app launcher (no XDG_RUNTIME_DIR, another TMPDIR) finds
+    the app's socket from the data home, and its own model reaches the server for it only."""
+    import shutil
+    import tempfile
+
+    from tests.support import cli_env
+
+    home = desktop.app.home
+    other_tmp = Path(tempfile.mkdtemp(prefix="mtcron"))
+    env = cli_env(home.root, TMPDIR=str(other_tmp), OPENAI_API_KEY="sk-test")
+    env.pop("XDG_RUNTIME_DIR", None)
+    try:
+        procs = [subprocess.Popen([sys.executable, "-m", "memtray.core.cli", *argv], env=dict(env, **extra),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
+                 for argv, extra in ((["memory", "log"], {}),
+                                     (["ask", "from cron"], {"MEMTRAY_MODEL": "openai/cron-model"}))]
+        for p in procs:  # the app answers on its event loop: keep it turning; each is bounded
+            deadline = time.monotonic() + 120
+            while p.poll() is None and time.monotonic() < deadline:
+                qtbot.wait(50)
+        results = [p.communicate(timeout=10) for p in procs]
+    finally:
+        shutil.rmtree(other_tmp, ignore_errors=True)
+    (log_out, log_err), (ask_out, ask_err) = results
+    assert [p.returncode for p in procs] == [0, 0], (log_err, ask_err)
+    assert log_out == "memory has no revisions yet\n" and log_err == ""
+    assert ask_out.endswith("from cron\n"), ask_err
+    assert desktop.app.config.model == "openai/test-model"  # the app's own model is unchanged
+    asked = [r.json["model"] for r in llm_server.requests if r.path.endswith("/chat/completions")]
+    assert asked == ["cron-model"]  # the command's own model answered it

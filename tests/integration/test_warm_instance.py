@@ -18,7 +18,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +32,6 @@ pytestmark = pytest.mark.slow
 
 WARM = {"MEMTRAY_NO_WARM": ""}
 OTHER_UID = 65534  # nobody
-
-
-@pytest.fixture
-def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    # a short private runtime dir of the test's own (AF_UNIX paths are short)
-    d = Path(tempfile.mkdtemp(prefix="mtwarm"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(d))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def _status(home: Home, **env: str) -> dict[str, Any]:

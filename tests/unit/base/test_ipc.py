@@ -141,3 +141,64 @@ def test_the_server_answers_started_and_counts_requests(tmpbase: Path, home: Hom
     assert not ipc.socket_path(home).exists()
     with pytest.raises(ipc.NoInstance):
         ipc.request(home, {"argv": ["x"]}, lambda _m: None, timeout=5)
+
+
+def test_a_tmpdir_too_long_for_a_socket_path_is_passed_over(tmpbase: Path, home: Home,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    long = tmpbase / ("d" * 90)
+    long.mkdir()
+    monkeypatch.setenv("TMPDIR", str(long))
+    path = ipc.socket_path(home)
+    assert path.parent == Path("/tmp") / f"memtray-{os.geteuid()}" and len(os.fsencode(str(path))) <= 100
+
+
+def test_a_client_finds_the_server_from_the_home_whatever_its_own_environment(
+    tmpbase: Path, home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memtray.core.base.home import HomeLock
+
+    Home.create(home)
+    served = tmpbase / "served"
+    served.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(served))
+    with HomeLock(home):
+        server = ipc.Server(home, lambda req, send: (send({"out": "found\n"}), 0)[1])
+        server.start()
+        try:
+            assert server.path.parent == served
+            # the client: no XDG_RUNTIME_DIR, another TMPDIR (cron, ssh, a unit file)
+            monkeypatch.delenv("XDG_RUNTIME_DIR")
+            monkeypatch.setenv("TMPDIR", str(tmpbase / "cron"))
+            assert ipc.socket_path(home) != server.path  # where it would have looked
+            got: list[dict[str, Any]] = []
+            assert ipc.request(home, {"argv": ["x"]}, got.append, timeout=30) == 0
+            assert got == [{"out": "found\n"}]
+        finally:
+            server.close(drain=5)
+        assert ipc.instance_socket(home) != server.path  # it stopped: no longer named
+
+
+def test_an_older_instance_that_ignores_the_commands_environment_is_named_not_silent(
+    tmpbase: Path, home: Home
+) -> None:
+    from memtray.core.base import cmdenv
+
+    def older(conn: socket.socket) -> None:  # an instance of a version before cmdenv
+        conn.recv(65536)
+        conn.sendall(b'{"started": true}\n{"out": "answered\\n"}\n{"exit": 0}\n')
+
+    message = {"argv": ["ask", "x"], "cmdenv": cmdenv.collect({"MEMTRAY_MODEL": "openai/mine"}, uses_model=True)}
+    got: list[dict[str, Any]] = []
+    t = _one_shot_server(ipc.socket_path(home), older)
+    assert ipc.request(home, message, got.append, timeout=30) == 0
+    t.join(30)
+    assert got == [{"err": ipc.OLDER_INSTANCE}, {"out": "answered\n"}]
+
+    server = ipc.Server(home, lambda req, send: (send({"out": "answered\n"}), 0)[1])
+    server.start()
+    try:
+        got.clear()
+        assert ipc.request(home, message, got.append, timeout=30) == 0
+        assert got == [{"out": "answered\n"}]  # this version takes it: nothing to say
+    finally:
+        server.close(drain=5)
