@@ -28,7 +28,7 @@ from memtray.core.base.findings import Finding
 from memtray.core.base.fsutil import atomic_write, check_private, fix_private
 from memtray.core.base.home import Home, HomeLock
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import BadRecord, Record, decode_raw, encode
+from memtray.core.log.events import BadRecord, LogDamaged, Record, decode_raw, encode
 from memtray.core.log.projections import replay
 from memtray.core.log.segments import list_segments, verify
 from memtray.core.log.store import load_checkpoint, remove_checkpoints
@@ -194,7 +194,7 @@ def repair_text(home: Home) -> str:
         # appended as is (no fact diff): a diff against the current text would carry the very
         # characters the log refuses; the facts keep their ids from the text (older events' way)
         ev = MemoryWritten(memory=clean, reason="user-edit", source="memtray")
-        app.write(lambda: app.store.append(MemoryWritten.TYPE, ev.to_data()))
+        app.write(lambda: app.store.append(ev))
         return "wrote the current memory again with valid text (one new revision); the old one stays in the log"
     finally:
         app.close()
@@ -486,8 +486,8 @@ def repair_damage(home: Home, segment_name: str) -> str:
                 n = max(missing, 0)
                 for k in range(n):
                     ph = Record(prev_seq + 1 + k if prev_seq is not None else rec.seq - n + k, ids.new(),
-                                format_ts(clock.now()), "log.damaged", 1, None,
-                                {"side_file": path.name + ".damaged", "lines": len(pending)})
+                                format_ts(clock.now()), LogDamaged.TYPE, LogDamaged.VERSION, None,
+                                LogDamaged(side_file=path.name + ".damaged", lines=len(pending)).to_data())
                     out_lines.append(encode(ph)[:-1])
                 pending = []
             out_lines.append(line)

@@ -55,8 +55,8 @@ from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import Home
 from memtray.core.log import attachments
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import BadRecord, MemoryPurged, Record, decode_raw, encode
-from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, SYNC_PURGE, peer_session
+from memtray.core.log.events import BadRecord, MemoryPurged, Record, SyncPurge, decode_raw, encode
+from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, peer_session
 from memtray.core.log.projections import replay
 from memtray.core.log.segments import list_segments
 
@@ -381,15 +381,14 @@ def _purge_locked(app: App, m: Matcher, by: str) -> Report:
 
     salt = secrets.token_hex(16)
     rep.digest = m.digest(salt)
-    rec = store.append(MemoryPurged.TYPE, MemoryPurged(
+    rec = store.append(MemoryPurged(
         pattern_sha256=rep.digest, salt=salt, regex=m.regex, events=rep.events,
         occurrences=rep.occurrences, revisions=rep.revisions, files=rep.files, by=by,
-    ).to_data())
+    ))
     rep.tombstone_seq = rec.seq
     if plan.shared and (store.state.sync or (home.root / "sync").exists()):
         # the other devices give their copies the same purged payloads (docs/SYNC.md)
-        store.append(SYNC_PURGE, {"pattern_sha256": rep.digest, "salt": salt, "events": plan.shared,
-                                  **({"sessions": plan.sessions} if plan.sessions else {})})
+        store.append(SyncPurge(pattern_sha256=rep.digest, salt=salt, events=plan.shared, sessions=plan.sessions or None))
     store.checkpoint()
     rep.left = find_traces(home, m)
     log.warning("purged %d occurrence(s) from %d event(s) (tombstone seq %d, pattern sha256 %s)",

@@ -89,17 +89,17 @@ from memtray.core.log.payloads_memory import (
     ReviewItem,
 )
 from memtray.core.log.payloads_sync import LogDamaged, SyncPulled, SyncPurge
-from memtray.core.log.schema import SCHEMA, P, Payload, Schema, Upcaster
+from memtray.core.log.schema import SCHEMA, BadPayload, P, Payload, Schema, Upcaster, Verbatim
 
 __all__ = [
-    "SCHEMA", "AttachmentRef", "BadRecord", "ConsolidationCompleted", "ConsolidationFailed", "ConsolidationStarted",
+    "SCHEMA", "AttachmentRef", "BadPayload", "BadRecord", "ConsolidationCompleted", "ConsolidationFailed", "ConsolidationStarted",
     "ContextChanged", "DiffChange", "DiffFact", "FactDiffData", "FactLedger", "FunctionCall", "ImportCompleted",
     "ImportFailed", "ImportItem", "ImportStarted", "LogDamaged", "McpCall", "McpWrite", "MemoryPeerHead",
     "MemoryPurged", "MemoryReviewed", "MemoryRolledBack", "MemoryWritten", "Message", "MessageSpan", "OriginMark",
     "P", "Payload", "Provenance", "ProvenanceOrigin", "RebuildAdopted", "RebuildCompleted", "RebuildDiscarded",
     "RebuildFailed", "RebuildProgress", "RebuildStarted", "Record", "ReminderCancelled", "ReminderFired",
     "ReminderScheduled", "ReviewItem", "Schema", "SessionReset", "SilentDrop", "SyncPulled", "SyncPurge",
-    "ToolCall", "ToolFunctionSpec", "ToolSpec", "TurnFailed", "Upcaster", "Usage", "check_text", "count_verified",
+    "ToolCall", "ToolFunctionSpec", "ToolSpec", "TurnFailed", "Upcaster", "Usage", "Verbatim", "check_text", "count_verified",
     "decode_many", "decode_raw", "encode", "envelopes", "find_invalid", "legacy_line", "payload_of", "scrub_obj",
     "scrub_text", "text_problem", "verify_line",
 ]

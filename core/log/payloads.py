@@ -107,6 +107,17 @@ class Message(Payload):
     #: imported from another device (sync)
     origin: OriginMark | None = None
 
+    def to_session(self) -> dict[str, Any]:
+        """The message as its session holds it (and the prompt replays it): the members of
+        :data:`SESSION_KEYS` that are set. One pass over the instance's own members, since
+        the fold makes one of these per message of the log."""
+        return {k: v for k, v in self.__dict__.items() if k in SESSION_KEYS and v is not None}
+
+
+#: the members of a message that are replayed into its session and sent to the model
+SESSION_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "context", "stop", "recall",
+                          "recalled", "attachments"})
+
 
 @SCHEMA.register
 @dataclass(frozen=True)

@@ -384,12 +384,11 @@ class ConsolidationService:
         use_model = model or self.settings.current.model
         seqs = [m["seq"] for m in messages if "seq" in m]
         self.store.append(
-            ConsolidationStarted.TYPE,
             ConsolidationStarted(
                 consolidation=cid, start=start, end=end, model=use_model,
                 first_seq=min(seqs) if seqs else None, last_seq=max(seqs) if seqs else None,
                 trigger=trigger, redo_of=redo_of,
-            ).to_data(),
+            ),
             session=session,
         )
         crash_point("consolidation.started")
@@ -430,12 +429,11 @@ class ConsolidationService:
                 facts=g.ledger,
                 merged=g.merged or None,
                 extra=[(
-                    ConsolidationCompleted.TYPE,
                     ConsolidationCompleted(
                         consolidation=cid, end=end, memory_seq=0,  # write() fills in the real seq
                         added=len(d.added), removed=len(d.dropped), changed=len(d.changed),
                         kept=g.kept, flagged=len(g.flagged),
-                    ).to_data(),
+                    ),
                     session,
                 )],
             )
@@ -534,8 +532,8 @@ class ConsolidationService:
         if redo_of:
             # a redo is the user's request, never retried: it leaves the session's backoff alone,
             # and the failure stays in the log (`memory log`, the memory browser) with its reason
-            self.store.append(ConsolidationFailed.TYPE, ConsolidationFailed(
-                consolidation=cid, reason=redact(reason)).to_data(), session=session)
+            self.store.append(ConsolidationFailed(
+                consolidation=cid, reason=redact(reason)), session=session)
             if self.notifier.installed:
                 self.notifier.notify("Redo failed", f"The redo of consolidation {redo_of[:8]} failed: {reason}. "
                                      "Memory is unchanged.", kind="failure", target=f"consolidation:{redo_of}")
@@ -545,8 +543,7 @@ class ConsolidationService:
         delay = BACKOFF[min(n - 1, len(BACKOFF) - 1)]
         self._retry_at[session] = self.clock.now() + timedelta(seconds=delay)
         self.store.append(
-            ConsolidationFailed.TYPE,
-            ConsolidationFailed(consolidation=cid, reason=redact(reason), attempt=n, retry_after=delay).to_data(),
+            ConsolidationFailed(consolidation=cid, reason=redact(reason), attempt=n, retry_after=delay),
             session=session,
         )
         if self.notifier.installed:
@@ -599,10 +596,9 @@ class ConsolidationService:
             if written is not None:
                 diff = written.data.get("diff") or {}
                 self.store.append(
-                    ConsolidationCompleted.TYPE,
                     ConsolidationCompleted(consolidation=c.id, end=c.end, memory_seq=written.seq,
                                            added=len(diff.get("added", [])), removed=len(diff.get("dropped", [])),
-                                           changed=len(diff.get("changed", []))).to_data(),
+                                           changed=len(diff.get("changed", []))),
                     session=c.session,
                 )
             else:
@@ -612,9 +608,8 @@ class ConsolidationService:
                 last = max(before, key=lambda o: o.started_seq, default=None)
                 n = (last.failed_attempt or 1) + 1 if last is not None and last.status == "failed" else 1
                 self.store.append(
-                    ConsolidationFailed.TYPE,
                     ConsolidationFailed(consolidation=c.id, reason="interrupted (memtray stopped while it ran)",
-                                        attempt=n, retry_after=BACKOFF[min(n - 1, len(BACKOFF) - 1)]).to_data(),
+                                        attempt=n, retry_after=BACKOFF[min(n - 1, len(BACKOFF) - 1)]),
                     session=c.session,
                 )
 
