@@ -217,6 +217,14 @@ class ReminderCancelled(Payload):
     origin: OriginMark | None = None
 
 
+#: a reminder's events: each names the reminder it is about
+Reminder = ReminderScheduled | ReminderFired | ReminderCancelled
+REMINDER_TYPES = frozenset({ReminderScheduled.TYPE, ReminderFired.TYPE, ReminderCancelled.TYPE})
+#: a consolidation's events: each names the consolidation it is about
+Consolidation = ConsolidationStarted | ConsolidationCompleted | ConsolidationFailed
+CONSOLIDATION_TYPES = frozenset({ConsolidationStarted.TYPE, ConsolidationCompleted.TYPE, ConsolidationFailed.TYPE})
+
+
 # --- prompt context (prompt time travel, docs/AUDIT.md) -----------------------------------
 
 

@@ -26,7 +26,17 @@ from memtray.core.base.home import Home, HomeLock
 from memtray.core.base.redact import redact
 from memtray.core.base.worker import WriterThread, WrongThread
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import SCHEMA, BadRecord, Payload, Record, Schema, Verbatim, decode_raw
+from memtray.core.log.events import (
+    CONSOLIDATION_TYPES,
+    SCHEMA,
+    BadRecord,
+    Consolidation,
+    Payload,
+    Record,
+    Schema,
+    Verbatim,
+    decode_raw,
+)
 from memtray.core.log.projections import STATE_VERSION, ConsolidationState, State, apply
 from memtray.core.log.segments import DEFAULT_SEGMENT_BYTES, Position, segment_path
 
@@ -178,8 +188,8 @@ class Store:
             return live[ident]
         scratch = State()
         for rec in self.log.records():
-            if rec.type.startswith("consolidation."):
-                cid = str(rec.data.get("consolidation", ""))
+            if rec.type in CONSOLIDATION_TYPES and isinstance(p := rec.payload, Consolidation):
+                cid = p.consolidation
                 if cid == ident or (prefix and cid.startswith(ident)):
                     apply(scratch, rec)
         found = {**scratch.consolidations, **{k: c for k, c in live.items() if k.startswith(ident)}}

@@ -55,6 +55,8 @@ from memtray.core.log.events import (
     ConsolidationCompleted,
     ConsolidationFailed,
     ConsolidationStarted,
+    MemoryWritten,
+    Message,
 )
 from memtray.core.log.projections import ConsolidationState
 from memtray.core.log.store import Store
@@ -353,8 +355,8 @@ class ConsolidationService:
         for rec in self.store.log.records(c.first_seq - 1):
             if rec.seq > c.last_seq:
                 break
-            if rec.type == "message" and rec.session == c.session:
-                messages.append({**rec.data, "seq": rec.seq, "ts": rec.ts})
+            if rec.type == Message.TYPE and rec.session == c.session:
+                messages.append({**Message.of(rec).to_session(), "seq": rec.seq, "ts": rec.ts})
         base: str | None = None  # a consolidation that never completed is simply run again
         base_rev: str | None = None
         if c.memory_seq:
@@ -486,9 +488,9 @@ class ConsolidationService:
             since = self.store.log.tail(max(0, self.store.log.last_seq - read_seq))
             if since and since[0].seq > read_seq + 1:  # seqs with gaps: read from the seq itself
                 since = list(self.store.log.records(read_seq))
-            t = translate(snap, text, led, [r.data["relabeled"] for r in since if r.seq > read_seq and
-                                            r.type == "memory.written" and isinstance(r.data.get("relabeled"), dict)],
-                          current)
+            renumbered = [w.relabeled for r in since if r.seq > read_seq and r.type == MemoryWritten.TYPE
+                          and (w := MemoryWritten.of(r)).relabeled is not None]
+            t = translate(snap, text, led, renumbered, current)
             a.flagged += _unmapped(snap, t, a.reasons)
             text, led, moved = carry(t.base, current, t.text, t.proposed)
             renames = {k: moved.get(v, v) for k, v in t.ids.items()}
@@ -588,17 +590,18 @@ class ConsolidationService:
         for c in list(state.consolidations.values()):
             if c.status != "started":
                 continue
-            written = None
+            written: tuple[int, MemoryWritten] | None = None
             for rec in self.store.log.records(c.started_seq):
-                if rec.type == "memory.written" and rec.data.get("consolidation") == c.id:
-                    written = rec
+                if rec.type == MemoryWritten.TYPE and (w := MemoryWritten.of(rec)).consolidation == c.id:
+                    written = rec.seq, w
                     break
             if written is not None:
-                diff = written.data.get("diff") or {}
+                seq, diff = written[0], written[1].diff
                 self.store.append(
-                    ConsolidationCompleted(consolidation=c.id, end=c.end, memory_seq=written.seq,
-                                           added=len(diff.get("added", [])), removed=len(diff.get("dropped", [])),
-                                           changed=len(diff.get("changed", []))),
+                    ConsolidationCompleted(consolidation=c.id, end=c.end, memory_seq=seq,
+                                           added=len(diff["added"]) if diff else 0,
+                                           removed=len(diff["dropped"]) if diff else 0,
+                                           changed=len(diff["changed"]) if diff else 0),
                     session=c.session,
                 )
             else:

@@ -47,7 +47,13 @@ from memtray.core.base.notify import NotifierSlot
 from memtray.core.base.redact import redact
 from memtray.core.base.worker import Worker
 from memtray.core.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
-from memtray.core.log.events import Record, ReminderCancelled, ReminderFired, ReminderScheduled
+from memtray.core.log.events import (
+    REMINDER_TYPES,
+    Record,
+    ReminderCancelled,
+    ReminderFired,
+    ReminderScheduled,
+)
 from memtray.core.log.projections import ReminderState
 from memtray.core.log.store import Store
 from memtray.core.reminders.dueindex import DueIndex
@@ -505,10 +511,10 @@ class ReminderService:
 
     def _on_records(self, records: list[Record], _state: Any) -> None:
         """Keep the next-due index and the timer in step with the log, whoever appended."""
-        mine = [r for r in records if r.type.startswith("reminder.")]
+        mine = [r for r in records if r.type in REMINDER_TYPES]
         for rec in mine:
-            if rec.type != "reminder.fired":  # a new or cancelled reminder: its schedule is parsed afresh
-                self._schedules.pop(str(rec.data.get("reminder")), None)
+            if isinstance(ev := rec.payload, ReminderScheduled | ReminderCancelled):
+                self._schedules.pop(ev.reminder, None)  # a new or cancelled reminder: its schedule is parsed afresh
         index = self._index
         if index is None:
             return

@@ -44,7 +44,14 @@ from memtray.core.base.faults import crash_point
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import DeviceId, Home, new_device_id, set_device_id
 from memtray.core.log.attachments import AttachmentStore
-from memtray.core.log.events import Record, SyncPulled, SyncPurge, Verbatim, legacy_line
+from memtray.core.log.events import (
+    MemoryWritten,
+    Record,
+    SyncPulled,
+    SyncPurge,
+    Verbatim,
+    legacy_line,
+)
 from memtray.core.log.origin import (
     EXPORTED,
     IMPORTED,
@@ -280,7 +287,7 @@ class SyncService:
         base = repo.git.rev(log_ref(me)) if republish else self._base(repo, mine_remote)
         # 4. import: every peer's memory revisions to the merge in one call first (a merge one
         # peer made names revisions of a third device: the merge knows them when it comes)
-        heads = [(p.device, r) for p in peers for r in p.records if r.type == "memory.written"]
+        heads = [(p.device, r) for p in peers for r in p.records if r.type == MemoryWritten.TYPE]
         merged = not heads or self._merge(heads, rep)
         for peer in peers:
             self._import(repo, peer, rep, merged)
@@ -355,8 +362,8 @@ class SyncService:
         payloads: dict[str, Any] = {}
         if purged_after is not None:
             for r in own:
-                if r.type == SyncPurge.TYPE and r.seq > purged_after and isinstance(r.data.get("events"), dict):
-                    payloads.update(r.data["events"])
+                if r.type == SyncPurge.TYPE and r.seq > purged_after:
+                    payloads.update(SyncPurge.of(r).events)
         for seq, line in repo.lines_after(commit, after):
             rec = mine.get(seq)
             if rec is not None and (legacy_line(rec).rstrip(b"\n") == line or purged_to(line, rec, payloads)):
@@ -418,7 +425,7 @@ class SyncService:
         # commit imported before, so the next sync neither skips the rest nor loses the check
         before = str((self.store.state.sync.get(dev) or {}).get("commit") or "")
         complete = True
-        heads = [r for r in records if r.type == "memory.written"]
+        heads = [r for r in records if r.type == MemoryWritten.TYPE]
         if heads and merged:
             rep.merged_heads += len(heads)
         elif heads:
