@@ -235,15 +235,26 @@ class ContextChanged(Payload):
 
     The agent appends one before a request whenever this differs from the last one
     (``digest`` is the sha256 of the other members), so any past request can be rebuilt.
+
+    v2: ``format`` and ``redacted`` are always written (v1 events of the first prompt
+    layout have neither: :func:`_context_v1` says what they were).
     """
 
     TYPE: ClassVar[str] = "context.changed"
+    VERSION: ClassVar[int] = 2
     digest: str
     model: str
     tools: list[ToolSpec]
     identity: str
     bootstrap: list[list[str]]  # [name, text] pairs, in prompt order
     skills: list[list[str]]  # [name, summary] pairs, in prompt order
-    format: int = 1  # layout of the system prompt (context.system_prompt)
+    format: int  # layout of the system prompt (context.system_prompt)
     #: a bootstrap file held a secret: it was redacted here, so reconstruction is not byte-exact
-    redacted: bool = False
+    redacted: bool
+
+
+@SCHEMA.upcaster(ContextChanged.TYPE, 1)
+def _context_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """v1 -> v2: a context recorded before prompt layout 2 names no layout (it was layout 1)
+    and, before bootstrap files were redacted, no redaction (there was none)."""
+    return {"format": 1, "redacted": False, **d}
