@@ -168,8 +168,8 @@ def test_every_member_is_declared_with_a_resolvable_type_and_no_factory() -> Non
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             assert f.name in hints and hints[f.name] is not typing.Any, (cls.__name__, f.name)
             assert f.default_factory is dataclasses.MISSING, (cls.__name__, f.name)
-        assert cls.REQUIRED == {f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-                                if f.default is dataclasses.MISSING}
+        assert {f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                                if f.default is dataclasses.MISSING} == cls.REQUIRED
 
 
 def test_a_factory_default_or_a_second_class_for_a_type_is_refused() -> None:
