@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from memtray.core.agent.context import (
     PROMPT_FORMAT,
@@ -42,6 +42,7 @@ from memtray.core.log.events import (
     Message,
     Record,
     SessionReset,
+    ToolSpec,
     TurnFailed,
     check_text,
     scrub_obj,
@@ -99,7 +100,7 @@ def context_event(pctx: PromptContext, digest: str) -> ContextChanged:
     skills = [[redact(s.name), redact(s.summary)] for s in pctx.skills]
     redacted = bootstrap != [list(b) for b in pctx.bootstrap] or skills != [[s.name, s.summary] for s in pctx.skills]
     return ContextChanged(
-        digest=digest, model=pctx.model, tools=pctx.tools, identity=pctx.identity,
+        digest=digest, model=pctx.model, tools=cast(list[ToolSpec], pctx.tools), identity=pctx.identity,
         bootstrap=bootstrap, skills=skills, format=PROMPT_FORMAT, redacted=redacted,
     )
 

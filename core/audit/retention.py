@@ -29,7 +29,7 @@ import functools
 import json
 import re
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -532,7 +532,7 @@ def run_eval(
 # --- scoring memory history from the log -------------------------------------------------
 
 
-def _keys(item: dict[str, Any]) -> list[str]:
+def _keys(item: Mapping[str, Any]) -> list[str]:
     """The ids a diff item may be scored under: its fact id (newer events diff by fact id)
     and the content id :func:`score` computes from the text (older events used that)."""
     keys = [str(item["id"])]

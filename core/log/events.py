@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from memtray.core.log.codec import (
     BadRecord,
-    Record,
     check_text,
     count_verified,
     decode_many,
@@ -93,7 +92,16 @@ from memtray.core.log.payloads_memory import (
     ReviewItem,
 )
 from memtray.core.log.payloads_sync import LogDamaged, SyncPulled, SyncPurge
-from memtray.core.log.schema import SCHEMA, BadPayload, P, Payload, Schema, Upcaster, Verbatim
+from memtray.core.log.schema import (
+    SCHEMA,
+    BadPayload,
+    P,
+    Payload,
+    Record,
+    Schema,
+    Upcaster,
+    Verbatim,
+)
 
 __all__ = [
     "CONSOLIDATION_TYPES",

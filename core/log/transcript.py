@@ -164,9 +164,9 @@ def _entry(rec: Record) -> Recalled | None:
 def diff_text(diff: FactDiffData | None) -> str:
     """The added and changed facts of a ``memory.written`` diff, one per line (what
     recall shows of a memory edit, and what search indexes of it)."""
-    if not isinstance(diff, dict):
+    if not diff:
         return ""
-    lines = [_fact(item) for key in ("added", "changed") for item in (diff.get(key) or [])]
+    lines = [_fact(item) for item in [*diff["added"], *diff["changed"]]]
     return "\n".join(t for t in lines if t)
 
 

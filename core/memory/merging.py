@@ -253,10 +253,10 @@ class PeerMerging:
             for raw in n.written.flagged or ():
                 if raw["kind"] != CONFLICT or raw["id"] in reviewed:
                     continue
-                item = dict(raw)
+                item: dict[str, Any] = dict(raw)
                 item.pop("seq", None)
-                words = {factdiff.normalize(str(w)) for w in [*(item.get("words") or {}).values(), item.get("text")] if w}
-                fid = str(item.get("fact_id"))
+                words = {factdiff.normalize(w) for w in [*raw.get("words", {}).values(), raw["text"]] if w}
+                fid = raw["fact_id"]
                 if fid not in texts or texts[fid].norm not in words:  # later merges renumber: the words decide
                     fid = next((by_norm[w] for w in sorted(words) if w in by_norm), fid)
                 item["fact_id"] = fid

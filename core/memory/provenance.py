@@ -93,9 +93,9 @@ def trace(records: Iterable[Record]) -> tuple[str, dict[str, Origin]]:
             continue
         d = MemoryWritten.of(rec)
         if d.relabeled:  # a merge renumbered this device's ids: same facts
-            moved = {old: current.pop(old) for old in d.relabeled if old in current}
-            for old, kept in moved.items():
-                kept.fact_id = d.relabeled[old]
+            moved = {was: current.pop(was) for was in d.relabeled if was in current}
+            for was, kept in moved.items():
+                kept.fact_id = d.relabeled[was]
                 current[kept.fact_id] = kept
         diff = d.diff
         for item in diff["dropped"] if diff else []:
