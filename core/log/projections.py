@@ -238,10 +238,26 @@ def apply(state: State, rec: Record) -> State:
     device's), or whose payload lacks a required member (a bad event an older version let
     in), is counted in ``state.unknown`` and skipped: the fold never stops on one event.
     """
-    t = rec.type
+    seq, _id, ts, t, v, key, d = rec
     try:
-        if t == _MESSAGE:  # the hot path of replay: most records are messages
-            _message(state, rec, _message_of(rec.data) if rec.v == _MESSAGE_V else Message.of(rec))
+        if t == _MESSAGE:  # the hot path of replay (most records are messages): inline
+            m = _message_of(d) if v == _MESSAGE_V else Message.of(rec)
+            key = key or "default"
+            s = state.sessions.get(key) or state.session(key)
+            origin = m.origin
+            if origin is not None:  # imported from a peer: consolidated there, never part of a tail here
+                s.base += 1
+                s.last_consolidated = s.base
+                said = origin["ts"]
+                # when it was said there (origin.said_at: never after it arrived here; same ISO form)
+                s.last_ts = said if said < ts else ts
+            else:
+                msg = m.to_session()
+                msg["seq"] = seq
+                msg["ts"] = ts
+                s.messages.append(msg)
+                s.last_ts = ts
+            state.last_seq = seq
             return state
         fold = _FOLDS.get(t)
         if fold is not None:
@@ -250,33 +266,12 @@ def apply(state: State, rec: Record) -> State:
             state.unknown[t] = state.unknown.get(t, 0) + 1
     except BadPayload:
         state.unknown[t] = state.unknown.get(t, 0) + 1
-    state.last_seq = rec.seq
+    state.last_seq = seq
     return state
 
 
 _MESSAGE, _MESSAGE_V = Message.TYPE, Message.VERSION
 _message_of = Message.from_data
-
-
-def _message(state: State, rec: Record, m: Message) -> None:
-    seq, _id, ts, _t, _v, key, _d = rec
-    key = key or "default"
-    s = state.sessions.get(key) or state.session(key)
-    origin = m.origin
-    if origin is not None:  # imported from a peer: consolidated there, never part of a tail here
-        s.base += 1
-        s.last_consolidated = s.base
-        said = origin["ts"]
-        # when it was said there (origin.said_at: never after it arrived here; same ISO form)
-        s.last_ts = said if said < ts else ts
-        state.last_seq = seq
-        return
-    msg = m.to_session()
-    msg["seq"] = seq
-    msg["ts"] = ts
-    s.messages.append(msg)
-    s.last_ts = ts
-    state.last_seq = seq
 
 
 def _session_reset(state: State, rec: Record) -> None:
