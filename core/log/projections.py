@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memtray.core.base.errors import UnknownEventVersion
 from memtray.core.log.events import (
     SCHEMA,
     BadPayload,
@@ -234,9 +235,10 @@ def _trim_consolidations(cons: dict[str, ConsolidationState]) -> None:
 def apply(state: State, rec: Record) -> State:
     """Fold one record into ``state`` (in place) and return it.
 
-    Reads typed payloads only. A record of a type this version does not know (a newer
-    device's), or whose payload lacks a required member (a bad event an older version let
-    in), is counted in ``state.unknown`` and skipped: the fold never stops on one event.
+    Reads typed payloads only. A record of a type this version does not know or of a newer
+    version of a type it knows (a newer device's), or whose payload lacks a required member
+    (a bad event an older version let in), is counted in ``state.unknown`` and skipped: the
+    fold never stops on one event.
     """
     seq, _id, ts, t, v, key, d = rec
     try:
@@ -264,7 +266,7 @@ def apply(state: State, rec: Record) -> State:
             fold(state, rec)
         elif t not in KNOWN_TYPES:
             state.unknown[t] = state.unknown.get(t, 0) + 1
-    except BadPayload:
+    except (BadPayload, UnknownEventVersion):
         state.unknown[t] = state.unknown.get(t, 0) + 1
     state.last_seq = seq
     return state

@@ -210,10 +210,13 @@ def test_a_payload_without_a_required_member_is_skipped_by_the_fold_never_raised
         Record(2, "b", "2026-12-03T09:00:01.000Z", ReminderCancelled.TYPE, 1, None, {"reason": "user"}),
         Record(3, "c", "2026-12-03T09:00:02.000Z", Message.TYPE, 1, "s", {"content": "no role"}),
         Record(4, "d", "2026-12-03T09:00:03.000Z", Message.TYPE, 1, "s", {"role": "user", "content": "hi"}),
+        # a newer device's version of a known type: kept, skipped, never a crash
+        Record(5, "e", "2026-12-03T09:00:04.000Z", ReminderCancelled.TYPE, 9, None, {"reminder": "r1"}),
+        Record(6, "f", "2026-12-03T09:00:05.000Z", Message.TYPE, 9, "s", {"role": "user", "content": "later"}),
     ]
     state = replay(recs)
-    assert state.last_seq == 4 and state.reminders["r1"].active
-    assert state.unknown == {ReminderCancelled.TYPE: 1, Message.TYPE: 1}
+    assert state.last_seq == 6 and state.reminders["r1"].active
+    assert state.unknown == {ReminderCancelled.TYPE: 2, Message.TYPE: 2}
     assert [m["content"] for m in state.sessions["s"].messages] == ["hi"]
     with pytest.raises(BadPayload, match="without reminder"):
         ReminderCancelled.of(recs[1])
