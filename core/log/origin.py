@@ -23,32 +23,33 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memtray.core.log.events import Record
+from memtray.core.log.events import (
+    MemoryWritten,
+    Message,
+    Record,
+    ReminderCancelled,
+    ReminderFired,
+    ReminderScheduled,
+    SessionReset,
+    SyncPurge,
+)
 
 ORIGIN_KEY = "origin"
 
 #: events a device pushes in its own stream. ``memory.written`` travels but is not
 #: imported as-is: its peers hand it to the memory merge (``memory.merge``).
 EXPORTED = frozenset({
-    "message",
-    "session.reset",
-    "reminder.scheduled",
-    "reminder.fired",
-    "reminder.cancelled",
-    "memory.written",
-    "sync.purge",
+    Message.TYPE,
+    SessionReset.TYPE,
+    ReminderScheduled.TYPE,
+    ReminderFired.TYPE,
+    ReminderCancelled.TYPE,
+    MemoryWritten.TYPE,
+    SyncPurge.TYPE,
 })
 
 #: exported events a peer appends to its own log (with the origin mark)
-IMPORTED = EXPORTED - {"memory.written"}
-
-#: a purge's tombstone for the other devices: ``{"pattern_sha256", "salt", "events": {id: payload}}``
-#: (every shared event the purge changed, as it is after the purge; never the pattern)
-SYNC_PURGE = "sync.purge"
-
-#: the bookkeeping event of a pull: ``{"device", "commit", "through"}``, appended in the
-#: same write as the events it imported, so the cursor and the events agree after a crash
-PULLED = "sync.pulled"
+IMPORTED = EXPORTED - {MemoryWritten.TYPE}
 
 
 @dataclass(frozen=True)
