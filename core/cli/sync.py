@@ -11,7 +11,7 @@ import json
 import os
 from typing import Any
 
-from memtray.core.admin.purge import follow_tombstones
+from memtray.core.admin.tombstones import follow_tombstones
 from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope, out
 from memtray.core.sync.digest import state_digest

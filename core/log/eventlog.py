@@ -410,6 +410,11 @@ class EventLog:
                     rec = upcast(rec)
                 yield rec
 
+    def upcast(self, rec: Record) -> Record:
+        """``rec`` at its type's current version; a type or version this memtray does not
+        know is returned as it is (kept verbatim, skipped by the fold)."""
+        return self._upcast(rec)
+
     def _upcast(self, rec: Record) -> Record:
         current = self.schema.versions.get(rec.type)
         if current is None or rec.v > current:

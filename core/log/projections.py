@@ -15,15 +15,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtray.core.log.events import Record
+from memtray.core.log.events import SCHEMA, Record
 
-STATE_VERSION = 5  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
+STATE_VERSION = 6  # 6: unfoldable records; 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
 # 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
 #: grows. Older ones are read back from the log when asked for (Store.consolidation).
 KEEP_FINISHED = 256
-_TRIM_SLACK = 64  # trim in batches: a sort per finished consolidation would slow replay
+_TRIM_SLACK = 64
+#: records the state names as unfoldable (the rest are only counted)
+KEEP_UNFOLDABLE = 100
+#: what a payload the fold cannot read raises (a missing member, a wrong type)
+_FOLD_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+#: the schema versions this memtray reads (a live view: types registered later are in it)
+_VERSIONS = SCHEMA.versions  # trim in batches: a sort per finished consolidation would slow replay
 
 # The message fields that are replayed into sessions (and sent to the model).
 _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "context", "stop", "recall", "recalled",
@@ -156,6 +162,9 @@ class State:
     #: a reminder's cancel or firing that came before the reminder itself (another device's
     #: cancel imported before the owner's stream): applied when it comes, whatever the order
     early: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: records the fold could not read (seq -> why), at most KEEP_UNFOLDABLE; see :func:`apply`
+    unfoldable: dict[str, str] = field(default_factory=dict)
+    unfoldable_count: int = 0
 
     def session(self, key: str) -> SessionState:
         s = self.sessions.get(key)
@@ -178,6 +187,8 @@ class State:
             "context_digest": self.context_digest,
             "sync": dict(sorted(self.sync.items())),
             "early": dict(sorted(self.early.items())),
+            "unfoldable": dict(sorted(self.unfoldable.items())),
+            "unfoldable_count": self.unfoldable_count,
         }
 
     @classmethod
@@ -197,6 +208,8 @@ class State:
             context_digest=obj.get("context_digest"),
             sync=dict(obj.get("sync", {})),
             early=dict(obj.get("early", {})),
+            unfoldable=dict(obj.get("unfoldable", {})),
+            unfoldable_count=int(obj.get("unfoldable_count", 0)),
         )
 
     def copy(self) -> State:
@@ -252,109 +265,133 @@ def _trim_consolidations(cons: dict[str, ConsolidationState]) -> None:
 
 
 def apply(state: State, rec: Record) -> State:
-    """Fold one record into ``state`` (in place) and return it."""
+    """Fold one record into ``state`` (in place) and return it.
+
+    Never raises on a record: one of a type or version this memtray does not know is
+    counted in ``unknown`` and skipped; one whose payload it cannot read (a log written
+    before the door checked what peers sent) is named in ``unfoldable`` and skipped, and
+    ``memtray doctor`` explains and repairs it. Every event the door lets in folds
+    without that (``tests/unit/log/test_fold_total.py``)."""
     t = rec.type
-    d = rec.data
-    if t == "message":  # the hot path of replay: most records are messages
-        seq, _id, ts, _t, _v, key, _d = rec
-        key = key or "default"
-        s = state.sessions.get(key) or state.session(key)
-        if "origin" in d:  # imported from a peer: consolidated there, never part of a tail here
-            s.base += 1
-            s.last_consolidated = s.base
-            said = d["origin"].get("ts") if isinstance(d["origin"], dict) else None
-            # when it was said there (origin.said_at: never after it arrived here; same ISO form)
-            s.last_ts = said if isinstance(said, str) and said < ts else ts
+    try:
+        if rec.v > _VERSIONS.get(t, rec.v):  # a newer device's version: kept in the log, not read
+            state.unknown[f"{t} v{rec.v}"] = state.unknown.get(f"{t} v{rec.v}", 0) + 1
+            state.last_seq = rec.seq
+            return state
+        d = rec.data
+        if t == "message":  # the hot path of replay: most records are messages
+            seq, _id, ts, _t, _v, key, _d = rec
+            key = key or "default"
+            s = state.sessions.get(key) or state.session(key)
+            if "origin" in d:  # imported from a peer: consolidated there, never part of a tail here
+                s.base += 1
+                s.last_consolidated = s.base
+                said = d["origin"].get("ts") if isinstance(d["origin"], dict) else None
+                # when it was said there (origin.said_at: never after it arrived here; same ISO form)
+                s.last_ts = said if isinstance(said, str) and said < ts else ts
+                state.last_seq = seq
+                return state
+            msg = {k: v for k, v in d.items() if k in _MESSAGE_KEYSET and v is not None}
+            msg["seq"] = seq
+            msg["ts"] = ts
+            s.messages.append(msg)
+            s.last_ts = ts
             state.last_seq = seq
             return state
-        msg = {k: v for k, v in d.items() if k in _MESSAGE_KEYSET and v is not None}
-        msg["seq"] = seq
-        msg["ts"] = ts
-        s.messages.append(msg)
-        s.last_ts = ts
-        state.last_seq = seq
+        elif t == "session.reset":
+            s = state.session(rec.session or "default")
+            s.base = s.count
+            s.messages = []
+            s.last_consolidated = s.base
+            s.resets += 1
+            s.last_ts = rec.ts
+        elif t == "consolidation.started":
+            cid = d["consolidation"]
+            prev = state.consolidations.get(cid)
+            state.consolidations[cid] = ConsolidationState(
+                cid, rec.session or "default", d["start"], d["end"], d["model"],
+                attempts=(prev.attempts if prev else 0) + 1, started_seq=rec.seq,
+                first_seq=d.get("first_seq"), last_seq=d.get("last_seq"), redo_of=d.get("redo_of"), ts=rec.ts,
+            )
+        elif t == "consolidation.completed":
+            c = state.consolidations.get(d["consolidation"])
+            if c is not None:
+                c.status = "completed"
+                c.reason = None
+                c.ts = rec.ts
+                c.memory_seq = d.get("memory_seq")
+                if c.redo_of is None:
+                    s = state.session(c.session)
+                    if d["end"] > s.last_consolidated:
+                        _advance(s, d["end"])
+            if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
+                _trim_consolidations(state.consolidations)
+        elif t == "consolidation.failed":
+            c = state.consolidations.get(d["consolidation"])
+            if c is not None:
+                c.status = "failed"
+                c.reason = d.get("reason")
+                c.ts = rec.ts
+                c.failed_attempt = d.get("attempt")
+                c.retry_after = d.get("retry_after")
+            if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
+                _trim_consolidations(state.consolidations)
+        elif t == "memory.written":
+            state.memory_seq = rec.seq
+            state.memory_revisions += 1
+            state.memory = d["memory"]
+            for item in d.get("flagged") or ():
+                state.review[item["id"]] = {**item, "seq": rec.seq}
+        elif t == "context.changed":
+            state.context_digest = d["digest"]
+        elif t == "memory.reviewed":
+            state.review.pop(d["item"], None)
+        elif t == "reminder.scheduled":
+            rid = d["reminder"]
+            origin = d.get("origin") or {}
+            # another device's: dated by its owner's clock, as the owner dates it, so every
+            # device shows the same schedule and the same next time (the owner fires it)
+            state.reminders[rid] = ReminderState(
+                rid, d["text"], d["kind"], d["spec"], d["tz"], d.get("mode", "notify"), rec.seq,
+                str(origin.get("ts") or rec.ts), device=origin.get("device"),
+            )
+            early = state.early.pop(rid, None)
+            if early is not None:
+                for occurrence in early.get("fired") or ():
+                    _fired(state.reminders[rid], occurrence)
+                if early.get("cancelled"):
+                    state.reminders[rid].active = False
+        elif t == "reminder.fired":
+            r = state.reminders.get(d["reminder"])
+            if r is not None:
+                _fired(r, d["occurrence"])
+            else:
+                state.early.setdefault(d["reminder"], {}).setdefault("fired", []).append(d["occurrence"])
+        elif t == "reminder.cancelled":
+            r = state.reminders.get(d["reminder"])
+            if r is not None:
+                r.active = False
+            else:
+                state.early.setdefault(d["reminder"], {})["cancelled"] = True
+        elif t == "sync.pulled":
+            state.sync[d["device"]] = {"commit": d["commit"], "through": d["through"]}
+        elif t not in KNOWN_TYPES:
+            state.unknown[t] = state.unknown.get(t, 0) + 1
+        state.last_seq = rec.seq
         return state
-    elif t == "session.reset":
-        s = state.session(rec.session or "default")
-        s.base = s.count
-        s.messages = []
-        s.last_consolidated = s.base
-        s.resets += 1
-        s.last_ts = rec.ts
-    elif t == "consolidation.started":
-        cid = d["consolidation"]
-        prev = state.consolidations.get(cid)
-        state.consolidations[cid] = ConsolidationState(
-            cid, rec.session or "default", d["start"], d["end"], d["model"],
-            attempts=(prev.attempts if prev else 0) + 1, started_seq=rec.seq,
-            first_seq=d.get("first_seq"), last_seq=d.get("last_seq"), redo_of=d.get("redo_of"), ts=rec.ts,
-        )
-    elif t == "consolidation.completed":
-        c = state.consolidations.get(d["consolidation"])
-        if c is not None:
-            c.status = "completed"
-            c.reason = None
-            c.ts = rec.ts
-            c.memory_seq = d.get("memory_seq")
-            if c.redo_of is None:
-                s = state.session(c.session)
-                if d["end"] > s.last_consolidated:
-                    _advance(s, d["end"])
-        if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
-            _trim_consolidations(state.consolidations)
-    elif t == "consolidation.failed":
-        c = state.consolidations.get(d["consolidation"])
-        if c is not None:
-            c.status = "failed"
-            c.reason = d.get("reason")
-            c.ts = rec.ts
-            c.failed_attempt = d.get("attempt")
-            c.retry_after = d.get("retry_after")
-        if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
-            _trim_consolidations(state.consolidations)
-    elif t == "memory.written":
-        state.memory_seq = rec.seq
-        state.memory_revisions += 1
-        state.memory = d["memory"]
-        for item in d.get("flagged") or ():
-            state.review[item["id"]] = {**item, "seq": rec.seq}
-    elif t == "context.changed":
-        state.context_digest = d["digest"]
-    elif t == "memory.reviewed":
-        state.review.pop(d["item"], None)
-    elif t == "reminder.scheduled":
-        rid = d["reminder"]
-        origin = d.get("origin") or {}
-        # another device's: dated by its owner's clock, as the owner dates it, so every
-        # device shows the same schedule and the same next time (the owner fires it)
-        state.reminders[rid] = ReminderState(
-            rid, d["text"], d["kind"], d["spec"], d["tz"], d.get("mode", "notify"), rec.seq,
-            str(origin.get("ts") or rec.ts), device=origin.get("device"),
-        )
-        early = state.early.pop(rid, None)
-        if early is not None:
-            for occurrence in early.get("fired") or ():
-                _fired(state.reminders[rid], occurrence)
-            if early.get("cancelled"):
-                state.reminders[rid].active = False
-    elif t == "reminder.fired":
-        r = state.reminders.get(d["reminder"])
-        if r is not None:
-            _fired(r, d["occurrence"])
-        else:
-            state.early.setdefault(d["reminder"], {}).setdefault("fired", []).append(d["occurrence"])
-    elif t == "reminder.cancelled":
-        r = state.reminders.get(d["reminder"])
-        if r is not None:
-            r.active = False
-        else:
-            state.early.setdefault(d["reminder"], {})["cancelled"] = True
-    elif t == "sync.pulled":
-        state.sync[d["device"]] = {"commit": d["commit"], "through": d["through"]}
-    elif t not in KNOWN_TYPES:
-        state.unknown[t] = state.unknown.get(t, 0) + 1
-    state.last_seq = rec.seq
+    except _FOLD_ERRORS as exc:
+        _unfoldable(state, rec, exc)
     return state
+
+
+def _unfoldable(state: State, rec: Record, exc: Exception) -> None:
+    """Name a record the fold could not read (at most KEEP_UNFOLDABLE; the count goes on)."""
+    if len(state.unfoldable) < KEEP_UNFOLDABLE:
+        what = f"{type(exc).__name__}: {str(exc)[:80]}"
+        state.unfoldable[str(rec.seq)] = f"{rec.type if isinstance(rec.type, str) else '?'}: {what}"
+    state.unfoldable_count += 1
+    if isinstance(rec.seq, int):
+        state.last_seq = rec.seq
 
 
 def _advance(s: SessionState, end: int) -> None:

@@ -132,7 +132,8 @@ class Store:
         return self.append_many([(type, data, session, id)])[0]
 
     def append_many(
-        self, items: Iterable[tuple[str, Mapping[str, Any], str | None, str | None]]
+        self, items: Iterable[tuple[str, Mapping[str, Any], str | None, str | None]
+                              | tuple[str, Mapping[str, Any], str | None, str | None, int | None]]
     ) -> list[Record]:
         """Durably append events (one fsync) and fold them into the live state.
 
@@ -153,12 +154,14 @@ class Store:
             # a session name is user text: a token pasted as one must not reach the disk (once per
             # name and batch: an import of a peer's thousands of events names a handful of sessions)
             names: dict[str, str] = {}
+            # an item may name its schema version (an event imported as its device wrote it)
             recs = self.log.append_many([
-                (t, d, (names[s] if s in names else names.setdefault(s, redact(s))) if s else s, i, None)
-                for t, d, s, i in items])
+                (t, d, (names[s] if s in names else names.setdefault(s, redact(s))) if s else s, i,
+                 rest[0] if rest else None)
+                for t, d, s, i, *rest in items])
             fresh = [r for r in recs if r.seq > before]
             for rec in fresh:
-                apply(self.state, self.log.schema.upcast(rec))
+                apply(self.state, self.log.upcast(rec))
             self._since_checkpoint += len(fresh)
             if self._since_checkpoint >= CHECKPOINT_EVERY:
                 self._checkpoint_quietly()
