@@ -48,14 +48,14 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import Home
 from memtray.core.log import attachments
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import SCHEMA, BadRecord, Payload, Record, decode_raw, encode
+from memtray.core.log.events import BadRecord, MemoryPurged, Record, decode_raw, encode
 from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, SYNC_PURGE, peer_session
 from memtray.core.log.projections import replay
 from memtray.core.log.segments import list_segments
@@ -72,22 +72,6 @@ _TMP_RE = re.compile(r"^\..+\.\d+\.tmp$")  # fsutil.atomic_write's temporary fil
 
 class PurgeError(MemtrayError):
     """A purge was refused or could not finish."""
-
-
-@SCHEMA.register
-@dataclass(frozen=True)
-class MemoryPurged(Payload):
-    """Tombstone of ``memtray purge``: what kind of text went, how much, when -- never the text."""
-
-    TYPE: ClassVar[str] = "memory.purged"
-    pattern_sha256: str  # sha256 of salt + pattern (utf-8), hex
-    salt: str
-    regex: bool = False
-    events: int = 0  # events rewritten
-    occurrences: int = 0  # occurrences replaced in the log
-    revisions: int = 0  # memory.written events rewritten (memory revisions)
-    files: int = 0  # side files and logs scrubbed or removed
-    by: str = "user"
 
 
 # --- matching -----------------------------------------------------------------------------
