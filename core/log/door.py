@@ -142,7 +142,7 @@ class Door:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             said = str(exc)
-            why = "nested too deep to read" if "recursion" in said.lower() else f"not valid JSON ({said[:80]})"
+            why = "nested too deep to read" if "depth" in said or "ecursion" in said else f"not valid JSON ({said[:80]})"
             return self._refuse(source, why, line, total)
         if type(obj) is not dict:
             return self._refuse(source, "not a JSON object", line, total)
