@@ -214,12 +214,15 @@ def _note_shared(plan: LogPlan, ident: str, type_: str, data: dict[str, Any]) ->
         plan.shared[ident] = {k: v for k, v in data.items() if k != ORIGIN_KEY}
 
 
-def plan_replace(events_dir: Path, payloads: dict[str, Any], sessions: dict[str, str] | None = None) -> LogPlan:
+def plan_replace(events_dir: Path, payloads: dict[str, Any], sessions: dict[str, str] | None = None,
+                 heads: dict[str, Any] | None = None) -> LogPlan:
     """The log with every event named in ``payloads`` (a peer's ``sync.purge``) given that
-    payload, by event id: this device's own events, the copies it imported (their origin
-    mark kept) and the peer memory heads it recorded; and those named in ``sessions`` filed
-    under that session (an imported copy under it with its device, as imports are)."""
+    payload, by event id: this device's own events and the copies it imported (their origin
+    mark kept); the peer memory heads it recorded get theirs from ``heads`` (default: the
+    same ``payloads``); and those named in ``sessions`` filed under that session (an
+    imported copy under it with its device, as imports are)."""
     sessions = sessions or {}
+    heads = payloads if heads is None else heads
     plan = LogPlan()
     for _number, path in list_segments(events_dir):
         raw = path.read_bytes()
@@ -235,8 +238,8 @@ def plan_replace(events_dir: Path, payloads: dict[str, Any], sessions: dict[str,
                 raise PurgeError(f"{path.name} line {i + 1} is damaged",
                                  hint="Run `memtray doctor --repair` first.") from None
             data: dict[str, Any] | None = None
-            if rec.type == "memory.peer" and str(rec.data.get("event_id")) in payloads:
-                data = {**rec.data, "data": payloads[str(rec.data["event_id"])]}
+            if rec.type == "memory.peer" and str(rec.data.get("event_id")) in heads:
+                data = {**rec.data, "data": heads[str(rec.data["event_id"])]}
             elif rec.type in EXPORTED and rec.id in payloads:
                 data = dict(payloads[rec.id])
                 if ORIGIN_KEY in rec.data:

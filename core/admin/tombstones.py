@@ -14,16 +14,26 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memtray.core.admin.purge import MemoryPurged, PurgeError, plan_replace, rewrite_log
+from memtray.core.admin.purge import PurgeError, plan_replace, rewrite_log
 from memtray.core.log import attachments
 from memtray.core.log.door import Refusal, Source
-from memtray.core.log.events import BadRecord, Record, decode_raw
+from memtray.core.log.events import BadRecord, MemoryPurged, Record, decode_raw
 from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, origin_of
 from memtray.core.log.segments import list_segments
-from memtray.core.log.tombstone import Applied, SameFile, purge_problem, purged_bytes, purged_text
+from memtray.core.log.tombstone import (
+    Applied,
+    SameFile,
+    purge_problem,
+    purge_with,
+    purged_bytes,
+    purged_text,
+    recover_pattern,
+    text_pairs,
+)
 
 if TYPE_CHECKING:
     from memtray.core.app import App
@@ -31,18 +41,36 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def check_tombstones(events_dir: Path, tombstones: list[Record], same_file: SameFile
-                     ) -> tuple[dict[str, Any], dict[str, str], dict[str, int], list[Refusal]]:
-    """The entries of peers' ``sync.purge`` events that are purges of what this log holds:
-    (event id -> payload, event id -> session name, tombstone id -> entries taken, refusals).
+@dataclass
+class Checked:
+    """What of peers' tombstones this home takes (event id -> payload after the purge)."""
+
+    #: for this device's own events and the copies it imported
+    payloads: dict[str, Any] = field(default_factory=dict)
+    #: for the peer memory heads it recorded (``memory.peer``, by the revision's event id)
+    heads: dict[str, Any] = field(default_factory=dict)
+    #: event id -> its session's name after the purge
+    sessions: dict[str, str] = field(default_factory=dict)
+    #: tombstone id -> the entries taken from it
+    taken: dict[str, int] = field(default_factory=dict)
+    refused: list[Refusal] = field(default_factory=list)
+
+
+def check_tombstones(events_dir: Path, tombstones: list[Record], same_file: SameFile) -> Checked:
+    """The entries of peers' ``sync.purge`` events that are purges of what this log holds.
 
     An entry is taken only if its payload is this log's copy of the event (this device's own,
     an imported copy without its mark, a recorded peer memory head) with text spans replaced
     by the marker and nothing else (:func:`memtray.core.log.tombstone.purge_problem`); a
-    session name likewise. An entry naming an event this log does not hold changes nothing."""
+    session name likewise. A copy that differs from the purging device's (a merge revision
+    holds each device's own fact diff) is purged here with the pattern when the tombstone's
+    hash names it (a literal purge). An entry naming an event this log does not hold
+    changes nothing; any other is refused."""
     wanted = {str(k) for rec in tombstones for k in _entries(rec, "events")}
     wanted |= {str(k) for rec in tombstones for k in _entries(rec, "sessions")}
-    held: dict[str, tuple[Any, str | None]] = {}  # id -> (payload as shared, session as its device names it)
+    events: dict[str, Any] = {}  # id -> payload of this device's or an imported copy (mark left out)
+    heads: dict[str, Any] = {}  # id -> a recorded peer memory head's payload
+    names: dict[str, str] = {}  # id -> session as its device names it
     for _number, path in list_segments(events_dir):
         for line in path.read_bytes().split(b"\n"):
             if not line or not any(w.encode() in line for w in wanted):
@@ -54,41 +82,52 @@ def check_tombstones(events_dir: Path, tombstones: list[Record], same_file: Same
             if not isinstance(rec.data, dict) or not isinstance(rec.type, str):
                 continue
             if rec.type == "memory.peer" and str(rec.data.get("event_id")) in wanted:
-                held.setdefault(str(rec.data["event_id"]), (rec.data.get("data"), None))
+                heads.setdefault(str(rec.data["event_id"]), rec.data.get("data"))
             elif rec.type in EXPORTED and isinstance(rec.id, str) and rec.id in wanted:
                 origin = rec.data.get(ORIGIN_KEY)
                 session = rec.session
                 if isinstance(origin, dict) and isinstance(session, str):
                     session = session.removesuffix(f"@{origin.get('device')}")
-                held.setdefault(rec.id, ({k: v for k, v in rec.data.items() if k != ORIGIN_KEY}, session))
-    payloads: dict[str, Any] = {}
-    sessions: dict[str, str] = {}
-    taken: dict[str, int] = {}
-    refused: list[Refusal] = []
+                events.setdefault(rec.id, {k: v for k, v in rec.data.items() if k != ORIGIN_KEY})
+                if isinstance(session, str):
+                    names.setdefault(rec.id, session)
+    out = Checked()
     for rec in tombstones:
         origin = origin_of(rec)
         source = Source("peer", origin.device if origin else "this device", f"purge {rec.id}")
+        entries = _entries(rec, "events")
+        pairs = [p for i, e in entries.items() for held in (events.get(i), heads.get(i)) if held is not None
+                 for p in text_pairs(held, e)]
+        pattern = recover_pattern(pairs, str(rec.data.get("salt", "")), str(rec.data.get("pattern_sha256", "")))
         n = 0
-        for ident, payload in _entries(rec, "events").items():
-            if ident not in held:
-                continue
-            problem = purge_problem(held[ident][0], payload, "data", same_file)
-            if problem is not None:
-                refused.append(_refused(source, rec, ident, f"not a purge of event {ident}: {problem}"))
-                continue
-            payloads[ident] = payload
-            n += 1
+        for ident, payload in entries.items():
+            took = False
+            for held, into in ((events.get(ident), out.payloads), (heads.get(ident), out.heads)):
+                if held is None:
+                    continue
+                problem = purge_problem(held, payload, "data", same_file)
+                own = purge_with(pattern, held) if problem is not None and pattern is not None else held
+                if problem is not None and own != held:
+                    problem = None
+                    into[ident] = own  # this copy purged here with the pattern
+                elif problem is None:
+                    into[ident] = payload
+                if problem is not None:
+                    out.refused.append(_refused(source, rec, ident, f"not a purge of event {ident}: {problem}"))
+                else:
+                    took = True
+            n += took
         for ident, name in _entries(rec, "sessions").items():
-            old = held.get(ident, (None, None))[1]
+            old = names.get(ident)
             if old is None:
                 continue
             if not (isinstance(name, str) and purged_text(old, name)):
-                refused.append(_refused(source, rec, ident, f"not a purge of the session name of event {ident}"))
+                out.refused.append(_refused(source, rec, ident, f"not a purge of the session name of event {ident}"))
                 continue
-            sessions[ident] = name
-            n += ident not in payloads
-        taken[rec.id] = n
-    return payloads, sessions, taken, refused
+            out.sessions[ident] = name
+            n += ident not in out.payloads
+        out.taken[rec.id] = n
+    return out
 
 
 def _entries(rec: Record, key: str) -> dict[str, Any]:
@@ -121,12 +160,12 @@ def apply_tombstones(app: App, tombstones: list[Record]) -> Applied:
 
     async def on_worker() -> Applied:
         with app.store.locked():
-            payloads, sessions, taken, refused = check_tombstones(app.home.events, tombstones, same_file)
-            done = Applied(refused=refused)
-            if not payloads and not sessions:
+            got = check_tombstones(app.home.events, tombstones, same_file)
+            done = Applied(refused=got.refused)
+            if not got.payloads and not got.heads and not got.sessions:
                 return done
-            before = {r.id: r.data for r in app.store.log.records() if r.id in payloads and r.type == "message"}
-            plan = plan_replace(app.home.events, payloads, sessions)
+            before = {r.id: r.data for r in app.store.log.records() if r.id in got.payloads and r.type == "message"}
+            plan = plan_replace(app.home.events, got.payloads, got.sessions, got.heads)
             if plan.segments:
                 rewrite_log(app, plan)
                 app.store.checkpoint()
@@ -139,12 +178,12 @@ def apply_tombstones(app: App, tombstones: list[Record]) -> Applied:
                 attachments.remove(store_, old - used)
             done.events = plan.events
             for rec in tombstones:  # who purged, when, how much: for `memory log` and the doctor
-                if not taken.get(rec.id):
+                if not got.taken.get(rec.id):
                     continue
                 origin = origin_of(rec)
                 app.store.append(MemoryPurged.TYPE, MemoryPurged(
                     pattern_sha256=str(rec.data.get("pattern_sha256", "")), salt=str(rec.data.get("salt", "")),
-                    events=taken[rec.id], by=f"device {origin.device}" if origin else "another device",
+                    events=got.taken[rec.id], by=f"device {origin.device}" if origin else "another device",
                 ).to_data(), id=f"purged:{rec.id}")
                 done.tombstones += 1
             return done

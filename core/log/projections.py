@@ -17,7 +17,7 @@ from typing import Any
 
 from memtray.core.log.events import SCHEMA, Record
 
-STATE_VERSION = 6  # 6: unfoldable records; 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
+STATE_VERSION = 6  # 6: unfoldable records, purges; 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
 # 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
@@ -26,6 +26,8 @@ KEEP_FINISHED = 256
 _TRIM_SLACK = 64
 #: records the state names as unfoldable (the rest are only counted)
 KEEP_UNFOLDABLE = 100
+#: purges the state lists (newest)
+KEEP_PURGES = 20
 #: what a payload the fold cannot read raises (a missing member, a wrong type)
 _FOLD_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 #: the schema versions this memtray reads (a live view: types registered later are in it)
@@ -165,6 +167,8 @@ class State:
     #: records the fold could not read (seq -> why), at most KEEP_UNFOLDABLE; see :func:`apply`
     unfoldable: dict[str, str] = field(default_factory=dict)
     unfoldable_count: int = 0
+    #: the newest purges (``memory.purged``: this home's and other devices' applied here)
+    purges: list[dict[str, Any]] = field(default_factory=list)
 
     def session(self, key: str) -> SessionState:
         s = self.sessions.get(key)
@@ -189,6 +193,7 @@ class State:
             "early": dict(sorted(self.early.items())),
             "unfoldable": dict(sorted(self.unfoldable.items())),
             "unfoldable_count": self.unfoldable_count,
+            "purges": self.purges,
         }
 
     @classmethod
@@ -210,6 +215,7 @@ class State:
             early=dict(obj.get("early", {})),
             unfoldable=dict(obj.get("unfoldable", {})),
             unfoldable_count=int(obj.get("unfoldable_count", 0)),
+            purges=list(obj.get("purges", [])),
         )
 
     def copy(self) -> State:
@@ -373,6 +379,9 @@ def apply(state: State, rec: Record) -> State:
                 r.active = False
             else:
                 state.early.setdefault(d["reminder"], {})["cancelled"] = True
+        elif t == "memory.purged":  # who purged, when, how much: `memory log` and the doctor
+            state.purges.append({"seq": rec.seq, "ts": rec.ts, "by": d.get("by", "user"), "events": d.get("events", 0)})
+            del state.purges[:-KEEP_PURGES]
         elif t == "sync.pulled":
             state.sync[d["device"]] = {"commit": d["commit"], "through": d["through"]}
         elif t not in KNOWN_TYPES:

@@ -53,6 +53,66 @@ def purged_text(old: str, new: str) -> bool:
     return end >= pos and old.endswith(last)
 
 
+def purged_spans(old: str, new: str) -> list[str] | None:
+    """The spans of ``old`` that ``new`` replaced by the marker (placed as
+    :func:`purged_text` places them), or None if ``new`` is not ``old`` purged."""
+    if not purged_text(old, new):
+        return None
+    parts = new.split(MARKER)
+    if len(parts) == 1:
+        return []
+    spans: list[str] = []
+    pos = len(parts[0])
+    for piece in parts[1:-1]:
+        at = old.find(piece, pos + 1)
+        spans.append(old[pos:at])
+        pos = at + len(piece)
+    spans.append(old[pos:len(old) - len(parts[-1])])
+    return spans
+
+
+def text_pairs(old: Any, new: Any) -> list[tuple[str, str]]:
+    """Every (old text, new text) at the same place of two JSON values that differ there."""
+    if isinstance(old, str) and isinstance(new, str):
+        return [(old, new)] if old != new else []
+    if isinstance(old, list) and isinstance(new, list):
+        return [p for a, b in zip(old, new, strict=False) for p in text_pairs(a, b)]
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [p for k, v in old.items() if k in new for p in text_pairs(v, new[k])]
+    return []
+
+
+def recover_pattern(pairs: list[tuple[str, str]], salt: str, digest: str, most: int = 10_000) -> str | None:
+    """The pattern of a literal purge, from texts before and after it: the span whose salted
+    hash is the tombstone's ``pattern_sha256``; None for a regular expression (its spans
+    differ) or when no span has that hash. Lets a device purge its own copy of an event
+    whose payload differs from the purging device's (a merge revision's fact diff is each
+    device's own) with the marker and nothing else."""
+    import hashlib
+
+    tried: set[str] = set()
+    for old, new in pairs:
+        for span in purged_spans(old, new) or ():
+            if span in tried or len(tried) >= most:
+                continue
+            tried.add(span)
+            if hashlib.sha256((salt + span).encode("utf-8", "surrogatepass")).hexdigest() == digest:
+                return span
+    return None
+
+
+def purge_with(pattern: str, obj: Any) -> Any:
+    """``obj`` with every occurrence of ``pattern`` in its texts (member names too) replaced by
+    the marker: what a literal purge does to a payload."""
+    if isinstance(obj, str):
+        return obj.replace(pattern, MARKER)
+    if isinstance(obj, list):
+        return [purge_with(pattern, v) for v in obj]
+    if isinstance(obj, dict):
+        return {purge_with(pattern, k): purge_with(pattern, v) for k, v in obj.items()}
+    return obj
+
+
 def purged_bytes(old: bytes, new: bytes) -> bool:
     """:func:`purged_text` for a file's bytes (an attached file a purge rewrote)."""
     return purged_text(old.decode("utf-8", "surrogateescape"), new.decode("utf-8", "surrogateescape"))

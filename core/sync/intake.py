@@ -28,7 +28,8 @@ from typing import Any
 from memtray.core.log.door import KEEP_BYTES, Door, Refusal, Source
 from memtray.core.log.events import BadRecord, Record, decode_raw, legacy_line
 from memtray.core.log.origin import ORIGIN_KEY, owners
-from memtray.core.log.tombstone import purge_problem, purged_text
+from memtray.core.log.tombstone import purge_problem, purged_bytes, purged_text
+from memtray.core.sync.attach import MOST
 from memtray.core.sync.gitcli import SyncError
 from memtray.core.sync.history import republished, stale
 from memtray.core.sync.stream import LocalRepo, PeerEvents
@@ -106,13 +107,21 @@ def republication_problem(repo: LocalRepo, dev: str, seen: str, commit: str, thr
             return f"seq {seq} of the republished stream is damaged"
         if tuple(a[:5]) != tuple(b[:5]):
             return f"seq {seq} is another event in the republished stream"
-        problem = purge_problem(a.data, b.data)
+        problem = purge_problem(a.data, b.data, same_file=lambda x, y: _same_file(repo, seen, x, commit, y))
         if problem is None and a.session != b.session and not (
                 isinstance(a.session, str) and isinstance(b.session, str) and purged_text(a.session, b.session)):
             problem = "session: renamed, not purged"
         if problem is not None:
             return f"seq {seq} ({b.id}) was changed, not purged ({problem})"
     return None
+
+
+def _same_file(repo: LocalRepo, seen: str, old: str, commit: str, new: str) -> bool:
+    """Whether the attachment ``new`` of the stream at ``commit`` is ``old`` of the stream at
+    ``seen`` purged (a purge stores a rewritten file under its new hash)."""
+    before = dict(repo.attachments(seen, [old], MOST))
+    after = dict(repo.attachments(commit, [new], MOST))
+    return old in before and new in after and purged_bytes(before[old], after[new])
 
 
 def claim_ids(peers: Sequence[PeerEvents], events_dir: Path) -> list[PeerEvents]:

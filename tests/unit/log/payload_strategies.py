@@ -10,7 +10,6 @@ import typing
 from typing import Any, Literal, Union
 
 from hypothesis import strategies as st
-
 from memtray.core.log.events import SCHEMA
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30)

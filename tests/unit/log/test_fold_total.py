@@ -11,10 +11,10 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from memtray.core.log.door import Door, Refusal, Source
 from memtray.core.log.events import Record
 from memtray.core.log.projections import State, apply, replay
+
 from tests.unit.log.payload_strategies import JSON, TEXT, valid_event
 
 SRC = Source("peer", "d0123456789ab")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from memtray.core.log.tombstone import MARKER, purge_problem, purged_text
 
 

@@ -7,11 +7,9 @@ import zlib
 from typing import Any
 
 import pytest
-
 from memtray.core.log.door import Door, Quarantine, Refusal, Source
-from memtray.core.log.events import Record, encode
+from memtray.core.log.events import SCHEMA, Record, encode
 from memtray.core.log.validate import LIMITS, Invalid, Limits, check_envelope, checker
-from memtray.core.log.events import SCHEMA
 
 SRC = Source("peer", "d0123456789ab", "segments/x.jsonl line 1")
 ID = "01JDOOR00000000000000000AB"
