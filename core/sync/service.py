@@ -142,8 +142,11 @@ def check_remote(url: str) -> str:
 class SyncService:
     """Sync of one open store with git remotes. Built by the App (``app.sync``)."""
 
-    def __init__(self, home: Home, store: Store, memory: Any, settings: Settings, clock: Clock) -> None:
+    def __init__(self, home: Home, store: Store, memory: Any, settings: Settings, clock: Clock, *,
+                 exported: frozenset[str] = EXPORTED) -> None:
         self.home = home
+        #: the event types this device publishes (a newer version's list is longer)
+        self.exported = exported
         self.store = store
         self.memory = memory
         self.settings = settings
@@ -494,7 +497,7 @@ class SyncService:
         except (OSError, ValueError, KeyError, TypeError):
             pos = None
         for rec, _end in self.store.log.read(pos, upcast=False):
-            if rec.seq > seq and rec.type in EXPORTED and ORIGIN_KEY not in rec.data:
+            if rec.seq > seq and rec.type in self.exported and ORIGIN_KEY not in rec.data:
                 yield rec
 
     def _push(self, repo: LocalRepo, url: str, base: str | None, mine_remote: str | None, rep: SyncReport,

@@ -196,7 +196,11 @@ class LocalRepo:
                     refused.append(_refusal(source, got, f"out of order (seq {got.seq} after {last})"))
                     continue
                 last = got.seq
-                if got.seq <= through or ORIGIN_KEY in got.data:
+                if got.seq <= through:
+                    continue
+                if ORIGIN_KEY in got.data:  # a device publishes its own events only, never copies
+                    refused.append(_refusal(source, got, "it carries an origin mark: a copy imported from "
+                                            "another device does not travel"))
                     continue
                 if got.seq > head.last_seq:
                     refused.append(_refusal(source, got, f"seq {got.seq} is past the stream's end ({head.last_seq})"))
