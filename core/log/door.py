@@ -36,6 +36,7 @@ API for the doors (sync, import, MCP)::
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -49,7 +50,7 @@ import orjson
 from memtray.core.base.clock import Clock, format_ts
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.fsutil import atomic_write
-from memtray.core.base.redact import redact, redact_obj
+from memtray.core.base.redact import find_secrets, is_secret_name, redact, redact_obj
 from memtray.core.log.events import SCHEMA, Record, Schema, find_invalid, verify_line
 from memtray.core.log.validate import (
     LIMITS,
@@ -67,7 +68,6 @@ log = logging.getLogger(__name__)
 KEEP_BYTES = 4096
 #: quarantine entries kept; beyond this a refusal is still reported but not stored
 MOST_ENTRIES = 1000
-_ENVELOPE_KEYS = ("seq", "id", "ts", "type", "v", "session", "data")
 
 
 @dataclass(frozen=True)
@@ -146,10 +146,8 @@ class Door:
             return self._refuse(source, why, line, total)
         if type(obj) is not dict:
             return self._refuse(source, "not a JSON object", line, total)
-        try:
-            rec = Record(*(obj.get(k) for k in _ENVELOPE_KEYS))
-        except TypeError:  # pragma: no cover - Record takes exactly these seven
-            return self._refuse(source, "not an event", line, total)
+        get = obj.get
+        rec = Record(get("seq"), get("id"), get("ts"), get("type"), get("v"), get("session"), get("data"))
         checked = self._check(rec, source, nul=b"\\u0000" in line)
         if isinstance(checked, Refusal):
             return Refusal(source, checked.reason, line[:KEEP_BYTES], total, *_ident(rec))
@@ -175,12 +173,12 @@ class Door:
             if cls is None:
                 raise Invalid("type", f"{type_!r} is not an event type this version knows")
             checker(cls, self.limits)(data)
-            _check_text(data)
+            _check_text({"session": session, "data": data})
         except Invalid as exc:
             raw = json.dumps({"type": type_, "session": session, "data": data}, default=str,
                              ensure_ascii=False).encode("utf-8", "replace")
             return Refusal(source, str(exc), raw[:KEEP_BYTES], len(raw), None, None, type_)
-        redacted = data if type_ in self.verbatim else redact_obj(data)
+        redacted = data if type_ in self.verbatim or not _may_hold_secrets(data, session) else redact_obj(data)
         return Admitted(type_, redacted, redact(session) if session else session)
 
     # --- the checks ------------------------------------------------------------------------
@@ -209,13 +207,39 @@ class Door:
                 _check_text(data)
         except Invalid as exc:
             return Refusal(source, str(exc), seq=rec.seq if type(rec.seq) is int else None)
-        if rec.type in self.verbatim:
+        if rec.type in self.verbatim or not _may_hold_secrets(data, rec.session):
             return rec
         session = redact(rec.session) if rec.session else rec.session
         return Record(rec.seq, rec.id, rec.ts, rec.type, rec.v, session, redact_obj(data))
 
     def _refuse(self, source: Source, reason: str, raw: bytes, size: int) -> Refusal:
         return Refusal(source, reason, raw[:KEEP_BYTES], size)
+
+
+#: member names recur (a payload class has a dozen): the rule is checked once per name
+_secret_name = functools.lru_cache(maxsize=4096)(is_secret_name)
+
+
+def _may_hold_secrets(data: Any, session: str | None) -> bool:
+    """Whether redaction could change ``data`` or ``session``: one scan of all their texts
+    together (most events hold none, and one scan costs what one string's does), and the
+    member names (a value under ``api_key`` goes whole whatever it looks like)."""
+    texts: list[str] = [session] if session else []
+    stack: list[Any] = [data]
+    while stack:
+        item = stack.pop()
+        if type(item) is str:
+            texts.append(item)
+        elif type(item) is dict:
+            for key, value in item.items():
+                if type(key) is str:
+                    if _secret_name(key):
+                        return True
+                    texts.append(key)
+                stack.append(value)
+        elif type(item) is list:
+            stack.extend(item)
+    return bool(texts) and bool(find_secrets("\n".join(texts)))
 
 
 def _check_text(data: Any) -> None:
