@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING, Any
 from memtray.core.admin.purge import PurgeError, plan_replace, rewrite_log
 from memtray.core.log import attachments
 from memtray.core.log.door import Refusal, Source
-from memtray.core.log.events import BadRecord, MemoryPurged, Record, decode_raw
-from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, origin_of
-from memtray.core.log.segments import list_segments
+from memtray.core.log.events import MemoryPurged, Record
+from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, origin_of, records_naming
 from memtray.core.log.tombstone import (
     Applied,
     SameFile,
@@ -71,26 +70,19 @@ def check_tombstones(events_dir: Path, tombstones: list[Record], same_file: Same
     events: dict[str, Any] = {}  # id -> payload of this device's or an imported copy (mark left out)
     heads: dict[str, Any] = {}  # id -> a recorded peer memory head's payload
     names: dict[str, str] = {}  # id -> session as its device names it
-    for _number, path in list_segments(events_dir):
-        for line in path.read_bytes().split(b"\n"):
-            if not line or not any(w.encode() in line for w in wanted):
-                continue
-            try:
-                rec = decode_raw(line)
-            except BadRecord:
-                continue
-            if not isinstance(rec.data, dict) or not isinstance(rec.type, str):
-                continue
-            if rec.type == "memory.peer" and str(rec.data.get("event_id")) in wanted:
-                heads.setdefault(str(rec.data["event_id"]), rec.data.get("data"))
-            elif rec.type in EXPORTED and isinstance(rec.id, str) and rec.id in wanted:
-                origin = rec.data.get(ORIGIN_KEY)
-                session = rec.session
-                if isinstance(origin, dict) and isinstance(session, str):
-                    session = session.removesuffix(f"@{origin.get('device')}")
-                events.setdefault(rec.id, {k: v for k, v in rec.data.items() if k != ORIGIN_KEY})
-                if isinstance(session, str):
-                    names.setdefault(rec.id, session)
+    for rec in records_naming(events_dir, wanted):
+        if not isinstance(rec.data, dict) or not isinstance(rec.type, str):
+            continue
+        if rec.type == "memory.peer" and str(rec.data.get("event_id")) in wanted:
+            heads.setdefault(str(rec.data["event_id"]), rec.data.get("data"))
+        elif rec.type in EXPORTED and isinstance(rec.id, str) and rec.id in wanted:
+            origin = rec.data.get(ORIGIN_KEY)
+            session = rec.session
+            if isinstance(origin, dict) and isinstance(session, str):
+                session = session.removesuffix(f"@{origin.get('device')}")
+            events.setdefault(rec.id, {k: v for k, v in rec.data.items() if k != ORIGIN_KEY})
+            if isinstance(session, str):
+                names.setdefault(rec.id, session)
     out = Checked()
     for rec in tombstones:
         origin = origin_of(rec)

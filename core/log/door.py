@@ -146,8 +146,8 @@ class Door:
             return self._refuse(source, why, line, total)
         if type(obj) is not dict:
             return self._refuse(source, "not a JSON object", line, total)
-        get = obj.get
-        rec = Record(get("seq"), get("id"), get("ts"), get("type"), get("v"), get("session"), get("data"))
+        get = obj.get  # any JSON in any member: the checks below say what is wrong
+        rec = Record._make((get("seq"), get("id"), get("ts"), get("type"), get("v"), get("session"), get("data")))
         checked = self._check(rec, source, nul=b"\\u0000" in line)
         if isinstance(checked, Refusal):
             return Refusal(source, checked.reason, line[:KEEP_BYTES], total, *_ident(rec))

@@ -18,7 +18,7 @@ device-local bookkeeping (consolidations, checkpoints of tools, ...) stays home.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -155,3 +155,19 @@ def owners(events_dir: Path, ids: Iterable[str]) -> dict[str, str | None]:
                 continue  # bookkeeping of this device, not an event that travels
             out.setdefault(rec.id, origin.device if origin is not None else None)
     return out
+
+
+def records_naming(events_dir: Path, words: Iterable[str]) -> Iterator[Record]:
+    """Every readable record of the log whose line holds one of ``words`` (event ids: a
+    byte search first, so only those lines are parsed; a damaged line is left out)."""
+    needles = [w.encode() for w in set(words)]
+    if not needles:
+        return
+    for _number, path in list_segments(events_dir):
+        for line in path.read_bytes().split(b"\n"):
+            if not line or not any(n in line for n in needles):
+                continue
+            try:
+                yield decode_raw(line)
+            except BadRecord:
+                continue

@@ -27,7 +27,7 @@ from typing import Any
 
 from memtray.core.log.door import KEEP_BYTES, Door, Refusal, Source
 from memtray.core.log.events import BadRecord, Record, decode_raw, legacy_line
-from memtray.core.log.origin import ORIGIN_KEY, owners
+from memtray.core.log.origin import ORIGIN_KEY, owners, records_naming
 from memtray.core.log.tombstone import purge_problem, purged_bytes, purged_text
 from memtray.core.sync.attach import MOST
 from memtray.core.sync.gitcli import SyncError
@@ -174,17 +174,8 @@ def _held_payloads(events_dir: Path, ids: set[str]) -> dict[str, dict[str, Any]]
     """The payloads (origin mark left out) of the imported events ``ids``."""
     if not ids:
         return {}
-    from memtray.core.log.segments import list_segments
-
     out: dict[str, dict[str, Any]] = {}
-    for _n, path in list_segments(events_dir):
-        for line in path.read_bytes().split(b"\n"):
-            if not line or not any(i.encode() in line for i in ids):
-                continue
-            try:
-                rec = decode_raw(line)
-            except BadRecord:
-                continue
-            if rec.id in ids and isinstance(rec.data, Mapping):
-                out.setdefault(rec.id, _plain(rec.data))
+    for rec in records_naming(events_dir, ids):
+        if isinstance(rec.id, str) and rec.id in ids and isinstance(rec.data, Mapping):
+            out.setdefault(rec.id, _plain(rec.data))
     return out
