@@ -55,8 +55,17 @@ from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import Home
 from memtray.core.log import attachments
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import BadRecord, MemoryPurged, Record, decode_raw, encode
-from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, SYNC_PURGE, peer_session
+from memtray.core.log.events import (
+    BadRecord,
+    MemoryPeerHead,
+    MemoryPurged,
+    MemoryWritten,
+    Record,
+    SyncPurge,
+    decode_raw,
+    encode,
+)
+from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, peer_session
 from memtray.core.log.projections import replay
 from memtray.core.log.segments import list_segments
 from memtray.core.log.tombstone import MARKER
@@ -190,7 +199,7 @@ def plan_log(events_dir: Path, m: Matcher, remap: dict[str, tuple[str, int]] | N
                 changed = True
                 plan.events += 1
                 plan.occurrences += n1 + n2
-                plan.revisions += rec.type == "memory.written"
+                plan.revisions += rec.type == MemoryWritten.TYPE
                 _note_shared(plan, rec.id, rec.type, data)
                 if n2 and session is not None and rec.type in EXPORTED:
                     origin = data.get(ORIGIN_KEY)
@@ -208,8 +217,11 @@ def plan_log(events_dir: Path, m: Matcher, remap: dict[str, tuple[str, int]] | N
 
 
 def _note_shared(plan: LogPlan, ident: str, type_: str, data: dict[str, Any]) -> None:
-    if type_ == "memory.peer" and isinstance(data.get("data"), dict):
-        plan.shared[str(data.get("event_id"))] = data["data"]
+    """``data``: the payload as the purge rewrote it, raw (a purge rewrites the text of every
+    member of every event, whatever its type)."""
+    if type_ == MemoryPeerHead.TYPE:
+        peer = MemoryPeerHead.from_data(data)
+        plan.shared[peer.event_id] = peer.data
     elif type_ in EXPORTED:
         plan.shared[ident] = {k: v for k, v in data.items() if k != ORIGIN_KEY}
 
@@ -238,8 +250,9 @@ def plan_replace(events_dir: Path, payloads: dict[str, Any], sessions: dict[str,
                 raise PurgeError(f"{path.name} line {i + 1} is damaged",
                                  hint="Run `memtray doctor --repair` first.") from None
             data: dict[str, Any] | None = None
-            if rec.type == "memory.peer" and str(rec.data.get("event_id")) in heads:
-                data = {**rec.data, "data": heads[str(rec.data["event_id"])]}
+            peer = MemoryPeerHead.of(rec) if rec.type == MemoryPeerHead.TYPE else None
+            if peer is not None and peer.event_id in heads:
+                data = {**rec.data, "data": heads[peer.event_id]}
             elif rec.type in EXPORTED and rec.id in payloads:
                 data = dict(payloads[rec.id])
                 if ORIGIN_KEY in rec.data:
@@ -254,7 +267,7 @@ def plan_replace(events_dir: Path, payloads: dict[str, Any], sessions: dict[str,
                 line = encode(Record(rec.seq, rec.id, rec.ts, rec.type, rec.v, session, data))[:-1]
                 changed = True
                 plan.events += 1
-                plan.revisions += rec.type in ("memory.written", "memory.peer")
+                plan.revisions += rec.type in (MemoryWritten.TYPE, MemoryPeerHead.TYPE)
             out.append(line)
         if changed:
             plan.segments[path] = b"".join(ln + b"\n" for ln in out)
@@ -384,15 +397,14 @@ def _purge_locked(app: App, m: Matcher, by: str) -> Report:
 
     salt = secrets.token_hex(16)
     rep.digest = m.digest(salt)
-    rec = store.append(MemoryPurged.TYPE, MemoryPurged(
+    rec = store.append(MemoryPurged(
         pattern_sha256=rep.digest, salt=salt, regex=m.regex, events=rep.events,
         occurrences=rep.occurrences, revisions=rep.revisions, files=rep.files, by=by,
-    ).to_data())
+    ))
     rep.tombstone_seq = rec.seq
     if plan.shared and (store.state.sync or (home.root / "sync").exists()):
         # the other devices give their copies the same purged payloads (docs/SYNC.md)
-        store.append(SYNC_PURGE, {"pattern_sha256": rep.digest, "salt": salt, "events": plan.shared,
-                                  **({"sessions": plan.sessions} if plan.sessions else {})})
+        store.append(SyncPurge(pattern_sha256=rep.digest, salt=salt, events=plan.shared, sessions=plan.sessions or None))
     store.checkpoint()
     rep.left = find_traces(home, m)
     log.warning("purged %d occurrence(s) from %d event(s) (tombstone seq %d, pattern sha256 %s)",

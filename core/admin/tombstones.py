@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from memtray.core.admin.purge import PurgeError, plan_replace, rewrite_log
 from memtray.core.log import attachments
 from memtray.core.log.door import Refusal, Source
-from memtray.core.log.events import MemoryPurged, Record
+from memtray.core.log.events import MemoryPeerHead, MemoryPurged, Message, Record
 from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, origin_of, records_naming
 from memtray.core.log.tombstone import (
     Applied,
@@ -73,7 +73,7 @@ def check_tombstones(events_dir: Path, tombstones: list[Record], same_file: Same
     for rec in records_naming(events_dir, wanted):
         if not isinstance(rec.data, dict) or not isinstance(rec.type, str):
             continue
-        if rec.type == "memory.peer" and str(rec.data.get("event_id")) in wanted:
+        if rec.type == MemoryPeerHead.TYPE and str(rec.data.get("event_id")) in wanted:
             heads.setdefault(str(rec.data["event_id"]), rec.data.get("data"))
         elif rec.type in EXPORTED and isinstance(rec.id, str) and rec.id in wanted:
             origin = rec.data.get(ORIGIN_KEY)
@@ -156,7 +156,7 @@ def apply_tombstones(app: App, tombstones: list[Record]) -> Applied:
             done = Applied(refused=got.refused)
             if not got.payloads and not got.heads and not got.sessions:
                 return done
-            before = {r.id: r.data for r in app.store.log.records() if r.id in got.payloads and r.type == "message"}
+            before = {r.id: r.data for r in app.store.log.records() if r.id in got.payloads and r.type == Message.TYPE}
             plan = plan_replace(app.home.events, got.payloads, got.sessions, got.heads)
             if plan.segments:
                 rewrite_log(app, plan)
@@ -165,7 +165,7 @@ def apply_tombstones(app: App, tombstones: list[Record]) -> Applied:
                 # purging device (it travels in its new stream); the copy here still holds the
                 # text: deleted unless a message the tombstone does not name still uses it
                 old = {r.sha256 for d in before.values() for r in attachments.refs_of(d)}
-                used = {ref.sha256 for r in app.store.log.records() if r.type == "message" and old
+                used = {ref.sha256 for r in app.store.log.records() if r.type == Message.TYPE and old
                         for ref in attachments.refs_of(r.data)}
                 attachments.remove(store_, old - used)
             done.events = plan.events
@@ -173,10 +173,10 @@ def apply_tombstones(app: App, tombstones: list[Record]) -> Applied:
                 if not got.taken.get(rec.id):
                     continue
                 origin = origin_of(rec)
-                app.store.append(MemoryPurged.TYPE, MemoryPurged(
+                app.store.append(MemoryPurged(
                     pattern_sha256=str(rec.data.get("pattern_sha256", "")), salt=str(rec.data.get("salt", "")),
                     events=got.taken[rec.id], by=f"device {origin.device}" if origin else "another device",
-                ).to_data(), id=f"purged:{rec.id}")
+                ), id=f"purged:{rec.id}")
                 done.tombstones += 1
             return done
 

@@ -11,7 +11,8 @@ re-encoding is never needed. ``type`` is a stable string (never a class path) an
 ``v`` the payload's schema version; old versions are upcast on read by a
 :class:`~memtray.core.log.schema.Schema` registry (payload classes: core/log/payloads*.py,
 one registry: :mod:`memtray.core.log.events`). Types this version does not know are
-kept verbatim.
+kept verbatim. :class:`Record` itself lives in :mod:`~memtray.core.log.schema` (it reads
+its payload through the registry) and is re-exported here.
 """
 
 from __future__ import annotations
@@ -21,40 +22,14 @@ import operator
 import re
 import zlib
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 from memtray.core.base.errors import InvalidText
+from memtray.core.log.schema import Record
 
 _CRC_PREFIX = b',"crc":"'
 _SUFFIX_LEN = len(_CRC_PREFIX) + 8 + 2  # ,"crc":"xxxxxxxx"}
-
-
-class Record(NamedTuple):
-    """One event as stored: the envelope plus its (upcast) payload dict.
-
-    A named tuple rather than a frozen dataclass: replay builds a million of
-    these, and tuple construction is several times cheaper.
-    """
-
-    seq: int
-    id: str
-    ts: str
-    type: str
-    v: int
-    session: str | None
-    data: Mapping[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "id": self.id,
-            "ts": self.ts,
-            "type": self.type,
-            "v": self.v,
-            "session": self.session,
-            "data": dict(self.data),
-        }
 
 
 class BadRecord(ValueError):

@@ -24,7 +24,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memtray.core.log.events import BadRecord, Record, decode_raw, envelopes
+from memtray.core.log.events import (
+    BadRecord,
+    MemoryPeerHead,
+    MemoryWritten,
+    Message,
+    Record,
+    ReminderCancelled,
+    ReminderFired,
+    ReminderScheduled,
+    SessionReset,
+    SyncPurge,
+    decode_raw,
+    envelopes,
+)
 from memtray.core.log.projections import KNOWN_TYPES
 from memtray.core.log.segments import list_segments
 
@@ -33,30 +46,23 @@ ORIGIN_KEY = "origin"
 #: events a device pushes in its own stream. ``memory.written`` travels but is not
 #: imported as-is: its peers hand it to the memory merge (``memory.merge``).
 EXPORTED = frozenset({
-    "message",
-    "session.reset",
-    "reminder.scheduled",
-    "reminder.fired",
-    "reminder.cancelled",
-    "memory.written",
-    "sync.purge",
+    Message.TYPE,
+    SessionReset.TYPE,
+    ReminderScheduled.TYPE,
+    ReminderFired.TYPE,
+    ReminderCancelled.TYPE,
+    MemoryWritten.TYPE,
+    SyncPurge.TYPE,
 })
 
 #: exported events a peer appends to its own log (with the origin mark)
-IMPORTED = EXPORTED - {"memory.written"}
+IMPORTED = EXPORTED - {MemoryWritten.TYPE}
 
 #: the types this version knows that never travel: one in a peer's stream is refused (a
 #: ``sync.pulled`` from a peer would move this device's cursors). A type this version does
 #: not know travels: a newer device exports it, and it is kept verbatim here.
 LOCAL_TYPES = KNOWN_TYPES - EXPORTED
 
-#: a purge's tombstone for the other devices: ``{"pattern_sha256", "salt", "events": {id: payload}}``
-#: (every shared event the purge changed, as it is after the purge; never the pattern)
-SYNC_PURGE = "sync.purge"
-
-#: the bookkeeping event of a pull: ``{"device", "commit", "through"}``, appended in the
-#: same write as the events it imported, so the cursor and the events agree after a crash
-PULLED = "sync.pulled"
 
 
 @dataclass(frozen=True)
@@ -151,7 +157,7 @@ def owners(events_dir: Path, ids: Iterable[str]) -> dict[str, str | None]:
             if not isinstance(rec.id, str) or not isinstance(rec.type, str) or rec.id not in wanted:
                 continue
             origin = origin_of(rec)
-            if rec.type == "memory.peer" or (rec.type not in EXPORTED and rec.type in KNOWN_TYPES):
+            if rec.type == MemoryPeerHead.TYPE or (rec.type not in EXPORTED and rec.type in KNOWN_TYPES):
                 continue  # bookkeeping of this device, not an event that travels
             out.setdefault(rec.id, origin.device if origin is not None else None)
     return out

@@ -107,6 +107,17 @@ class Message(Payload):
     #: imported from another device (sync)
     origin: OriginMark | None = None
 
+    def to_session(self) -> dict[str, Any]:
+        """The message as its session holds it (and the prompt replays it): the members of
+        :data:`SESSION_KEYS` that are set. One pass over the instance's own members, since
+        the fold makes one of these per message of the log."""
+        return {k: v for k, v in self.__dict__.items() if k in SESSION_KEYS and v is not None}
+
+
+#: the members of a message that are replayed into its session and sent to the model
+SESSION_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "context", "stop", "recall",
+                          "recalled", "attachments"})
+
 
 @SCHEMA.register
 @dataclass(frozen=True)
@@ -206,6 +217,14 @@ class ReminderCancelled(Payload):
     origin: OriginMark | None = None
 
 
+#: a reminder's events: each names the reminder it is about
+Reminder = ReminderScheduled | ReminderFired | ReminderCancelled
+REMINDER_TYPES = frozenset({ReminderScheduled.TYPE, ReminderFired.TYPE, ReminderCancelled.TYPE})
+#: a consolidation's events: each names the consolidation it is about
+Consolidation = ConsolidationStarted | ConsolidationCompleted | ConsolidationFailed
+CONSOLIDATION_TYPES = frozenset({ConsolidationStarted.TYPE, ConsolidationCompleted.TYPE, ConsolidationFailed.TYPE})
+
+
 # --- prompt context (prompt time travel, docs/AUDIT.md) -----------------------------------
 
 
@@ -216,15 +235,26 @@ class ContextChanged(Payload):
 
     The agent appends one before a request whenever this differs from the last one
     (``digest`` is the sha256 of the other members), so any past request can be rebuilt.
+
+    v2: ``format`` and ``redacted`` are always written (v1 events of the first prompt
+    layout have neither: :func:`_context_v1` says what they were).
     """
 
     TYPE: ClassVar[str] = "context.changed"
+    VERSION: ClassVar[int] = 2
     digest: str
     model: str
     tools: list[ToolSpec]
     identity: str
     bootstrap: list[list[str]]  # [name, text] pairs, in prompt order
     skills: list[list[str]]  # [name, summary] pairs, in prompt order
-    format: int = 1  # layout of the system prompt (context.system_prompt)
+    format: int  # layout of the system prompt (context.system_prompt)
     #: a bootstrap file held a secret: it was redacted here, so reconstruction is not byte-exact
-    redacted: bool = False
+    redacted: bool
+
+
+@SCHEMA.upcaster(ContextChanged.TYPE, 1)
+def _context_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """v1 -> v2: a context recorded before prompt layout 2 names no layout (it was layout 1)
+    and, before bootstrap files were redacted, no redaction (there was none)."""
+    return {"format": 1, "redacted": False, **d}

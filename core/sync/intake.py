@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memtray.core.log.door import KEEP_BYTES, Door, Refusal, Source
-from memtray.core.log.events import BadRecord, Record, decode_raw, legacy_line
+from memtray.core.log.events import BadRecord, MemoryWritten, Record, decode_raw, legacy_line
 from memtray.core.log.origin import ORIGIN_KEY, owners, records_naming
 from memtray.core.log.tombstone import purge_problem, purged_bytes, purged_text
 from memtray.core.sync.attach import MOST
@@ -131,7 +131,7 @@ def claim_ids(peers: Sequence[PeerEvents], events_dir: Path) -> list[PeerEvents]
     claimed: dict[str, set[str]] = {}
     for p in peers:
         for r in p.records:
-            if r.type != "memory.written":
+            if r.type != MemoryWritten.TYPE:
                 claimed.setdefault(r.id, set()).add(p.device)
     held = owners(events_dir, claimed)
     held_data = _held_payloads(events_dir, {i for i, dev in held.items() if dev is not None})
@@ -140,7 +140,7 @@ def claim_ids(peers: Sequence[PeerEvents], events_dir: Path) -> list[PeerEvents]
         keep: list[Record] = []
         refused = list(p.refused)
         for r in p.records:
-            if r.type == "memory.written":
+            if r.type == MemoryWritten.TYPE:
                 keep.append(r)
                 continue
             devices = claimed.get(r.id, set())

@@ -45,17 +45,22 @@ from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import DeviceId, Home, new_device_id, set_device_id
 from memtray.core.log.attachments import AttachmentStore
 from memtray.core.log.door import Door, Quarantine, Refusal, Source
-from memtray.core.log.events import Record, legacy_line
+from memtray.core.log.events import (
+    MemoryWritten,
+    Record,
+    SyncPulled,
+    SyncPurge,
+    Verbatim,
+    legacy_line,
+)
 from memtray.core.log.origin import (
     EXPORTED,
     ORIGIN_KEY,
-    PULLED,
-    SYNC_PURGE,
     marked,
     peer_session,
 )
 from memtray.core.log.segments import Position
-from memtray.core.log.store import Store, record_ending_at
+from memtray.core.log.store import Entry, Store, record_ending_at
 from memtray.core.log.tombstone import Applied
 from memtray.core.sync import attach
 from memtray.core.sync.gitcli import Git, SyncError, has_password, safe_url
@@ -84,7 +89,7 @@ REPORTED_REFUSALS = 50
 #: what the memory merge and the purge check see as the peer wrote it (they redact and check
 #: these themselves: a redacted revision is followed by one of this device's own; a tombstone
 #: is compared with the events it names)
-VERBATIM = frozenset({"memory.written", "sync.purge"})
+VERBATIM = frozenset({MemoryWritten.TYPE, SyncPurge.TYPE})
 
 
 #: what a device is told when another data home pushes under its device id
@@ -281,7 +286,7 @@ class SyncService:
         base = repo.git.rev(log_ref(me)) if republish else self._base(repo, mine_remote)
         # 4. import: every peer's memory revisions to the merge in one call first (a merge one
         # peer made names revisions of a third device: the merge knows them when it comes)
-        heads = [(p.device, r) for p in peers for r in p.records if r.type == "memory.written"]
+        heads = [(p.device, r) for p in peers for r in p.records if r.type == MemoryWritten.TYPE]
         merged = not heads or self._merge(heads, rep)
         for peer in peers:
             self._import(repo, peer, rep, merged)
@@ -367,8 +372,8 @@ class SyncService:
         payloads: dict[str, Any] = {}
         if purged_after is not None:
             for r in own:
-                if r.type == SYNC_PURGE and r.seq > purged_after and isinstance(r.data.get("events"), dict):
-                    payloads.update(r.data["events"])
+                if r.type == SyncPurge.TYPE and r.seq > purged_after:
+                    payloads.update(SyncPurge.of(r).events)
         for seq, line in repo.lines_after(commit, after):
             rec = mine.get(seq)
             if rec is not None and (legacy_line(rec).rstrip(b"\n") == line or purged_to(line, rec, payloads)):
@@ -393,7 +398,7 @@ class SyncService:
         new = new_device_id(self.home)
         # in this order, so a crash anywhere leaves either the old id or the new one complete
         atomic_write(self.dir / "start.json", json.dumps({"device": new, "after": shared, "was": old}) + "\n")
-        self.store.append_many([(PULLED, {"device": old, "commit": "", "through": shared}, None, None)])
+        self.store.append(SyncPulled(device=old, commit="", through=shared))
         crash_point("sync.new_device")  # the old id's cursor is in, the id not changed yet
         set_device_id(self.home, new)
         for mark in self.dir.glob("mirrored-*"):
@@ -430,7 +435,7 @@ class SyncService:
         # commit imported before, so the next sync neither skips the rest nor loses the check
         before = str((self.store.state.sync.get(dev) or {}).get("commit") or "")
         complete = True
-        heads = [r for r in records if r.type == "memory.written"]
+        heads = [r for r in records if r.type == MemoryWritten.TYPE]
         if heads and merged:
             rep.merged_heads += len(heads)
         elif heads:
@@ -448,11 +453,10 @@ class SyncService:
             through = last if final else chunk[-1].seq
             # every event but memory revisions (merged above), a newer device's types included,
             # kept with the version it was written in
-            batch: list[tuple[str, Any, str | None, str | None, int | None]] = [
-                (r.type, marked(r, dev), peer_session(r.session, dev), r.id, r.v)
-                for r in chunk if r.type != "memory.written"]
+            batch: list[Entry] = [(Verbatim(r.type, marked(r, dev), r.v), peer_session(r.session, dev), r.id)
+                                  for r in chunk if r.type != MemoryWritten.TYPE]
             commit = peer.commit if final and complete else before
-            batch.append((PULLED, {"device": dev, "commit": commit, "through": through}, None, None, None))
+            batch.append((SyncPulled(device=dev, commit=commit, through=through), None, None))
             self.store.append_many(batch)
             crash_point("sync.imported")
             imported += len(batch) - 1
@@ -462,7 +466,7 @@ class SyncService:
     def _apply_tombstones(self, peers: Sequence[PeerEvents], rep: SyncReport) -> None:
         """Hand new and still pending ``sync.purge`` events to :attr:`on_tombstones`; what it
         refuses (a replacement that is not a purge) is reported and quarantined."""
-        new = [r for peer in peers for r in peer.records if r.type == SYNC_PURGE]
+        new = [r for peer in peers for r in peer.records if r.type == SyncPurge.TYPE]
         waiting = [str(i) for i in self.status().get("pending_purges") or []]
         if not new and not waiting:
             return
@@ -472,7 +476,7 @@ class SyncService:
             rep.notes.append(f"{len(ids)} purge(s) from other devices not applied here yet: run `memtray sync`")
             return
         wanted = set(ids)
-        recs = [r for r in self.store.log.records() if r.type == SYNC_PURGE and r.id in wanted]
+        recs = [r for r in self.store.log.records() if r.type == SyncPurge.TYPE and r.id in wanted]
         try:
             done = self.on_tombstones(recs)
         except MemtrayError as exc:
@@ -509,7 +513,7 @@ class SyncService:
         head = base
         when = format_ts(self.clock.now())
         lease: str | None = None
-        again = republish or rep.purges or any(r.type == SYNC_PURGE for r in own)
+        again = republish or rep.purges or any(r.type == SyncPurge.TYPE for r in own)
         if again and (base or mine_remote):  # a first push has nothing to publish again
             # a purge here (made or applied), or a stream rewritten on the remote: published again
             # from the log as a new history of this device's own ref (docs/SYNC.md)

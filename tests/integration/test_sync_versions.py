@@ -8,6 +8,7 @@ from pathlib import Path
 
 from memtray.core.admin.doctor import check
 from memtray.core.base.home import Home
+from memtray.core.log.events import Verbatim
 from memtray.core.log.origin import EXPORTED
 from memtray.core.sync.service import SyncService
 
@@ -21,10 +22,11 @@ def test_a_newer_device_and_an_older_one_keep_working_and_converge(tmp_path: Pat
         new.sync = SyncService(new.home, new.store, new.memory, new.settings, new.clock,
                                exported=EXPORTED | {"poll.created"})
         say(old, "from the older one")
+        # what the newer version writes with payload classes this one does not have
         new.store.append_many([
-            ("message", {"role": "user", "content": "from the newer one", "mood": "sunny"}, "quick", None),
-            ("poll.created", {"question": "tea or coffee?", "options": ["tea", "coffee"]}, "quick", None),
-            ("message", {"role": "user", "text": "a v2 message shape"}, "quick", None, 2),
+            (Verbatim("message", {"role": "user", "content": "from the newer one", "mood": "sunny"}), "quick", None),
+            (Verbatim("poll.created", {"question": "tea or coffee?", "options": ["tea", "coffee"]}), "quick", None),
+            (Verbatim("message", {"role": "user", "text": "a v2 message shape"}, 2), "quick", None),
         ])
         reps = sync(remote, new, old, new)
         assert not any(r.refused for r in reps), [r.refused for r in reps]

@@ -21,6 +21,7 @@ from memtray.core.admin.tombstones import follow_tombstones
 from memtray.core.app import App
 from memtray.core.base.home import Home
 from memtray.core.log.door import Quarantine
+from memtray.core.log.events import Verbatim
 from memtray.core.sync.stream import log_ref
 
 from tests.integration.sync_support import (
@@ -261,11 +262,12 @@ def test_a_log_bricked_before_the_door_opens_and_the_doctor_repairs_it(tmp_path:
     with homes(tmp_path, "a") as [a]:
         say(a, "before")
         # what an older memtray imported from a peer: a cancel without its reminder
-        a.store.append("reminder.cancelled", {"reason": "user", "origin": {"device": EVIL, "seq": 1, "ts": TS}})
+        a.store.append(Verbatim("reminder.cancelled", {"reason": "user", "origin": {"device": EVIL, "seq": 1, "ts": TS}}))
         say(a, "after")
     with homes(tmp_path, "a") as [a]:  # it opens: the fold skips what it cannot read
         assert {"before", "after"} <= contents(a)
-        assert list(a.store.state.unfoldable.values()) == ["reminder.cancelled: KeyError: 'reminder'"]
+        assert list(a.store.state.unfoldable.values()) == [
+            "reminder.cancelled: BadPayload: a reminder.cancelled event without reminder"]
     home = Home(tmp_path / "a")
     [bad] = [f for f in check(home) if f.code == "unfoldable"]
     assert not bad.ok and "reminder.cancelled" in bad.detail and bad.fix is not None
