@@ -23,7 +23,7 @@ from pathlib import Path
 from _common import median, synthetic_log
 from memtray.core.base.home import Home
 from memtray.core.log.door import Door, Refusal, Source
-from memtray.core.log.events import SCHEMA, decode_raw
+from memtray.core.log.events import SCHEMA, Verbatim, decode_raw
 from memtray.core.log.segments import list_segments
 from memtray.core.log.store import Store
 
@@ -65,7 +65,7 @@ def main() -> None:
         for k in range(repeat):
             target = Home.resolve(tmp / f"append{k}")
             store = Store.open(target)
-            items = [(r.type, r.data, r.session, None) for r in records if not isinstance(r, Refusal)]
+            items = [(Verbatim(r.type, r.data), r.session, None) for r in records if not isinstance(r, Refusal)]
             t0 = time.perf_counter()
             for start in range(0, len(items), 2000):
                 store.append_many(items[start : start + 2000])

@@ -31,7 +31,8 @@ API for the doors (sync, import, MCP)::
     got = door.line(raw_line, Source("peer", "d1a2…", "segments/…jsonl line 3"))
     got = door.record(record, source)               # a Record built elsewhere
     got = door.event("message", data, session, source)   # no envelope: an import's event
-    if isinstance(got, Refusal): quarantine.put(got)
+    if isinstance(got, Refusal): quarantine.put(got)      # and say so
+    else: store.append(got.payload(), session=got.session)
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from memtray.core.base.clock import Clock, format_ts
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.redact import find_secrets, is_secret_name, redact, redact_obj
-from memtray.core.log.events import SCHEMA, Record, Schema, find_invalid, verify_line
+from memtray.core.log.events import SCHEMA, Payload, Record, Schema, find_invalid, verify_line
 from memtray.core.log.validate import (
     LIMITS,
     Invalid,
@@ -110,11 +111,16 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Admitted:
-    """An event without envelope (an import's, an MCP write's) the door let in."""
+    """An event without envelope (an import's, an MCP write's) the door let in: append
+    ``(admitted.payload(), admitted.session, None)``."""
 
     type: str
     data: dict[str, Any]
     session: str | None
+
+    def payload(self, schema: Schema = SCHEMA) -> Payload:
+        """The typed payload (its class's declared fields; the door checked them all)."""
+        return schema.types[self.type].from_data(self.data)
 
 
 class Door:

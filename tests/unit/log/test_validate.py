@@ -140,6 +140,7 @@ def test_an_admitted_import_event_is_checked_and_redacted() -> None:
     door = Door()
     ok = door.event("message", {"role": "user", "content": "token ghp_" + "a" * 36}, "chatgpt:1", SRC)
     assert not isinstance(ok, Refusal) and "ghp_" not in ok.data["content"]
+    assert ok.payload().to_data() == ok.data and ok.session == "chatgpt:1"
     bad = door.event("message", {"role": ["user"]}, None, SRC)
     assert isinstance(bad, Refusal) and "data.role" in bad.reason
 
