@@ -178,26 +178,31 @@ class LocalRepo:
         refused: list[Refusal] = []
         last = 0
         most = door.limits.event_bytes
-        for (_first, path), size in zip(wanted, sizes, strict=True):
+        for (first, path), size in zip(wanted, sizes, strict=True):
             if size is None:
                 raise SyncError(f"segment {path} of {device} is missing on the remote")
+            # the segment holding the cursor was read before, up to ``through``: what it says
+            # there was imported or reported then; every other segment is new
+            again = first <= through
             for n, (line, length) in enumerate(self.git.lines(f"{commit}:{path}", most), 1):
                 source = Source("peer", device, f"{path} line {n}")
-                seen = envelopes([line]) if length <= most else None
+                seen = envelopes([line]) if again and length <= most else None
                 if seen is not None and seen[0][0] <= through:
                     last = max(last, seen[0][0])
                     continue  # imported before
                 got = door.line(line, source, length)
                 if isinstance(got, Refusal):
-                    if got.seq is None or got.seq > through:
+                    if not (again and (got.seq is None or got.seq <= through)):
                         refused.append(got)
                     continue
-                if got.seq <= last:
-                    refused.append(_refusal(source, got, f"out of order (seq {got.seq} after {last})"))
+                if again and got.seq <= through:
+                    last = max(last, got.seq)
+                    continue
+                if got.seq <= max(last, through):
+                    refused.append(_refusal(source, got, f"out of order (seq {got.seq} after "
+                                                         f"{max(last, through)})"))
                     continue
                 last = got.seq
-                if got.seq <= through:
-                    continue
                 if ORIGIN_KEY in got.data:  # a device publishes its own events only, never copies
                     refused.append(_refusal(source, got, "it carries an origin mark: a copy imported from "
                                             "another device does not travel"))

@@ -21,7 +21,7 @@ from memtray.core.admin.tombstones import follow_tombstones
 from memtray.core.app import App
 from memtray.core.base.home import Home
 from memtray.core.log.door import Quarantine
-from memtray.core.log.events import Verbatim
+from memtray.core.log.events import Record, encode
 from memtray.core.sync.stream import log_ref
 
 from tests.integration.sync_support import (
@@ -258,13 +258,19 @@ def test_a_force_pushed_republication_with_a_forged_line_is_refused_and_blocks_n
         still_works(a)
 
 
-def test_a_log_bricked_before_the_door_opens_and_the_doctor_repairs_it(tmp_path: Path, capsys: Any) -> None:
+def test_a_log_bricked_before_the_door_opens_and_the_doctor_repairs_it(tmp_path: Path) -> None:
     with homes(tmp_path, "a") as [a]:
         say(a, "before")
-        # what an older memtray imported from a peer: a cancel without its reminder
-        a.store.append(Verbatim("reminder.cancelled", {"reason": "user", "origin": {"device": EVIL, "seq": 1, "ts": TS}}))
+        seq = a.store.log.last_seq
+    # what an older memtray imported from a peer, before the door: a cancel without its reminder
+    bricked = Record(seq + 1, "01JBRICK000000000000000001", TS, "reminder.cancelled", 1, None,
+                     {"reason": "user", "origin": {"device": EVIL, "seq": 1, "ts": TS}})
+    segment = max((tmp_path / "a" / "events").glob("*.jsonl"))
+    with open(segment, "ab") as fh:
+        fh.write(encode(bricked))
+    with homes(tmp_path, "a") as [a]:
         say(a, "after")
-    with homes(tmp_path, "a") as [a]:  # it opens: the fold skips what it cannot read
+    with homes(tmp_path, "a") as [a]:  # it opens again: the fold skips what it cannot read
         assert {"before", "after"} <= contents(a)
         assert list(a.store.state.unfoldable.values()) == [
             "reminder.cancelled: BadPayload: a reminder.cancelled event without reminder"]
@@ -276,4 +282,5 @@ def test_a_log_bricked_before_the_door_opens_and_the_doctor_repairs_it(tmp_path:
     assert [e for e in Quarantine(home.root).entries() if e["source"]["kind"] == "log"]
     with homes(tmp_path, "a") as [a]:
         assert a.store.state.unfoldable_count == 0 and {"before", "after"} <= contents(a)
-        assert a.store.log.records().__next__().seq == 1  # still gapless from 1
+        seqs = [r.seq for r in a.store.log.records()]
+        assert seqs == list(range(1, len(seqs) + 1))  # the placeholder keeps the sequence gapless
