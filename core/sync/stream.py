@@ -48,6 +48,8 @@ VERSION = 1
 META = "memtray.json"
 PREFIX = "refs/memtray/devices/"
 BUCKET = 10_000
+#: the largest ``memtray.json`` read (a real one is ~200 bytes)
+META_MOST = 64 * 1024
 
 
 def log_ref(device: str) -> str:
@@ -126,7 +128,14 @@ class LocalRepo:
 
     def head(self, commit: str, expect_device: str | None = None) -> StreamHead:
         """The stream metadata of ``commit``; :class:`SyncError` if it is not a memtray stream."""
-        return self._parse_head(commit, self.git.blobs([f"{commit}:{META}"])[0], expect_device)
+        return self._parse_head(commit, self._meta(commit), expect_device)
+
+    def _meta(self, commit: str) -> bytes | None:
+        """``memtray.json`` of ``commit`` (None if absent or too large to be one: never read whole)."""
+        [size] = self.git.sizes([f"{commit}:{META}"])
+        if size is None or size > META_MOST:
+            return None
+        return self.git.blobs([f"{commit}:{META}"])[0]
 
     def _parse_head(self, commit: str, raw: bytes | None, expect_device: str | None) -> StreamHead:
         try:
@@ -172,7 +181,7 @@ class LocalRepo:
         # one that holds ``through`` (a cursor can stop inside a segment); the metadata with them
         older = [seg for seg in segs if seg[0] <= through]
         wanted = older[-1:] + [seg for seg in segs if seg[0] > through]
-        head = self._parse_head(commit, self.git.blobs([f"{commit}:{META}"])[0], device)
+        head = self._parse_head(commit, self._meta(commit), device)
         sizes = self.git.sizes([f"{commit}:{path}" for _, path in wanted])
         records: list[Record] = []
         refused: list[Refusal] = []

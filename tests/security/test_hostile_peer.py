@@ -150,7 +150,8 @@ def test_malformed_events_are_refused_one_by_one_and_the_rest_is_imported(tmp_pa
         deep_line,
         event(10, "01JGOOD0000000000000000010", "message", {"role": "user", "content": "a good one"}),
         event(11, "01JGOOD0000000000000000011", "message",
-              {"role": "user", "content": "my key sk-proj-" + "Zq9x" * 12}),
+              {"role": "user", "content": "my keys sk-proj-" + "Zq9x" * 12 + " AKIAIOSFODNN7EXAMPLE ghp_"
+               + "a1B2c3D4" * 4 + "e5F6"}),
     ]
     HostilePeer(remote, tmp_path, EVIL).push(lines)
     with homes(tmp_path, "a") as [a]:
@@ -164,7 +165,9 @@ def test_malformed_events_are_refused_one_by_one_and_the_rest_is_imported(tmp_pa
             assert any(expected in r for r in said), (expected, said)
         assert rep.refusals == 9 and rep.imported == 2
         assert "a good one" in contents(a)
-        assert not [t for t in contents(a) if "sk-proj-" in t]  # redacted at the door, as local input is
+        # redacted at the door, as local input is
+        assert not [t for t in contents(a) if "sk-proj-" in t or "AKIAIOSFODNN7EXAMPLE" in t or "ghp_" in t]
+        assert [t for t in contents(a) if t.startswith("my keys [REDACTED")]
         assert log_ref(a.sync.device) in json.dumps(a.sync.status()) or rep.pushed == 2
         assert EVIL in json.dumps(a.sync.status()["refused"])
         # the home keeps working, and a second sync reports nothing new
