@@ -32,7 +32,6 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -66,7 +65,7 @@ from memtray.core.sync import attach
 from memtray.core.sync.gitcli import Git, SyncError, has_password, safe_url
 from memtray.core.sync.history import git_date, purged_to, republished
 from memtray.core.sync.intake import check_peer, claim_ids
-from memtray.core.sync.status import complete, read_status, remote_key, status_file
+from memtray.core.sync.status import SyncReport, complete, read_status, remote_key, status_file
 from memtray.core.sync.stream import (
     PREFIX,
     LocalRepo,
@@ -101,33 +100,6 @@ COPIED_HINT = ("Another data home uses this device id (a copied data home?). On 
 
 class NotMemtrayRemote(SyncError):
     """The remote holds refs, none of them a memtray stream."""
-
-
-@dataclass
-class SyncReport:
-    remote: str
-    device: str
-    imported: int = 0
-    pushed: int = 0
-    peers: dict[str, int] = field(default_factory=dict)  # device -> events imported now
-    merges: list[str] = field(default_factory=list)  # MergeOutcome summaries
-    conflicts: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    pending_heads: int = 0  # peer memory heads not merged (this memtray cannot merge)
-    purges: int = 0  # purge tombstones of other devices applied now
-    republished: bool = False  # this device's stream was published again as a new history (a purge)
-    pending_purges: list[str] = field(default_factory=list)  # tombstone event ids not applied yet
-    #: peers' memory revisions handed to the memory merge: they travel but are not imported as events
-    merged_heads: int = 0
-    new_device: str | None = None  # the id this home took now (``--new-device``)
-    attachments: int = 0  # attachment files of other devices' messages stored here now
-    #: what the door refused (an event of a peer, a whole stream for this sync), at most
-    #: REPORTED_REFUSALS of them; ``refusals`` counts all. Each is in the quarantine too.
-    refused: list[dict[str, Any]] = field(default_factory=list)
-    refusals: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def check_remote(url: str) -> str:
