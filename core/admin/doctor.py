@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memtray.core.admin.door_health import check_door
 from memtray.core.base import config as cfgmod
 from memtray.core.base.clock import Clock, IdGenerator, format_ts
 from memtray.core.base.errors import AlreadyRunning, MemtrayError
@@ -99,6 +100,7 @@ def check(home: Home) -> list[Finding]:
         out.append(Finding(True, f"event log: {count} records, checksums and sequence ok", code="log"))
 
     # checkpoint vs replay
+    full = None
     if not damages:
         elog = EventLog.open(home.events, readonly=True)
         full = replay(r for r, _ in elog.read())
@@ -138,6 +140,7 @@ def check(home: Home) -> list[Finding]:
     else:
         out.append(Finding(True, f"disk: {free // 2**30} GiB free", code="disk"))
 
+    out.extend(check_door(home, full))
     out.extend(check_memory(home, log_damaged=bool(damages)))
     if not damages:
         out.extend(check_text(home))

@@ -60,7 +60,6 @@ from memtray.core.log.events import (
     MemoryPeerHead,
     MemoryPurged,
     MemoryWritten,
-    Message,
     Record,
     SyncPurge,
     decode_raw,
@@ -69,13 +68,13 @@ from memtray.core.log.events import (
 from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, peer_session
 from memtray.core.log.projections import replay
 from memtray.core.log.segments import list_segments
+from memtray.core.log.tombstone import MARKER
 
 if TYPE_CHECKING:
     from memtray.core.app import App
 
 log = logging.getLogger(__name__)
 
-MARKER = "[PURGED]"
 MIN_PATTERN_CHARS = 3
 _TMP_RE = re.compile(r"^\..+\.\d+\.tmp$")  # fsutil.atomic_write's temporary files
 
@@ -227,12 +226,15 @@ def _note_shared(plan: LogPlan, ident: str, type_: str, data: dict[str, Any]) ->
         plan.shared[ident] = {k: v for k, v in data.items() if k != ORIGIN_KEY}
 
 
-def plan_replace(events_dir: Path, payloads: dict[str, Any], sessions: dict[str, str] | None = None) -> LogPlan:
+def plan_replace(events_dir: Path, payloads: dict[str, Any], sessions: dict[str, str] | None = None,
+                 heads: dict[str, Any] | None = None) -> LogPlan:
     """The log with every event named in ``payloads`` (a peer's ``sync.purge``) given that
-    payload, by event id: this device's own events, the copies it imported (their origin
-    mark kept) and the peer memory heads it recorded; and those named in ``sessions`` filed
-    under that session (an imported copy under it with its device, as imports are)."""
+    payload, by event id: this device's own events and the copies it imported (their origin
+    mark kept); the peer memory heads it recorded get theirs from ``heads`` (default: the
+    same ``payloads``); and those named in ``sessions`` filed under that session (an
+    imported copy under it with its device, as imports are)."""
     sessions = sessions or {}
+    heads = payloads if heads is None else heads
     plan = LogPlan()
     for _number, path in list_segments(events_dir):
         raw = path.read_bytes()
@@ -249,8 +251,8 @@ def plan_replace(events_dir: Path, payloads: dict[str, Any], sessions: dict[str,
                                  hint="Run `memtray doctor --repair` first.") from None
             data: dict[str, Any] | None = None
             peer = MemoryPeerHead.of(rec) if rec.type == MemoryPeerHead.TYPE else None
-            if peer is not None and peer.event_id in payloads:
-                data = {**rec.data, "data": payloads[peer.event_id]}
+            if peer is not None and peer.event_id in heads:
+                data = {**rec.data, "data": heads[peer.event_id]}
             elif rec.type in EXPORTED and rec.id in payloads:
                 data = dict(payloads[rec.id])
                 if ORIGIN_KEY in rec.data:
@@ -387,7 +389,7 @@ def _purge_locked(app: App, m: Matcher, by: str) -> Report:
     rep = Report(plan.events, plan.occurrences, plan.revisions)
     old_refs = _refs(memory)
 
-    _rewrite(app, plan)
+    rewrite_log(app, plan)
     if memory is not None:
         rep.dropped_refs = sorted(set(old_refs) - set(_refs(memory)))
     attachments.remove(store_, remap)
@@ -410,7 +412,7 @@ def _purge_locked(app: App, m: Matcher, by: str) -> Report:
     return rep
 
 
-def _rewrite(app: App, plan: LogPlan) -> None:
+def rewrite_log(app: App, plan: LogPlan) -> None:
     """Replace the changed segments (each atomically), fold the log again, rebuild memory."""
     store = app.store
     _clear_state(app)
@@ -425,50 +427,6 @@ def _rewrite(app: App, plan: LogPlan) -> None:
     store._since_checkpoint = 0
     if app.memory is not None:
         _rebuild_memory(app, app.memory)
-
-
-def apply_tombstones(app: App, tombstones: list[Record]) -> int:
-    """Apply peers' ``sync.purge`` events to this home; the number of events rewritten.
-
-    Refused (:class:`PurgeError`, the sync keeps it pending) while a consolidation runs."""
-    payloads: dict[str, Any] = {}
-    sessions: dict[str, str] = {}
-    for rec in tombstones:
-        tomb = SyncPurge.of(rec)
-        payloads.update(tomb.events)
-        sessions.update(tomb.sessions or {})
-    if not payloads and not sessions:
-        return 0
-    cons = app.consolidation
-    if cons is not None and getattr(cons, "in_flight", None):
-        raise PurgeError("a purge from another device waits: a consolidation is running",
-                         hint="It is applied at the next sync.")
-
-    async def on_worker() -> int:
-        with app.store.locked():
-            before = {r.id: r.data for r in app.store.log.records() if r.id in payloads and r.type == Message.TYPE}
-            plan = plan_replace(app.home.events, payloads, sessions)
-            if plan.segments:
-                _rewrite(app, plan)
-                app.store.checkpoint()
-                # an attached file the purge rewrote was stored again under a new hash on the
-                # purging device (it travels in its new stream); the copy here still holds the
-                # text: deleted unless a message the tombstone does not name still uses it
-                old = {r.sha256 for d in before.values() for r in attachments.refs_of(d)}
-                used = {ref.sha256 for r in app.store.log.records() if r.type == Message.TYPE and old
-                        for ref in attachments.refs_of(r.data)}
-                attachments.remove(attachments.AttachmentStore(app.home.root), old - used)
-            return plan.events
-
-    n = app.run(on_worker())
-    log.info("applied %d purge tombstone(s) from other devices: %d event(s) rewritten", len(tombstones), n)
-    return n
-
-
-def follow_tombstones(app: App) -> None:
-    """Have ``app``'s sync apply the purge tombstones it imports (the CLI, daemon and desktop call this)."""
-    if app.sync is not None:
-        app.sync.on_tombstones = lambda recs: apply_tombstones(app, recs)
 
 
 def _clear_state(app: App) -> None:

@@ -23,6 +23,7 @@ from memtray.core.log.events import (
     ConsolidationFailed,
     ConsolidationStarted,
     ContextChanged,
+    MemoryPurged,
     MemoryReviewed,
     MemoryWritten,
     Message,
@@ -34,7 +35,7 @@ from memtray.core.log.events import (
     SyncPulled,
 )
 
-STATE_VERSION = 5  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
+STATE_VERSION = 6  # 6: unfoldable records, purges; 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
 # 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
@@ -169,6 +170,11 @@ class State:
     #: a reminder's cancel or firing that came before the reminder itself (another device's
     #: cancel imported before the owner's stream): applied when it comes, whatever the order
     early: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: records the fold could not read (seq -> why), at most KEEP_UNFOLDABLE; see :func:`apply`
+    unfoldable: dict[str, str] = field(default_factory=dict)
+    unfoldable_count: int = 0
+    #: the newest purges (``memory.purged``: this home's and other devices' applied here)
+    purges: list[dict[str, Any]] = field(default_factory=list)
 
     def session(self, key: str) -> SessionState:
         s = self.sessions.get(key)
@@ -191,6 +197,9 @@ class State:
             "context_digest": self.context_digest,
             "sync": dict(sorted(self.sync.items())),
             "early": dict(sorted(self.early.items())),
+            "unfoldable": dict(sorted(self.unfoldable.items())),
+            "unfoldable_count": self.unfoldable_count,
+            "purges": self.purges,
         }
 
     @classmethod
@@ -210,6 +219,9 @@ class State:
             context_digest=obj.get("context_digest"),
             sync=dict(obj.get("sync", {})),
             early=dict(obj.get("early", {})),
+            unfoldable=dict(obj.get("unfoldable", {})),
+            unfoldable_count=int(obj.get("unfoldable_count", 0)),
+            purges=list(obj.get("purges", [])),
         )
 
     def copy(self) -> State:
@@ -235,10 +247,12 @@ def _trim_consolidations(cons: dict[str, ConsolidationState]) -> None:
 def apply(state: State, rec: Record) -> State:
     """Fold one record into ``state`` (in place) and return it.
 
-    Reads typed payloads only. A record of a type this version does not know or of a newer
-    version of a type it knows (a newer device's), or whose payload lacks a required member
-    (a bad event an older version let in), is counted in ``state.unknown`` and skipped: the
-    fold never stops on one event.
+    Reads typed payloads only, and never raises on a record: one of a type or a version
+    this memtray does not know (a newer device's) is counted in ``state.unknown`` and
+    skipped; one whose payload it cannot read (a log an older version filled before the
+    door checked what peers sent: a ``reminder.cancelled`` without its reminder) is named
+    in ``state.unfoldable`` and skipped, and ``memtray doctor`` explains and repairs it.
+    Every event the door lets in folds without that (``tests/unit/log/test_fold_total.py``).
     """
     seq, _id, ts, t, v, key, d = rec
     try:
@@ -266,10 +280,41 @@ def apply(state: State, rec: Record) -> State:
             fold(state, rec)
         elif t not in KNOWN_TYPES:
             state.unknown[t] = state.unknown.get(t, 0) + 1
-    except (BadPayload, UnknownEventVersion):
-        state.unknown[t] = state.unknown.get(t, 0) + 1
+    except _FOLD_ERRORS as exc:
+        if isinstance(exc, UnknownEventVersion) and type(v) is int and v > _VERSIONS.get(t, v):
+            state.unknown[f"{t} v{v}"] = state.unknown.get(f"{t} v{v}", 0) + 1  # a newer device's: skipped
+        else:
+            _unfoldable(state, rec, exc)
+            return state
     state.last_seq = seq
     return state
+
+
+#: what a payload the fold cannot read raises (a missing member, a wrong type)
+_FOLD_ERRORS = (BadPayload, UnknownEventVersion, KeyError, TypeError, ValueError, AttributeError, IndexError)
+#: the schema versions this memtray reads (a live view: types registered later are in it)
+_VERSIONS = SCHEMA.versions
+#: records the state names as unfoldable (the rest are only counted)
+KEEP_UNFOLDABLE = 100
+#: purges the state lists (newest)
+KEEP_PURGES = 20
+
+
+def _unfoldable(state: State, rec: Record, exc: Exception) -> None:
+    """Name a record the fold could not read (at most KEEP_UNFOLDABLE; the count goes on)."""
+    if len(state.unfoldable) < KEEP_UNFOLDABLE:
+        kind = rec.type if isinstance(rec.type, str) else "?"
+        state.unfoldable[str(rec.seq)] = f"{kind}: {type(exc).__name__}: {str(exc)[:80]}"
+    state.unfoldable_count += 1
+    if isinstance(rec.seq, int):
+        state.last_seq = rec.seq
+
+
+def _memory_purged(state: State, rec: Record) -> None:
+    """Who purged, when, how much: `memory log` and the doctor."""
+    p = MemoryPurged.of(rec)
+    state.purges.append({"seq": rec.seq, "ts": rec.ts, "by": p.by, "events": p.events})
+    del state.purges[:-KEEP_PURGES]
 
 
 _MESSAGE, _MESSAGE_V = Message.TYPE, Message.VERSION
@@ -384,6 +429,7 @@ def _sync_pulled(state: State, rec: Record) -> None:
 
 #: the fold of each type that changes the state (other known types change only ``last_seq``)
 _FOLDS: dict[str, Callable[[State, Record], None]] = {
+    MemoryPurged.TYPE: _memory_purged,
     SessionReset.TYPE: _session_reset,
     ConsolidationStarted.TYPE: _consolidation_started,
     ConsolidationCompleted.TYPE: _consolidation_completed,

@@ -124,6 +124,8 @@ class Verbatim:
 
     type: str
     data: Mapping[str, Any]
+    #: the schema version its device wrote it in (None: this version's)
+    v: int | None = None
 
     def to_data(self) -> dict[str, Any]:
         return dict(self.data)

@@ -159,13 +159,15 @@ class Store:
             # a session name is user text: a token pasted as one must not reach the disk (once per
             # name and batch: an import of a peer's thousands of events names a handful of sessions)
             names: dict[str, str] = {}
+            # a Verbatim keeps the version its device wrote it in (a newer device's too)
             recs = self.log.append_many([
                 (p.type if isinstance(p, Verbatim) else p.TYPE, p.to_data(),
-                 (names[s] if s in names else names.setdefault(s, redact(s))) if s else s, i, None)
+                 (names[s] if s in names else names.setdefault(s, redact(s))) if s else s, i,
+                 p.v if isinstance(p, Verbatim) else None)
                 for p, s, i in items])
             fresh = [r for r in recs if r.seq > before]
             for rec in fresh:
-                apply(self.state, self.log.schema.upcast(rec))
+                apply(self.state, self.log.upcast(rec))
             self._since_checkpoint += len(fresh)
             if self._since_checkpoint >= CHECKPOINT_EVERY:
                 self._checkpoint_quietly()

@@ -1,4 +1,5 @@
-"""The sync status files: ``<home>/sync/status.json`` and one per other remote, and their shape.
+"""What a sync did: its report (:class:`SyncReport`), the status files ``<home>/sync/status.json``
+and one per other remote, and their shape.
 
 ``status.json`` is what the last sync with the configured remote (or, with none
 configured, any remote) did; a one-off sync with another remote keeps its own,
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +23,37 @@ from memtray.core.base.home import Home
 SHAPE: dict[str, Any] = {
     "remote": None, "device": None, "last_attempt": None, "last_success": None, "last_error": None,
     "hint": None, "failures": 0, "imported": 0, "pushed": 0, "peers": [], "conflicts": [],
-    "pending_heads": 0, "pending_purges": [], "notes": [],
+    "pending_heads": 0, "pending_purges": [], "notes": [], "refused": [], "refusals": 0,
 }
+
+
+@dataclass
+class SyncReport:
+    """What one sync did (``memtray sync --json``; docs/CLI.md)."""
+
+    remote: str
+    device: str
+    imported: int = 0
+    pushed: int = 0
+    peers: dict[str, int] = field(default_factory=dict)  # device -> events imported now
+    merges: list[str] = field(default_factory=list)  # MergeOutcome summaries
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    pending_heads: int = 0  # peer memory heads not merged (this memtray cannot merge)
+    purges: int = 0  # purge tombstones of other devices applied now
+    republished: bool = False  # this device's stream was published again as a new history (a purge)
+    pending_purges: list[str] = field(default_factory=list)  # tombstone event ids not applied yet
+    #: peers' memory revisions handed to the memory merge: they travel but are not imported as events
+    merged_heads: int = 0
+    new_device: str | None = None  # the id this home took now (``--new-device``)
+    attachments: int = 0  # attachment files of other devices' messages stored here now
+    #: what the door refused (an event of a peer, a whole stream for this sync), at most
+    #: ``service.REPORTED_REFUSALS`` of them; ``refusals`` counts all. Each is in the quarantine too.
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    refusals: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def remote_key(url: str) -> str:

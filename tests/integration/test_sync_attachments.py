@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from memtray.core.admin import doctor
-from memtray.core.admin.purge import Matcher, follow_tombstones, purge
+from memtray.core.admin.purge import Matcher, purge
+from memtray.core.admin.tombstones import follow_tombstones
 from memtray.core.app import App
 from memtray.core.log.attachments import AttachmentStore, prepare, refs_of
 from memtray.core.log.events import Message, Verbatim
