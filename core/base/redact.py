@@ -190,9 +190,12 @@ def _bearer(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
 
 # "my password is hunter2", "the wifi passcode was 'x y z'": the value runs to the end of
 # the clause. A first word that says where or how the password is keeps the sentence.
+# Without a determiner ("passphrase is hunter2", "wifi pin was 4711") only the full words:
+# "pwd is /home/x" is the working directory.
 _PROSE_RE = re.compile(
-    r"(?ai)\b(?:my|the|our|his|her|their|your|a|new|its)\s+(?:[\w\-]+\s+){0,2}?"
-    r"(?:password|passcode|passphrase|passwd|pin(?:\s+code)?|pwd|pw)\s+"
+    r"(?ai)\b(?:(?:my|the|our|his|her|their|your|a|new|its)\s+(?:[\w\-]+\s+){0,2}?"
+    r"(?:password|passcode|passphrase|passwd|pin(?:\s+code)?|pwd|pw)"
+    r"|(?<![\w\-/.$])(?:password|passcode|passphrase|passwd|pin(?:\s+code)?))\s+"
     r"(?:is(?:\s+now)?|was|will\s+be|has\s+been\s+changed\s+to|changed\s+to|became|reads)\s*[:\-]?[ \t]*"
 )
 _PROSE_STOP = frozenset({
@@ -200,6 +203,9 @@ _PROSE_STOP = frozenset({
     "safe", "secure", "strong", "weak", "long", "short", "expired", "wrong", "incorrect", "the", "a", "an",
     "still", "also", "being", "required", "needed", "missing", "empty", "unknown", "same", "different",
     "reset", "changed", "set", "ok", "fine", "easy", "hard", "forgotten", "lost", "shared", "public",
+    "what", "how", "why", "where", "when", "which", "who", "whatever", "it", "this", "that", "there", "here",
+    "something", "nothing", "one", "important", "optional", "mandatory", "valid", "invalid", "correct", "case-sensitive",
+    "sensitive", "hidden", "visible", "shown", "sent", "given", "case", "my", "your", "his", "her", "our", "their",
 })
 _CLAUSE_END_RE = re.compile(r"[.,;!?](?:\s|$)|\n|$")
 
@@ -227,6 +233,17 @@ def _prose(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
 _AWS_PREFIXES: tuple[str, ...] = (
     "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "APKA", "AROA", "ASCA",
 )  # fmt: skip
+
+_AWS_ID = rf"(?<![A-Za-z0-9])(?:{'|'.join(_AWS_PREFIXES)})[A-Z0-9]{{16}}(?![A-Za-z0-9])"
+# 40 characters of base64 with both cases and a digit or symbol (a git SHA is lowercase hex)
+_AWS_SECRET = (r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+=]{{0,39}}[a-z])(?=[A-Za-z0-9/+=]{{0,39}}[A-Z])"
+               r"(?=[A-Za-z0-9/+=]{{0,39}}[0-9/+])(?P<{}>[A-Za-z0-9/+=]{{40}})(?![A-Za-z0-9/+=])")
+_AWS_ID_MARKER = re.escape("[REDACTED:aws-access-key-id]")
+
+
+def _aws_pair(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
+    return "aws-secret-key", *m.span("after" if m.group("after") is not None else "before")
+
 
 _RULES: tuple[_Rule, ...] = (
     # Most specific first: when matches overlap, the first rule names the kind.
@@ -296,11 +313,23 @@ _RULES: tuple[_Rule, ...] = (
         "aws-secret-key",
         triggers=("secret",),
         folded=True,
+        # aws_secret_access_key = ..., "the AWS secret access key is ...", "secret key: ..."
         pattern=re.compile(
-            r"(?ai)(?<![a-z0-9])(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?"
-            r"[ \t]*[:=][ \t]*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+            r"(?ai)(?<![a-z0-9])(?:aws[_ \t]?secret[_ \t]?(?:access[_ \t]?)?key|secret[_ \t]?access[_ \t]?key|"
+            r"secret[_ \t]key)[\"']?[ \t]*(?:[:=]|\s(?:is|was)\b|\s*-)?[ \t]*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
         ),
         group=1,
+    ),
+    _Rule(
+        "aws-secret-key",
+        triggers=(*_AWS_PREFIXES, "[REDACTED:aws-access-key-id]"),
+        # A secret access key has no shape of its own; beside its key id (within a couple of
+        # lines, either side, or beside the marker an older redaction left) it is one.
+        pattern=re.compile(
+            rf"(?:{_AWS_ID}|{_AWS_ID_MARKER})[\s\S]{{0,160}}?{_AWS_SECRET.format('after')}"
+            rf"|{_AWS_SECRET.format('before')}[\s\S]{{0,160}}?(?:{_AWS_ID}|{_AWS_ID_MARKER})"
+        ),
+        check=_aws_pair,
     ),
     _Rule(
         "jwt",

@@ -41,7 +41,7 @@ class ImportProblem(MemtrayError):
 @dataclass
 class Item:
     key: str  # stable within the source: a session key, a conversation id, "memory", "history"
-    kind: str  # session | conversation | memory | history
+    kind: str  # session | conversation | memory | history | refused (a file not read; its notes say why)
     #: (role, text, sent_at ISO or None) for sessions and conversations
     messages: list[tuple[str, str, str | None]] = field(default_factory=list)
     title: str | None = None
@@ -159,6 +159,9 @@ class Importer:
 
     def _one(self, item: Item) -> None:
         self.summary.notes += [f"{item.key}: {n}" for n in item.notes]
+        if item.kind == "refused":  # a file of the source that was not read (said in the notes)
+            self.summary.lines.append(f"{item.key}: not imported")
+            return
         digest = item.digest()
         prev = self.done.get(item.key)
         if prev is not None and prev.get("digest") == digest:
@@ -270,6 +273,9 @@ def read_jsonl(lines: Iterator[bytes], where: str, notes: list[str]) -> Iterator
             obj = json.loads(line)
         except (ValueError, UnicodeDecodeError):
             notes.append(f"{where} line {n} is damaged (not JSON); skipped")
+            continue
+        except RecursionError:
+            notes.append(f"{where} line {n} is nested too deep to be a message; skipped")
             continue
         if isinstance(obj, dict):
             yield n, obj
