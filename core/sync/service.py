@@ -43,6 +43,7 @@ from memtray.core.base.errors import MemtrayError
 from memtray.core.base.faults import crash_point
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import DeviceId, Home, new_device_id, set_device_id
+from memtray.core.base.redact import redact_obj
 from memtray.core.log.attachments import AttachmentStore
 from memtray.core.log.events import Record, legacy_line
 from memtray.core.log.origin import (
@@ -437,7 +438,8 @@ class SyncService:
             final = start + IMPORT_BATCH >= len(records)
             through = last if final else chunk[-1].seq
             batch: list[tuple[str, Any, str | None, str | None]] = [
-                (r.type, marked(r, dev), peer_session(r.session, dev), r.id) for r in chunk if r.type in IMPORTED]
+                # redacted like local input: a secret in a peer's message never reaches this disk
+                (r.type, redact_obj(marked(r, dev)), peer_session(r.session, dev), r.id) for r in chunk if r.type in IMPORTED]
             commit = peer.commit if final and complete else before
             batch.append((PULLED, {"device": dev, "commit": commit, "through": through}, None, None))
             self.store.append_many(batch)
