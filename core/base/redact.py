@@ -188,15 +188,19 @@ def _bearer(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
     return None
 
 
-# "my password is hunter2", "the wifi passcode was 'x y z'": the value runs to the end of
-# the clause. A first word that says where or how the password is keeps the sentence.
-# Without a determiner ("passphrase is hunter2", "wifi pin was 4711") only the full words:
-# "pwd is /home/x" is the working directory.
+# "my password is hunter2", "her wifi passcode was 'x y z'", "my password: x y z": the value
+# runs to the end of the clause. A first word that says where or how the password is keeps
+# the sentence.
+_PROSE_VERB = r"(?:is(?:\s+now)?|was|will\s+be|has\s+been\s+changed\s+to|changed\s+to|became|reads)"
 _PROSE_RE = re.compile(
-    r"(?ai)\b(?:(?:my|the|our|his|her|their|your|a|new|its)\s+(?:[\w\-]+\s+){0,2}?"
+    r"(?ai)\b(?:my|the|our|his|her|their|your|a|new|its)\s+(?:[\w\-]+\s+){0,2}?"
     r"(?:password|passcode|passphrase|passwd|pin(?:\s+code)?|pwd|pw)"
-    r"|(?<![\w\-/.$])(?:password|passcode|passphrase|passwd|pin(?:\s+code)?))\s+"
-    r"(?:is(?:\s+now)?|was|will\s+be|has\s+been\s+changed\s+to|changed\s+to|became|reads)\s*[:\-]?[ \t]*"
+    rf"(?:\s+{_PROSE_VERB}\s*[:\-]?|\s*:)[ \t]*"
+)
+# Without a determiner ("passphrase is hunter2", "PIN is 4711") only the full words, and a
+# PIN only when it has a digit: "pwd is /home/x" is the working directory, "pin is loose" a pin.
+_BARE_PROSE_RE = re.compile(
+    rf"(?ai)(?<![\w\-/.$])(?P<word>password|passcode|passphrase|passwd|pin(?:\s+code)?)\s+{_PROSE_VERB}\s*[:\-]?[ \t]*"
 )
 _PROSE_STOP = frozenset({
     "not", "too", "very", "in", "on", "at", "stored", "saved", "kept", "managed", "written", "somewhere",
@@ -204,10 +208,18 @@ _PROSE_STOP = frozenset({
     "still", "also", "being", "required", "needed", "missing", "empty", "unknown", "same", "different",
     "reset", "changed", "set", "ok", "fine", "easy", "hard", "forgotten", "lost", "shared", "public",
     "what", "how", "why", "where", "when", "which", "who", "whatever", "it", "this", "that", "there", "here",
-    "something", "nothing", "one", "important", "optional", "mandatory", "valid", "invalid", "correct", "case-sensitive",
+    "something", "nothing", "one", "important", "optional", "mandatory", "valid", "invalid", "case-sensitive",
     "sensitive", "hidden", "visible", "shown", "sent", "given", "case", "my", "your", "his", "her", "our", "their",
 })
 _CLAUSE_END_RE = re.compile(r"[.,;!?](?:\s|$)|\n|$")
+
+
+def _bare_prose(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
+    hit = _prose(m, runs)
+    if hit is not None and m.group("word").lower().startswith("pin") and not any(
+            c.isdigit() for c in m.string[hit[1]:hit[2]]):
+        return None
+    return hit
 
 
 def _prose(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
@@ -377,6 +389,13 @@ _RULES: tuple[_Rule, ...] = (
         folded=True,
         pattern=_PROSE_RE,
         check=_prose,
+    ),
+    _Rule(
+        "password",
+        triggers=("pass", "pin"),
+        folded=True,
+        pattern=_BARE_PROSE_RE,
+        check=_bare_prose,
     ),
     _Rule(
         "password",

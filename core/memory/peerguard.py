@@ -103,7 +103,7 @@ def guard_peer(local_text: str, local: Ledger, text: str, ledger: Ledger, nodes:
             continue
         if looks_like_instruction(f.text):
             held.append((k, "instruction", f"from {device}: {why_flagged(f.text)}"))
-        elif _MARKER in f.text and _MARKER not in mine.get(f.id, f).text:
+        elif _MARKER in f.text and _MARKER not in (mine[f.id].text if f.id in mine else ""):
             held.append((k, "secret", f"from {device}: it carried a secret (redacted on arrival)"))
         elif f.id not in traced:
             origin = introduced.get(f.norm)

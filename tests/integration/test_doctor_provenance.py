@@ -1,0 +1,79 @@
+"""`memtray doctor` accepts where imported and MCP-written facts come from, and still fails
+on a fact that really has no provenance (issue 26, item 12)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from memtray.core.app import App
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.log.eventlog import EventLog
+from memtray.core.memory.provenance import Origin, trace
+
+from tests.support import run_cli
+
+_PROVENANCE = re.compile(r"^\[(ok  |FAIL)\] (.*provenance.*)$", re.M)
+
+
+def _workspace(root: Path) -> Path:
+    """A nanobot workspace as nanobot writes it: MEMORY.md, a diary, one session file."""
+    ws = root / "workspace"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "sessions").mkdir()
+    (ws / "memory" / "MEMORY.md").write_text("# Long-term Memory\n\n## User\n- Lives in Lyon\n- Has a cat called Miso\n")
+    (ws / "memory" / "HISTORY.md").write_text("[2026-03-01 10:00] User said they moved to Lyon.\n")
+    lines = [{"_type": "metadata", "key": "cli:direct"},
+             {"role": "user", "content": "I moved to Lyon last spring", "timestamp": "2026-03-01T10:00:00"},
+             {"role": "assistant", "content": "Noted.", "timestamp": "2026-03-01T10:00:05"}]
+    (ws / "sessions" / "cli_direct.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return ws
+
+
+def _provenance_line(home: Path) -> tuple[str, str]:
+    out = run_cli(home, "doctor")
+    assert "Traceback" not in out.stderr, out.stderr
+    found = _PROVENANCE.findall(out.stdout)
+    assert len(found) == 1, out.stdout
+    return found[0]
+
+
+def _origins(home: Home) -> dict[str, Origin]:
+    elog = EventLog.open(home.events, readonly=True)
+    try:
+        _memory, origins = trace(elog.records())
+    finally:
+        elog.close()
+    return {o.text: o for o in origins.values()}
+
+
+def test_import_then_doctor_passes_and_the_import_item_is_the_origin(home: Home) -> None:
+    out = run_cli(home.root, "import", "nanobot", str(_workspace(home.root.parent)))
+    assert out.returncode == 0, out.stderr
+    assert _provenance_line(home.root) == ("ok  ", "provenance: all 2 facts in MEMORY.md trace to the events they came from")
+    origins = _origins(home)
+    lyon = origins["Lives in Lyon"]
+    assert lyon.ok and lyon.imported["source"] == "nanobot" and lyon.imported["key"] == "memory"
+
+
+def test_mcp_remember_then_doctor_passes_and_the_client_is_the_origin(home: Home) -> None:
+    out = run_cli(home.root, "mcp", "remember", "--client", "Test Client", "The user's cat is called Miso")
+    assert out.returncode == 0, out.stderr
+    assert _provenance_line(home.root) == ("ok  ", "provenance: all 1 facts in MEMORY.md trace to the events they came from")
+    miso = _origins(home)["The user's cat is called Miso"]
+    assert miso.ok and miso.client == "Test Client"
+
+
+def test_a_fact_that_really_has_no_provenance_still_fails(home: Home) -> None:
+    assert run_cli(home.root, "import", "nanobot", str(_workspace(home.root.parent))).returncode == 0
+    assert run_cli(home.root, "mcp", "remember", "--client", "Test Client", "Likes green tea").returncode == 0
+    app = App.open(home, config=Config(model="openai/m"))
+    try:  # a model's write that names no message (what a damaged or forged log holds)
+        app.memory.write(app.store.state.memory + "- Came from nowhere\n", reason="agent", source="model", model="m")
+    finally:
+        app.close()
+    status, title = _provenance_line(home.root)
+    assert (status, title) == ("FAIL", "1 of 4 facts in MEMORY.md have no provenance")
+    assert [t for t, o in _origins(home).items() if not o.ok] == ["Came from nowhere"]
