@@ -14,7 +14,6 @@ it resolves to is named (:attr:`Opened.link`), so the user sees what was read.
 from __future__ import annotations
 
 import errno
-import io
 import os
 import stat
 import sys
@@ -114,7 +113,7 @@ def open_regular(path: Path | str, *, limit: int, what: str = "file") -> Opened:
                               hint="Give a smaller file (or the part that matters).")
         if sys.platform != "win32":
             os.set_blocking(fd, True)  # a regular file: reads never wait anyway
-        stream = io.open(fd, "rb", closefd=True)  # noqa: SIM115 - returned to the caller, who closes it
+        stream = open(fd, "rb", closefd=True)  # noqa: SIM115 - returned to the caller, who closes it
     except BaseException:
         os.close(fd)
         raise

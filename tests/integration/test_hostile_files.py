@@ -99,9 +99,9 @@ def test_a_symlink_is_followed_and_the_file_it_names_is_said(tmp_path: Path) -> 
     assert got.data == b"the plan: ship on Friday" and got.ref.name == "link.txt"
     assert got.note == f"{link} is a link to {real}; read {real}"
     assert from_file(real).note == ""
-    with pytest.raises(AttachmentError, match="a loop of symbolic links|no such file"):
-        loop = tmp_path / "loop"
-        loop.symlink_to(loop)
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(AttachmentError, match="a loop of symbolic links"):
         from_file(loop)
 
 

@@ -21,6 +21,8 @@ from memtray.core.base.home import Home
 from memtray.core.log.origin import origin_of
 from memtray.core.memory.merge import MergeOutcome, PeerHead
 
+from tests.integration import sync_support
+
 
 def open_app(root: Path) -> App:
     return App.open(Home.resolve(root), config=Config(model="openai/x"), start_services=False)
@@ -60,7 +62,7 @@ def sync(x: App, y: App) -> tuple[MergeOutcome, MergeOutcome]:
 
 
 def remember(app: App, fact: str) -> None:
-    app.memory.remember(fact, "Me", model=None, source_seq=None)
+    sync_support.remember(app, fact, "Me")
 
 
 def git(app: App, *args: str) -> str:

@@ -8,8 +8,8 @@ against the corpus of near-misses the guard already had.
 from __future__ import annotations
 
 import pytest
-
 from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
+
 from tests.security.injection_corpus import BENIGN as NEAR_MISSES
 from tests.security.standing_orders_corpus import BENIGN, HOSTILE
 
