@@ -182,8 +182,8 @@ class PeerMerging:
         info = target.data.get("facts") or {}
         new = dag.ancestors(target.id) - mine
         prov = _provenance(dag, new, target.ledger, self.device, {})
-        g = guard_peer(self.store.state.memory, self.ledger(), target.text, target.ledger, _oldest_first(dag, new),
-                       set(prov), ren, target.device)
+        g = guard_peer(self.store.state.memory, self.ledger(), target.text, target.ledger,
+                       _oldest_first(dag, dag.ancestors(target.id)), set(prov), ren, target.device)
         if not g.flagged and not target.altered and redact(target.text) == target.text:
             sync = SyncFields(target.id, list(target.parents), target.device, info.get("renamed") or {}, ren, records)
         else:  # held facts, or this version redacts more than the writer's did: a revision of its own, after the peer's
@@ -214,14 +214,14 @@ class PeerMerging:
         new = set().union(*(dag.ancestors(t) for t in tips)) - (dag.ancestors(local) if local else set())
         found = _provenance(dag, new, merged.ledger, self.device, merged.renamed)
         others = _devices(dag, [t for t in tips if t != local])
-        g = guard_peer(self.store.state.memory, self.ledger(), merged.text, merged.ledger, _oldest_first(dag, new),
+        every = set().union(*(dag.ancestors(t) for t in tips))
+        g = guard_peer(self.store.state.memory, self.ledger(), merged.text, merged.ledger, _oldest_first(dag, every),
                        set(found), ren, others)
         merged.text, merged.ledger = g.text, g.ledger  # what is held is not merged (nor part of the merge's id)
         mid = merge_id(tips, merged)
         live = set(g.ledger.ids)
         theirs = {fid for fid, dev in merged.origin.items() if dev != self.device and fid in live}
         prov = {fid: found.get(fid) or {"merged_from": merged.origin[fid]} for fid in theirs}
-        every = set().union(*(dag.ancestors(t) for t in tips))
         flagged, done = self._carried(dag, every, dag.ancestors(local) if local else set(), merged.ledger,
                                       list(merged.conflicts))
         flagged += g.flagged

@@ -34,6 +34,9 @@ from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why
 __all__ = ["PeerGuarded", "guard_peer", "says_where"]
 
 _MARKER = "[REDACTED:"
+#: most facts of one merge held as review items (as for a consolidation's reply); the peer's
+#: revision itself stays in the log (``memory.peer``) and on its side line in git
+MAX_HELD = 50
 #: reasons whose revision says where its facts came from without naming messages
 _SELF_EVIDENT = ("user-edit", "review", "import")
 
@@ -68,19 +71,20 @@ def says_where(data: Mapping[str, Any], fact_id: str) -> bool:
     return bool(seqs and isinstance(seqs, list)) or isinstance(entry.get("origin"), Mapping) or bool(entry.get("rebuild"))
 
 
-def _introduced(nodes: Iterable[Node]) -> dict[str, tuple[Node, str]]:
-    """Normalised fact text -> the revision (of ``nodes``, oldest first) that last added or
-    reworded a fact to those words, and the id it gave the fact there."""
-    out: dict[str, tuple[Node, str]] = {}
+def _introduced(nodes: Iterable[Node]) -> dict[str, list[tuple[Node, str]]]:
+    """Normalised fact text -> each revision of ``nodes`` that added or reworded a fact to
+    those words, with the id it gave the fact there. A merge only carries facts its parents
+    wrote, so it introduces none."""
+    out: dict[str, list[tuple[Node, str]]] = {}
     for n in nodes:
         diff = n.data.get("diff")
-        if not isinstance(diff, Mapping):
+        if not isinstance(diff, Mapping) or n.data.get("reason") == "merge":
             continue
         items = [*(diff.get("added") or ()), *((c.get("new") if isinstance(c, Mapping) else None)
                                                for c in diff.get("changed") or ())]
         for item in items:
             if isinstance(item, Mapping) and isinstance(item.get("text"), str):
-                out[factdiff.normalize(item["text"])] = (n, str(item.get("id") or ""))
+                out.setdefault(factdiff.normalize(item["text"]), []).append((n, str(item.get("id") or "")))
     return out
 
 
@@ -89,14 +93,14 @@ def guard_peer(local_text: str, local: Ledger, text: str, ledger: Ledger, nodes:
     """``text`` (a merge's or fast-forward's result, with ``ledger``) without what fails the
     guards, and the review items for it.
 
-    ``local_text``/``local``: this device's memory now; ``nodes``: the peer revisions the
-    result brings in (oldest first); ``traced``: ids of the result whose origin the merge
+    ``local_text``/``local``: this device's memory now; ``nodes``: the revisions the result
+    follows (read only when a fact's origin is not in ``traced``); ``traced``: ids of the result whose origin the merge
     found; ``moved``: this device's ids the result renumbered (old -> new); ``device``:
     who the facts came from, for the reason shown.
     """
     known = {f.norm for f in local.facts}
     mine = {moved.get(f.id, f.id): f for f in local.facts}
-    introduced = _introduced(nodes)
+    introduced: dict[str, list[tuple[Node, str]]] | None = None
     held: list[tuple[int, str, str]] = []  # (index in ledger, kind, reason)
     for k, f in enumerate(ledger.facts):
         if f.norm in known:
@@ -106,8 +110,9 @@ def guard_peer(local_text: str, local: Ledger, text: str, ledger: Ledger, nodes:
         elif _MARKER in f.text and _MARKER not in (mine[f.id].text if f.id in mine else ""):
             held.append((k, "secret", f"from {device}: it carried a secret (redacted on arrival)"))
         elif f.id not in traced:
-            origin = introduced.get(f.norm)
-            if origin is None or not says_where(origin[0].data, origin[1]):
+            if introduced is None:
+                introduced = _introduced(nodes)
+            if not any(says_where(n.data, fid) for n, fid in introduced.get(f.norm, ())):
                 held.append((k, "unsupported", f"from {device}: no revision says where it came from"))
     flagged: list[dict[str, Any]] = []
     ids = list(ledger.ids)
@@ -122,6 +127,8 @@ def guard_peer(local_text: str, local: Ledger, text: str, ledger: Ledger, nodes:
             del ids[k]
         flagged.append(review_item(kind, f.text, f.section, None if old is None else f.id, reason))
     flagged.reverse()
+    if len(flagged) > MAX_HELD:  # a stream that floods the queue: the rest stays only on the peer's side line
+        flagged = flagged[:MAX_HELD]
     text, blocks = hold_flagged(local_text, text)  # a heading or comment that reads like an order
     flagged += [review_item("instruction", b.text, "", None, f"from {device}: {b.reason}") for b in blocks]
     parsed = factdiff.parse(text)
