@@ -30,6 +30,8 @@ from memtray.core.base.redact import redact
 from memtray.core.log.events import SessionReset
 from memtray.core.log.integrations import ImportCompleted, ImportFailed, ImportItem, ImportStarted
 from memtray.core.memory import factdiff
+from memtray.core.memory.guard import review_item
+from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
 
 MAX_MESSAGE_CHARS = 100_000
 
@@ -224,25 +226,36 @@ class Importer:
         facts = factdiff.parse(clean(item.text))
         self.memory.check_worktree()
         current = self.store.state.memory
+        # an imported fact passes the guard a consolidation's does: one that reads like an
+        # instruction is held for review, never written (another tool's memory may hold one)
+        held = [review_item("instruction", f.text, f.section, None, f"imported from {self.source}: {why_flagged(f.text)}")
+                for f in facts if looks_like_instruction(f.text)]
         new = current
-        if not current.strip():
-            new = clean(item.text)
+        if not current.strip() and not held:
+            new, _blocks = hold_flagged("", clean(item.text))  # a heading or comment that orders
+            held += [review_item("instruction", b.text, "", None, f"imported from {self.source}: {b.reason}")
+                     for b in _blocks]
         else:
             for f in facts:
-                new = factdiff.add_fact(new, f.text, f.section or None)
+                if not looks_like_instruction(f.text):
+                    new = factdiff.add_fact(new, f.text, f.section or None)
         added = len(factdiff.diff(current, new).added) if new != current else 0
         self.summary.items += 1
         self.summary.facts += added
-        self.summary.lines.append(f"MEMORY.md: {added} new facts (of {len(facts)})")
+        self.summary.lines.append(f"MEMORY.md: {added} new facts (of {len(facts)})"
+                                  + (f", {len(held)} held for review" if held else ""))
+        if held:
+            self.summary.notes.append(f"MEMORY.md: {len(held)} fact(s) read like instructions and are held for review "
+                                      "(`memtray memory review`)")
         if self.dry_run:
             return
         self._start()
         seq = self.store.state.memory_seq
         rec = self._record(item, digest, memory_seq=seq + 1)
-        if new == current:
+        if new == current and not held:
             self.store.append_many([rec])
         else:
-            self.memory.write(new, reason="import", source="import", extra=[rec[:3]])
+            self.memory.write(new, reason="import", source="import", extra=[rec[:3]], flagged=held or None)
         self.progress(f"imported MEMORY.md: {added} new facts")
 
     def _history(self, item: Item, digest: str, prev: dict[str, Any] | None) -> None:
