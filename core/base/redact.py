@@ -19,7 +19,6 @@ of non-space characters, and each rule runs only if its trigger words occur.
 from __future__ import annotations
 
 import bisect
-import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +28,6 @@ from memtray.core.base import secret_rules
 
 __all__ = [
     "KINDS",
-    "RedactingFilter",
     "Secret",
     "add_known_secret",
     "find_secrets",
@@ -616,35 +614,3 @@ def _redact_any(obj: object, key: object, seen: frozenset[int]) -> object:
     if hasattr(obj, "_fields"):  # a NamedTuple
         return cast(Callable[..., object], type(obj))(*items)
     return tuple(items)
-
-
-class RedactingFilter(logging.Filter):
-    """A logging filter that redacts each record's message, arguments and traceback.
-
-    The message is formatted (``msg % args``) before redacting, so a secret split
-    between the format string and its arguments is still caught; the record
-    then carries the finished text and no arguments. A traceback is formatted
-    here (with the default :class:`logging.Formatter`) and stored redacted in
-    ``record.exc_text``, which handlers' formatters then use as is. Attach the
-    filter to handlers: a logger's own filters do not see records propagated
-    from child loggers.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:
-            # A bad format string: logging reports that itself when the handler
-            # formats the record; redact the pieces so the report leaks nothing.
-            record.msg = redact_obj(record.msg)
-            record.args = redact_obj(record.args)
-        else:
-            record.msg = redact(message)
-            record.args = ()
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = redact(record.exc_text)
-        if record.stack_info:
-            record.stack_info = redact(record.stack_info)
-        return True
