@@ -17,6 +17,7 @@ from pathlib import Path
 
 from _common import ms, pct, synthetic_log
 from memtray.core.base.home import Home
+from memtray.core.log.events import Verbatim
 from memtray.core.log.store import Store
 
 
@@ -33,7 +34,7 @@ def measure(tmp: Path, n: int, history: int) -> tuple[list[float], list[float]]:
     ours, bare = [], []
     for _ in range(n):  # interleaved so both see the same disk conditions
         t0 = time.perf_counter()
-        store.append("message", payload, session="bench")
+        store.append(Verbatim("message", payload), session="bench")
         ours.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         os.write(fd, line)

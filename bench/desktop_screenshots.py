@@ -17,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from memtray.core.log.events import Message
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 OUT = ROOT / "docs" / "screenshots"
@@ -96,9 +98,9 @@ def main() -> int:
         mem = app.memory
         app.worker.call(lambda: mem.write(MEM1, reason="agent", source="model", model="openai/gpt-4o-mini"))
         # a consolidation that rewrites, adds and drops a fact
-        app.store.append("message", {"role": "user", "content": "I moved to Paris last month, and I write Go now too."},
+        app.store.append(Message(role="user", content="I moved to Paris last month, and I write Go now too."),
                          session="quick")
-        app.store.append("message", {"role": "assistant", "content": "Noted — Paris and Go."}, session="quick")
+        app.store.append(Message(role="assistant", content="Noted — Paris and Go."), session="quick")
         server.script(tool_call("save_memory", {
             "history_entry": "User moved to Paris; evaluating ClickHouse.", "memory_update": MEM2,
             "removed_facts": [{"fact": "Lives in Lyon", "reason": "moved to Paris"}],

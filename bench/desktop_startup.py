@@ -36,6 +36,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from memtray.core.log.events import Message
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -87,8 +89,8 @@ def seed(home_root: Path) -> None:
     config.set_value(home, "model", "openai/gpt-4o-mini")
     with App.open(home) as app:
         for i in range(100):
-            app.store.append("message", {"role": "user", "content": f"question {i}"}, session="quick")
-            app.store.append("message", {"role": "assistant", "content": f"answer {i} " * 20}, session="quick")
+            app.store.append(Message(role="user", content=f"question {i}"), session="quick")
+            app.store.append(Message(role="assistant", content=f"answer {i} " * 20), session="quick")
         mem = app.memory
         if mem is not None:
             app.worker.call(lambda: mem.write("# About the user\n\n- Likes tea\n", reason="agent", source="model"))

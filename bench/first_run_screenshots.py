@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memtray.core.log.events import Message
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 OUT = ROOT / "docs" / "screenshots"
@@ -123,8 +125,8 @@ def main() -> int:
         os.environ["OPENAI_API_KEY"] = "sk-screenshot"
         app = App.open(home)
         app.worker.call(lambda: app.memory.write(BEFORE, reason="agent", source="model", model="openai/gpt-4o-mini"))
-        app.store.append("message", {"role": "user", "content": "My friend Ada owns a sailing yacht; we went out on it today."}, session="quick")
-        app.store.append("message", {"role": "assistant", "content": "Sounds lovely!"}, session="quick")
+        app.store.append(Message(role="user", content="My friend Ada owns a sailing yacht; we went out on it today."), session="quick")
+        app.store.append(Message(role="assistant", content="Sounds lovely!"), session="quick")
         server.script(tool_call("save_memory", {
             "history_entry": "User went sailing.", "memory_update": BAD,
             "removed_facts": [{"fact": "Has a cat named Mo", "reason": "not mentioned lately"}],

@@ -43,6 +43,7 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 from memtray.core.base.clock import FakeClock
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
+from memtray.core.log.events import Message
 from memtray.core.log.store import Store
 from memtray.core.search.embed import Embedder
 from memtray.core.search.index import SearchIndex, index_path
@@ -113,7 +114,7 @@ def synthetic_texts(n: int, seed: int) -> list[str]:
 def backfill(tmp: Path, server: ScriptedLLMServer, n: int, cfg: Config) -> None:
     store = Store.open(Home.resolve(tmp / "backfill"))
     for i in range(0, n, 1000):
-        store.append_many([("message", {"role": "user", "content": f"{t} (note {i + j})"}, "bench", None)
+        store.append_many([(Message(role="user", content=f"{t} (note {i + j})"), "bench", None)
                            for j, t in enumerate(synthetic_texts(min(1000, n - i), i))])  # all different
     svc = SearchService(store, SearchIndex.open(index_path(store.home)), Embedder(lambda: cfg))
     svc.sync()
@@ -136,7 +137,7 @@ def latency(tmp: Path, n: int, nq: int, seed: int) -> None:
     t0 = time.perf_counter()
     with Store.open(home) as store:
         for i in range(0, n, 1000):
-            store.append_many([("message", {"role": "user" if j % 2 == 0 else "assistant", "content": t},
+            store.append_many([(Message(role="user" if j % 2 == 0 else "assistant", content=t),
                                 f"s{j % 3}", None) for j, t in enumerate(texts[i:i + 1000])])
     t_log = time.perf_counter() - t0
     store = Store.open(home)

@@ -163,7 +163,7 @@ def bench_log(revisions: int) -> None:
                                        history_append=f"revision {i}" if i % 10 == 0 else None,
                                        diff={"added": [{"id": "x", "section": "", "text": "t"}], "dropped": [],
                                              "changed": []})
-                    batch.append((MemoryWritten.TYPE, ev.to_data(), None, None))
+                    batch.append((ev, None, None))
                 recs += store.append_many(batch)
         git = GitRepo(home.memory).open()
         git.repo.object_store.fsync_object_files = False  # building only; reads are measured

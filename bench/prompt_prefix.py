@@ -55,8 +55,7 @@ def consolidate(app: App, session: str, revision: int, model: str = "bench") -> 
     start, end = s.last_consolidated, s.count - KEEP
     cid = app.store.new_id()
     app.store.append(
-        ConsolidationStarted.TYPE,
-        ConsolidationStarted(consolidation=cid, start=start, end=end, model=model).to_data(),
+        ConsolidationStarted(consolidation=cid, start=start, end=end, model=model),
         session=session,
     )
     memory = app.memory
@@ -84,7 +83,7 @@ def run_turns(app: App, clock: FakeClock, turns: int, session: str = SESSION,
         consolidated.append(pending)
         pending = False
         _, reply = message(i + 1, 23)
-        store.append(Message.TYPE, Message(role="assistant", content=reply, model="bench").to_data(),
+        store.append(Message(role="assistant", content=reply, model="bench"),
                      session=session)
         if store.state.session(session).unconsolidated >= app.config.memory_window:
             revision += 1

@@ -34,7 +34,8 @@ from memtray.core.base.clock import FakeClock, IdGenerator
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.base.notify import RecordingNotifier
-from memtray.core.log.store import CHECKPOINT_NAME, Store
+from memtray.core.log.events import ReminderFired, ReminderScheduled
+from memtray.core.log.store import CHECKPOINT_NAME, Entry, Store
 from memtray.core.reminders.service import ReminderService
 from memtray.core.reminders.spec import occurrence_key
 
@@ -48,7 +49,7 @@ def populate(home: Home, n: int, now: datetime, seed: int = 1) -> None:
     clock = FakeClock(now)
     store = Store.open(home, clock=clock, ids=IdGenerator(clock))
     try:
-        batch: list[tuple[str, dict[str, object], str | None, str | None]] = []
+        batch: list[Entry] = []
         for i in range(n):
             rid = f"R{i:08d}"
             tz = rng.choice(ZONES)
@@ -60,14 +61,11 @@ def populate(home: Home, n: int, now: datetime, seed: int = 1) -> None:
                 spec = rng.choice(INTERVALS)
             else:
                 spec = rng.choice(CRONS)
-            batch.append(("reminder.scheduled", {
-                "reminder": rid, "text": f"reminder number {i}", "kind": kind, "spec": spec, "tz": tz,
-                "mode": "notify",
-            }, None, None))
+            batch.append((ReminderScheduled(reminder=rid, text=f"reminder number {i}", kind=kind, spec=spec, tz=tz,
+                                             mode="notify"), None, None))
             if kind != "at" and i % 5 == 0:  # some have fired before (not due again yet)
-                batch.append(("reminder.fired", {
-                    "reminder": rid, "occurrence": occurrence_key(now - timedelta(seconds=30)), "late": False,
-                }, None, None))
+                batch.append((ReminderFired(reminder=rid, occurrence=occurrence_key(now - timedelta(seconds=30)),
+                                            late=False), None, None))
             if len(batch) >= 1000:
                 store.append_many(batch)
                 batch = []

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from memtray.core.base.home import Home
+from memtray.core.log.events import MemoryWritten
 from memtray.core.log.store import Store
 from memtray.core.search.index import SearchIndex, index_path
 
@@ -50,9 +51,7 @@ def build(home: Home, entries: int, seed: int) -> tuple[list[str], list[float]]:
         for start in range(0, entries, batch):
             store.append_many(
                 [
-                    ("memory.written",
-                     {"memory": "# Memory\n", "reason": "consolidation",
-                      "history_append": make_entry(rng, vocab, weights, i)},
+                    (MemoryWritten(memory="# Memory\n", reason="consolidation", history_append=make_entry(rng, vocab, weights, i)),
                      "bench", None)
                     for i in range(start, min(entries, start + batch))
                 ]

@@ -32,6 +32,7 @@ import _common  # noqa: F401 (puts the repository on sys.path)
 from memtray.core.app import App
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home, device_id
+from memtray.core.log.events import Message
 
 SYNCS_PER_DAY = 40
 MESSAGES_PER_DAY = 200
@@ -55,8 +56,7 @@ def open_app(root: Path) -> App:
 
 
 def add(app: App, n: int, tag: str) -> None:
-    app.store.append_many([("message", {"role": "user" if i % 2 == 0 else "assistant",
-                                        "content": f"{tag} {i}: {text()}"}, "quick", None) for i in range(n)])
+    app.store.append_many([(Message(role="user" if i % 2 == 0 else "assistant", content=f"{tag} {i}: {text()}"), "quick", None) for i in range(n)])
 
 
 def memory_text(k: int) -> str:

@@ -265,7 +265,7 @@ class Desktop(QObject):
         """The tray's sync line and "Sync now"; purges made on other devices applied as they arrive."""
         if self.app.sync is None:
             return
-        from memtray.core.admin.purge import follow_tombstones
+        from memtray.core.admin.tombstones import follow_tombstones
 
         from .sync_status import SyncStatusMenu
 

@@ -221,12 +221,14 @@ class McpSection(QWidget):
 def refused_servers(store: Any, session: str, first_seq: int, last_seq: int) -> list[str]:
     """Servers whose calls in ``session`` between the seqs were refused (run on the worker:
     it reads the log's tail)."""
+    from memtray.core.log.events import McpCall
+
     found: list[str] = []
     # the log may have grown since the change: read back to first_seq from its end
     for rec in store.log.tail(max(store.state.last_seq, last_seq) - first_seq + 1):
-        if (first_seq <= rec.seq <= last_seq and rec.type == "mcp.call" and rec.session == session
-                and rec.data.get("status") == "refused"):
-            name = str(rec.data.get("server") or "")
+        if (first_seq <= rec.seq <= last_seq and rec.type == McpCall.TYPE and rec.session == session
+                and (call := McpCall.of(rec)).status == "refused"):
+            name = call.server
             if name and name not in found:
                 found.append(name)
     return found

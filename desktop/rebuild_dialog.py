@@ -192,12 +192,14 @@ class RebuildDialog(QDialog):
                                          on_result=self._adopted, on_error=self._error)
 
     def _adopted(self, rec: Any) -> None:
+        from memtray.core.log.events import MemoryWritten
+
         self.task = None
         self._busy(False)
         self.adopt_btn.setEnabled(False)
-        d = rec.data.get("diff") or {}
-        self.status.setText(f"Adopted: new revision on main (+{len(d.get('added', []))} "
-                            f"−{len(d.get('dropped', []))} ~{len(d.get('changed', []))}).")
+        d = MemoryWritten.of(rec).diff
+        a, r, c = (len(d["added"]), len(d["dropped"]), len(d["changed"])) if d else (0, 0, 0)
+        self.status.setText(f"Adopted: new revision on main (+{a} −{r} ~{c}).")
         self.adopted.emit(rec)
 
     # --- helpers ----------------------------------------------------------------------

@@ -36,6 +36,7 @@ from memtray.core.log.events import (  # noqa: E402
     ConsolidationStarted,
     Message,
     Record,
+    Verbatim,
     encode,
 )
 from memtray.core.log.segments import DEFAULT_SEGMENT_BYTES  # noqa: E402
@@ -140,7 +141,7 @@ class Side:
         if role == "user":
             return timed(lambda: agent.log_user(SESSION, text))
         data = Message(role="assistant", content=text, model="bench").to_data()
-        return timed(lambda: store.append(Message.TYPE, data, session=SESSION))
+        return timed(lambda: store.append(Verbatim(Message.TYPE, data), session=SESSION))
 
     def prefix(self, turns: int) -> dict[str, Any]:
         assert self.app is not None

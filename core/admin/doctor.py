@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memtray.core.admin.door_health import check_door
 from memtray.core.base import config as cfgmod
 from memtray.core.base.clock import Clock, IdGenerator, format_ts
 from memtray.core.base.errors import AlreadyRunning, MemtrayError
@@ -28,7 +29,15 @@ from memtray.core.base.findings import Finding
 from memtray.core.base.fsutil import atomic_write, check_private, fix_private
 from memtray.core.base.home import Home, HomeLock
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import BadRecord, Record, decode_raw, encode
+from memtray.core.log.events import (
+    BadRecord,
+    LogDamaged,
+    MemoryWritten,
+    Message,
+    Record,
+    decode_raw,
+    encode,
+)
 from memtray.core.log.projections import replay
 from memtray.core.log.segments import list_segments, verify
 from memtray.core.log.store import load_checkpoint, remove_checkpoints
@@ -91,6 +100,7 @@ def check(home: Home) -> list[Finding]:
         out.append(Finding(True, f"event log: {count} records, checksums and sequence ok", code="log"))
 
     # checkpoint vs replay
+    full = None
     if not damages:
         elog = EventLog.open(home.events, readonly=True)
         full = replay(r for r, _ in elog.read())
@@ -130,6 +140,7 @@ def check(home: Home) -> list[Finding]:
     else:
         out.append(Finding(True, f"disk: {free // 2**30} GiB free", code="disk"))
 
+    out.extend(check_door(home, full))
     out.extend(check_memory(home, log_damaged=bool(damages)))
     if not damages:
         out.extend(check_text(home))
@@ -164,7 +175,7 @@ def check_text(home: Home) -> list[Finding]:
                 found = find_invalid({"session": rec.session, **dict(rec.data)})
                 if found is not None:
                     bad.append((rec, f"seq {rec.seq} ({rec.type}): {found[0]} holds {found[1]}"))
-                if rec.type == "memory.written":
+                if rec.type == MemoryWritten.TYPE:
                     last_memory = rec
         finally:
             elog.close()
@@ -194,7 +205,7 @@ def repair_text(home: Home) -> str:
         # appended as is (no fact diff): a diff against the current text would carry the very
         # characters the log refuses; the facts keep their ids from the text (older events' way)
         ev = MemoryWritten(memory=clean, reason="user-edit", source="memtray")
-        app.write(lambda: app.store.append(MemoryWritten.TYPE, ev.to_data()))
+        app.write(lambda: app.store.append(ev))
         return "wrote the current memory again with valid text (one new revision); the old one stays in the log"
     finally:
         app.close()
@@ -202,7 +213,7 @@ def repair_text(home: Home) -> str:
 
 def check_attachments(home: Home) -> list[Finding]:
     """Every attachment a message references is in ``attachments/`` with its hash."""
-    from memtray.core.log.attachments import AttachmentStore, is_hash, refs_of
+    from memtray.core.log.attachments import AttachmentStore, Ref, is_hash
     from memtray.core.log.origin import origin_of
 
     store = AttachmentStore(home.root)
@@ -213,10 +224,10 @@ def check_attachments(home: Home) -> list[Finding]:
         elog = EventLog.open(home.events, readonly=True)
         try:
             for rec in elog.records():
-                if rec.type != "message":
+                if rec.type != Message.TYPE:
                     continue
                 origin = origin_of(rec)
-                for ref in refs_of(rec.data):
+                for ref in [Ref.from_data(a) for a in Message.of(rec).attachments or []]:
                     seen += 1
                     problem = store.problem(ref)
                     if problem is not None and origin is not None and is_hash(ref.sha256) \
@@ -299,8 +310,8 @@ def check_memory(home: Home, *, log_damaged: bool = False) -> list[Finding]:
         last_seq = 0
         elog = EventLog.open(home.events, readonly=True)
         for rec, _ in elog.read():
-            if rec.type == "memory.written":
-                last_text, last_seq = rec.data.get("memory"), rec.seq
+            if rec.type == MemoryWritten.TYPE:
+                last_text, last_seq = MemoryWritten.of(rec).memory, rec.seq
         if head is None:
             if last_text is not None:
                 out.append(Finding(False, "memory repository has no commits but the log has memory events", "",
@@ -340,7 +351,7 @@ def check_memory(home: Home, *, log_damaged: bool = False) -> list[Finding]:
 
 def _has_memory_events(home: Home) -> bool:
     try:
-        return any(r.type == "memory.written" for r in EventLog.open(home.events, readonly=True).records())
+        return any(r.type == MemoryWritten.TYPE for r in EventLog.open(home.events, readonly=True).records())
     except MemtrayError:
         return True  # the log check reports the damage; assume memory is needed
 
@@ -430,8 +441,8 @@ def rebuild_memory(home: Home) -> str:
     aside: Path | None = None
     with HomeLock(home):
         if home.memory.exists():
-            logged = {str(r.data.get("memory", "")) for r in EventLog.open(home.events, readonly=True).records()
-                      if r.type == "memory.written"}
+            logged = {MemoryWritten.of(r).memory for r in EventLog.open(home.events, readonly=True).records()
+                      if r.type == MemoryWritten.TYPE}
             aside, carried = move_aside(home.memory, Clock().now().strftime("%Y%m%dT%H%M%S"), logged)
     n = _open_app_once(home)
     said = f"rebuilt memory/ from the event log ({n} revisions)"
@@ -486,8 +497,8 @@ def repair_damage(home: Home, segment_name: str) -> str:
                 n = max(missing, 0)
                 for k in range(n):
                     ph = Record(prev_seq + 1 + k if prev_seq is not None else rec.seq - n + k, ids.new(),
-                                format_ts(clock.now()), "log.damaged", 1, None,
-                                {"side_file": path.name + ".damaged", "lines": len(pending)})
+                                format_ts(clock.now()), LogDamaged.TYPE, LogDamaged.VERSION, None,
+                                LogDamaged(side_file=path.name + ".damaged", lines=len(pending)).to_data())
                     out_lines.append(encode(ph)[:-1])
                 pending = []
             out_lines.append(line)

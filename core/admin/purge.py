@@ -48,46 +48,39 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import Home
 from memtray.core.log import attachments
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import SCHEMA, BadRecord, Payload, Record, decode_raw, encode
-from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, SYNC_PURGE, peer_session
+from memtray.core.log.events import (
+    BadRecord,
+    MemoryPeerHead,
+    MemoryPurged,
+    MemoryWritten,
+    Record,
+    SyncPurge,
+    decode_raw,
+    encode,
+)
+from memtray.core.log.origin import EXPORTED, ORIGIN_KEY, peer_session
 from memtray.core.log.projections import replay
 from memtray.core.log.segments import list_segments
+from memtray.core.log.tombstone import MARKER
 
 if TYPE_CHECKING:
     from memtray.core.app import App
 
 log = logging.getLogger(__name__)
 
-MARKER = "[PURGED]"
 MIN_PATTERN_CHARS = 3
 _TMP_RE = re.compile(r"^\..+\.\d+\.tmp$")  # fsutil.atomic_write's temporary files
 
 
 class PurgeError(MemtrayError):
     """A purge was refused or could not finish."""
-
-
-@SCHEMA.register
-@dataclass(frozen=True)
-class MemoryPurged(Payload):
-    """Tombstone of ``memtray purge``: what kind of text went, how much, when -- never the text."""
-
-    TYPE: ClassVar[str] = "memory.purged"
-    pattern_sha256: str  # sha256 of salt + pattern (utf-8), hex
-    salt: str
-    regex: bool = False
-    events: int = 0  # events rewritten
-    occurrences: int = 0  # occurrences replaced in the log
-    revisions: int = 0  # memory.written events rewritten (memory revisions)
-    files: int = 0  # side files and logs scrubbed or removed
-    by: str = "user"
 
 
 # --- matching -----------------------------------------------------------------------------
@@ -206,7 +199,7 @@ def plan_log(events_dir: Path, m: Matcher, remap: dict[str, tuple[str, int]] | N
                 changed = True
                 plan.events += 1
                 plan.occurrences += n1 + n2
-                plan.revisions += rec.type == "memory.written"
+                plan.revisions += rec.type == MemoryWritten.TYPE
                 _note_shared(plan, rec.id, rec.type, data)
                 if n2 and session is not None and rec.type in EXPORTED:
                     origin = data.get(ORIGIN_KEY)
@@ -224,18 +217,24 @@ def plan_log(events_dir: Path, m: Matcher, remap: dict[str, tuple[str, int]] | N
 
 
 def _note_shared(plan: LogPlan, ident: str, type_: str, data: dict[str, Any]) -> None:
-    if type_ == "memory.peer" and isinstance(data.get("data"), dict):
-        plan.shared[str(data.get("event_id"))] = data["data"]
+    """``data``: the payload as the purge rewrote it, raw (a purge rewrites the text of every
+    member of every event, whatever its type)."""
+    if type_ == MemoryPeerHead.TYPE:
+        peer = MemoryPeerHead.from_data(data)
+        plan.shared[peer.event_id] = peer.data
     elif type_ in EXPORTED:
         plan.shared[ident] = {k: v for k, v in data.items() if k != ORIGIN_KEY}
 
 
-def plan_replace(events_dir: Path, payloads: dict[str, Any], sessions: dict[str, str] | None = None) -> LogPlan:
+def plan_replace(events_dir: Path, payloads: dict[str, Any], sessions: dict[str, str] | None = None,
+                 heads: dict[str, Any] | None = None) -> LogPlan:
     """The log with every event named in ``payloads`` (a peer's ``sync.purge``) given that
-    payload, by event id: this device's own events, the copies it imported (their origin
-    mark kept) and the peer memory heads it recorded; and those named in ``sessions`` filed
-    under that session (an imported copy under it with its device, as imports are)."""
+    payload, by event id: this device's own events and the copies it imported (their origin
+    mark kept); the peer memory heads it recorded get theirs from ``heads`` (default: the
+    same ``payloads``); and those named in ``sessions`` filed under that session (an
+    imported copy under it with its device, as imports are)."""
     sessions = sessions or {}
+    heads = payloads if heads is None else heads
     plan = LogPlan()
     for _number, path in list_segments(events_dir):
         raw = path.read_bytes()
@@ -251,8 +250,9 @@ def plan_replace(events_dir: Path, payloads: dict[str, Any], sessions: dict[str,
                 raise PurgeError(f"{path.name} line {i + 1} is damaged",
                                  hint="Run `memtray doctor --repair` first.") from None
             data: dict[str, Any] | None = None
-            if rec.type == "memory.peer" and str(rec.data.get("event_id")) in payloads:
-                data = {**rec.data, "data": payloads[str(rec.data["event_id"])]}
+            peer = MemoryPeerHead.of(rec) if rec.type == MemoryPeerHead.TYPE else None
+            if peer is not None and peer.event_id in heads:
+                data = {**rec.data, "data": heads[peer.event_id]}
             elif rec.type in EXPORTED and rec.id in payloads:
                 data = dict(payloads[rec.id])
                 if ORIGIN_KEY in rec.data:
@@ -267,7 +267,7 @@ def plan_replace(events_dir: Path, payloads: dict[str, Any], sessions: dict[str,
                 line = encode(Record(rec.seq, rec.id, rec.ts, rec.type, rec.v, session, data))[:-1]
                 changed = True
                 plan.events += 1
-                plan.revisions += rec.type in ("memory.written", "memory.peer")
+                plan.revisions += rec.type in (MemoryWritten.TYPE, MemoryPeerHead.TYPE)
             out.append(line)
         if changed:
             plan.segments[path] = b"".join(ln + b"\n" for ln in out)
@@ -389,7 +389,7 @@ def _purge_locked(app: App, m: Matcher, by: str) -> Report:
     rep = Report(plan.events, plan.occurrences, plan.revisions)
     old_refs = _refs(memory)
 
-    _rewrite(app, plan)
+    rewrite_log(app, plan)
     if memory is not None:
         rep.dropped_refs = sorted(set(old_refs) - set(_refs(memory)))
     attachments.remove(store_, remap)
@@ -397,15 +397,14 @@ def _purge_locked(app: App, m: Matcher, by: str) -> Report:
 
     salt = secrets.token_hex(16)
     rep.digest = m.digest(salt)
-    rec = store.append(MemoryPurged.TYPE, MemoryPurged(
+    rec = store.append(MemoryPurged(
         pattern_sha256=rep.digest, salt=salt, regex=m.regex, events=rep.events,
         occurrences=rep.occurrences, revisions=rep.revisions, files=rep.files, by=by,
-    ).to_data())
+    ))
     rep.tombstone_seq = rec.seq
     if plan.shared and (store.state.sync or (home.root / "sync").exists()):
         # the other devices give their copies the same purged payloads (docs/SYNC.md)
-        store.append(SYNC_PURGE, {"pattern_sha256": rep.digest, "salt": salt, "events": plan.shared,
-                                  **({"sessions": plan.sessions} if plan.sessions else {})})
+        store.append(SyncPurge(pattern_sha256=rep.digest, salt=salt, events=plan.shared, sessions=plan.sessions or None))
     store.checkpoint()
     rep.left = find_traces(home, m)
     log.warning("purged %d occurrence(s) from %d event(s) (tombstone seq %d, pattern sha256 %s)",
@@ -413,7 +412,7 @@ def _purge_locked(app: App, m: Matcher, by: str) -> Report:
     return rep
 
 
-def _rewrite(app: App, plan: LogPlan) -> None:
+def rewrite_log(app: App, plan: LogPlan) -> None:
     """Replace the changed segments (each atomically), fold the log again, rebuild memory."""
     store = app.store
     _clear_state(app)
@@ -428,53 +427,6 @@ def _rewrite(app: App, plan: LogPlan) -> None:
     store._since_checkpoint = 0
     if app.memory is not None:
         _rebuild_memory(app, app.memory)
-
-
-def apply_tombstones(app: App, tombstones: list[Record]) -> int:
-    """Apply peers' ``sync.purge`` events to this home; the number of events rewritten.
-
-    Refused (:class:`PurgeError`, the sync keeps it pending) while a consolidation runs."""
-    payloads: dict[str, Any] = {}
-    sessions: dict[str, str] = {}
-    for rec in tombstones:
-        events = rec.data.get("events")
-        if isinstance(events, dict):
-            payloads.update(events)
-        named = rec.data.get("sessions")
-        if isinstance(named, dict):
-            sessions.update({str(k): str(v) for k, v in named.items()})
-    if not payloads and not sessions:
-        return 0
-    cons = app.consolidation
-    if cons is not None and getattr(cons, "in_flight", None):
-        raise PurgeError("a purge from another device waits: a consolidation is running",
-                         hint="It is applied at the next sync.")
-
-    async def on_worker() -> int:
-        with app.store.locked():
-            before = {r.id: r.data for r in app.store.log.records() if r.id in payloads and r.type == "message"}
-            plan = plan_replace(app.home.events, payloads, sessions)
-            if plan.segments:
-                _rewrite(app, plan)
-                app.store.checkpoint()
-                # an attached file the purge rewrote was stored again under a new hash on the
-                # purging device (it travels in its new stream); the copy here still holds the
-                # text: deleted unless a message the tombstone does not name still uses it
-                old = {r.sha256 for d in before.values() for r in attachments.refs_of(d)}
-                used = {ref.sha256 for r in app.store.log.records() if r.type == "message" and old
-                        for ref in attachments.refs_of(r.data)}
-                attachments.remove(attachments.AttachmentStore(app.home.root), old - used)
-            return plan.events
-
-    n = app.run(on_worker())
-    log.info("applied %d purge tombstone(s) from other devices: %d event(s) rewritten", len(tombstones), n)
-    return n
-
-
-def follow_tombstones(app: App) -> None:
-    """Have ``app``'s sync apply the purge tombstones it imports (the CLI, daemon and desktop call this)."""
-    if app.sync is not None:
-        app.sync.on_tombstones = lambda recs: apply_tombstones(app, recs)
 
 
 def _clear_state(app: App) -> None:

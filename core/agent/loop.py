@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from memtray.core.agent.context import (
     PROMPT_FORMAT,
@@ -41,13 +41,15 @@ from memtray.core.log.events import (
     ContextChanged,
     Message,
     Record,
+    SessionReset,
+    ToolSpec,
     TurnFailed,
     check_text,
     scrub_obj,
     scrub_text,
 )
 from memtray.core.log.sessions import get_history
-from memtray.core.log.store import Store
+from memtray.core.log.store import Entry, Store
 
 if TYPE_CHECKING:
     from memtray.core.search.service import Recall
@@ -98,7 +100,7 @@ def context_event(pctx: PromptContext, digest: str) -> ContextChanged:
     skills = [[redact(s.name), redact(s.summary)] for s in pctx.skills]
     redacted = bootstrap != [list(b) for b in pctx.bootstrap] or skills != [[s.name, s.summary] for s in pctx.skills]
     return ContextChanged(
-        digest=digest, model=pctx.model, tools=pctx.tools, identity=pctx.identity,
+        digest=digest, model=pctx.model, tools=cast(list[ToolSpec], pctx.tools), identity=pctx.identity,
         bootstrap=bootstrap, skills=skills, format=PROMPT_FORMAT, redacted=redacted,
     )
 
@@ -181,7 +183,7 @@ class Agent:
         msg = Message(role="user", content=redact(text), context=ctx,
                       recall=recall.text if recall else None, recalled=recall.seqs if recall else None,
                       attachments=refs)
-        return self.store.append(Message.TYPE, msg.to_data(), session=session)
+        return self.store.append(msg, session=session)
 
     async def turn(
         self,
@@ -259,8 +261,7 @@ class Agent:
                 except LLMError as exc:
                     records.append(
                         self.store.append(
-                            TurnFailed.TYPE,
-                            TurnFailed(error=redact(str(exc)), kind=type(exc).__name__, model=model).to_data(),
+                            TurnFailed(error=redact(str(exc)), kind=type(exc).__name__, model=model),
                             session=session,
                         )
                     )
@@ -316,18 +317,18 @@ class Agent:
         return None
 
     def _append_msg(self, session: str, msg: Message) -> Record:
-        return self.store.append(Message.TYPE, msg.to_data(), session=session)
+        return self.store.append(msg, session=session)
 
     def _append_assistant(self, session: str, msg: Message, pctx: PromptContext) -> Record:
         """The assistant message, preceded (in the same write) by a ``context.changed`` when the
         request's context differs from the last one recorded, so ``memtray prompt at`` can
         rebuild the request exactly (docs/AUDIT.md)."""
-        items: list[tuple[str, Any, str | None, str | None]] = []
+        items: list[Entry] = []
         digest = pctx.digest()
         if digest != self.store.state.context_digest:
-            items.append((ContextChanged.TYPE, context_event(pctx, digest).to_data(), None, None))
-        items.append((Message.TYPE, msg.to_data(), session, None))
+            items.append((context_event(pctx, digest), None, None))
+        items.append((msg, session, None))
         return self.store.append_many(items)[-1]
 
     def new_session(self, session: str, reason: str = "user") -> Record:
-        return self.store.append("session.reset", {"reason": reason}, session=session)
+        return self.store.append(SessionReset(reason=reason), session=session)

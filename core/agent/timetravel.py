@@ -35,7 +35,7 @@ from memtray.core.agent.context import (
 from memtray.core.agent.loop import request_hash
 from memtray.core.base.clock import parse_ts
 from memtray.core.base.errors import MemtrayError
-from memtray.core.log.events import ContextChanged, Record
+from memtray.core.log.events import ContextChanged, Message, Record
 from memtray.core.log.projections import State, apply
 from memtray.core.log.sessions import Loader, get_history
 
@@ -86,7 +86,7 @@ class _Target:
 
 
 def _is_turn(rec: Record) -> bool:
-    return rec.type == "message" and rec.data.get("role") == "assistant" and bool(rec.data.get("request_hash"))
+    return rec.type == Message.TYPE and (m := Message.of(rec)).role == "assistant" and bool(m.request_hash)
 
 
 def find_turn(records: Iterable[Record], *, seq: int | None = None, when: datetime | None = None,
@@ -121,12 +121,13 @@ def find_turn(records: Iterable[Record], *, seq: int | None = None, when: dateti
         raise NotATurn(f"event {seq} belongs to session {target.session!r}, not {session!r}")
     if _is_turn(target):
         return seq
-    if target.type != "message":
+    if target.type != Message.TYPE:
         raise NotATurn(f"event {seq} is a {target.type} event, not an assistant turn")
-    role = target.data.get("role")
+    m = Message.of(target)
+    role = m.role
     nxt = f"; the assistant turn after it is {after_target.seq}" if after_target is not None else ""
     if role == "assistant":
-        why = f"it ended early ({target.data['stop']})" if target.data.get("stop") else "it predates request recording"
+        why = f"it ended early ({m.stop})" if m.stop else "it predates request recording"
         raise NotATurn(f"event {seq} is an assistant message without a recorded request: {why}")
     raise NotATurn(f"event {seq} is a {role} message, not an assistant turn{nxt}")
 
@@ -152,22 +153,24 @@ def reconstruct(
         if rec.type == ContextChanged.TYPE:
             ctx = rec
         elif _is_turn(rec) and (wanted is None or rec.seq in wanted):
+            m = Message.of(rec)
             notes = []
-            basis = rec.data.get("basis_seq")
+            basis = m.basis_seq
             if basis is None:
                 basis = rec.seq - 1
                 notes.append("the turn predates basis recording: rebuilt from the log just before it")
-            if ctx is None:
+            c = ContextChanged.of(ctx) if ctx is not None else None
+            if c is None:
                 notes.append("no context.changed before this turn: model, tools, bootstrap files and skills "
                              "are unknown, so the rebuilt request cannot match")
-            elif ctx.data.get("redacted"):
+            elif c.redacted:
                 notes.append("a bootstrap file or skill held a secret that was redacted in the log: "
                              "the rebuilt system prompt shows it redacted")
-            if ctx is not None and int(ctx.data.get("format", 1)) not in PROMPT_FORMATS:
-                notes.append(f"recorded with prompt format {ctx.data.get('format')}; this memtray renders "
+            if c is not None and c.format not in PROMPT_FORMATS:
+                notes.append(f"recorded with prompt format {c.format}; this memtray renders "
                              f"formats {', '.join(map(str, PROMPT_FORMATS))} (up to {PROMPT_FORMAT})")
-            targets.setdefault(int(basis), []).append(
-                _Target(rec.seq, rec.ts, rec.session or "default", rec.data["request_hash"], int(basis), ctx, notes))
+            targets.setdefault(basis, []).append(
+                _Target(rec.seq, rec.ts, rec.session or "default", m.request_hash or "", basis, ctx, notes))
     out: dict[int, Reconstruction] = {}
     if not targets:
         return out
@@ -189,13 +192,13 @@ def reconstruct(
 
 def _build(state: State, targets: list[_Target], out: dict[int, Reconstruction], load: Loader | None = None) -> None:
     for t in targets:
-        d = t.context.data if t.context is not None else {}
-        model = str(d.get("model", ""))
-        tools = list(d.get("tools") or [])
-        bootstrap = [(str(n), str(x)) for n, x in d.get("bootstrap") or []]
-        skills = [Skill(str(n), str(x)) for n, x in d.get("skills") or []]
-        fmt = int(d.get("format", 1))  # each turn is rebuilt in the layout it was sent with
-        system = system_prompt(state.memory, bootstrap, skills, str(d["identity"]) if "identity" in d else None,
+        c = ContextChanged.of(t.context) if t.context is not None else None
+        model = c.model if c is not None else ""
+        tools: list[Any] = list(c.tools) if c is not None else []
+        bootstrap = [(n, x) for n, x in c.bootstrap] if c is not None else []
+        skills = [Skill(n, x) for n, x in c.skills] if c is not None else []
+        fmt = c.format if c is not None else 1  # each turn is rebuilt in the layout it was sent with
+        system = system_prompt(state.memory, bootstrap, skills, c.identity if c is not None else None,
                                format=fmt if fmt in PROMPT_FORMATS else PROMPT_FORMAT)
         session = state.sessions.get(t.session)
         history = get_history(session, load=load) if session is not None else []

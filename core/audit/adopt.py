@@ -30,7 +30,7 @@ from memtray.core.audit.rebuild import (
 )
 from memtray.core.base.clock import parse_ts
 from memtray.core.base.errors import MemtrayError
-from memtray.core.log.events import RebuildAdopted, Record
+from memtray.core.log.events import RebuildAdopted, RebuildProgress, Record
 from memtray.core.memory import factdiff
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.gitrepo import GitRepo
@@ -62,7 +62,7 @@ def pending_steps(app: App, info: RebuildInfo) -> list[Step]:
         info.exclude, last_seq=app.store.log.last_seq, sessions=app.store.state.sessions.keys()
     )
     plan = make_plan(app.store.log.records(), since=since, exclude=excl)
-    done = {int(p.data["source_seq"]) for p in info.progress}
+    done = {RebuildProgress.of(p).source_seq for p in info.progress}
     return [s for s in plan.steps if s.source_seq not in done]
 
 
@@ -70,23 +70,22 @@ def pending_steps(app: App, info: RebuildInfo) -> list[Step]:
 
 
 def rebuild_steps(app: App, info: RebuildInfo, start_memory: str) -> list[retention.StepInput]:
-    seqs = {s for p in info.progress for s in p.data.get("message_seqs") or []}
+    seqs = {s for p in info.progress for s in RebuildProgress.of(p).message_seqs or []}
     msgs = load_messages(app.store.log.records(), seqs)
     steps = []
     prev = start_memory
     before = _start_ledger(app, info)
     for p in info.progress:
-        d = p.data
-        flagged = d.get("flagged") or []
+        d = RebuildProgress.of(p)
         after = step_ledger(p)
         steps.append(retention.StepInput(  # by fact id (the progress events record them)
-            f"{d['kind']} of #{d['source_seq']}", "model" if d["kind"] == "consolidation" else "user", prev,
-            d["memory"], dict(d.get("reasons") or {}), list(d.get("silent") or []), None,
-            {it["fact_id"] for it in flagged if it.get("kind") == "silent-drop"},
-            [str(msgs[s].get("content") or "") for s in d.get("message_seqs") or [] if s in msgs], None, p.ts,
+            f"{d.kind} of #{d.source_seq}", "model" if d.kind == "consolidation" else "user", prev,
+            d.memory, dict(d.reasons or {}), [dict(s) for s in d.silent or []], None,
+            {it["fact_id"] for it in d.flagged or [] if it["kind"] == "silent-drop"},
+            [str(msgs[s].get("content") or "") for s in d.message_seqs or [] if s in msgs], None, p.ts,
             before, after,
         ))
-        prev = d["memory"]
+        prev = d.memory
         before = after
     return steps
 
@@ -145,11 +144,12 @@ def adopt(app: App, spec: str, *, force: bool = False) -> Record:
         came = origin.get(f.id)
         entry: dict[str, Any] = {"rebuild": info.id}
         if came is not None:
+            step = RebuildProgress.of(came)
             entry["rebuild_seq"] = came.seq
-            if came.data.get("message_seqs"):
-                entry["source_seqs"] = list(came.data["message_seqs"])
+            if step.message_seqs:
+                entry["source_seqs"] = list(step.message_seqs)
             else:
-                entry["source_event"] = came.data["source_seq"]
+                entry["source_event"] = step.source_seq
         else:
             entry["from_seq"] = info.start_memory_seq
         provenance[f.id] = entry
@@ -157,7 +157,7 @@ def adopt(app: App, spec: str, *, force: bool = False) -> Record:
         new, reason="adopt", source="user", model=info.model, provenance=provenance or None,
         dropped_reasons={f.id: f"adopt: not in {info.branch}" for f in incoming.dropped},
         facts=Ledger(new_ledger.facts, max(new_ledger.next, main_ledger.next)),
-        extra=[(RebuildAdopted.TYPE, RebuildAdopted(rebuild=info.id, memory_seq=app.store.log.last_seq + 1).to_data(),
+        extra=[(RebuildAdopted(rebuild=info.id, memory_seq=app.store.log.last_seq + 1),
                 None)],
     )
     return recs[0]

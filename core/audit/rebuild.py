@@ -51,7 +51,10 @@ from memtray.core.base.errors import LLMError
 from memtray.core.base.faults import crash_point
 from memtray.core.base.redact import redact
 from memtray.core.log.events import (
+    ConsolidationStarted,
+    FactDiffData,
     MemoryWritten,
+    Message,
     RebuildAdopted,
     RebuildCompleted,
     RebuildDiscarded,
@@ -113,7 +116,7 @@ class Step:
     session: str | None = None
     consolidation: str | None = None
     message_seqs: tuple[int, ...] = ()
-    diff: dict[str, Any] | None = None
+    diff: FactDiffData | None = None
     #: the memory.written on main before this one (0: none): a patch re-does the change between them
     before_seq: int = 0
 
@@ -137,22 +140,23 @@ def make_plan(records: Iterable[Record], *, since: datetime | None, exclude: Exc
     last_written = 0
     for rec in records:
         plan.base_seq = rec.seq
-        d = rec.data
-        if rec.type == "message":
+        if rec.type == Message.TYPE:
             key = rec.session or "default"
             msgs.setdefault(key, []).append(rec.seq)
             if exclude.excludes(rec.seq, key):
                 excluded_msgs.add(rec.seq)
             continue
-        if rec.type == "consolidation.started":
-            cons[d["consolidation"]] = (rec.session or "default", d.get("first_seq"), d.get("last_seq"))
+        if rec.type == ConsolidationStarted.TYPE:
+            c = ConsolidationStarted.of(rec)
+            cons[c.consolidation] = (rec.session or "default", c.first_seq, c.last_seq)
             continue
         if rec.type != MemoryWritten.TYPE:
             continue
+        d = MemoryWritten.of(rec)
         before_seq, last_written = last_written, rec.seq
-        reason = str(d.get("reason", "?"))
+        reason = d.reason
         if since is not None and parse_ts(rec.ts) < since:
-            plan.start_memory_seq, plan.start_memory = rec.seq, str(d["memory"])
+            plan.start_memory_seq, plan.start_memory = rec.seq, d.memory
             continue
         if reason in _SKIP_REASONS:
             continue
@@ -160,10 +164,10 @@ def make_plan(records: Iterable[Record], *, since: datetime | None, exclude: Exc
             plan.notes.append(f"skipped the {reason} of event {rec.seq} (excluded)")
             continue
         if reason != "consolidation":
-            plan.steps.append(Step(rec.seq, "patch", rec.ts, reason, diff=dict(d.get("diff") or {}),
+            plan.steps.append(Step(rec.seq, "patch", rec.ts, reason, diff=d.diff,
                                    before_seq=before_seq))
             continue
-        cid = d.get("consolidation")
+        cid = d.consolidation
         session, first, last = cons.get(cid or "", (rec.session or "default", None, None))
         if first is None or last is None:
             plan.notes.append(f"skipped consolidation {cid} of event {rec.seq}: its messages are not recorded")
@@ -208,7 +212,7 @@ class RebuildInfo:
         return (self.model, self.since, sorted(self.exclude), self.prompt)
 
     def memory(self, start_memory: str) -> str:
-        return str(self.progress[-1].data["memory"]) if self.progress else start_memory
+        return RebuildProgress.of(self.progress[-1]).memory if self.progress else start_memory
 
     def ledger(self, start: Ledger) -> Ledger:
         """The branch's facts with their ids (``start``: the ledger of the fork point)."""
@@ -228,41 +232,49 @@ def scan(records: Iterable[Record]) -> tuple[dict[str, RebuildInfo], dict[int, s
     out: dict[str, RebuildInfo] = {}
     memories: dict[int, str] = {}
     for rec in records:
-        d = rec.data
         if rec.type == MemoryWritten.TYPE:
-            memories[rec.seq] = str(d["memory"])
+            memories[rec.seq] = MemoryWritten.of(rec).memory
             continue
-        if not rec.type.startswith("rebuild."):
+        if rec.type not in _REBUILD_TYPES:
             continue
-        info = out.get(str(d.get("rebuild")))
-        if rec.type == RebuildStarted.TYPE:
+        p = rec.payload
+        if not isinstance(p, _Rebuild):
+            continue
+        info = out.get(p.rebuild)
+        if isinstance(p, RebuildStarted):
             if info is None:
-                out[d["rebuild"]] = RebuildInfo(
-                    d["rebuild"], d["name"], d["model"], d.get("since"), list(d.get("exclude") or []),
-                    d.get("prompt"), int(d.get("start_memory_seq") or 0), d["base_seq"], d["steps"], rec.seq, rec.ts,
+                out[p.rebuild] = RebuildInfo(
+                    p.rebuild, p.name, p.model, p.since, list(p.exclude or []),
+                    p.prompt, p.start_memory_seq, p.base_seq, p.steps, rec.seq, rec.ts,
                 )
             else:
-                info.base_seq, info.steps, info.status, info.reason = d["base_seq"], d["steps"], "running", None
+                info.base_seq, info.steps, info.status, info.reason = p.base_seq, p.steps, "running", None
         elif info is None:
             continue
-        elif rec.type == RebuildProgress.TYPE:
+        elif isinstance(p, RebuildProgress):
             info.progress.append(rec)
-        elif rec.type == RebuildCompleted.TYPE:
-            info.status, info.base_seq = "completed", d["base_seq"]
-        elif rec.type == RebuildFailed.TYPE:
-            info.status, info.reason = "failed", d.get("reason")
-        elif rec.type == RebuildDiscarded.TYPE:
+        elif isinstance(p, RebuildCompleted):
+            info.status, info.base_seq = "completed", p.base_seq
+        elif isinstance(p, RebuildFailed):
+            info.status, info.reason = "failed", p.reason
+        elif isinstance(p, RebuildDiscarded):
             info.status = "discarded"
-        elif rec.type == RebuildAdopted.TYPE:
-            info.status, info.adopted_seq = "adopted", d.get("memory_seq")
+        elif isinstance(p, RebuildAdopted):
+            info.status, info.adopted_seq = "adopted", p.memory_seq
     keep = {i.start_memory_seq for i in out.values()}
     return out, {k: v for k, v in memories.items() if k in keep}
+
+
+_Rebuild = RebuildStarted | RebuildProgress | RebuildCompleted | RebuildFailed | RebuildDiscarded | RebuildAdopted
+_REBUILD_TYPES = frozenset(c.TYPE for c in (RebuildStarted, RebuildProgress, RebuildCompleted, RebuildFailed,
+                                            RebuildDiscarded, RebuildAdopted))
 
 
 def step_ledger(rec: Record) -> Ledger:
     """The ids of a ``rebuild.progress`` step's memory (content ids for steps recorded before
     rebuilds kept fact ids)."""
-    return Ledger.of(str(rec.data["memory"]), rec.data)
+    p = RebuildProgress.of(rec)
+    return Ledger.of(p.memory, p.facts)
 
 
 def by_name(rebuilds: dict[str, RebuildInfo], name: str) -> RebuildInfo | None:
@@ -283,18 +295,17 @@ def _fork(git: GitRepo, start_memory_seq: int) -> str | None:
 
 
 def _commit_message(info: RebuildInfo, rec: Record, prev: str) -> str:
-    d = rec.data
+    d = RebuildProgress.of(rec)
     # the diff the event recorded, so the commit (and its SHA) never depends on how a later
     # memtray would pair the facts; events written before it was recorded fall back to diffing
-    stored = d.get("diff")
-    if isinstance(stored, dict):
-        a, r, c = (len(stored.get(k) or ()) for k in ("added", "dropped", "changed"))
+    if d.diff is not None:
+        a, r, c = len(d.diff["added"]), len(d.diff["dropped"]), len(d.diff["changed"])
     else:
-        a, r, c = factdiff.diff(prev, d["memory"]).counts
+        a, r, c = factdiff.diff(prev, d.memory).counts
     return (
-        f"rebuild {info.name}: step {int(d['step']) + 1} ({d['kind']}) +{a} -{r} ~{c}\n\n"
-        f"Event-Seq: {rec.seq}\nReason: rebuild\nRebuild: {info.id}\nSource-Seq: {d['source_seq']}\n"
-        f"Model: {d.get('model') or info.model}\nFacts: +{a} -{r} ~{c}\n"
+        f"rebuild {info.name}: step {d.step + 1} ({d.kind}) +{a} -{r} ~{c}\n\n"
+        f"Event-Seq: {rec.seq}\nReason: rebuild\nRebuild: {info.id}\nSource-Seq: {d.source_seq}\n"
+        f"Model: {d.model or info.model}\nFacts: +{a} -{r} ~{c}\n"
     )
 
 
@@ -325,12 +336,12 @@ def sync_branch(git: GitRepo, info: RebuildInfo) -> int:
     history = git.read(tip, "HISTORY.md") if tip else ""
     made = 0
     for rec in info.progress[done:]:
-        d = rec.data
-        if d.get("history_append"):
-            history += history_entry(parse_ts(rec.ts), str(d["history_append"]))
-        git.commit({"MEMORY.md": d["memory"], "HISTORY.md": history}, _commit_message(info, rec, prev_mem),
+        d = RebuildProgress.of(rec)
+        if d.history_append:
+            history += history_entry(parse_ts(rec.ts), d.history_append)
+        git.commit({"MEMORY.md": d.memory, "HISTORY.md": history}, _commit_message(info, rec, prev_mem),
                    parse_ts(rec.ts), branch=ref.encode(), update_worktree=False)
-        prev_mem = d["memory"]
+        prev_mem = d.memory
         made += 1
     return made
 
@@ -369,17 +380,17 @@ def load_messages(records: Iterable[Record], seqs: set[int]) -> dict[int, dict[s
     for rec in records:
         if rec.seq > last:
             break
-        if rec.seq in seqs:
-            out[rec.seq] = {**rec.data, "seq": rec.seq, "ts": rec.ts}
+        if rec.seq in seqs and rec.type == Message.TYPE:
+            out[rec.seq] = {**Message.of(rec).to_session(), "seq": rec.seq, "ts": rec.ts}
     return out
 
 
 def apply_patch(memory: str, ledger: Ledger, step: Step, before: Ledger, after: Ledger) -> tuple[str, Ledger, dict[str, str]]:
     """Re-apply a non-consolidation memory change of main (``before`` -> ``after``, its
     ledgers) onto the branch by fact id. Returns (memory, its ledger, removal reasons by id)."""
-    given = {str(it.get("id")): str(it.get("reason") or "") for it in (step.diff or {}).get("dropped", [])}
-    by_text = {factdiff.normalize(str(it.get("text", ""))): str(it.get("reason") or "")
-               for it in (step.diff or {}).get("dropped", [])}
+    dropped = step.diff["dropped"] if step.diff else []
+    given = {it["id"]: it.get("reason", "") for it in dropped}
+    by_text = {factdiff.normalize(it["text"]): it.get("reason", "") for it in dropped}
     gone = {f.id: f for f in before.facts if after.get(f.id) is None}
     out, led, removed = replay(before, after, memory, ledger)
     reasons: dict[str, str] = {}
@@ -492,7 +503,7 @@ async def _run(
         )
     plan = make_plan(store.log.records(), since=since, exclude=excl)
     notes += plan.notes
-    done_sources = {int(p.data["source_seq"]) for p in info.progress} if info else set()
+    done_sources = {RebuildProgress.of(p).source_seq for p in info.progress} if info else set()
     todo = [s for s in plan.steps if s.source_seq not in done_sources]
     if info is not None:
         sync_branch(git, info)
@@ -504,11 +515,11 @@ async def _run(
         rid = store.new_id()
         start_memory = plan.start_memory
     start_seq = info.start_memory_seq if info else plan.start_memory_seq
-    srec = store.append(RebuildStarted.TYPE, RebuildStarted(
+    srec = store.append(RebuildStarted(
         rebuild=rid, name=name, model=model, base_seq=plan.base_seq, steps=len(plan.steps),
         start_memory_seq=start_seq, since=since_text, exclude=excl.specs() or None, prompt=prompt,
         resumed=info is not None,
-    ).to_data())
+    ))
     if info is None:
         info = RebuildInfo(rid, name, model, since_text, excl.specs(), prompt, start_seq, plan.base_seq,
                            len(plan.steps), srec.seq, srec.ts)
@@ -536,11 +547,11 @@ async def _run(
                                                        ledgers.at_seq(step.source_seq))
                 result = {"memory": new, "reasons": reasons or None}
             diff = diff_by_id(ledger, new_ledger).to_json()
-            rec = store.append(RebuildProgress.TYPE, RebuildProgress(
+            rec = store.append(RebuildProgress(
                 rebuild=rid, step=index, source_seq=step.source_seq, kind=step.kind, diff=diff,
                 message_seqs=list(step.message_seqs) or None, model=model if step.kind == "consolidation" else None,
                 facts=new_ledger.to_json(), **result,
-            ).to_data())
+            ))
             info.progress.append(rec)
             crash_point(f"rebuild.progress-{index + 1}")
             sync_branch(git, info)
@@ -549,16 +560,16 @@ async def _run(
             done_now += 1
     except (LLMError, ValueError, TimeoutError) as exc:
         reason = f"timed out after {app.config.consolidation_timeout:g}s" if isinstance(exc, TimeoutError) else str(exc)
-        store.append(RebuildFailed.TYPE, RebuildFailed(rebuild=rid, reason=redact(reason), step=index).to_data())
+        store.append(RebuildFailed(rebuild=rid, reason=redact(reason), step=index))
         raise RebuildError(
             f"rebuild {name!r} stopped at step {index + 1} of {total}: {reason}",
             hint=f"Main is untouched and the {index} finished step(s) are kept: run the same command again "
                  f"to resume, or `memtray memory rebuild --discard {name}`.",
         ) from None
     except asyncio.CancelledError:
-        store.append(RebuildFailed.TYPE, RebuildFailed(rebuild=rid, reason="interrupted", step=index).to_data())
+        store.append(RebuildFailed(rebuild=rid, reason="interrupted", step=index))
         raise
-    store.append(RebuildCompleted.TYPE, RebuildCompleted(rebuild=rid, steps=total, base_seq=plan.base_seq).to_data())
+    store.append(RebuildCompleted(rebuild=rid, steps=total, base_seq=plan.base_seq))
     info.status = "completed"
     if on_progress is not None:
         on_progress(total, total, "done")
@@ -570,7 +581,7 @@ def discard(app: App, name: str) -> RebuildInfo:
     info = by_name(rebuilds, parse_name(name))
     if info is None:
         raise RebuildError(f"no rebuild named {name!r}", hint="See `memtray memory rebuild --list`.")
-    app.store.append(RebuildDiscarded.TYPE, RebuildDiscarded(rebuild=info.id).to_data())
+    app.store.append(RebuildDiscarded(rebuild=info.id))
     info.status = "discarded"
     app.write(lambda: sync_branch(app.memory.git, info))
     return info

@@ -29,7 +29,7 @@ import functools
 import json
 import re
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,7 +39,7 @@ from memtray import resources
 from memtray.core.base.clock import Clock, parse_ts
 from memtray.core.base.errors import MemtrayError
 from memtray.core.llm.client import DeltaCallback, LLMClient, LLMResult, Request
-from memtray.core.log.events import Record
+from memtray.core.log.events import ConsolidationCompleted, MemoryWritten, Message, Record
 from memtray.core.memory import factdiff
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.ledgers import diff_by_id
@@ -119,9 +119,9 @@ def own_corpus(home: Home) -> Corpus:
     elog = EventLog.open(home.events, readonly=True)
     try:
         messages = [
-            {"role": r.data["role"], "content": r.data["content"], "ts": r.ts, "seq": r.seq}
+            {"role": m.role, "content": m.content, "ts": r.ts, "seq": r.seq}
             for r in elog.records()
-            if r.type == "message" and r.data.get("role") in ("user", "assistant") and r.data.get("content")
+            if r.type == Message.TYPE and (m := Message.of(r)).role in ("user", "assistant") and m.content
         ]
     finally:
         elog.close()
@@ -489,7 +489,7 @@ def run_eval(
                     on_progress(i - 1, len(parts), f"consolidation {i}/{len(parts)}")
                 for m in part:
                     clock.set(parse_ts(m["ts"]))
-                    app.store.append("message", {"role": m["role"], "content": m["content"]}, session="eval")
+                    app.store.append(Message(role=m["role"], content=m["content"]), session="eval")
                     pending.append(m["content"])
                 before = app.store.state.memory
                 llm.proposals.clear()
@@ -501,8 +501,9 @@ def run_eval(
                     out = app.run(cons.consolidate("eval", archive_all=True, trigger="eval"))
                     for r in app.store.log.tail(4):
                         if r.seq == out.memory_seq:
-                            held = {it["fact_id"] for it in r.data.get("flagged") or [] if it["kind"] == "silent-drop"}
-                            ids_after = Ledger.of(str(r.data["memory"]), r.data)
+                            w = MemoryWritten.of(r)
+                            held = {it["fact_id"] for it in w.flagged or [] if it["kind"] == "silent-drop"}
+                            ids_after = Ledger.of(w.memory, w.facts)
                 except ConsolidationFailedError as exc:
                     failed = str(exc)
                 after = app.store.state.memory
@@ -531,7 +532,7 @@ def run_eval(
 # --- scoring memory history from the log -------------------------------------------------
 
 
-def _keys(item: dict[str, Any]) -> list[str]:
+def _keys(item: Mapping[str, Any]) -> list[str]:
     """The ids a diff item may be scored under: its fact id (newer events diff by fact id)
     and the content id :func:`score` computes from the text (older events used that)."""
     keys = [str(item["id"])]
@@ -553,37 +554,38 @@ def history_steps(records: Iterable[Record]) -> list[StepInput]:
     kept: dict[str, int] = {}
     ids_prev = Ledger(())
     for rec in records:
-        d = rec.data
-        if rec.type == "message":
-            if d.get("role") in ("user", "assistant") and d.get("content"):
-                pending.append(str(d["content"]))
+        if rec.type == Message.TYPE:
+            m = Message.of(rec)
+            if m.role in ("user", "assistant") and m.content:
+                pending.append(m.content)
             continue
-        if rec.type == "consolidation.completed":
-            kept[d["consolidation"]] = int(d.get("kept") or 0)
+        if rec.type == ConsolidationCompleted.TYPE:
+            c = ConsolidationCompleted.of(rec)
+            kept[c.consolidation] = c.kept
             continue
-        if rec.type != "memory.written":
+        if rec.type != MemoryWritten.TYPE:
             continue
-        reason = d.get("reason", "?")
-        by_model = d.get("source") == "model"
-        diff = d.get("diff") or {}
+        d = MemoryWritten.of(rec)
+        reason = d.reason
+        by_model = d.source == "model"
         reasons: dict[str, str] = {}
-        for item in diff.get("dropped", []):
+        for item in d.diff["dropped"] if d.diff else []:
             # the writer records the write's own reason for a drop nobody explained: that one is lost
             if not (by_model and reason in ("consolidation", "redo") and item.get("reason") == reason):
                 for key in _keys(item):
                     reasons[key] = item.get("reason") or reason
         if not by_model:
-            for ch in diff.get("changed", []):
+            for ch in d.diff["changed"] if d.diff else []:
                 for key in _keys(ch["old"]):
                     reasons[key] = reason
-        held = {it["fact_id"] for it in d.get("flagged") or [] if it.get("kind") == "silent-drop"}
-        ids = Ledger.of(str(d["memory"]), d) if isinstance(d.get("facts"), dict) else None
-        st = StepInput(f"{reason} #{rec.seq}", "model" if by_model else "user", memory, d["memory"], reasons,
+        held = {it["fact_id"] for it in d.flagged or [] if it["kind"] == "silent-drop"}
+        ids = Ledger.of(d.memory, d.facts) if d.facts is not None else None
+        st = StepInput(f"{reason} #{rec.seq}", "model" if by_model else "user", memory, d.memory, reasons,
                        held=held, sources=pending, ts=rec.ts, ids_before=ids_prev if ids is not None else None,
                        ids_after=ids)
-        steps.append((st, d.get("consolidation")))
+        steps.append((st, d.consolidation))
         pending = []
-        memory = d["memory"]
+        memory = d.memory
         ids_prev = ids if ids is not None else Ledger(())
     for st, cid in steps:
         st.silent_count = len(st.held) + kept.get(cid or "", 0)

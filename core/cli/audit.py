@@ -243,13 +243,15 @@ def cmd_compare(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_adopt(args: argparse.Namespace, home: Home) -> int:
     from memtray.core.audit import adopt, rebuild
+    from memtray.core.log.events import MemoryWritten
 
     with app_scope(home) as app:
         rec = adopt.adopt(app, args.branch, force=args.force)
-        d = rec.data.get("diff") or {}
+        d = MemoryWritten.of(rec).diff
+        a, r, c = (len(d["added"]), len(d["dropped"]), len(d["changed"])) if d else (0, 0, 0)
         rev = app.memory.revision("HEAD")
         _out(f"adopted {rebuild.PREFIX}{rebuild.parse_name(args.branch)}: new revision {rev.short} on main "
-             f"(+{len(d.get('added', []))} −{len(d.get('dropped', []))} ~{len(d.get('changed', []))})")
+             f"(+{a} −{r} ~{c})")
     return 0
 
 

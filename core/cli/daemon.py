@@ -95,7 +95,7 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
                 raise
             app = taken
         app.start_background()  # long-lived: the history is embedded meanwhile
-        from memtray.core.admin.purge import follow_tombstones
+        from memtray.core.admin.tombstones import follow_tombstones
 
         follow_tombstones(app)  # its automatic sync applies purges made on other devices
         me = _Instance(warm, float(app.config.warm_instance_idle_minutes) * 60.0)

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core import __version__
 from memtray.core.base.errors import MemtrayError
@@ -31,6 +31,9 @@ from memtray.core.cli.console import (
 from memtray.core.cli.console import err as _err
 from memtray.core.cli.console import out as _out
 from memtray.core.cli.frontend import Frontend, frontend, set_frontend
+
+if TYPE_CHECKING:
+    from memtray.core.log.events import Record
 
 Handler = Callable[[argparse.Namespace, Home], int]
 
@@ -80,8 +83,10 @@ def cmd_ask(args: argparse.Namespace, home: Home) -> int:
 
 def _recalled_note(records: Sequence[Any]) -> None:
     """One stderr line when the reply was given past messages (recall); stdout stays the reply."""
-    seqs = next((r.data.get("recalled") for r in reversed(records)
-                 if r.type == "message" and r.data.get("role") == "assistant"), None)
+    from memtray.core.log.events import Message
+
+    seqs = next((m.recalled for r in reversed(records)
+                 if r.type == Message.TYPE and (m := Message.of(r)).role == "assistant"), None)
     if seqs:
         n = len(seqs)
         _err(f"recalled: {n} past message{'s' if n != 1 else ''} (seq {', '.join(str(s) for s in seqs)})")
@@ -186,15 +191,17 @@ def cmd_events_tail(args: argparse.Namespace, home: Home) -> int:
     return 0
 
 
-def _summarise(rec: Any) -> str:
-    d = rec.data
-    if rec.type == "message":
-        body = d.get("content") or ""
-        if d.get("tool_calls"):
-            body = "calls " + ", ".join(tc.get("function", {}).get("name", "?") for tc in d["tool_calls"])
-        what = f"{d.get('role')}: {body}"
-    else:
-        what = ", ".join(f"{k}={str(v)[:40]}" for k, v in d.items() if k not in ("memory", "diff"))
+def _summarise(rec: Record) -> str:
+    from memtray.core.log.events import Message
+
+    if rec.type == Message.TYPE:
+        m = Message.of(rec)
+        body = m.content or ""
+        if m.tool_calls:
+            body = "calls " + ", ".join(tc["function"]["name"] for tc in m.tool_calls)
+        what = f"{m.role}: {body}"
+    else:  # any type, one this version does not know included: its members as they are
+        what = ", ".join(f"{k}={str(v)[:40]}" for k, v in rec.data.items() if k not in ("memory", "diff"))
     what = " ".join(what.split())
     if len(what) > 100:
         what = what[:99] + "…"

@@ -86,6 +86,12 @@ def cmd_log(args: argparse.Namespace, home: Home) -> int:
                 rows.append(_failed_row(fails.pop(0)))
             rows.append(r.to_json() | {"kind": "revision"})
         rows += [_failed_row(c) for c in fails]
+        # purges (this home's, and other devices' applied here) go in by log position too
+        purges = [{"kind": "purge", "time": p["ts"], "by": p["by"], "events": p["events"], "event_seq": p["seq"]}
+                  for p in app.store.state.purges if p["seq"] > oldest]
+        if purges:
+            at = {id(r): r.get("event_seq") or _started(r, failed) for r in rows}
+            rows = sorted(rows + purges, key=lambda r: at.get(id(r)) or r["event_seq"], reverse=True)
         if args.json:
             _out(_dumps(rows[: args.limit]))
             return 0
@@ -93,7 +99,9 @@ def cmd_log(args: argparse.Namespace, home: Home) -> int:
             _out("memory has no revisions yet")
         for r in rows[: args.limit]:
             when = str(r["time"])[:19].replace("T", " ")
-            if r["kind"] == "failed" and r["redo_of"]:
+            if r["kind"] == "purge":
+                _out(f"PURGED   {when}  by {r['by']}: {r['events']} event(s) rewritten")
+            elif r["kind"] == "failed" and r["redo_of"]:
                 _out(f"FAILED   {when}  redo of {r['redo_of'][:10]}  {r['model']}  {r['reason']} (memory unchanged)")
             elif r["kind"] == "failed":
                 _out(f"FAILED   {when}  consolidation {r['consolidation'][:10]}  {r['model']}  {r['reason']}")
@@ -103,6 +111,11 @@ def cmd_log(args: argparse.Namespace, home: Home) -> int:
                 _out(f"{r['rev'][:8]} {when}  {r['reason']:<13} {r['model'] or '-':<24} "
                      f"+{r['added']} −{r['removed']} ~{r['changed']}{flag}{cons}")
     return 0
+
+
+def _started(row: dict[str, Any], failed: list[Any]) -> int:
+    """The log position of a failed consolidation's row (its start)."""
+    return next((c.started_seq for c in failed if c.id == row.get("consolidation")), 0)
 
 
 def _failed_row(c: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import json
 import os
 from typing import Any
 
-from memtray.core.admin.purge import follow_tombstones
+from memtray.core.admin.tombstones import follow_tombstones
 from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope, out
 from memtray.core.sync.digest import state_digest
@@ -79,6 +79,12 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
         out(f"  applied {rep.purges} purge(s) made on other devices")
     for note in rep.notes:
         out(f"  note: {note}")
+    if rep.refusals:
+        out(f"  refused {rep.refusals} event(s) or stream(s) from other devices (kept in quarantine/, see "
+            "`memtray doctor`):")
+        for r in rep.refused[:10]:
+            where = f"{r['source']['name']} {r['source']['where']}".strip()
+            out(f"    {where}: {r['reason']}")
     return 0
 
 
@@ -104,6 +110,8 @@ def _status(args: argparse.Namespace, home: Home) -> int:
     out(f"last sync: {st.get('last_success') or 'never succeeded'}")
     if st.get("last_error"):
         out(f"last attempt {st.get('last_attempt')} failed: {st['last_error']}")
+    if st.get("refusals"):
+        out(f"refused in the last sync: {st['refusals']} (kept in quarantine/, see `memtray doctor`)")
     if pending:
         out(f"conflicts waiting for review: {pending} (memtray memory review)")
     elif st.get("conflicts"):

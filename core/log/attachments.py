@@ -25,7 +25,7 @@ from memtray.core.base.errors import MemtrayError
 from memtray.core.base.fsutil import atomic_write, ensure_dir
 from memtray.core.base.infile import FileRefused, open_regular, read_capped
 from memtray.core.base.redact import redact
-from memtray.core.log.events import scrub_text
+from memtray.core.log.events import AttachmentRef, scrub_text
 
 DIRNAME = "attachments"
 IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -54,7 +54,7 @@ class Ref:
     size: int
     kind: str  # "image" (sent as an image part) or "text" (sent as extracted text)
 
-    def to_data(self) -> dict[str, Any]:
+    def to_data(self) -> AttachmentRef:
         return {"sha256": self.sha256, "mime": self.mime, "name": self.name, "size": self.size, "kind": self.kind}
 
     @classmethod

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from memtray.core.base.clock import Clock, IdGenerator, format_ts
-from memtray.core.base.errors import LogCorrupt, LogReadOnly, LogWriteError
+from memtray.core.base.errors import LogCorrupt, LogReadOnly, LogWriteError, UnknownEventVersion
 from memtray.core.base.fsutil import (
     FILE_MODE,
     LINK_HINT,
@@ -410,11 +410,21 @@ class EventLog:
                     rec = upcast(rec)
                 yield rec
 
+    def upcast(self, rec: Record) -> Record:
+        """``rec`` at its type's current version; a type or version this memtray does not
+        know is returned as it is (kept verbatim, skipped by the fold)."""
+        return self._upcast(rec)
+
     def _upcast(self, rec: Record) -> Record:
-        current = self.schema.versions.get(rec.type)
-        if current is None or rec.v > current:
-            return rec  # unknown type or newer version: kept verbatim
-        return self.schema.upcast(rec)
+        try:
+            current = self.schema.versions.get(rec.type)
+            if current is None or rec.v > current:
+                return rec  # unknown type or newer version: kept verbatim
+            return self.schema.upcast(rec)
+        except (KeyError, TypeError, ValueError, AttributeError, UnknownEventVersion):
+            # a record no upcaster can read (a log written before the door checked what peers
+            # sent): as it is; the fold names it unfoldable and the doctor repairs it
+            return rec
 
     def _scans(self, after: Position | None) -> Iterator[Scan]:
         start_seg = after.segment if after else 0

@@ -1,6 +1,6 @@
 """Event payloads of the integrations: imports (``import.*``) and MCP (``mcp.*``).
 
-Registered in the one :data:`~memtray.core.log.events.SCHEMA` registry like every
+Registered in the one :data:`~memtray.core.log.schema.SCHEMA` registry like every
 other payload (this module is imported by the package, so the types are known
 wherever the log is); kept apart only so events.py stays one screenful of core
 types. See docs/INTEGRATIONS.md for what each import and MCP call writes.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from memtray.core.log.events import SCHEMA, Payload
+from memtray.core.log.schema import SCHEMA, Payload
 
 
 @SCHEMA.register

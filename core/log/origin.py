@@ -18,37 +18,51 @@ device-local bookkeeping (consolidations, checkpoints of tools, ...) stays home.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from memtray.core.log.events import Record
+from memtray.core.log.events import (
+    BadRecord,
+    MemoryPeerHead,
+    MemoryWritten,
+    Message,
+    Record,
+    ReminderCancelled,
+    ReminderFired,
+    ReminderScheduled,
+    SessionReset,
+    SyncPurge,
+    decode_raw,
+    envelopes,
+)
+from memtray.core.log.projections import KNOWN_TYPES
+from memtray.core.log.segments import list_segments
 
 ORIGIN_KEY = "origin"
 
 #: events a device pushes in its own stream. ``memory.written`` travels but is not
 #: imported as-is: its peers hand it to the memory merge (``memory.merge``).
 EXPORTED = frozenset({
-    "message",
-    "session.reset",
-    "reminder.scheduled",
-    "reminder.fired",
-    "reminder.cancelled",
-    "memory.written",
-    "sync.purge",
+    Message.TYPE,
+    SessionReset.TYPE,
+    ReminderScheduled.TYPE,
+    ReminderFired.TYPE,
+    ReminderCancelled.TYPE,
+    MemoryWritten.TYPE,
+    SyncPurge.TYPE,
 })
 
 #: exported events a peer appends to its own log (with the origin mark)
-IMPORTED = EXPORTED - {"memory.written"}
+IMPORTED = EXPORTED - {MemoryWritten.TYPE}
 
-#: a purge's tombstone for the other devices: ``{"pattern_sha256", "salt", "events": {id: payload}}``
-#: (every shared event the purge changed, as it is after the purge; never the pattern)
-SYNC_PURGE = "sync.purge"
+#: the types this version knows that never travel: one in a peer's stream is refused (a
+#: ``sync.pulled`` from a peer would move this device's cursors). A type this version does
+#: not know travels: a newer device exports it, and it is kept verbatim here.
+LOCAL_TYPES = KNOWN_TYPES - EXPORTED
 
-#: the bookkeeping event of a pull: ``{"device", "commit", "through"}``, appended in the
-#: same write as the events it imported, so the cursor and the events agree after a crash
-PULLED = "sync.pulled"
 
 
 @dataclass(frozen=True)
@@ -115,3 +129,51 @@ def peer_session(session: str | None, device: str) -> str:
     """The session an imported conversation is filed under here: the peer's own name
     with its device, so two devices' "quick" chats never interleave in one session."""
     return f"{session or 'default'}@{device}"
+
+
+def owners(events_dir: Path, ids: Iterable[str]) -> dict[str, str | None]:
+    """For each of ``ids`` already in the log: the device it came from (its origin mark), or
+    None for an event this device made. Ids not in the log are left out. One pass over the
+    segments that parses only the lines holding one of ``ids``."""
+    wanted = set(ids)
+    out: dict[str, str | None] = {}
+    if not wanted:
+        return out
+    for _number, path in list_segments(events_dir):
+        try:
+            lines = path.read_bytes().split(b"\n")
+        except OSError:
+            continue
+        if lines and lines[-1] == b"":
+            lines.pop()
+        found = envelopes(lines)
+        hits = ([i for i, ident in enumerate(found[1]) if ident in wanted] if found is not None
+                else range(len(lines)))
+        for i in hits:
+            try:
+                rec = decode_raw(lines[i])
+            except BadRecord:
+                continue
+            if not isinstance(rec.id, str) or not isinstance(rec.type, str) or rec.id not in wanted:
+                continue
+            origin = origin_of(rec)
+            if rec.type == MemoryPeerHead.TYPE or (rec.type not in EXPORTED and rec.type in KNOWN_TYPES):
+                continue  # bookkeeping of this device, not an event that travels
+            out.setdefault(rec.id, origin.device if origin is not None else None)
+    return out
+
+
+def records_naming(events_dir: Path, words: Iterable[str]) -> Iterator[Record]:
+    """Every readable record of the log whose line holds one of ``words`` (event ids: a
+    byte search first, so only those lines are parsed; a damaged line is left out)."""
+    needles = [w.encode() for w in set(words)]
+    if not needles:
+        return
+    for _number, path in list_segments(events_dir):
+        for line in path.read_bytes().split(b"\n"):
+            if not line or not any(n in line for n in needles):
+                continue
+            try:
+                yield decode_raw(line)
+            except BadRecord:
+                continue

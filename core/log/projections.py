@@ -11,13 +11,31 @@ independent of the log's length.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtray.core.log.events import Record
+from memtray.core.base.errors import UnknownEventVersion
+from memtray.core.log.events import (
+    SCHEMA,
+    BadPayload,
+    ConsolidationCompleted,
+    ConsolidationFailed,
+    ConsolidationStarted,
+    ContextChanged,
+    MemoryPurged,
+    MemoryReviewed,
+    MemoryWritten,
+    Message,
+    Record,
+    ReminderCancelled,
+    ReminderFired,
+    ReminderScheduled,
+    SessionReset,
+    SyncPulled,
+)
 
-STATE_VERSION = 5  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
+STATE_VERSION = 6  # 6: unfoldable records, purges; 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
 # 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
@@ -25,10 +43,6 @@ STATE_VERSION = 5  # 2: consolidations keep their failed attempt and retry delay
 KEEP_FINISHED = 256
 _TRIM_SLACK = 64  # trim in batches: a sort per finished consolidation would slow replay
 
-# The message fields that are replayed into sessions (and sent to the model).
-_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "context", "stop", "recall", "recalled",
-                 "attachments")
-_MESSAGE_KEYSET = frozenset(_MESSAGE_KEYS)
 
 
 @dataclass
@@ -156,6 +170,11 @@ class State:
     #: a reminder's cancel or firing that came before the reminder itself (another device's
     #: cancel imported before the owner's stream): applied when it comes, whatever the order
     early: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: records the fold could not read (seq -> why), at most KEEP_UNFOLDABLE; see :func:`apply`
+    unfoldable: dict[str, str] = field(default_factory=dict)
+    unfoldable_count: int = 0
+    #: the newest purges (``memory.purged``: this home's and other devices' applied here)
+    purges: list[dict[str, Any]] = field(default_factory=list)
 
     def session(self, key: str) -> SessionState:
         s = self.sessions.get(key)
@@ -178,6 +197,9 @@ class State:
             "context_digest": self.context_digest,
             "sync": dict(sorted(self.sync.items())),
             "early": dict(sorted(self.early.items())),
+            "unfoldable": dict(sorted(self.unfoldable.items())),
+            "unfoldable_count": self.unfoldable_count,
+            "purges": self.purges,
         }
 
     @classmethod
@@ -197,47 +219,18 @@ class State:
             context_digest=obj.get("context_digest"),
             sync=dict(obj.get("sync", {})),
             early=dict(obj.get("early", {})),
+            unfoldable=dict(obj.get("unfoldable", {})),
+            unfoldable_count=int(obj.get("unfoldable_count", 0)),
+            purges=list(obj.get("purges", [])),
         )
 
     def copy(self) -> State:
         return copy.deepcopy(self)
 
 
-KNOWN_TYPES = frozenset(
-    {
-        "message",
-        "session.reset",
-        "turn.failed",
-        "consolidation.started",
-        "consolidation.completed",
-        "consolidation.failed",
-        "memory.written",
-        "memory.rolled_back",
-        "memory.reviewed",
-        "log.damaged",
-        "memory.purged",
-        "memory.peer",
-        "reminder.scheduled",
-        "reminder.fired",
-        "reminder.cancelled",
-        "index.rebuilt",
-        "context.changed",
-        "rebuild.started",
-        "rebuild.progress",
-        "rebuild.completed",
-        "rebuild.failed",
-        "rebuild.discarded",
-        "rebuild.adopted",
-        "import.started",
-        "import.item",
-        "import.completed",
-        "import.failed",
-        "mcp.write",
-        "mcp.call",
-        "sync.pulled",
-        "sync.purge",
-    }
-)
+#: every type this version folds or keeps (one payload class each); others are counted in
+#: ``State.unknown``, kept verbatim and skipped
+KNOWN_TYPES = frozenset(SCHEMA.types)
 
 
 def _trim_consolidations(cons: dict[str, ConsolidationState]) -> None:
@@ -252,109 +245,204 @@ def _trim_consolidations(cons: dict[str, ConsolidationState]) -> None:
 
 
 def apply(state: State, rec: Record) -> State:
-    """Fold one record into ``state`` (in place) and return it."""
-    t = rec.type
-    d = rec.data
-    if t == "message":  # the hot path of replay: most records are messages
-        seq, _id, ts, _t, _v, key, _d = rec
-        key = key or "default"
-        s = state.sessions.get(key) or state.session(key)
-        if "origin" in d:  # imported from a peer: consolidated there, never part of a tail here
-            s.base += 1
-            s.last_consolidated = s.base
-            said = d["origin"].get("ts") if isinstance(d["origin"], dict) else None
-            # when it was said there (origin.said_at: never after it arrived here; same ISO form)
-            s.last_ts = said if isinstance(said, str) and said < ts else ts
+    """Fold one record into ``state`` (in place) and return it.
+
+    Reads typed payloads only, and never raises on a record: one of a type or a version
+    this memtray does not know (a newer device's) is counted in ``state.unknown`` and
+    skipped; one whose payload it cannot read (a log an older version filled before the
+    door checked what peers sent: a ``reminder.cancelled`` without its reminder) is named
+    in ``state.unfoldable`` and skipped, and ``memtray doctor`` explains and repairs it.
+    Every event the door lets in folds without that (``tests/unit/log/test_fold_total.py``).
+    """
+    seq, _id, ts, t, v, key, d = rec
+    try:
+        if v > _VERSIONS.get(t, v):  # a newer device's version: kept in the log, not read
+            state.unknown[f"{t} v{v}"] = state.unknown.get(f"{t} v{v}", 0) + 1
             state.last_seq = seq
             return state
-        msg = {k: v for k, v in d.items() if k in _MESSAGE_KEYSET and v is not None}
-        msg["seq"] = seq
-        msg["ts"] = ts
-        s.messages.append(msg)
-        s.last_ts = ts
-        state.last_seq = seq
+        if t == _MESSAGE:  # the hot path of replay (most records are messages): inline
+            m = _message_of(d) if v == _MESSAGE_V else Message.of(rec)
+            key = key or "default"
+            s = state.sessions.get(key) or state.session(key)
+            origin = m.origin
+            if origin is not None:  # imported from a peer: consolidated there, never part of a tail here
+                s.base += 1
+                s.last_consolidated = s.base
+                said = origin["ts"]
+                # when it was said there (origin.said_at: never after it arrived here; same ISO form)
+                s.last_ts = said if said < ts else ts
+            else:
+                msg = m.to_session()
+                msg["seq"] = seq
+                msg["ts"] = ts
+                s.messages.append(msg)
+                s.last_ts = ts
+            state.last_seq = seq
+            return state
+        fold = _FOLDS.get(t)
+        if fold is not None:
+            fold(state, rec)
+        elif t not in KNOWN_TYPES:
+            state.unknown[t] = state.unknown.get(t, 0) + 1
+    except _FOLD_ERRORS as exc:
+        _unfoldable(state, rec, exc)
         return state
-    elif t == "session.reset":
-        s = state.session(rec.session or "default")
-        s.base = s.count
-        s.messages = []
-        s.last_consolidated = s.base
-        s.resets += 1
-        s.last_ts = rec.ts
-    elif t == "consolidation.started":
-        cid = d["consolidation"]
-        prev = state.consolidations.get(cid)
-        state.consolidations[cid] = ConsolidationState(
-            cid, rec.session or "default", d["start"], d["end"], d["model"],
-            attempts=(prev.attempts if prev else 0) + 1, started_seq=rec.seq,
-            first_seq=d.get("first_seq"), last_seq=d.get("last_seq"), redo_of=d.get("redo_of"), ts=rec.ts,
-        )
-    elif t == "consolidation.completed":
-        c = state.consolidations.get(d["consolidation"])
-        if c is not None:
-            c.status = "completed"
-            c.reason = None
-            c.ts = rec.ts
-            c.memory_seq = d.get("memory_seq")
-            if c.redo_of is None:
-                s = state.session(c.session)
-                if d["end"] > s.last_consolidated:
-                    _advance(s, d["end"])
-        if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
-            _trim_consolidations(state.consolidations)
-    elif t == "consolidation.failed":
-        c = state.consolidations.get(d["consolidation"])
-        if c is not None:
-            c.status = "failed"
-            c.reason = d.get("reason")
-            c.ts = rec.ts
-            c.failed_attempt = d.get("attempt")
-            c.retry_after = d.get("retry_after")
-        if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
-            _trim_consolidations(state.consolidations)
-    elif t == "memory.written":
-        state.memory_seq = rec.seq
-        state.memory_revisions += 1
-        state.memory = d["memory"]
-        for item in d.get("flagged") or ():
-            state.review[item["id"]] = {**item, "seq": rec.seq}
-    elif t == "context.changed":
-        state.context_digest = d["digest"]
-    elif t == "memory.reviewed":
-        state.review.pop(d["item"], None)
-    elif t == "reminder.scheduled":
-        rid = d["reminder"]
-        origin = d.get("origin") or {}
-        # another device's: dated by its owner's clock, as the owner dates it, so every
-        # device shows the same schedule and the same next time (the owner fires it)
-        state.reminders[rid] = ReminderState(
-            rid, d["text"], d["kind"], d["spec"], d["tz"], d.get("mode", "notify"), rec.seq,
-            str(origin.get("ts") or rec.ts), device=origin.get("device"),
-        )
-        early = state.early.pop(rid, None)
-        if early is not None:
-            for occurrence in early.get("fired") or ():
-                _fired(state.reminders[rid], occurrence)
-            if early.get("cancelled"):
-                state.reminders[rid].active = False
-    elif t == "reminder.fired":
-        r = state.reminders.get(d["reminder"])
-        if r is not None:
-            _fired(r, d["occurrence"])
-        else:
-            state.early.setdefault(d["reminder"], {}).setdefault("fired", []).append(d["occurrence"])
-    elif t == "reminder.cancelled":
-        r = state.reminders.get(d["reminder"])
-        if r is not None:
-            r.active = False
-        else:
-            state.early.setdefault(d["reminder"], {})["cancelled"] = True
-    elif t == "sync.pulled":
-        state.sync[d["device"]] = {"commit": d["commit"], "through": d["through"]}
-    elif t not in KNOWN_TYPES:
-        state.unknown[t] = state.unknown.get(t, 0) + 1
-    state.last_seq = rec.seq
+    state.last_seq = seq
     return state
+
+
+#: what a payload the fold cannot read raises (a missing member, a wrong type)
+_FOLD_ERRORS = (BadPayload, UnknownEventVersion, KeyError, TypeError, ValueError, AttributeError, IndexError)
+#: the schema versions this memtray reads (a live view: types registered later are in it)
+_VERSIONS = SCHEMA.versions
+#: records the state names as unfoldable (the rest are only counted)
+KEEP_UNFOLDABLE = 100
+#: purges the state lists (newest)
+KEEP_PURGES = 20
+
+
+def _unfoldable(state: State, rec: Record, exc: Exception) -> None:
+    """Name a record the fold could not read (at most KEEP_UNFOLDABLE; the count goes on)."""
+    if len(state.unfoldable) < KEEP_UNFOLDABLE:
+        kind = rec.type if isinstance(rec.type, str) else "?"
+        state.unfoldable[str(rec.seq)] = f"{kind}: {type(exc).__name__}: {str(exc)[:80]}"
+    state.unfoldable_count += 1
+    if isinstance(rec.seq, int):
+        state.last_seq = rec.seq
+
+
+def _memory_purged(state: State, rec: Record) -> None:
+    """Who purged, when, how much: `memory log` and the doctor."""
+    p = MemoryPurged.of(rec)
+    state.purges.append({"seq": rec.seq, "ts": rec.ts, "by": p.by, "events": p.events})
+    del state.purges[:-KEEP_PURGES]
+
+
+_MESSAGE, _MESSAGE_V = Message.TYPE, Message.VERSION
+_message_of = Message.from_data
+
+
+def _session_reset(state: State, rec: Record) -> None:
+    s = state.session(rec.session or "default")
+    s.base = s.count
+    s.messages = []
+    s.last_consolidated = s.base
+    s.resets += 1
+    s.last_ts = rec.ts
+
+
+def _consolidation_started(state: State, rec: Record) -> None:
+    p = ConsolidationStarted.of(rec)
+    prev = state.consolidations.get(p.consolidation)
+    state.consolidations[p.consolidation] = ConsolidationState(
+        p.consolidation, rec.session or "default", p.start, p.end, p.model,
+        attempts=(prev.attempts if prev else 0) + 1, started_seq=rec.seq,
+        first_seq=p.first_seq, last_seq=p.last_seq, redo_of=p.redo_of, ts=rec.ts,
+    )
+
+
+def _consolidation_completed(state: State, rec: Record) -> None:
+    p = ConsolidationCompleted.of(rec)
+    c = state.consolidations.get(p.consolidation)
+    if c is not None:
+        c.status = "completed"
+        c.reason = None
+        c.ts = rec.ts
+        c.memory_seq = p.memory_seq
+        if c.redo_of is None:
+            s = state.session(c.session)
+            if p.end > s.last_consolidated:
+                _advance(s, p.end)
+    if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
+        _trim_consolidations(state.consolidations)
+
+
+def _consolidation_failed(state: State, rec: Record) -> None:
+    p = ConsolidationFailed.of(rec)
+    c = state.consolidations.get(p.consolidation)
+    if c is not None:
+        c.status = "failed"
+        c.reason = p.reason
+        c.ts = rec.ts
+        c.failed_attempt = p.attempt
+        c.retry_after = p.retry_after
+    if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
+        _trim_consolidations(state.consolidations)
+
+
+def _memory_written(state: State, rec: Record) -> None:
+    p = MemoryWritten.of(rec)
+    state.memory_seq = rec.seq
+    state.memory_revisions += 1
+    state.memory = p.memory
+    for item in p.flagged or ():
+        state.review[item["id"]] = {**item, "seq": rec.seq}
+
+
+def _context_changed(state: State, rec: Record) -> None:
+    state.context_digest = ContextChanged.of(rec).digest
+
+
+def _memory_reviewed(state: State, rec: Record) -> None:
+    state.review.pop(MemoryReviewed.of(rec).item, None)
+
+
+def _reminder_scheduled(state: State, rec: Record) -> None:
+    p = ReminderScheduled.of(rec)
+    rid = p.reminder
+    origin = p.origin
+    # another device's: dated by its owner's clock, as the owner dates it, so every
+    # device shows the same schedule and the same next time (the owner fires it)
+    state.reminders[rid] = ReminderState(
+        rid, p.text, p.kind, p.spec, p.tz, p.mode, rec.seq,
+        origin["ts"] if origin is not None else rec.ts, device=origin["device"] if origin is not None else None,
+    )
+    early = state.early.pop(rid, None)
+    if early is not None:
+        for occurrence in early.get("fired") or ():
+            _fired(state.reminders[rid], occurrence)
+        if early.get("cancelled"):
+            state.reminders[rid].active = False
+
+
+def _reminder_fired(state: State, rec: Record) -> None:
+    p = ReminderFired.of(rec)
+    r = state.reminders.get(p.reminder)
+    if r is not None:
+        _fired(r, p.occurrence)
+    else:
+        state.early.setdefault(p.reminder, {}).setdefault("fired", []).append(p.occurrence)
+
+
+def _reminder_cancelled(state: State, rec: Record) -> None:
+    p = ReminderCancelled.of(rec)
+    r = state.reminders.get(p.reminder)
+    if r is not None:
+        r.active = False
+    else:
+        state.early.setdefault(p.reminder, {})["cancelled"] = True
+
+
+def _sync_pulled(state: State, rec: Record) -> None:
+    p = SyncPulled.of(rec)
+    state.sync[p.device] = {"commit": p.commit, "through": p.through}
+
+
+#: the fold of each type that changes the state (other known types change only ``last_seq``)
+_FOLDS: dict[str, Callable[[State, Record], None]] = {
+    MemoryPurged.TYPE: _memory_purged,
+    SessionReset.TYPE: _session_reset,
+    ConsolidationStarted.TYPE: _consolidation_started,
+    ConsolidationCompleted.TYPE: _consolidation_completed,
+    ConsolidationFailed.TYPE: _consolidation_failed,
+    MemoryWritten.TYPE: _memory_written,
+    ContextChanged.TYPE: _context_changed,
+    MemoryReviewed.TYPE: _memory_reviewed,
+    ReminderScheduled.TYPE: _reminder_scheduled,
+    ReminderFired.TYPE: _reminder_fired,
+    ReminderCancelled.TYPE: _reminder_cancelled,
+    SyncPulled.TYPE: _sync_pulled,
+}
 
 
 def _advance(s: SessionState, end: int) -> None:

@@ -14,7 +14,7 @@ import gc
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,17 @@ from memtray.core.base.home import Home, HomeLock
 from memtray.core.base.redact import redact
 from memtray.core.base.worker import WriterThread, WrongThread
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import SCHEMA, BadRecord, Record, Schema, decode_raw
+from memtray.core.log.events import (
+    CONSOLIDATION_TYPES,
+    SCHEMA,
+    BadRecord,
+    Consolidation,
+    Payload,
+    Record,
+    Schema,
+    Verbatim,
+    decode_raw,
+)
 from memtray.core.log.projections import STATE_VERSION, ConsolidationState, State, apply
 from memtray.core.log.segments import DEFAULT_SEGMENT_BYTES, Position, segment_path
 
@@ -36,6 +46,8 @@ CHECKPOINT_NAME = "checkpoint.json"
 CHECKPOINT_EVERY = 2000  # events between automatic checkpoints
 
 Listener = Callable[[list[Record], State], None]
+#: one event to append: its payload, its session, its event id (None: a fresh one)
+Entry = tuple[Payload | Verbatim, str | None, str | None]
 
 
 class Store:
@@ -121,22 +133,16 @@ class Store:
 
     # --- writing --------------------------------------------------------------------
 
-    def append(
-        self,
-        type: str,
-        data: Mapping[str, Any],
-        *,
-        session: str | None = None,
-        id: str | None = None,
-    ) -> Record:
-        return self.append_many([(type, data, session, id)])[0]
+    def append(self, payload: Payload | Verbatim, *, session: str | None = None, id: str | None = None) -> Record:
+        """Durably append one event; its type comes from the payload's class."""
+        return self.append_many([(payload, session, id)])[0]
 
-    def append_many(
-        self, items: Iterable[tuple[str, Mapping[str, Any], str | None, str | None]]
-    ) -> list[Record]:
+    def append_many(self, items: Iterable[Entry]) -> list[Record]:
         """Durably append events (one fsync) and fold them into the live state.
 
-        With a :attr:`writer` bound (every App binds its worker), the append runs
+        Each item is ``(payload, session, event id)``: a payload object (its class gives the
+        type), or :class:`~memtray.core.log.schema.Verbatim` for another device's event kept
+        as it came. With a :attr:`writer` bound (every App binds its worker), the append runs
         on that thread whoever calls: a call from another thread is handed to it
         and waited for, so listeners (the git projection, the search index) run
         there too. Handing over while holding :meth:`locked` would deadlock, so
@@ -153,12 +159,15 @@ class Store:
             # a session name is user text: a token pasted as one must not reach the disk (once per
             # name and batch: an import of a peer's thousands of events names a handful of sessions)
             names: dict[str, str] = {}
+            # a Verbatim keeps the version its device wrote it in (a newer device's too)
             recs = self.log.append_many([
-                (t, d, (names[s] if s in names else names.setdefault(s, redact(s))) if s else s, i, None)
-                for t, d, s, i in items])
+                (p.type if isinstance(p, Verbatim) else p.TYPE, p.to_data(),
+                 (names[s] if s in names else names.setdefault(s, redact(s))) if s else s, i,
+                 p.v if isinstance(p, Verbatim) else None)
+                for p, s, i in items])
             fresh = [r for r in recs if r.seq > before]
             for rec in fresh:
-                apply(self.state, self.log.schema.upcast(rec))
+                apply(self.state, self.log.upcast(rec))
             self._since_checkpoint += len(fresh)
             if self._since_checkpoint >= CHECKPOINT_EVERY:
                 self._checkpoint_quietly()
@@ -181,8 +190,8 @@ class Store:
             return live[ident]
         scratch = State()
         for rec in self.log.records():
-            if rec.type.startswith("consolidation."):
-                cid = str(rec.data.get("consolidation", ""))
+            if rec.type in CONSOLIDATION_TYPES and isinstance(p := rec.payload, Consolidation):
+                cid = p.consolidation
                 if cid == ident or (prefix and cid.startswith(ident)):
                     apply(scratch, rec)
         found = {**scratch.consolidations, **{k: c for k, c in live.items() if k.startswith(ident)}}

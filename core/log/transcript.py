@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import Record
+from memtray.core.log.events import FactDiffData, MemoryWritten, Message, Record, SessionReset
 from memtray.core.log.origin import said_at
 from memtray.core.log.projections import State
 from memtray.core.log.segments import list_segments, scan_segment
@@ -103,13 +103,13 @@ def earlier(log: EventLog, session: str, before_seq: int, limit: int = 40) -> Pa
         for raw in scan_segment(path, number).records:
             if raw.session != session or (before_seq and raw.seq >= before_seq):
                 continue
-            if raw.type == "message":
+            if raw.type == Message.TYPE:
                 rec = upcast(raw)
-                msg: Shown = dict(rec.data)
+                msg: Shown = Message.of(rec).to_data()
                 msg["seq"], msg["ts"] = rec.seq, said_at(rec)
                 if visible(msg):
                     chunk.append(msg)
-            elif raw.type == "session.reset":
+            elif raw.type == SessionReset.TYPE:
                 chunk.append({"kind": "reset", "seq": raw.seq, "ts": said_at(raw)})
         found = chunk + found
         if len(found) > limit:
@@ -150,23 +150,23 @@ def recalled(log: EventLog, seqs: list[int]) -> list[Recalled]:
 
 
 def _entry(rec: Record) -> Recalled | None:
-    d = rec.data
-    if rec.type == "message":
-        return Recalled(rec.seq, said_at(rec), rec.session, str(d.get("role") or ""), str(d.get("content") or ""))
-    if rec.type == "memory.written":
-        diary = d.get("history_append")
-        if isinstance(diary, str) and diary.strip():
-            return Recalled(rec.seq, said_at(rec), rec.session, "diary", diary.strip())
-        return Recalled(rec.seq, said_at(rec), rec.session, "memory", diff_text(d.get("diff")))
+    if rec.type == Message.TYPE:
+        m = Message.of(rec)
+        return Recalled(rec.seq, said_at(rec), rec.session, m.role, m.content or "")
+    if rec.type == MemoryWritten.TYPE:
+        w = MemoryWritten.of(rec)
+        if w.history_append and w.history_append.strip():
+            return Recalled(rec.seq, said_at(rec), rec.session, "diary", w.history_append.strip())
+        return Recalled(rec.seq, said_at(rec), rec.session, "memory", diff_text(w.diff))
     return None
 
 
-def diff_text(diff: Any) -> str:
+def diff_text(diff: FactDiffData | None) -> str:
     """The added and changed facts of a ``memory.written`` diff, one per line (what
     recall shows of a memory edit, and what search indexes of it)."""
-    if not isinstance(diff, dict):
+    if not diff:
         return ""
-    lines = [_fact(item) for key in ("added", "changed") for item in (diff.get(key) or [])]
+    lines = [_fact(item) for item in [*diff["added"], *diff["changed"]]]
     return "\n".join(t for t in lines if t)
 
 

@@ -64,7 +64,7 @@ class ServerState:
 class McpClients:
     """The connections to the configured servers, on their own thread and loop."""
 
-    def __init__(self, home: Home, specs: list[ServerSpec], *, record: Callable[[dict[str, Any], str | None], None],
+    def __init__(self, home: Home, specs: list[ServerSpec], *, record: Callable[[McpCall, str | None], None],
                  errlog: Path) -> None:
         self.home = home
         self.states = {s.name: ServerState(s) for s in specs}
@@ -189,7 +189,7 @@ class McpClients:
         def record(status: str, result: str) -> None:
             ev = McpCall(server=server, tool=tool, status=status, arguments=logged_args,
                          result=redact(result)[:MAX_LOGGED])
-            self._record(ev.to_data(), session)
+            self._record(ev, session)
 
         if not (st.spec.allowed or serverlist.allowed_now(self.home, server)):
             msg = (f"refused: the user has not allowed tools from the MCP server {server!r} yet. "
@@ -318,8 +318,8 @@ def attach(home: Home, tools: Any, store: Any, worker: Any, *,
     if not specs:
         return None
 
-    def record(data: dict[str, Any], session: str | None) -> None:
-        store.append(McpCall.TYPE, data, session=session)
+    def record(call: McpCall, session: str | None) -> None:
+        store.append(call, session=session)
 
     clients = McpClients(home, specs, record=record, errlog=home.logs / "mcp-servers.log")
 

@@ -70,6 +70,6 @@ def forget(memory: Any, fact: str, why: str, client: str | None) -> str:
 
 def _write(memory: Any, new: str, tool: str, client: str | None, reasons: dict[str, str] | None) -> None:
     seq = memory.store.state.memory_seq
-    extra = [(McpWrite.TYPE, McpWrite(client=client_name(client), tool=tool, memory_seq=seq + 1).to_data(), None)]
+    extra = [(McpWrite(client=client_name(client), tool=tool, memory_seq=seq + 1), None)]
     memory.write(new, reason="agent", source="mcp", model=None, dropped_reasons=reasons, extra=extra,
                  client=client_name(client))

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from memtray.core.base.errors import MemtrayError
-from memtray.core.log.events import MemoryWritten, Record
+from memtray.core.log.events import MemoryWritten, Message, Provenance, Record
 from memtray.core.log.store import Store
 from memtray.core.memory import factdiff
 from memtray.core.memory.factdiff import FactDiff
@@ -131,23 +131,24 @@ class MemoryBrowsing:
         shas = {info.trailers.get("Event-Seq"): info.sha for info in self.git.walk()}
         out = []
         for rec in self.memory_events():
+            w = MemoryWritten.of(rec)
             listed = set()
-            for item in (rec.data.get("diff") or {}).get("dropped", []):
+            for item in w.diff["dropped"] if w.diff else []:
                 listed.add(item["id"])
                 present = factdiff.normalize(item["text"]) in current  # exact: "Lyon" is not "London"
                 out.append({
-                    "id": item["id"], "text": item["text"], "section": item.get("section", ""),
+                    "id": item["id"], "text": item["text"], "section": item["section"],
                     "rev": shas.get(str(rec.seq)), "event_seq": rec.seq, "time": rec.ts,
-                    "reason": item.get("reason") or "silent", "by": rec.data.get("reason"),
+                    "reason": item.get("reason") or "silent", "by": w.reason,
                     "present_now": present,
                 })
-            for item in rec.data.get("flagged") or []:
-                if item.get("kind") == "silent-drop" and item["fact_id"] not in listed:
-                    present = factdiff.normalize(item["text"]) in current
+            for held in w.flagged or []:
+                if held["kind"] == "silent-drop" and held["fact_id"] not in listed:
+                    present = factdiff.normalize(held["text"]) in current
                     out.append({
-                        "id": item["fact_id"], "text": item["text"], "section": item.get("section", ""),
+                        "id": held["fact_id"], "text": held["text"], "section": held["section"],
                         "rev": shas.get(str(rec.seq)), "event_seq": rec.seq, "time": rec.ts,
-                        "reason": SILENT_HELD, "by": rec.data.get("reason"),
+                        "reason": SILENT_HELD, "by": w.reason,
                         "present_now": present,
                     })
         return out
@@ -170,26 +171,27 @@ class MemoryBrowsing:
         rec = next((r for r in self.store.log.records(seq - 1) if r.seq == seq), None)
         messages: list[dict[str, Any]] = []
         cons = rev.consolidation
-        if rec is not None:
-            prov = (rec.data.get("provenance") or {}).get(target.id) or {}
-            seqs = set(prov.get("source_seqs") or [])
+        written = MemoryWritten.of(rec) if rec is not None else None
+        if written is not None:
+            prov = (written.provenance or {}).get(target.id, Provenance())
+            seqs = set(prov.get("source_seqs", []))
             c = self.store.consolidation(cons) if cons else None
             if c is not None and c.first_seq is not None and c.last_seq is not None:
                 rng = (c.first_seq, c.last_seq, c.session)
                 cands = [
-                    r for r in self.store.log.records(rng[0] - 1)
-                    if r.seq <= rng[1] and r.type == "message" and r.session == rng[2]
-                    and r.data.get("role") in ("user", "assistant") and r.data.get("content")
+                    (r, text) for r in self.store.log.records(rng[0] - 1)
+                    if r.seq <= rng[1] and r.session == rng[2] and (text := said(r))
                 ] if rng[0] else []
-                scored = sorted(cands, key=lambda r: -factdiff.similarity(r.data["content"], target.text))
-                top = [r for r in scored[:5] if factdiff.similarity(r.data["content"], target.text) > 0.05]
+                ranked = sorted(cands, key=lambda c: -factdiff.similarity(c[1], target.text))
+                scored = [r for r, _t in ranked]
+                top = [r for r, t in ranked[:5] if factdiff.similarity(t, target.text) > 0.05]
                 messages = [msg_json(r) for r in sorted(top or scored[:3], key=lambda r: r.seq)]
             elif seqs:
                 messages = [msg_json(r) for r in self.store.log.records(min(seqs) - 1) if r.seq in seqs]
         return {
             "fact": {"id": target.id, "section": target.section, "text": target.text},
             "revision": rev.to_json(),
-            "source": rec.data.get("source") if rec else None,
+            "source": written.source if written is not None else None,
             "consolidation": cons,
             "messages": messages,
         }
@@ -197,4 +199,14 @@ class MemoryBrowsing:
 
 
 def msg_json(r: Record) -> dict[str, Any]:
-    return {"seq": r.seq, "ts": r.ts, "session": r.session, "role": r.data.get("role"), "content": r.data.get("content")}
+    m = Message.of(r)
+    return {"seq": r.seq, "ts": r.ts, "session": r.session, "role": m.role, "content": m.content}
+
+
+def said(r: Record) -> str | None:
+    """What a user or the assistant said in message ``r`` (None: another record, a tool
+    result, an empty message): the text a fact's sources are matched against."""
+    if r.type != Message.TYPE:
+        return None
+    m = Message.of(r)
+    return m.content if m.role in ("user", "assistant") and m.content else None

@@ -55,6 +55,8 @@ from memtray.core.log.events import (
     ConsolidationCompleted,
     ConsolidationFailed,
     ConsolidationStarted,
+    MemoryWritten,
+    Message,
 )
 from memtray.core.log.projections import ConsolidationState
 from memtray.core.log.store import Store
@@ -353,8 +355,8 @@ class ConsolidationService:
         for rec in self.store.log.records(c.first_seq - 1):
             if rec.seq > c.last_seq:
                 break
-            if rec.type == "message" and rec.session == c.session:
-                messages.append({**rec.data, "seq": rec.seq, "ts": rec.ts})
+            if rec.type == Message.TYPE and rec.session == c.session:
+                messages.append({**Message.of(rec).to_session(), "seq": rec.seq, "ts": rec.ts})
         base: str | None = None  # a consolidation that never completed is simply run again
         base_rev: str | None = None
         if c.memory_seq:
@@ -384,12 +386,11 @@ class ConsolidationService:
         use_model = model or self.settings.current.model
         seqs = [m["seq"] for m in messages if "seq" in m]
         self.store.append(
-            ConsolidationStarted.TYPE,
             ConsolidationStarted(
                 consolidation=cid, start=start, end=end, model=use_model,
                 first_seq=min(seqs) if seqs else None, last_seq=max(seqs) if seqs else None,
                 trigger=trigger, redo_of=redo_of,
-            ).to_data(),
+            ),
             session=session,
         )
         crash_point("consolidation.started")
@@ -430,12 +431,11 @@ class ConsolidationService:
                 facts=g.ledger,
                 merged=g.merged or None,
                 extra=[(
-                    ConsolidationCompleted.TYPE,
                     ConsolidationCompleted(
                         consolidation=cid, end=end, memory_seq=0,  # write() fills in the real seq
                         added=len(d.added), removed=len(d.dropped), changed=len(d.changed),
                         kept=g.kept, flagged=len(g.flagged),
-                    ).to_data(),
+                    ),
                     session,
                 )],
             )
@@ -488,9 +488,9 @@ class ConsolidationService:
             since = self.store.log.tail(max(0, self.store.log.last_seq - read_seq))
             if since and since[0].seq > read_seq + 1:  # seqs with gaps: read from the seq itself
                 since = list(self.store.log.records(read_seq))
-            t = translate(snap, text, led, [r.data["relabeled"] for r in since if r.seq > read_seq and
-                                            r.type == "memory.written" and isinstance(r.data.get("relabeled"), dict)],
-                          current)
+            renumbered = [w.relabeled for r in since if r.seq > read_seq and r.type == MemoryWritten.TYPE
+                          and (w := MemoryWritten.of(r)).relabeled is not None]
+            t = translate(snap, text, led, renumbered, current)
             a.flagged += _unmapped(snap, t, a.reasons)
             text, led, moved = carry(t.base, current, t.text, t.proposed)
             renames = {k: moved.get(v, v) for k, v in t.ids.items()}
@@ -534,8 +534,8 @@ class ConsolidationService:
         if redo_of:
             # a redo is the user's request, never retried: it leaves the session's backoff alone,
             # and the failure stays in the log (`memory log`, the memory browser) with its reason
-            self.store.append(ConsolidationFailed.TYPE, ConsolidationFailed(
-                consolidation=cid, reason=redact(reason)).to_data(), session=session)
+            self.store.append(ConsolidationFailed(
+                consolidation=cid, reason=redact(reason)), session=session)
             if self.notifier.installed:
                 self.notifier.notify("Redo failed", f"The redo of consolidation {redo_of[:8]} failed: {reason}. "
                                      "Memory is unchanged.", kind="failure", target=f"consolidation:{redo_of}")
@@ -545,8 +545,7 @@ class ConsolidationService:
         delay = BACKOFF[min(n - 1, len(BACKOFF) - 1)]
         self._retry_at[session] = self.clock.now() + timedelta(seconds=delay)
         self.store.append(
-            ConsolidationFailed.TYPE,
-            ConsolidationFailed(consolidation=cid, reason=redact(reason), attempt=n, retry_after=delay).to_data(),
+            ConsolidationFailed(consolidation=cid, reason=redact(reason), attempt=n, retry_after=delay),
             session=session,
         )
         if self.notifier.installed:
@@ -591,18 +590,18 @@ class ConsolidationService:
         for c in list(state.consolidations.values()):
             if c.status != "started":
                 continue
-            written = None
+            written: tuple[int, MemoryWritten] | None = None
             for rec in self.store.log.records(c.started_seq):
-                if rec.type == "memory.written" and rec.data.get("consolidation") == c.id:
-                    written = rec
+                if rec.type == MemoryWritten.TYPE and (w := MemoryWritten.of(rec)).consolidation == c.id:
+                    written = rec.seq, w
                     break
             if written is not None:
-                diff = written.data.get("diff") or {}
+                seq, diff = written[0], written[1].diff
                 self.store.append(
-                    ConsolidationCompleted.TYPE,
-                    ConsolidationCompleted(consolidation=c.id, end=c.end, memory_seq=written.seq,
-                                           added=len(diff.get("added", [])), removed=len(diff.get("dropped", [])),
-                                           changed=len(diff.get("changed", []))).to_data(),
+                    ConsolidationCompleted(consolidation=c.id, end=c.end, memory_seq=seq,
+                                           added=len(diff["added"]) if diff else 0,
+                                           removed=len(diff["dropped"]) if diff else 0,
+                                           changed=len(diff["changed"]) if diff else 0),
                     session=c.session,
                 )
             else:
@@ -612,9 +611,8 @@ class ConsolidationService:
                 last = max(before, key=lambda o: o.started_seq, default=None)
                 n = (last.failed_attempt or 1) + 1 if last is not None and last.status == "failed" else 1
                 self.store.append(
-                    ConsolidationFailed.TYPE,
                     ConsolidationFailed(consolidation=c.id, reason="interrupted (memtray stopped while it ran)",
-                                        attempt=n, retry_after=BACKOFF[min(n - 1, len(BACKOFF) - 1)]).to_data(),
+                                        attempt=n, retry_after=BACKOFF[min(n - 1, len(BACKOFF) - 1)]),
                     session=c.session,
                 )
 

@@ -26,9 +26,10 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from memtray.core.base.errors import MemtrayError
+from memtray.core.log.payloads_memory import DiffFact, FactDiffData
 from memtray.core.memory import wording
 from memtray.core.memory.wording import flipped, normalize, similarity
 
@@ -108,7 +109,7 @@ class FactDiff:
         """True when no fact was added, dropped or changed."""
         return not (self.added or self.dropped or self.changed)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FactDiffData:
         """A stable, JSON-ready dict (keys and order do not depend on hashing)."""
         return {
             "added": [_fact_json(f) for f in self.added],
@@ -125,7 +126,7 @@ class FactDiff:
         }
 
 
-def _fact_json(fact: Fact) -> dict[str, str]:
+def _fact_json(fact: Fact) -> DiffFact:
     return {"id": fact.id, "section": fact.section, "text": fact.text}
 
 

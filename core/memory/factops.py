@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtray.core.log.events import Record
+from memtray.core.log.events import MemoryWritten, Provenance, ProvenanceOrigin, Record
 from memtray.core.memory import factdiff, facts
-from memtray.core.memory.browse import SILENT_HELD, MemoryBrowsing, MemoryError_, msg_json
+from memtray.core.memory.browse import SILENT_HELD, MemoryBrowsing, MemoryError_, msg_json, said
 from memtray.core.memory.factdiff import Fact, FactDiff
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.ledgers import Ledgers, diff_by_id, find_in_history
@@ -84,8 +84,9 @@ class FactOps(MemoryBrowsing):
         """(id, normalised text) of every fact a revision dropped, newest first."""
         out: list[tuple[str, str]] = []
         for rec in self.memory_events():
-            for item in (rec.data.get("diff") or {}).get("dropped", []):
-                out.append((str(item["id"]), factdiff.normalize(str(item.get("text", "")))))
+            diff = MemoryWritten.of(rec).diff
+            for item in diff["dropped"] if diff else []:
+                out.append((item["id"], factdiff.normalize(item["text"])))
         return out[::-1]
 
     # --- undo -------------------------------------------------------------------------
@@ -100,8 +101,8 @@ class FactOps(MemoryBrowsing):
         before = self.ledgers.at_seq(self.revision(parents[0]).event_seq) if parents else Ledger(())
         after = self.ledgers.at_seq(rev.event_seq)
         rec = self.ledgers.record(rev.event_seq)
-        relabeled = rec.data.get("relabeled") if rec is not None else None
-        if isinstance(relabeled, dict) and relabeled:  # a merge renumbered some of this device's ids
+        relabeled = MemoryWritten.of(rec).relabeled if rec is not None else None
+        if relabeled:  # a merge renumbered some of this device's ids
             before = renamed(before, relabeled)
         current = self.ledger()
         out = undo_changes(before, after, self.store.state.memory, current)
@@ -129,11 +130,12 @@ class FactOps(MemoryBrowsing):
         texts = [self.git.read(a, "MEMORY.md") if a else "", self.git.read(b, "MEMORY.md")]
         named = all([f.norm for f in led.facts] == [f.norm for f in factdiff.parse(t)] for led, t in zip(
             leds, texts, strict=True))
-        with_ids = any(r is not None and isinstance(r.data.get("facts"), dict) for r in recs)
+        written = [MemoryWritten.of(r) if r is not None else None for r in recs]
+        with_ids = any(w is not None and w.facts is not None for w in written)
         if not named or not with_ids:
             return super().diff(rev_a, rev_b)
-        relabeled = recs[1].data.get("relabeled") if recs[1] is not None else None
-        if isinstance(relabeled, dict) and relabeled and parents and a == parents[0]:
+        relabeled = written[1].relabeled if written[1] is not None else None
+        if relabeled and parents and a == parents[0]:
             # a merge renumbered some of this device's ids: the same facts, not changes
             return diff_by_id(renamed(leds[0], relabeled), leds[1])
         return diff_by_id(leds[0], leds[1])
@@ -149,24 +151,25 @@ class FactOps(MemoryBrowsing):
         shas = {info.trailers.get("Event-Seq"): info.sha for info in self.git.walk()}
         out = []
         for rec in self.memory_events():
+            w = MemoryWritten.of(rec)
             listed = set()
-            by_id = "facts" in rec.data
-            for item in (rec.data.get("diff") or {}).get("dropped", []):
+            by_id = w.facts is not None
+            for item in w.diff["dropped"] if w.diff else []:
                 listed.add(item["id"])
                 present = item["id"] in live if by_id else factdiff.normalize(item["text"]) in norms
                 out.append({
-                    "id": item["id"], "text": item["text"], "section": item.get("section", ""),
+                    "id": item["id"], "text": item["text"], "section": item["section"],
                     "rev": shas.get(str(rec.seq)), "event_seq": rec.seq, "time": rec.ts,
-                    "reason": item.get("reason") or "silent", "by": rec.data.get("reason"),
+                    "reason": item.get("reason") or "silent", "by": w.reason,
                     "present_now": present,
                 })
-            for item in rec.data.get("flagged") or []:
-                if item.get("kind") == "silent-drop" and item["fact_id"] not in listed:
+            for held in w.flagged or []:
+                if held["kind"] == "silent-drop" and held["fact_id"] not in listed:
                     out.append({
-                        "id": item["fact_id"], "text": item["text"], "section": item.get("section", ""),
+                        "id": held["fact_id"], "text": held["text"], "section": held["section"],
                         "rev": shas.get(str(rec.seq)), "event_seq": rec.seq, "time": rec.ts,
-                        "reason": SILENT_HELD, "by": rec.data.get("reason"),
-                        "present_now": item["fact_id"] in live or factdiff.normalize(item["text"]) in norms,
+                        "reason": SILENT_HELD, "by": w.reason,
+                        "present_now": held["fact_id"] in live or factdiff.normalize(held["text"]) in norms,
                     })
         return out
 
@@ -192,18 +195,19 @@ class FactOps(MemoryBrowsing):
         if target is None:
             raise MemoryError_(f"no fact in current memory matches {fact!r}",
                                hint="See `memtray memory show` for the facts and their words.")
-        found: tuple[Record, dict[str, Any]] | None = None
+        found: tuple[Record, MemoryWritten, Provenance] | None = None
         exact = False
         here = getattr(self, "device", None)
         for rec in self.memory_events():
-            prov = (rec.data.get("provenance") or {}).get(target.id)
-            if not isinstance(prov, dict) or not (prov.get("source_seqs") or prov.get("origin")):
+            w = MemoryWritten.of(rec)
+            prov = (w.provenance or {}).get(target.id)
+            if prov is None or not (prov.get("source_seqs") or "origin" in prov):
                 continue
-            if not prov.get("source_seqs") and (prov.get("origin") or {}).get("device") == here:
+            if not prov.get("source_seqs") and prov.get("origin", ProvenanceOrigin()).get("device") == here:
                 continue  # another device's merge restating this device's own: the revision here that made it
-            same = factdiff.normalize(str(prov.get("text", ""))) == target.norm
+            same = factdiff.normalize(prov.get("text", "")) == target.norm
             if same or not exact:  # the newest that gave it these words, else the newest at all
-                found, exact = (rec, prov), same
+                found, exact = (rec, w, prov), same
         if found is None or not exact:  # ids are per device: another fact's F3 says nothing of this one
             traced = self._why_traced(target)
             if traced is not None:
@@ -214,23 +218,22 @@ class FactOps(MemoryBrowsing):
             info = super().why(target.text)
             info["fact"] = {"id": target.id, "section": target.section, "text": target.text}
             return {**info, "device": here}
-        rec, prov = found
-        org_of: dict[str, Any] = prov["origin"] if isinstance(prov.get("origin"), dict) else {}
+        rec, w, prov = found
+        org_of = prov.get("origin", ProvenanceOrigin())
         peer = org_of.get("device") if org_of.get("device") not in (None, here) else None
-        seqs = sorted(int(s) for s in prov.get("source_seqs") or [])
-        if not seqs and isinstance(prov.get("origin"), dict):  # merged from another device: its messages here
-            org = prov["origin"]
-            if org.get("device") == here:  # this device's own, back through another's merge: seqs of this log
-                seqs = sorted(s for s in org.get("seqs") or () if isinstance(s, int))
+        seqs = sorted(prov.get("source_seqs", []))
+        if not seqs and "origin" in prov:  # merged from another device: its messages here
+            if org_of.get("device") == here:  # this device's own, back through another's merge: seqs of this log
+                seqs = sorted(org_of.get("seqs", ()))
             else:
-                seqs = imported_seqs(self.store.log.records(), org)
+                seqs = imported_seqs(self.store.log.records(), org_of)
         messages = [msg_json(r) for r in self.store.log.records(seqs[0] - 1) if r.seq in set(seqs)] if seqs else []
         sha = next((i.sha for i in self.git.walk() if i.trailers.get("Event-Seq") == str(rec.seq)), None)
         return {
             "fact": {"id": target.id, "section": target.section, "text": target.text},
             "revision": self.revision(sha).to_json() if sha else None,
-            "source": rec.data.get("source"),
-            "consolidation": rec.data.get("consolidation") or (prov.get("origin") or {}).get("consolidation"),
+            "source": w.source,
+            "consolidation": w.consolidation or org_of.get("consolidation"),
             "messages": messages,
             "device": peer or here,
             **({"device_revision": org_of.get("revision")} if peer else {}),
@@ -252,15 +255,15 @@ class FactOps(MemoryBrowsing):
             pool = set(range(o.first_seq, o.last_seq + 1))
         else:
             pool = set(o.candidate_seqs)
-        cands = [r for r in self.store.log.records(min(pool) - 1) if r.seq in pool and r.type == "message"
+        cands = [(r, text) for r in self.store.log.records(min(pool) - 1) if r.seq in pool
                  and (o.session is None or o.device is not None or r.session == o.session)
-                 and r.data.get("role") in ("user", "assistant") and r.data.get("content")] if pool else []
+                 and (text := said(r))] if pool else []
         if o.message_seqs:
-            chosen = cands
+            chosen = [r for r, _t in cands]
         else:
-            scored = sorted(cands, key=lambda r: -factdiff.similarity(str(r.data["content"]), target.text))
-            top = [r for r in scored[:5] if factdiff.similarity(str(r.data["content"]), target.text) > 0.05]
-            chosen = sorted(top or scored[:3], key=lambda r: r.seq)
+            ranked = sorted(cands, key=lambda c: -factdiff.similarity(c[1], target.text))
+            top = [r for r, t in ranked[:5] if factdiff.similarity(t, target.text) > 0.05]
+            chosen = sorted(top or [r for r, _t in ranked[:3]], key=lambda r: r.seq)
         sha = next((i.sha for i in self.git.walk() if i.trailers.get("Event-Seq") == str(o.event_seq)), None)
         return {
             "fact": {"id": target.id, "section": target.section, "text": target.text},

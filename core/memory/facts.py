@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memtray import resources
+from memtray.core.log.payloads_memory import FactLedger
 from memtray.core.memory import factdiff
 from memtray.core.memory.factdiff import Fact
 
@@ -89,11 +90,11 @@ class Ledger:
     next: int = 1
 
     @classmethod
-    def of(cls, text: str, data: Mapping[str, Any] | None = None) -> Ledger:
+    def of(cls, text: str, info: FactLedger | Mapping[str, Any] | None = None) -> Ledger:
         """The ledger of a ``memory.written`` event's text and its ``facts`` member (absent in
-        events written before ids existed: their content ids are used)."""
+        events written before ids existed: their content ids are used). ``info`` may be a
+        peer's member as it came, so its shape is checked here."""
         facts = factdiff.parse(text)
-        info = (data or {}).get("facts") if data is not None else None
         if isinstance(info, Mapping):
             ids = info.get("ids")
             nxt = info.get("next")
@@ -116,7 +117,7 @@ class Ledger:
     def get(self, fact_id: str) -> Fact | None:
         return next((f for f in self.facts if f.id == fact_id), None)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FactLedger:
         return {"ids": self.ids, "next": self.next}
 
 

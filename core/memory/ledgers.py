@@ -9,20 +9,16 @@ kept in ``state/``, so deleting it changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
+from memtray.core.log.events import MemoryWritten, RebuildProgress, Record
 from memtray.core.memory import factdiff
 from memtray.core.memory.factdiff import Fact, FactDiff
 from memtray.core.memory.facts import Ledger
 
 if TYPE_CHECKING:
-    from memtray.core.log.events import Record
     from memtray.core.log.store import Store
-
-MEMORY_WRITTEN = "memory.written"
-#: a rebuild branch's revisions carry their memory and ids the same way
-REBUILD_PROGRESS = "rebuild.progress"
 
 
 class Ledgers:
@@ -43,11 +39,13 @@ class Ledgers:
         if hit is not None:
             return hit
         rec = self.record(seq)
-        if rec is None or rec.type not in (MEMORY_WRITTEN, REBUILD_PROGRESS):
+        # a rebuild branch's revisions carry their memory and ids the same way
+        p = rec.payload if rec is not None and rec.type in (MemoryWritten.TYPE, RebuildProgress.TYPE) else None
+        if not isinstance(p, MemoryWritten | RebuildProgress):
             led = Ledger(())
         else:
-            led = Ledger.of(str(rec.data.get("memory", "")), rec.data)
-            if not _has_ids(rec.data):
+            led = Ledger.of(p.memory, p.facts)
+            if p.facts is None:
                 led = Ledger(led.facts, self._next_before(seq))
         if len(self._cache) > 64:
             self._cache.clear()
@@ -60,9 +58,9 @@ class Ledgers:
         for rec in self.events():
             if rec.seq >= seq:
                 break
-            info = rec.data.get("facts")
-            if isinstance(info, Mapping) and isinstance(info.get("next"), int):
-                best = max(best, int(info["next"]))
+            info = MemoryWritten.of(rec).facts
+            if info is not None:
+                best = max(best, info["next"])
         return best
 
     def current(self) -> Ledger:
@@ -73,12 +71,7 @@ class Ledgers:
         return led
 
     def events(self) -> Iterator[Record]:
-        return (r for r in self.store.log.records() if r.type == MEMORY_WRITTEN)
-
-
-def _has_ids(data: Mapping[str, Any]) -> bool:
-    info = data.get("facts")
-    return isinstance(info, Mapping) and isinstance(info.get("ids"), list)
+        return (r for r in self.store.log.records() if r.type == MemoryWritten.TYPE)
 
 
 def diff_by_id(old: Ledger, new: Ledger) -> FactDiff:
@@ -97,8 +90,9 @@ def find_in_history(ledgers: Ledgers, fact_id: str) -> tuple[Fact, int] | None:
     """The newest wording a fact id had in any revision, and that revision's seq."""
     found: tuple[Fact, int] | None = None
     for rec in ledgers.events():
-        f = ledgers.at_seq(rec.seq).get(fact_id) if _has_ids(rec.data) else next(
-            (x for x in factdiff.parse(str(rec.data.get("memory", ""))) if x.id == fact_id), None)
+        p = MemoryWritten.of(rec)
+        f = ledgers.at_seq(rec.seq).get(fact_id) if p.facts is not None else next(
+            (x for x in factdiff.parse(p.memory) if x.id == fact_id), None)
         if f is not None:
             found = (f, rec.seq)
     return found

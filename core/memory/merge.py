@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memtray.core.log.events import MemoryWritten
 from memtray.core.memory import factdiff
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory.factdiff import Fact
@@ -85,24 +86,30 @@ class Node:
     seq: int = 0  # where this device's log recorded it (what was known when it was)
     altered: bool = False  # its payload was redacted here: not the same text as the writer's
 
+    @functools.cached_property
+    def written(self) -> MemoryWritten:
+        """``data`` typed. A peer's revision is kept as it came (``data``, what its ids and
+        checksums are made of); the DAG holds only revisions whose payload fits the class
+        (core/memory/peers.py checks a peer's before it becomes a node)."""
+        return MemoryWritten.from_data(self.data)
+
     @property
     def text(self) -> str:
-        return str(self.data.get("memory", ""))
+        return self.written.memory
 
     @functools.cached_property
     def ledger(self) -> Ledger:
-        return Ledger.of(self.text, self.data)
+        return Ledger.of(self.text, self.written.facts)
 
     def ids(self) -> list[str]:
         """The ids it names (without reading its text when the event lists them)."""
-        info = self.data.get("facts")
-        listed = info.get("ids") if isinstance(info, Mapping) else None
-        return [str(i) for i in listed] if isinstance(listed, list) else self.ledger.ids
+        info = self.written.facts
+        return list(info["ids"]) if info is not None else self.ledger.ids
 
     def dropped_reasons(self) -> dict[str, str]:
         """Why this revision removed each fact it removed (its fact diff)."""
-        return {str(i["id"]): str(i.get("reason") or "") for i in (self.data.get("diff") or {}).get("dropped", [])
-                if isinstance(i, Mapping) and "id" in i}
+        diff = self.written.diff
+        return {i["id"]: i.get("reason", "") for i in diff["dropped"]} if diff else {}
 
 
 class Dag:
@@ -412,15 +419,13 @@ def _renumbered(dag: Dag, base: str, head: str) -> dict[str, str]:
             cur[i] = None
             continue
         t = dict(cur[via[0]] or {})
-        info = node.data.get("facts")
-        info = info if isinstance(info, Mapping) else {}
-        ren = info.get("renamed")
-        ren = ren.get(dag.nodes[via[0]].device) if isinstance(ren, Mapping) else None
-        if isinstance(ren, Mapping) and len(node.parents) > 1:
-            t = {k: str(ren.get(v, v)) for k, v in t.items()}
-        merged = info.get("merged")
-        if isinstance(merged, Mapping):
-            into = {str(o): str(s) for s, others in merged.items() if isinstance(others, list) for o in others}
+        info = node.written.facts
+        ren = info.get("renamed", {}).get(dag.nodes[via[0]].device) if info is not None else None
+        if ren is not None and len(node.parents) > 1:
+            t = {k: ren.get(v, v) for k, v in t.items()}
+        merged = info.get("merged") if info is not None else None
+        if merged is not None:
+            into = {o: s for s, others in merged.items() for o in others}
             t = {k: into.get(v, v) for k, v in t.items()}
         cur[i] = t
     return {k: v for k, v in (cur.get(head) or {}).items() if k != v}

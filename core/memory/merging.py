@@ -28,7 +28,17 @@ from typing import TYPE_CHECKING, Any
 from memtray.core.base.home import DeviceId
 from memtray.core.base.redact import redact, redact_obj
 from memtray.core.base.worker import WriterThread, on_writer
-from memtray.core.log.events import MemoryPeerHead, MemoryReviewed, Record
+from memtray.core.log.events import (
+    BadPayload,
+    FactLedger,
+    MemoryPeerHead,
+    MemoryReviewed,
+    MemoryWritten,
+    Payload,
+    ProvenanceOrigin,
+    Record,
+)
+from memtray.core.log.store import Entry
 from memtray.core.memory import factdiff
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.merge import (
@@ -42,7 +52,7 @@ from memtray.core.memory.merge import (
     parents_first,
 )
 from memtray.core.memory.peerguard import guard_peer
-from memtray.core.memory.peers import MEMORY_PEER, MEMORY_WRITTEN, Known
+from memtray.core.memory.peers import REVISIONS, Known
 
 if TYPE_CHECKING:
     from memtray.core.log.segments import Position
@@ -61,7 +71,7 @@ class SyncFields:
     device: str | None = None
     renamed: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # per device: ids the merge renumbered
     relabeled: Mapping[str, str] = field(default_factory=dict)  # this device's ids renumbered since its last revision
-    before: Sequence[tuple[str, dict[str, Any], str | None, str | None]] = ()  # events logged first
+    before: Sequence[Entry] = ()  # events logged first
 
 
 def peer_record_id(event_id: str) -> str:
@@ -120,7 +130,7 @@ class PeerMerging:
         device = self.device
         last_id = self._known_id
         for rec, at in self.store.log.read(pos):
-            if rec.type in (MEMORY_WRITTEN, MEMORY_PEER):
+            if rec.type in REVISIONS:
                 known.add(rec, device)
             known.seq, pos, last_id = rec.seq, at, rec.id
         self._known, self._known_at, self._known_id = known, pos, last_id
@@ -140,7 +150,7 @@ class PeerMerging:
     def _take(self, heads: Sequence[PeerHead]) -> MergeOutcome:
         known = self.memory_dag()
         dag = known.dag
-        records: list[tuple[str, dict[str, Any], str | None, str | None]] = []
+        records: list[Entry] = []
         new: list[str] = []
         for h in parents_first(heads):  # several peers' at once: a merge after what it names
             if h.event_id in dag:
@@ -149,15 +159,17 @@ class PeerMerging:
             if redact("\n".join(_strings(data))) != "\n".join(_strings(data)):
                 data = redact_obj(data)  # secrets never reach this disk, whatever the peer sent
             altered = data != dict(h.data)
-            parents = data.get("parents")
-            if not isinstance(parents, list):
-                parents = [known.last_peer[h.device]] if h.device in known.last_peer else []
+            try:  # the peer's revision is kept as it came (its ids are made of it); typed to read it
+                peer = MemoryWritten.from_data(data)
+            except BadPayload:
+                continue  # not a revision (the validating door refuses these before they get here)
+            parents = peer.parents if peer.parents is not None else \
+                [known.last_peer[h.device]] if h.device in known.last_peer else []
             known.last_peer[h.device] = h.event_id
-            dag.add(Node(h.event_id, str(data.get("device") or h.device), tuple(str(p) for p in parents),
-                         h.ts, data, known.seq + 1 + len(records), altered))
-            records.append((MemoryPeerHead.TYPE, MemoryPeerHead(device=h.device, event_id=h.event_id, ts=h.ts,
-                                                                data=data, redacted=altered or None).to_data(),
-                            None, peer_record_id(h.event_id)))
+            dag.add(Node(h.event_id, peer.device or h.device, tuple(parents), h.ts, data,
+                         known.seq + 1 + len(records), altered))
+            records.append((MemoryPeerHead(device=h.device, event_id=h.event_id, ts=h.ts, data=data,
+                                           redacted=altered or None), None, peer_record_id(h.event_id)))
             new.append(h.event_id)
         local = known.head
         mine = dag.ancestors(local) if local else set()
@@ -173,13 +185,14 @@ class PeerMerging:
         return self._merge(dag, local, tips, records)
 
     def _fast_forward(self, dag: Dag, local: str | None, mine: set[str], target: Node,
-                      records: list[tuple[str, dict[str, Any], str | None, str | None]]) -> MergeOutcome:
+                      records: list[Entry]) -> MergeOutcome:
         ren = _renames_since(dag, dag.ancestors(target.id) - mine, self.device)
         if local is not None and local in dag:
-            ren = _relabel(dag.nodes[local].ledger, target.ledger, ren, (target.data.get("facts") or {}).get("merged"))
-        own = [dict(i) for i in target.data.get("flagged") or () if isinstance(i, Mapping) and i.get("kind") == CONFLICT]
+            info = target.written.facts
+            ren = _relabel(dag.nodes[local].ledger, target.ledger, ren, info.get("merged") if info is not None else None)
+        own = [dict(i) for i in target.written.flagged or () if i["kind"] == CONFLICT]
         flagged, done = self._carried(dag, dag.ancestors(target.id), mine, target.ledger, own)
-        info = target.data.get("facts") or {}
+        info = target.written.facts or FactLedger(ids=[], next=1)
         new = dag.ancestors(target.id) - mine
         prov = _provenance(dag, new, target.ledger, self.device, {})
         g = guard_peer(self.store.state.memory, self.ledger(), target.text, target.ledger,
@@ -193,7 +206,7 @@ class PeerMerging:
         prov = {k: v for k, v in prov.items() if k in live}
         # the same revision as the peer's, the resolutions it names with it (its copy in this
         # device's stream may reach a third device first: without them the conflicts stayed there)
-        reviewed = [str(r) for r in target.data.get("reviewed") or ()]
+        reviewed = list(target.written.reviewed or ())
         self.write(g.text, reason="merge", facts=g.ledger, flagged=flagged or None,
                    merged=info.get("merged") or None, provenance=prov or None, sync=sync, extra=done or None,
                    reviewed=reviewed or None)
@@ -204,7 +217,7 @@ class PeerMerging:
                                 f" ({len(conflicts)} conflict(s) to review)" if conflicts else "") + _held(g.flagged))
 
     def _merge(self, dag: Dag, local: str | None, tips: list[str],
-               records: list[tuple[str, dict[str, Any], str | None, str | None]]) -> MergeOutcome:
+               records: list[Entry]) -> MergeOutcome:
         merged = merge_nodes(dag, tips)
         stored = redact(merged.text)
         if stored != merged.text and len(factdiff.parse(stored)) == len(merged.ledger.facts):
@@ -235,7 +248,7 @@ class PeerMerging:
                             + _held(g.flagged))
 
     def _carried(self, dag: Dag, every: set[str], mine: set[str], ledger: Ledger,
-                 own: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any], str | None]]]:
+                 own: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[Payload, str | None]]]:
         """The merge conflicts a merge or fast-forward to ``ledger`` holds for review here: its own
         (``own``) and those the other devices' merges among ``every`` (the revisions it follows) but
         not in ``mine`` (this device's history) flagged and that are still open against ``ledger``,
@@ -245,27 +258,27 @@ class PeerMerging:
         from memtray.core.memory.factops import waiting
 
         nodes = sorted((dag.nodes[i] for i in every if i in dag), key=lambda n: (n.seq, n.ts, n.id))
-        reviewed = {str(r) for n in nodes for r in n.data.get("reviewed") or ()}
+        reviewed = {r for n in nodes for r in n.written.reviewed or ()}
         texts = {f.id: f for f in ledger.facts}
         by_norm = {f.norm: f.id for f in ledger.facts}
         out = {str(i.get("id")): i for i in own if str(i.get("id")) not in reviewed}
         for n in nodes:
             if n.id in mine:
                 continue
-            for raw in n.data.get("flagged") or ():
-                if not isinstance(raw, Mapping) or raw.get("kind") != CONFLICT or str(raw.get("id")) in reviewed:
+            for raw in n.written.flagged or ():
+                if raw["kind"] != CONFLICT or raw["id"] in reviewed:
                     continue
-                item = dict(raw)
+                item: dict[str, Any] = dict(raw)
                 item.pop("seq", None)
-                words = {factdiff.normalize(str(w)) for w in [*(item.get("words") or {}).values(), item.get("text")] if w}
-                fid = str(item.get("fact_id"))
+                words = {factdiff.normalize(w) for w in [*raw.get("words", {}).values(), raw["text"]] if w}
+                fid = raw["fact_id"]
                 if fid not in texts or texts[fid].norm not in words:  # later merges renumber: the words decide
                     fid = next((by_norm[w] for w in sorted(words) if w in by_norm), fid)
                 item["fact_id"] = fid
                 if waiting([{**item, "seq": 0}], ledger):
                     out.setdefault(str(item.get("id")), item)
-        done: list[tuple[str, dict[str, Any], str | None]] = [
-            (MemoryReviewed.TYPE, MemoryReviewed(item=i, action="synced").to_data(), None)
+        done: list[tuple[Payload, str | None]] = [
+            (MemoryReviewed(item=i, action="synced"), None)
             for i in sorted(reviewed) if i in self.store.state.review]
         return list(out.values()), done
 
@@ -304,28 +317,28 @@ def _provenance(dag: Dag, ids: set[str], ledger: Ledger, device: str,
         if n.device == device:
             continue
         ren = renames.get(n.device) or {}
-        if n.data.get("reason") in ("consolidation", "redo") and n.data.get("consolidation"):
+        w = n.written
+        if w.reason in ("consolidation", "redo") and w.consolidation and w.diff:
             # what that consolidation wrote (its model may have named no sources): its messages there
-            diff = n.data.get("diff") or {}
-            for item in [*diff.get("added", []), *(c.get("new") or {} for c in diff.get("changed", []))]:
-                got = here(ren.get(str(item.get("id")), str(item.get("id"))), item.get("text"))
+            for item in [*w.diff["added"], *(c["new"] for c in w.diff["changed"])]:
+                got = here(ren.get(item["id"], item["id"]), item["text"])
                 if got is not None:
                     fid = got
-                    span = n.data.get("messages")
-                    out[fid] = {"merged_from": n.device, "text": str(item.get("text") or live[fid].text),
-                                "origin": {"device": n.device, "consolidation": n.data["consolidation"],
-                                           "revision": n.id, **({"messages": dict(span)} if isinstance(span, Mapping) else {})}}
-        for named, p in (n.data.get("provenance") or {}).items():
-            at = here(ren.get(named, named), p.get("text")) if isinstance(p, Mapping) else None
+                    there = ProvenanceOrigin(device=n.device, consolidation=w.consolidation, revision=n.id)
+                    if w.messages is not None:
+                        there["messages"] = w.messages
+                    out[fid] = {"merged_from": n.device, "text": item["text"] or live[fid].text, "origin": there}
+        for named, p in (w.provenance or {}).items():
+            at = here(ren.get(named, named), p.get("text"))
             if at is None:
                 continue
             fid = at
             if p.get("source_seqs"):
-                origin: dict[str, Any] = {"device": n.device, "seqs": [s for s in p["source_seqs"] if isinstance(s, int)],
-                                          "revision": n.id, **({"consolidation": n.data["consolidation"]}
-                                                               if n.data.get("consolidation") else {})}
-            elif isinstance(p.get("origin"), Mapping):
-                origin = dict(p["origin"])
+                origin = ProvenanceOrigin(device=n.device, seqs=p.get("source_seqs", []), revision=n.id)
+                if w.consolidation:
+                    origin["consolidation"] = w.consolidation
+            elif "origin" in p:
+                origin = p["origin"]
             else:
                 continue
             out[fid] = {"merged_from": n.device, "origin": origin, "text": str(p.get("text") or live[fid].text)}
@@ -393,8 +406,9 @@ def _renames_since(dag: Dag, ids: set[str], device: str) -> dict[str, str]:
     """The ids of ``device``'s facts that the merges among ``ids`` renumbered (old -> new)."""
     out: dict[str, str] = {}
     for n in sorted((dag.nodes[i] for i in ids), key=lambda n: (n.ts, n.id)):
-        ren = (n.data.get("facts") or {}).get("renamed") or {}
-        for old, new in (ren.get(device) or {}).items() if isinstance(ren, Mapping) else ():
+        info = n.written.facts
+        ren = info.get("renamed", {}) if info is not None else {}
+        for old, new in ren.get(device, {}).items():
             out = {k: (new if v == old else v) for k, v in out.items()}
             out.setdefault(old, new)
     return out

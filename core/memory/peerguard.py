@@ -25,6 +25,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from memtray.core.log.events import MemoryWritten
 from memtray.core.memory import factdiff
 from memtray.core.memory.facts import Ledger, new_id
 from memtray.core.memory.guard import review_item
@@ -50,25 +51,23 @@ class PeerGuarded:
     flagged: list[dict[str, Any]]
 
 
-def says_where(data: Mapping[str, Any], fact_id: str) -> bool:
-    """Whether the ``memory.written`` payload ``data`` that introduced fact ``fact_id`` says
-    where the fact came from, by the rule ``memtray doctor`` applies here
+def says_where(written: MemoryWritten, fact_id: str) -> bool:
+    """Whether the revision ``written`` that introduced fact ``fact_id`` says where the fact
+    came from, by the rule ``memtray doctor`` applies here
     (:mod:`memtray.core.memory.provenance`): a consolidation (or redo) names its
     consolidation; the user wrote it (hand edit, review); an import; an MCP client that is
     named; a write that names its source messages or, for a merge, the origin it traced."""
-    reason, source = data.get("reason"), data.get("source")
+    reason, source = written.reason, written.source
     if reason in ("consolidation", "redo"):
-        return bool(data.get("consolidation"))
+        return bool(written.consolidation)
     if reason in _SELF_EVIDENT or source == "user":
         return True
     if source == "mcp":
-        return bool(data.get("client"))
-    prov = data.get("provenance")
-    entry = prov.get(fact_id) if isinstance(prov, Mapping) else None
-    if not isinstance(entry, Mapping):
+        return bool(written.client)
+    entry = (written.provenance or {}).get(fact_id)
+    if entry is None:
         return False
-    seqs = entry.get("source_seqs")
-    return bool(seqs and isinstance(seqs, list)) or isinstance(entry.get("origin"), Mapping) or bool(entry.get("rebuild"))
+    return bool(entry.get("source_seqs")) or "origin" in entry or bool(entry.get("rebuild"))
 
 
 def _introduced(nodes: Iterable[Node]) -> dict[str, list[tuple[Node, str]]]:
@@ -77,14 +76,11 @@ def _introduced(nodes: Iterable[Node]) -> dict[str, list[tuple[Node, str]]]:
     wrote, so it introduces none."""
     out: dict[str, list[tuple[Node, str]]] = {}
     for n in nodes:
-        diff = n.data.get("diff")
-        if not isinstance(diff, Mapping) or n.data.get("reason") == "merge":
+        diff = n.written.diff
+        if diff is None or n.written.reason == "merge":
             continue
-        items = [*(diff.get("added") or ()), *((c.get("new") if isinstance(c, Mapping) else None)
-                                               for c in diff.get("changed") or ())]
-        for item in items:
-            if isinstance(item, Mapping) and isinstance(item.get("text"), str):
-                out.setdefault(factdiff.normalize(item["text"]), []).append((n, str(item.get("id") or "")))
+        for item in [*diff["added"], *(c["new"] for c in diff["changed"])]:
+            out.setdefault(factdiff.normalize(item["text"]), []).append((n, item["id"]))
     return out
 
 
@@ -112,7 +108,7 @@ def guard_peer(local_text: str, local: Ledger, text: str, ledger: Ledger, nodes:
         elif f.id not in traced:
             if introduced is None:
                 introduced = _introduced(nodes)
-            if not any(says_where(n.data, fid) for n, fid in introduced.get(f.norm, ())):
+            if not any(says_where(n.written, fid) for n, fid in introduced.get(f.norm, ())):
                 held.append((k, "unsupported", f"from {device}: no revision says where it came from"))
     flagged: list[dict[str, Any]] = []
     ids = list(ledger.ids)

@@ -14,12 +14,19 @@ shows where each device's memory went and where they met.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.clock import parse_ts
-from memtray.core.log.events import Record
+from memtray.core.log.events import (
+    BadPayload,
+    MemoryPeerHead,
+    MemoryWritten,
+    Message,
+    ProvenanceOrigin,
+    Record,
+)
 from memtray.core.memory.merge import Dag, Node
 from memtray.core.memory.revisions import apply_history, merge_history
 
@@ -27,8 +34,8 @@ if TYPE_CHECKING:
     from memtray.core.log.store import Store
     from memtray.core.memory.gitrepo import GitRepo
 
-MEMORY_WRITTEN = "memory.written"
-MEMORY_PEER = "memory.peer"
+#: the events that are revisions of the DAG
+REVISIONS = (MemoryWritten.TYPE, MemoryPeerHead.TYPE)
 SIDE_REF = "refs/memtray/peers/"
 
 
@@ -43,26 +50,25 @@ class Known:
     seq: int = 0  # read through this seq
 
     def add(self, rec: Record, device: str) -> None:
-        d = rec.data
-        if rec.type == MEMORY_WRITTEN:
-            parents = d.get("parents")
-            if not isinstance(parents, list):  # older events: the previous one of this log
-                parents = [self.head] if self.head else []
-            self.dag.nodes[rec.id] = Node(rec.id, str(d.get("device") or device), tuple(str(p) for p in parents),
-                                          rec.ts, d, rec.seq)
+        if rec.type == MemoryWritten.TYPE:
+            d = MemoryWritten.of(rec)
+            # older events name no parents: the previous one of this log
+            parents = d.parents if d.parents is not None else [self.head] if self.head else []
+            self.dag.nodes[rec.id] = Node(rec.id, d.device or device, tuple(parents), rec.ts, rec.data, rec.seq)
             self.head = rec.id
             self.local[rec.id] = rec.seq
-        elif rec.type == MEMORY_PEER:
-            stream = str(d.get("device", ""))
-            data = d.get("data") or {}
-            eid = str(d.get("event_id", ""))
-            parents = data.get("parents") if isinstance(data, Mapping) else None
-            if not isinstance(parents, list):
-                parents = [self.last_peer[stream]] if stream in self.last_peer else []
-            self.last_peer[stream] = eid
-            if isinstance(data, Mapping) and eid:
-                self.dag.add(Node(eid, str(data.get("device") or stream), tuple(str(p) for p in parents),
-                                  str(d.get("ts", "")), data, rec.seq, bool(d.get("redacted"))))
+        elif rec.type == MemoryPeerHead.TYPE:
+            p = MemoryPeerHead.of(rec)
+            try:  # the peer's revision as it came: the one payload read raw, so checked here
+                peer = MemoryWritten.from_data(p.data)
+            except BadPayload:
+                peer = None
+            parents = peer.parents if peer is not None and peer.parents is not None else \
+                [self.last_peer[p.device]] if p.device in self.last_peer else []
+            self.last_peer[p.device] = p.event_id
+            if peer is not None and p.event_id:
+                self.dag.add(Node(p.event_id, peer.device or p.device, tuple(parents), p.ts, p.data, rec.seq,
+                                  bool(p.redacted)))
         self.seq = rec.seq
 
 
@@ -70,20 +76,20 @@ def memory_dag(records: Iterable[Record], device: str) -> Known:
     """The memory DAG of a log (``device``: this log's device, for events that do not say)."""
     known = Known()
     for rec in records:
-        if rec.type in (MEMORY_WRITTEN, MEMORY_PEER):
+        if rec.type in REVISIONS:
             known.add(rec, device)
     return known
 
 
-def imported_seqs(records: Iterable[Record], origin: Mapping[str, Any]) -> list[int]:
+def imported_seqs(records: Iterable[Record], origin: ProvenanceOrigin) -> list[int]:
     """The seqs in this log of the events imported from ``origin["device"]`` whose seqs there
     were ``origin["seqs"]`` (the messages another device consolidated a fact from)."""
     from memtray.core.log.origin import origin_of
 
-    device, wanted = origin.get("device"), {int(s) for s in origin.get("seqs") or () if isinstance(s, int)}
+    device, wanted = origin.get("device"), set(origin.get("seqs", ()))
     out = []
     for rec in records:
-        o = origin_of(rec) if rec.type == "message" else None
+        o = origin_of(rec) if rec.type == Message.TYPE else None
         if o is not None and o.device == device and o.seq in wanted:
             out.append(rec.seq)
     return out
@@ -91,9 +97,9 @@ def imported_seqs(records: Iterable[Record], origin: Mapping[str, Any]) -> list[
 
 def side_message(node: Node) -> str:
     """The commit message of another device's revision (no Event-Seq: it is not this log's)."""
-    diff = node.data.get("diff") or {}
-    a, r, c = len(diff.get("added", [])), len(diff.get("dropped", [])), len(diff.get("changed", []))
-    reason = str(node.data.get("reason", "?"))
+    d = node.written
+    a, r, c = (len(d.diff["added"]), len(d.diff["dropped"]), len(d.diff["changed"])) if d.diff else (0, 0, 0)
+    reason = d.reason
     return (f"{node.device}: {reason}: +{a} -{r} ~{c}\n\n"
             f"Device: {node.device}\nEvent-Id: {node.id}\nReason: {reason}\nFacts: +{a} -{r} ~{c}\n")
 
@@ -120,7 +126,7 @@ class PeerLine:
         for rec in self.store.log.records(self.known.seq):
             if rec.seq >= seq:
                 break
-            if rec.type in (MEMORY_WRITTEN, MEMORY_PEER):
+            if rec.type in REVISIONS:
                 self.known.add(rec, dev)
             self.known.seq = rec.seq
         self.known.seq = max(self.known.seq, seq - 1)
@@ -128,8 +134,8 @@ class PeerLine:
     def commit_parents(self, rec: Record, git: GitRepo, head: str | None) -> list[str] | None:
         """The parents of ``rec``'s commit when it follows more than this device's previous
         revision (a merge), else None (the usual single parent)."""
-        parents = rec.data.get("parents")
-        if rec.data.get("reason") != "merge" or not isinstance(parents, list):
+        parents = MemoryWritten.of(rec).parents
+        if MemoryWritten.of(rec).reason != "merge" or parents is None:
             return None
         self._read_to(rec.seq)
         prev = self.known.head
@@ -137,7 +143,7 @@ class PeerLine:
         for p in parents:
             if p == prev or p not in self.known.dag:
                 continue
-            sha = self._sha(str(p), git)
+            sha = self._sha(p, git)
             if sha and sha not in out:
                 out.append(sha)
         return out
@@ -148,12 +154,13 @@ class PeerLine:
         merged (:func:`~memtray.core.memory.revisions.merge_history`) and, for a fast-forward,
         the entry the peer's revision added, dated as the peer dated it. The same on every
         device that holds the revision, and on every rebuild: made of the log alone."""
-        if rec.data.get("reason") != "merge" or not isinstance(rec.data.get("parents"), list):
+        d = MemoryWritten.of(rec)
+        if d.reason != "merge" or d.parents is None:
             return apply_history(git.read(head, "HISTORY.md") if head else "", rec)
         self._read_to(rec.seq)
         peer = self.known.dag.nodes.get(rec.id)  # a fast-forward: the peer's revision, recorded
-        about = rec if peer is None else Record(0, peer.id, peer.ts, MEMORY_WRITTEN, 1, None, peer.data)
-        parents = [str(p) for p in rec.data["parents"] if p in self.known.dag]
+        about = rec if peer is None else Record(0, peer.id, peer.ts, MemoryWritten.TYPE, 1, None, peer.data)
+        parents = [p for p in d.parents if p in self.known.dag]
         return apply_history(self._diary(parents, rec.seq, git), about)
 
     def _diary(self, parents: list[str], seq: int, git: GitRepo) -> str:
@@ -201,7 +208,7 @@ class PeerLine:
             if cur in self.shas:
                 continue
             pshas = [s for p in before if (s := self.shas.get(p) or self._main_sha(p, git))]
-            fake = Record(0, cur, node.ts, MEMORY_WRITTEN, 1, None, node.data)
+            fake = Record(0, cur, node.ts, MemoryWritten.TYPE, 1, None, node.data)
             files = {"MEMORY.md": node.text, "HISTORY.md": apply_history(self._diary(before, node.seq, git), fake)}
             branch = (SIDE_REF + node.device).encode()
             self.shas[cur] = git.commit(files, side_message(node), parse_ts(node.ts), branch=branch,

@@ -154,7 +154,7 @@ class GitProjection:
                 shutil.rmtree(p, ignore_errors=True)
 
     def _logged_texts(self) -> set[str]:
-        return {str(r.data.get("memory", "")) for r in self.store.log.records() if r.type == MemoryWritten.TYPE}
+        return {MemoryWritten.of(r).memory for r in self.store.log.records() if r.type == MemoryWritten.TYPE}
 
     def _rebuild_damaged(self, exc: RepoDamaged) -> None:
         home = self.home
@@ -219,7 +219,7 @@ class GitProjection:
 
     def _commit(self, rec: Record) -> str:
         head = self.git.head()
-        files = {"MEMORY.md": rec.data["memory"], "HISTORY.md": self.peers.history(rec, self.git, head)}
+        files = {"MEMORY.md": MemoryWritten.of(rec).memory, "HISTORY.md": self.peers.history(rec, self.git, head)}
         parents = self.peers.commit_parents(rec, self.git, head)
         sha = self.git.commit(files, commit_message(rec), parse_ts(rec.ts), parents=parents)
         self.peers.committed(rec, sha)

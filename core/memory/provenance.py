@@ -27,7 +27,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memtray.core.log.events import Record
+from memtray.core.log.events import (
+    ConsolidationStarted,
+    DiffFact,
+    MemoryWritten,
+    Message,
+    Provenance,
+    ProvenanceOrigin,
+    Record,
+)
+from memtray.core.log.integrations import ImportItem
 from memtray.core.log.origin import origin_of
 from memtray.core.memory import factdiff
 from memtray.core.memory.facts import Ledger
@@ -59,7 +68,7 @@ class Origin:
     device: str | None = None  # another device that introduced it (sync), else None: this one
     revision: str | None = None  # that device's revision (event id) that introduced it
     candidate_seqs: list[int] = field(default_factory=list)  # messages it read (imported from that device)
-    peer_origin: dict[str, Any] = field(default_factory=dict)  # as the merge recorded it
+    peer_origin: ProvenanceOrigin = field(default_factory=lambda: ProvenanceOrigin())  # as the merge recorded it
     problem: str | None = None  # why it has no provenance
 
     @property
@@ -79,48 +88,50 @@ def trace(records: Iterable[Record]) -> tuple[str, dict[str, Origin]]:
     imported: dict[tuple[str, int], int] = {}  # (device, seq there) -> seq here of an imported message
     items: dict[int, dict[str, Any]] = {}  # seq of an import's memory.written -> its import.item
     for rec in records:
-        d = rec.data
-        if rec.type == "consolidation.started":
-            cons[d["consolidation"]] = (rec.session or "default", d.get("first_seq"), d.get("last_seq"))
+        if rec.type == ConsolidationStarted.TYPE:
+            c = ConsolidationStarted.of(rec)
+            cons[c.consolidation] = (rec.session or "default", c.first_seq, c.last_seq)
             continue
-        if rec.type == "message" and (org := origin_of(rec)) is not None:
+        if rec.type == Message.TYPE and (org := origin_of(rec)) is not None:
             imported[(org.device, org.seq)] = rec.seq
             continue
-        if rec.type == "import.item" and isinstance(d.get("memory_seq"), int):
-            items[d["memory_seq"]] = {k: d.get(k) for k in ("import_id", "source", "key", "kind")}
+        if rec.type == ImportItem.TYPE:
+            it = ImportItem.of(rec)
+            if it.memory_seq is not None:
+                items[it.memory_seq] = {"import_id": it.import_id, "source": it.source, "key": it.key, "kind": it.kind}
             continue
-        if rec.type != "memory.written":
+        if rec.type != MemoryWritten.TYPE:
             continue
-        relabeled = d.get("relabeled")
-        if isinstance(relabeled, dict) and relabeled:  # a merge renumbered this device's ids: same facts
-            moved = {old: current.pop(old) for old in relabeled if old in current}
-            for old, kept in moved.items():
-                kept.fact_id = str(relabeled[old])
+        d = MemoryWritten.of(rec)
+        if d.relabeled:  # a merge renumbered this device's ids: same facts
+            moved = {was: current.pop(was) for was in d.relabeled if was in current}
+            for was, kept in moved.items():
+                kept.fact_id = d.relabeled[was]
                 current[kept.fact_id] = kept
-        diff = d.get("diff") or {}
-        for item in diff.get("dropped", []):
+        diff = d.diff
+        for item in diff["dropped"] if diff else []:
             o = current.pop(item["id"], None)
             if o is not None:
                 gone[o.fact_id] = o
-        for ch in diff.get("changed", []):
+        for ch in diff["changed"] if diff else []:
             old = current.pop(ch["old"]["id"], None)
-            new = _origin(rec, ch["new"], cons, gone)
+            new = _origin(rec, d, ch["new"], cons, gone)
             if old is not None:
                 gone[old.fact_id] = old
-                if d.get("source") == "model" and new.ok:
+                if d.source == "model" and new.ok:
                     new.via = [*old.via, old.event_seq]  # the model rewrote an older fact from new messages
                 else:  # a rewording by the user (or a restore) keeps where the fact came from
                     new = Origin(**{**old.to_json(), "fact_id": new.fact_id, "text": new.text,
                                     "via": [*old.via, rec.seq]})
             current[new.fact_id] = new
-        for item in diff.get("added", []):
-            current[item["id"]] = _origin(rec, item, cons, gone)
-        memory = str(d["memory"])
-        facts = Ledger.of(memory, d).facts  # the event's fact ids (content ids for old events)
+        for item in diff["added"] if diff else []:
+            current[item["id"]] = _origin(rec, d, item, cons, gone)
+        memory = d.memory
+        facts = Ledger.of(memory, d.facts).facts  # the event's fact ids (content ids for old events)
         ids = {f.id for f in facts}
         for f in facts:  # a fact the recorded diff does not explain (should not happen)
             if f.id not in current:
-                current[f.id] = _origin(rec, {"id": f.id, "text": f.text}, cons, gone)
+                current[f.id] = _origin(rec, d, DiffFact(id=f.id, section=f.section, text=f.text), cons, gone)
         for fid in [k for k in current if k not in ids]:
             gone[fid] = current.pop(fid)
     for o in current.values():  # another device's messages, as far as they are imported now
@@ -136,23 +147,21 @@ def _resolve(o: Origin, imported: dict[tuple[str, int], int]) -> None:
     peer, org = o.device, o.peer_origin
     if peer is None:
         return
-    seqs = [imported[(peer, s)] for s in org.get("seqs") or () if isinstance(s, int) and (peer, s) in imported]
+    seqs = [imported[(peer, s)] for s in org.get("seqs", ()) if (peer, s) in imported]
     if seqs:
         o.message_seqs = sorted(seqs)
     span = org.get("messages")
-    if isinstance(span, dict) and isinstance(span.get("first_seq"), int) and isinstance(span.get("last_seq"), int):
+    if span is not None and span["last_seq"] is not None:
         lo, hi = span["first_seq"], span["last_seq"]
         o.candidate_seqs = sorted(v for (dev, s), v in imported.items() if dev == peer and lo <= s <= hi)
 
 
-def _origin(rec: Record, item: dict[str, Any], cons: dict[str, tuple[str, int | None, int | None]],
+def _origin(rec: Record, d: MemoryWritten, item: DiffFact, cons: dict[str, tuple[str, int | None, int | None]],
             gone: dict[str, Origin]) -> Origin:
-    d = rec.data
-    reason = str(d.get("reason", "?"))
-    source = str(d.get("source", "memtray"))
-    prov = (d.get("provenance") or {}).get(item["id"]) or {}
-    o = Origin(item["id"], item["text"], rec.seq, reason, source, consolidation=d.get("consolidation"))
-    seqs = [int(s) for s in prov.get("source_seqs") or [] if s]
+    reason, source = d.reason, d.source
+    prov = d.provenance.get(item["id"], Provenance()) if d.provenance else Provenance()
+    o = Origin(item["id"], item["text"], rec.seq, reason, source, consolidation=d.consolidation)
+    seqs = [s for s in prov.get("source_seqs", []) if s]
     if reason in ("consolidation", "redo"):
         c = cons.get(o.consolidation or "")
         if c is None or c[1] is None or c[2] is None:
@@ -171,10 +180,10 @@ def _origin(rec: Record, item: dict[str, Any], cons: dict[str, tuple[str, int | 
             o.problem = f"{reason} event {rec.seq} does not say where the fact came from"
         return o
     if reason == "merge":  # another device's fact (or a fast-forward to its revision)
-        org: dict[str, Any] = prov["origin"] if isinstance(prov.get("origin"), dict) else {}
-        o.device = str(org.get("device") or prov.get("merged_from") or d.get("device") or "") or None
+        org = prov.get("origin", ProvenanceOrigin())
+        o.device = org.get("device") or prov.get("merged_from") or d.device or None
         o.revision, o.consolidation = org.get("revision"), org.get("consolidation")
-        o.peer_origin = dict(org)
+        o.peer_origin = org
         return o
     if seqs:
         o.message_seqs = seqs
@@ -183,8 +192,8 @@ def _origin(rec: Record, item: dict[str, Any], cons: dict[str, tuple[str, int | 
         return o
     if reason == "import" and source == "import":  # its import item is found once the log is read
         return o
-    if source == "mcp" and d.get("client"):  # the user's other tool, named by the write
-        o.client = str(d["client"])
+    if source == "mcp" and d.client:  # the user's other tool, named by the write
+        o.client = d.client
         return o
     o.problem = f"{reason} by the {source} at event {rec.seq} without a source message"
     return o

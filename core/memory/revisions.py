@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from memtray.core.base.clock import parse_ts
-from memtray.core.log.events import Record
+from memtray.core.log.events import MemoryWritten, Record
 from memtray.core.memory.gitrepo import CommitInfo
 
 
@@ -62,40 +62,39 @@ def revision_of(info: CommitInfo) -> Revision:
 
 
 def commit_message(rec: Record) -> str:
-    d = rec.data
-    diff = d.get("diff") or {}
-    a, r, c = len(diff.get("added", [])), len(diff.get("dropped", [])), len(diff.get("changed", []))
-    flagged = len(d.get("flagged") or [])
-    reason = d.get("reason", "?")
+    d = MemoryWritten.of(rec)
+    a, r, c = (len(d.diff["added"]), len(d.diff["dropped"]), len(d.diff["changed"])) if d.diff else (0, 0, 0)
+    flagged = len(d.flagged or [])
+    reason = d.reason
     subject = f"{_what(d)}: +{a} -{r} ~{c}" + (f", {flagged} flagged" if flagged else "")
     trailers = [f"Event-Seq: {rec.seq}", f"Reason: {reason}"]
-    if d.get("target"):
-        trailers.append(f"Rolled-Back-To: {d['target']}")
+    if d.target:
+        trailers.append(f"Rolled-Back-To: {d.target}")
     if reason == "merge":  # the revisions it joins (memory.written event ids), and who wrote it
-        trailers.append(f"Merge-Of: {' '.join(str(p) for p in d.get('parents') or []) or '-'}")
-        trailers.append(f"Device: {d.get('device') or '-'}")
-    if d.get("consolidation"):
-        trailers.append(f"Consolidation: {d['consolidation']}")
-    trailers.append(f"Model: {d.get('model') or '-'}")
-    trailers.append(f"Source: {d.get('source', 'memtray')}")
-    if d.get("client"):  # the MCP client that asked for the change
-        trailers.append(f"Client: {' '.join(str(d['client']).split())}")
+        trailers.append(f"Merge-Of: {' '.join(d.parents or []) or '-'}")
+        trailers.append(f"Device: {d.device or '-'}")
+    if d.consolidation:
+        trailers.append(f"Consolidation: {d.consolidation}")
+    trailers.append(f"Model: {d.model or '-'}")
+    trailers.append(f"Source: {d.source}")
+    if d.client:  # the MCP client that asked for the change
+        trailers.append(f"Client: {' '.join(d.client.split())}")
     trailers.append(f"Facts: +{a} -{r} ~{c}")
     trailers.append(f"Flagged: {flagged}")
     return subject + "\n\n" + "\n".join(trailers) + "\n"
 
 
-def _what(d: Mapping[str, Any]) -> str:
+def _what(d: MemoryWritten) -> str:
     """The subject's first words: the reason, and for a rollback the revision it went
     back to, for a restore the fact it put back and where from."""
-    reason = str(d.get("reason", "?"))
-    if reason == "rollback" and d.get("target"):
-        return f"rollback to {str(d['target'])[:8]}"
+    reason = d.reason
+    if reason == "rollback" and d.target:
+        return f"rollback to {d.target[:8]}"
     if reason == "restore":
-        added = (d.get("diff") or {}).get("added") or []
-        sources = [v.get("restored_from") for v in (d.get("provenance") or {}).values() if isinstance(v, dict)]
+        added = d.diff["added"] if d.diff else []
+        sources = [v.get("restored_from") for v in (d.provenance or {}).values()]
         if len(added) == 1:
-            text = " ".join(str(added[0].get("text", "")).split())
+            text = " ".join(added[0]["text"].split())
             text = text if len(text) <= 60 else text[:59] + "…"
             src = f" from {str(sources[0])[:8]}" if sources and sources[0] else ""
             return f'restore "{text}"{src}'
@@ -147,10 +146,9 @@ def merge_history(bases: Sequence[str], sides: Sequence[str]) -> str:
 
 
 def apply_history(prev: str, rec: Record) -> str:
-    d = rec.data
-    if d.get("history") is not None:
-        return str(d["history"])
-    entry = d.get("history_append")
-    if entry:
-        return prev + history_entry(parse_ts(rec.ts), entry)
+    d = MemoryWritten.of(rec)
+    if d.history is not None:
+        return d.history
+    if d.history_append:
+        return prev + history_entry(parse_ts(rec.ts), d.history_append)
     return prev

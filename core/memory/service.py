@@ -9,15 +9,28 @@ Browsing comes from :class:`~memtray.core.memory.browse.MemoryBrowsing`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from typing import Any
+from typing import Any, cast
 
 from memtray.core.base.clock import Clock
 from memtray.core.base.home import Home
 from memtray.core.base.redact import redact, redact_obj
 from memtray.core.base.worker import WriterThread, on_writer
-from memtray.core.log.events import MemoryReviewed, MemoryRolledBack, MemoryWritten, Record
-from memtray.core.log.store import Store
+from memtray.core.log.events import (
+    ConsolidationCompleted,
+    ImportItem,
+    McpWrite,
+    MemoryReviewed,
+    MemoryRolledBack,
+    MemoryWritten,
+    MessageSpan,
+    Payload,
+    RebuildAdopted,
+    Record,
+    ReviewItem,
+)
+from memtray.core.log.store import Entry, Store
 from memtray.core.memory import factdiff
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory.browse import SILENT_HELD, MemoryError_
@@ -95,7 +108,7 @@ class MemoryService(FactOps, PeerMerging):
         flagged: list[dict[str, Any]] | None = None,
         provenance: dict[str, Any] | None = None,
         dropped_reasons: dict[str, str] | None = None,
-        extra: list[tuple[str, dict[str, Any], str | None]] | None = None,
+        extra: list[tuple[Payload, str | None]] | None = None,
         session: str | None = None,
         facts: Ledger | None = None,
         merged: dict[str, list[str]] | None = None,
@@ -149,36 +162,36 @@ class MemoryService(FactOps, PeerMerging):
             by_text = factdiff.parse(f"- {item['text']}\n")
             given = reasons.get(item["id"]) or (reasons.get(by_text[0].id) if by_text else None)
             item["reason"] = given or (SILENT_HELD if item["id"] in held else reason)
-        ev = MemoryWritten(
-            memory=memory, reason=reason, source=source,
-            history_append=clean_controls(redact(history_append)) if history_append else None,
-            history=clean_controls(redact(history)) if history is not None else None, consolidation=consolidation, model=model,
-            diff=diff_json, flagged=flagged or None, provenance=redact_obj(provenance), target=target,
-            client=redact(client)[:80] if client else None,
-        )
-        data = ev.to_data()
-        data["facts"] = ledger.to_json() | ({"merged": merged} if merged else {}) | (
-            {"renamed": {k: dict(v) for k, v in sync.renamed.items()}} if sync is not None and sync.renamed else {})
-        if sync is not None and sync.relabeled:
-            data["relabeled"] = dict(sync.relabeled)
-        if reviewed:
-            data["reviewed"] = list(reviewed)
+        facts_json = ledger.to_json()
+        if merged:
+            facts_json["merged"] = merged
+        if sync is not None and sync.renamed:
+            facts_json["renamed"] = {k: dict(v) for k, v in sync.renamed.items()}
+        span: MessageSpan | None = None
         if consolidation and (c := self.store.consolidation(consolidation)) is not None and c.first_seq is not None:
             # the messages it read, so another device can name them once it has imported them
-            data["messages"] = {"session": c.session, "first_seq": c.first_seq, "last_seq": c.last_seq}
-        data["device"] = sync.device if sync is not None and sync.device else self.device
+            span = MessageSpan(session=c.session, first_seq=c.first_seq, last_seq=c.last_seq)
         before = list(sync.before) if sync is not None else []
         with self.store.locked():  # re-entrant: the seq read here is the one append_many gives
             if sync is not None and sync.parents is not None:
-                data["parents"] = list(sync.parents)
+                parents = list(sync.parents)
             else:
                 prev = self.head_id()
-                data["parents"] = [prev] if prev else []
-            items: list[tuple[str, dict[str, Any], str | None, str | None]] = [
-                *before, (MemoryWritten.TYPE, data, session, sync.event_id if sync is not None else None)]
+                parents = [prev] if prev else []
+            ev = MemoryWritten(
+                memory=memory, reason=reason, source=source,
+                history_append=clean_controls(redact(history_append)) if history_append else None,
+                history=clean_controls(redact(history)) if history is not None else None,
+                consolidation=consolidation, model=model, diff=diff_json,
+                flagged=cast(list[ReviewItem], flagged) or None, provenance=redact_obj(provenance), target=target,
+                client=redact(client)[:80] if client else None, facts=facts_json,
+                relabeled=dict(sync.relabeled) if sync is not None and sync.relabeled else None,
+                reviewed=list(reviewed) if reviewed else None, messages=span,
+                device=sync.device if sync is not None and sync.device else self.device, parents=parents,
+            )
+            items: list[Entry] = [*before, (ev, session, sync.event_id if sync is not None else None)]
             seq = self.store.log.last_seq + 1 + len(before)
-            for t, data, sess in extra or []:
-                items.append((t, {**data, "memory_seq": seq} if "memory_seq" in data else data, sess, None))
+            items += [(_linked(p, seq), sess, None) for p, sess in extra or []]
             return self.store.append_many(items)
 
     # --- changing ---------------------------------------------------------------------
@@ -234,7 +247,7 @@ class MemoryService(FactOps, PeerMerging):
         seq = self.store.state.memory_seq
         target = self.ledger_at(sha)
         self.write(text, reason="rollback", source="user", facts=Ledger(target.facts, self.ledger().next), target=sha,
-                   extra=[(MemoryRolledBack.TYPE, MemoryRolledBack(to_rev=sha, memory_seq=seq + 1).to_data(), None)])
+                   extra=[(MemoryRolledBack(to_rev=sha, memory_seq=seq + 1), None)])
         return self.revision("HEAD")
 
     # --- agent tools ------------------------------------------------------------------
@@ -283,13 +296,13 @@ class MemoryService(FactOps, PeerMerging):
     def accept_review(self, item_id: str) -> None:
         """The change stands (a silent drop stays dropped; an instruction stays out)."""
         item = self._review(item_id)
-        done = MemoryReviewed(item=item["id"], action="accept").to_data()
+        done = MemoryReviewed(item=item["id"], action="accept")
         if item.get("kind") == "merge-conflict":  # the merge's choice stands on every device: a revision that syncs
             self.projection.adopt_worktree()
             self.write(self.store.state.memory, reason="review", source="user", facts=self.ledger(),
-                       reviewed=[item["id"]], extra=[(MemoryReviewed.TYPE, done, None)])
+                       reviewed=[item["id"]], extra=[(done, None)])
             return
-        self.store.append(MemoryReviewed.TYPE, done)
+        self.store.append(done)
 
     @on_writer
     def restore_review(self, item_id: str) -> Revision:
@@ -301,8 +314,8 @@ class MemoryService(FactOps, PeerMerging):
         new = factdiff.add_fact(self.store.state.memory, item["text"], item.get("section") or None)
         keep = {factdiff.normalize(item["text"]): item["fact_id"]} if item.get("kind") == "silent-drop" else None
         self.write(new, reason="review", source="user", facts=fact_ids.attach(self.ledger(), new, keep=keep),
-                   extra=[(MemoryReviewed.TYPE, MemoryReviewed(item=item["id"], action="restore",
-                                                               memory_seq=self.store.state.memory_seq + 1).to_data(), None)])
+                   extra=[(MemoryReviewed(item=item["id"], action="restore",
+                                                               memory_seq=self.store.state.memory_seq + 1), None)])
         return self.revision("HEAD")
 
     def _resolve_conflict(self, item: dict[str, Any]) -> Revision:
@@ -314,16 +327,16 @@ class MemoryService(FactOps, PeerMerging):
                                hint="Accept the item: `memtray memory review accept ID`.")
         k = led.facts.index(fact)
         current = self.store.state.memory
-        done = MemoryReviewed(item=item["id"], action="restore", memory_seq=self.store.state.memory_seq + 1).to_data()
+        done = MemoryReviewed(item=item["id"], action="restore", memory_seq=self.store.state.memory_seq + 1)
         if item.get("conflict") == "removed-reworded":
             new = factdiff.remove_fact(current, factdiff.parse(current)[k])
             self.write(new, reason="review", source="user", dropped_reasons={fact.id: str(item.get("reason", "merge conflict"))},
                        facts=Ledger(tuple(f for f in led.facts if f.id != fact.id), led.next),
-                       extra=[(MemoryReviewed.TYPE, done, None)], reviewed=[item["id"]])
+                       extra=[(done, None)], reviewed=[item["id"]])
         else:
             new = factdiff.replace_fact(current, k, str(item["text"]))
             ids = Ledger.with_ids(new, led.ids, led.next) if len(factdiff.parse(new)) == len(led.facts) else None
-            self.write(new, reason="review", source="user", facts=ids, extra=[(MemoryReviewed.TYPE, done, None)],
+            self.write(new, reason="review", source="user", facts=ids, extra=[(done, None)],
                        reviewed=[item["id"]])
         return self.revision("HEAD")
 
@@ -344,6 +357,15 @@ class MemoryService(FactOps, PeerMerging):
 
     def close(self) -> None:
         self.projection.close()
+
+
+def _linked(p: Payload, seq: int) -> Payload:
+    """``p`` naming the ``memory.written`` of its write by ``seq``, when it names one (a
+    caller's placeholder ``memory_seq`` becomes the real one)."""
+    if isinstance(p, ConsolidationCompleted | MemoryReviewed | MemoryRolledBack | McpWrite | ImportItem | RebuildAdopted) \
+            and p.memory_seq is not None:
+        return dataclasses.replace(p, memory_seq=seq)
+    return p
 
 
 def _redact_item(item: dict[str, Any]) -> dict[str, Any]:

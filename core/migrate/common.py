@@ -27,8 +27,9 @@ from typing import Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.redact import redact
-from memtray.core.log.events import SessionReset
+from memtray.core.log.events import Message, SessionReset
 from memtray.core.log.integrations import ImportCompleted, ImportFailed, ImportItem, ImportStarted
+from memtray.core.log.store import Entry
 from memtray.core.memory import factdiff
 from memtray.core.memory.guard import review_item
 from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
@@ -94,14 +95,21 @@ def clean(text: str) -> str:
     return redact(text)
 
 
-def logged(store: Any, source: str) -> dict[str, dict[str, Any]]:
-    """key -> the newest ``import.item`` of ``source`` already in the log (with a count of messages)."""
-    done: dict[str, dict[str, Any]] = {}
+@dataclass(frozen=True)
+class Imported:
+    """An item already in the log: the digest of its newest import and its messages so far."""
+
+    digest: str
+    total: int
+
+
+def logged(store: Any, source: str) -> dict[str, Imported]:
+    """key -> what the ``import.item`` events of ``source`` already in the log say of it."""
+    done: dict[str, Imported] = {}
     for rec in store.log.records(0):
-        if rec.type == ImportItem.TYPE and rec.data.get("source") == source:
-            prev = done.get(rec.data["key"])
-            total = (prev["total"] if prev else 0) + int(rec.data.get("messages") or 0)
-            done[rec.data["key"]] = {**rec.data, "total": total}
+        if rec.type == ImportItem.TYPE and (item := ImportItem.of(rec)).source == source:
+            prev = done.get(item.key)
+            done[item.key] = Imported(item.digest, (prev.total if prev else 0) + item.messages)
     return done
 
 
@@ -131,7 +139,7 @@ class Importer:
         self.dry_run = dry_run
         self.progress = progress or (lambda _t: None)
         self.import_id = new_id()
-        self.done: dict[str, dict[str, Any]] = self.call(lambda: logged(store, source))
+        self.done: dict[str, Imported] = self.call(lambda: logged(store, source))
         self.summary = Summary()
         self._started = False
 
@@ -144,19 +152,18 @@ class Importer:
             if self._started and not self.dry_run:
                 failed = ImportFailed(import_id=self.import_id, source=self.source,
                                       reason=(str(exc) or "interrupted")[:500], items=self.summary.items)
-                self.call(lambda: self.store.append(ImportFailed.TYPE, failed.to_data()))
+                self.call(lambda: self.store.append(failed))
             raise
         if self._started and not self.dry_run:
             s = self.summary
             done = ImportCompleted(import_id=self.import_id, source=self.source, items=s.items,
                                    messages=s.messages, skipped_items=s.skipped_items)
-            self.call(lambda: self.store.append(ImportCompleted.TYPE, done.to_data()))
+            self.call(lambda: self.store.append(done))
         return self.summary
 
     def _start(self) -> None:
         if not self._started and not self.dry_run:
-            self.store.append(ImportStarted.TYPE, ImportStarted(import_id=self.import_id, source=self.source,
-                                                                path=clean(self.path)).to_data())
+            self.store.append(ImportStarted(import_id=self.import_id, source=self.source, path=clean(self.path)))
         self._started = True
 
     def _one(self, item: Item) -> None:
@@ -166,7 +173,7 @@ class Importer:
             return
         digest = item.digest()
         prev = self.done.get(item.key)
-        if prev is not None and prev.get("digest") == digest:
+        if prev is not None and prev.digest == digest:
             self.summary.skipped_items += 1
             return
         if item.kind in ("session", "conversation"):
@@ -177,14 +184,14 @@ class Importer:
             self._history(item, digest, prev)
 
     def _record(self, item: Item, digest: str, *, session: str | None = None, messages: int = 0,
-                memory_seq: int | None = None) -> tuple[str, dict[str, Any], str | None, str | None]:
+                memory_seq: int | None = None) -> Entry:
         ev = ImportItem(import_id=self.import_id, source=self.source, key=item.key, kind=item.kind, digest=digest,
                         session=session, messages=messages, skipped=item.skipped,
                         title=clean(item.title)[:200] if item.title else None, memory_seq=memory_seq)
-        return (ImportItem.TYPE, ev.to_data(), session, None)
+        return (ev, session, None)
 
-    def _conversation(self, item: Item, digest: str, prev: dict[str, Any] | None) -> None:
-        already = int(prev["total"]) if prev else 0
+    def _conversation(self, item: Item, digest: str, prev: Imported | None) -> None:
+        already = prev.total if prev else 0
         new = item.messages[already:] if already <= len(item.messages) else item.messages
         session = session_key(self.source, item.key)
         self.summary.items += 1
@@ -196,14 +203,11 @@ class Importer:
         if self.dry_run:
             return
         self._start()
-        batch: list[tuple[str, dict[str, Any], str | None, str | None]] = []
+        batch: list[Entry] = []
         for role, text, sent in new:
-            data: dict[str, Any] = {"role": role, "content": clean(text)}
-            if sent:
-                data["sent_at"] = sent
-            batch.append(("message", data, session, None))
+            batch.append((Message(role=role, content=clean(text), sent_at=sent or None), session, None))
         if not self._keep_open:
-            batch.append((SessionReset.TYPE, SessionReset(reason="import").to_data(), session, None))
+            batch.append((SessionReset(reason="import"), session, None))
         elif new and self.consolidate is not None:
             self._to_consolidate.append(session)
         batch.append(self._record(item, digest, session=session, messages=len(new)))
@@ -255,11 +259,11 @@ class Importer:
         if new == current and not held:
             self.store.append_many([rec])
         else:
-            self.memory.write(new, reason="import", source="import", extra=[rec[:3]], flagged=held or None)
+            self.memory.write(new, reason="import", source="import", extra=[rec[:2]], flagged=held or None)
         self.progress(f"imported MEMORY.md: {added} new facts")
 
-    def _history(self, item: Item, digest: str, prev: dict[str, Any] | None) -> None:
-        already = int(prev["total"]) if prev else 0
+    def _history(self, item: Item, digest: str, prev: Imported | None) -> None:
+        already = prev.total if prev else 0
         new = [clean(e) for e in item.entries[already:]]
         new = [e.strip() for e in new if e.strip()]
         self.summary.items += 1
@@ -272,7 +276,7 @@ class Importer:
         rec = self._record(item, digest, messages=len(item.entries) - already, memory_seq=seq + 1)
         self.memory.check_worktree()
         self.memory.write(self.store.state.memory, reason="import", source="import",
-                          history_append="\n\n".join(new), extra=[rec[:3]])
+                          history_append="\n\n".join(new), extra=[rec[:2]])
         self.progress(f"imported HISTORY: {len(new)} entries")
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from memtray.core.base.clock import parse_ts
 from memtray.core.base.fsutil import FILE_MODE, ensure_dir
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import Record
+from memtray.core.log.events import REMINDER_TYPES, Record, Reminder
 from memtray.core.log.projections import ReminderState, State
 from memtray.core.log.segments import Position
 from memtray.core.log.store import record_ending_at
@@ -114,9 +114,9 @@ class DueIndex:
                 if rec is not None and rec.id == meta.last_id and rec.seq == meta.last_seq:
                     touched: set[str] = set()
                     last: tuple[Record, Position] | None = None
-                    for r, p in elog.read(pos, upcast=False):
-                        if r.type.startswith("reminder."):
-                            touched.add(str(r.data.get("reminder")))
+                    for r, p in elog.read(pos):
+                        if r.type in REMINDER_TYPES and isinstance(ev := r.payload, Reminder):
+                            touched.add(ev.reminder)
                         last = (r, p)
                     self._update(touched, state, schedule_of, last)
                     return len(touched)
@@ -138,7 +138,7 @@ class DueIndex:
              head: Position) -> None:
         """Follow new records (a store listener): re-index the reminders they touch."""
         recs = list(records)
-        touched = {str(r.data.get("reminder")) for r in recs if r.type.startswith("reminder.")}
+        touched = {ev.reminder for r in recs if r.type in REMINDER_TYPES and isinstance(ev := r.payload, Reminder)}
         with self._lock:
             if self.closed:
                 return

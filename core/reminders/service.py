@@ -47,7 +47,13 @@ from memtray.core.base.notify import NotifierSlot
 from memtray.core.base.redact import redact
 from memtray.core.base.worker import Worker
 from memtray.core.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
-from memtray.core.log.events import Record, ReminderCancelled, ReminderFired, ReminderScheduled
+from memtray.core.log.events import (
+    REMINDER_TYPES,
+    Record,
+    ReminderCancelled,
+    ReminderFired,
+    ReminderScheduled,
+)
 from memtray.core.log.projections import ReminderState
 from memtray.core.log.store import Store
 from memtray.core.reminders.dueindex import DueIndex
@@ -169,7 +175,7 @@ class ReminderService:
         spec = make_spec(at=at, every=every, cron=cron, tz=tz or self.default_zone(), now=self.clock.now())
         rid = self.store.new_id()
         payload = ReminderScheduled(reminder=rid, text=text, kind=spec.kind, spec=spec.spec, tz=spec.tz, mode=mode)
-        self.store.append(ReminderScheduled.TYPE, payload.to_data(), session=session)
+        self.store.append(payload, session=session)
         return self.store.state.reminders[rid]
 
     def find(self, ident: str) -> ReminderState:
@@ -193,7 +199,7 @@ class ReminderService:
         r = self.find(ident)
         if not r.active:
             raise ReminderError(f"reminder {r.id} is not active (it already fired or was cancelled)")
-        self.store.append(ReminderCancelled.TYPE, ReminderCancelled(reminder=r.id, reason=reason).to_data())
+        self.store.append(ReminderCancelled(reminder=r.id, reason=reason))
         return r
 
     def reminders(self, *, include_inactive: bool = False) -> list[ReminderState]:
@@ -268,7 +274,7 @@ class ReminderService:
                     r.id, occ.key,
                 )
                 self.store.append(
-                    ReminderCancelled.TYPE, ReminderCancelled(reminder=r.id, reason="expired").to_data()
+                    ReminderCancelled(reminder=r.id, reason="expired")
                 )
                 return False
             reply: str | None = None
@@ -280,7 +286,7 @@ class ReminderService:
             self._notify(r, occ, body)
             fired = ReminderFired(reminder=r.id, occurrence=occ.key, late=occ.late, reply=reply)
             # a deterministic id: even a duplicate append of this occurrence is a no-op
-            self.store.append(ReminderFired.TYPE, fired.to_data(), id=f"reminder.fired:{r.id}:{occ.key}")
+            self.store.append(fired, id=f"reminder.fired:{r.id}:{occ.key}")
             return True
         finally:
             self._inflight.discard(key)
@@ -505,10 +511,10 @@ class ReminderService:
 
     def _on_records(self, records: list[Record], _state: Any) -> None:
         """Keep the next-due index and the timer in step with the log, whoever appended."""
-        mine = [r for r in records if r.type.startswith("reminder.")]
+        mine = [r for r in records if r.type in REMINDER_TYPES]
         for rec in mine:
-            if rec.type != "reminder.fired":  # a new or cancelled reminder: its schedule is parsed afresh
-                self._schedules.pop(str(rec.data.get("reminder")), None)
+            if isinstance(ev := rec.payload, ReminderScheduled | ReminderCancelled):
+                self._schedules.pop(ev.reminder, None)  # a new or cancelled reminder: its schedule is parsed afresh
         index = self._index
         if index is None:
             return

@@ -41,7 +41,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ from typing import Any
 from memtray.core.base.fsutil import FILE_MODE, ensure_dir
 from memtray.core.base.home import Home
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import Record, scrub_text
+from memtray.core.log.events import MemoryPurged, MemoryWritten, Message, Record, scrub_text
 from memtray.core.log.origin import said_at
 from memtray.core.log.segments import Position
 from memtray.core.log.store import Store, record_ending_at
@@ -106,27 +106,26 @@ class _Doc:
 
 def document_of(rec: Record) -> _Doc | None:
     """The searchable document an event contributes, if any."""
-    d = rec.data
-    if rec.type == "message":
-        role, text = d.get("role"), d.get("content")
-        if role in _INDEXED_ROLES and isinstance(text, str) and text.strip():
-            return _Doc(rec.seq, "message", rec.session, role, said_at(rec), text)
-    elif rec.type == "memory.written":
-        text = d.get("history_append")
-        if isinstance(text, str) and text.strip():
-            return _Doc(rec.seq, "history", rec.session, None, said_at(rec), text)
-        facts = revision_text(d)
+    if rec.type == Message.TYPE:
+        m = Message.of(rec)
+        if m.role in _INDEXED_ROLES and m.content and m.content.strip():
+            return _Doc(rec.seq, "message", rec.session, m.role, said_at(rec), m.content)
+    elif rec.type == MemoryWritten.TYPE:
+        w = MemoryWritten.of(rec)
+        if w.history_append and w.history_append.strip():
+            return _Doc(rec.seq, "history", rec.session, None, said_at(rec), w.history_append)
+        facts = revision_text(w)
         if facts:
             return _Doc(rec.seq, "memory", rec.session, None, said_at(rec), facts)
     return None
 
 
-def revision_text(data: Mapping[str, Any]) -> str:
+def revision_text(w: MemoryWritten) -> str:
     """What a memory revision (remember, hand edit, restore...) said: its added and
     changed facts, one per line. Consolidations are covered by their diary entry."""
-    if data.get("reason") == "consolidation":
+    if w.reason == "consolidation":
         return ""
-    return diff_text(data.get("diff"))
+    return diff_text(w.diff)
 
 
 # --- the index ---------------------------------------------------------------------------
@@ -257,7 +256,7 @@ class SearchIndex:
                 continue  # only when reading from the start
             if rec.seq != expect and meta.position is not None:
                 return -1  # the log moved under the stored position
-            if rec.type == "memory.purged" and not rebuilding:
+            if rec.type == MemoryPurged.TYPE and not rebuilding:
                 self._flush(rows, last)
                 return -1
             expect = rec.seq + 1

@@ -26,8 +26,7 @@ from memtray.core.log.attachments import (
     is_hash,
     refs_of,
 )
-from memtray.core.log.events import Record
-from memtray.core.log.origin import SYNC_PURGE
+from memtray.core.log.events import Message, Record, SyncPurge
 from memtray.core.sync.stream import LocalRepo
 
 log = logging.getLogger(__name__)
@@ -46,9 +45,9 @@ def payloads(records: Iterable[Record]) -> list[Mapping[str, Any]]:
     purge tombstone rewrote (a purge stores a rewritten file under a new hash)."""
     out: list[Mapping[str, Any]] = []
     for r in records:
-        if r.type == "message":
-            out.append(r.data)
-        elif r.type == SYNC_PURGE and isinstance(r.data.get("events"), Mapping):
+        if r.type == Message.TYPE:
+            out.append(r.data)  # a peer's, before it is imported: read as it came (refs_of checks it)
+        elif r.type == SyncPurge.TYPE and isinstance(r.data.get("events"), Mapping):
             out.extend(e for e in r.data["events"].values() if isinstance(e, Mapping))
     return out
 

@@ -13,10 +13,11 @@ import hashlib
 import json
 from typing import Any
 
-from memtray.core.log.origin import ORIGIN_KEY
+from memtray.core.log.events import SyncPurge
+from memtray.core.log.origin import IMPORTED, ORIGIN_KEY
 from memtray.core.log.store import Store
 
-_SHARED = frozenset({"message", "session.reset", "reminder.scheduled", "reminder.fired", "reminder.cancelled"})
+_SHARED = IMPORTED - {SyncPurge.TYPE}
 
 
 def shared_events(store: Store) -> dict[str, Any]:

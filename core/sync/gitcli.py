@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,3 +196,43 @@ class Git:
             out.append(data[pos : pos + size])
             pos += size + 1
         return out
+
+    def lines(self, name: str, most: int) -> Iterator[tuple[bytes, int]]:
+        """The lines of the blob ``name`` (``rev:path``) without their newlines, one at a time,
+        as (line, its length): a line longer than ``most`` bytes is never held whole, only its
+        first ``most`` bytes come (with its real length), so a huge line costs no memory.
+        :class:`SyncError` if the blob cannot be read."""
+        cmd = [self.binary]
+        if self.git_dir is not None:
+            cmd += ["--git-dir", str(self.git_dir)]
+        try:
+            proc = subprocess.Popen([*cmd, "cat-file", "blob", name], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=_env(None))
+        except OSError as exc:
+            raise SyncError(f"could not run git ({exc.strerror or exc})") from None
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            while True:
+                line = proc.stdout.readline(most + 1)
+                if not line:
+                    break
+                if line.endswith(b"\n"):
+                    yield line[:-1], len(line) - 1
+                    continue
+                size = len(line)
+                while len(line) == most + 1 or (line and not line.endswith(b"\n")):
+                    more = proc.stdout.readline(1 << 16)
+                    if not more:
+                        break
+                    size += len(more)
+                    if more.endswith(b"\n"):
+                        size -= 1
+                        break
+                yield line[:most], size
+        finally:
+            proc.stdout.close()
+            err = proc.stderr.read().decode("utf-8", "replace")
+            proc.stderr.close()
+            code = proc.wait(timeout=LOCAL_TIMEOUT)
+        if code != 0:
+            raise SyncError(f"could not read {name}: {last_words(err)}")

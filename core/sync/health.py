@@ -9,7 +9,6 @@ cursors live in the event log, not there).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
 from typing import Any
 
 from memtray.core.base.errors import MemtrayError
@@ -62,6 +61,7 @@ def open_conflicts(home: Home) -> int:
     """The merge conflicts waiting for review now, from the log (not the last sync's list:
     one resolved since, by a review or a hand edit, no longer counts)."""
     from memtray.core.log.eventlog import EventLog
+    from memtray.core.log.events import MemoryReviewed, MemoryWritten
     from memtray.core.memory.factops import waiting
     from memtray.core.memory.facts import Ledger
 
@@ -73,25 +73,24 @@ def open_conflicts(home: Home) -> int:
         return 0  # the log check reports it
     # one pass, keeping only what the review queue is made of (as the fold does): the items
     # memory revisions hold for review, those reviewed since, and the last revision
-    last: Mapping[str, Any] = {}
+    last: MemoryWritten | None = None
     items: dict[str, dict[str, Any]] = {}
     try:
         for rec in elog.records():
-            if rec.type == "memory.written":
-                last = rec.data
-                for item in rec.data.get("flagged") or ():
-                    if isinstance(item, dict) and item.get("id"):
-                        items[str(item["id"])] = {**item, "seq": rec.seq}
-            elif rec.type == "memory.reviewed":
-                items.pop(str(rec.data.get("item")), None)
+            if rec.type == MemoryWritten.TYPE:
+                last = MemoryWritten.of(rec)
+                for item in last.flagged or ():
+                    items[item["id"]] = {**item, "seq": rec.seq}
+            elif rec.type == MemoryReviewed.TYPE:
+                items.pop(MemoryReviewed.of(rec).item, None)
     except MemtrayError:
         return 0
     finally:
         elog.close()
-    conflicts = [i for i in items.values() if i.get("kind") == "merge-conflict"]
-    if not conflicts:
+    conflicts = [i for i in items.values() if i["kind"] == "merge-conflict"]
+    if not conflicts or last is None:
         return 0
-    return len(waiting(conflicts, Ledger.of(str(last.get("memory", "")), last)))
+    return len(waiting(conflicts, Ledger.of(last.memory, last.facts)))
 
 
 def _fsck(home: Home) -> Finding:

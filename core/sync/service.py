@@ -43,23 +43,29 @@ from memtray.core.base.errors import MemtrayError
 from memtray.core.base.faults import crash_point
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.home import DeviceId, Home, new_device_id, set_device_id
-from memtray.core.base.redact import redact_obj
 from memtray.core.log.attachments import AttachmentStore
-from memtray.core.log.events import Record, legacy_line
+from memtray.core.log.door import Door, Quarantine, Refusal, Source
+from memtray.core.log.events import (
+    MemoryWritten,
+    Record,
+    SyncPulled,
+    SyncPurge,
+    Verbatim,
+    legacy_line,
+)
 from memtray.core.log.origin import (
     EXPORTED,
-    IMPORTED,
     ORIGIN_KEY,
-    PULLED,
-    SYNC_PURGE,
     marked,
     peer_session,
 )
 from memtray.core.log.segments import Position
-from memtray.core.log.store import Store, record_ending_at
+from memtray.core.log.store import Entry, Store, record_ending_at
+from memtray.core.log.tombstone import Applied
 from memtray.core.sync import attach
 from memtray.core.sync.gitcli import Git, SyncError, has_password, safe_url
-from memtray.core.sync.history import git_date, purged_to, republished, stale
+from memtray.core.sync.history import git_date, purged_to, republished
+from memtray.core.sync.intake import check_peer, claim_ids
 from memtray.core.sync.status import complete, read_status, remote_key, status_file
 from memtray.core.sync.stream import (
     PREFIX,
@@ -78,6 +84,12 @@ IMPORT_BATCH = 2000
 REPUBLISH_SEGMENT = 5000
 #: after a failure, the next automatic attempt waits this long, doubling, up to the interval
 RETRY_FIRST = timedelta(minutes=1)
+#: refusals listed in a sync's report and status (all are counted and quarantined)
+REPORTED_REFUSALS = 50
+#: what the memory merge and the purge check see as the peer wrote it (they redact and check
+#: these themselves: a redacted revision is followed by one of this device's own; a tombstone
+#: is compared with the events it names)
+VERBATIM = frozenset({MemoryWritten.TYPE, SyncPurge.TYPE})
 
 
 #: what a device is told when another data home pushes under its device id
@@ -85,8 +97,6 @@ COPIED_HINT = ("Another data home uses this device id (a copied data home?). On 
                "`memtray sync --new-device`: it takes a new device id and publishes its own events under it; "
                "nothing is lost, the shared history is not published twice. (If no copy exists, the remote "
                "was rewritten: `memtray sync --republish` here publishes this device's stream again.)")
-#: what a stream rewritten on the remote can be repaired with, on the device it belongs to
-REPUBLISH_HINT = "run `memtray sync --republish` there (it publishes its stream again from its own log)"
 
 
 class NotMemtrayRemote(SyncError):
@@ -111,6 +121,10 @@ class SyncReport:
     merged_heads: int = 0
     new_device: str | None = None  # the id this home took now (``--new-device``)
     attachments: int = 0  # attachment files of other devices' messages stored here now
+    #: what the door refused (an event of a peer, a whole stream for this sync), at most
+    #: REPORTED_REFUSALS of them; ``refusals`` counts all. Each is in the quarantine too.
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    refusals: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,20 +147,25 @@ def check_remote(url: str) -> str:
 class SyncService:
     """Sync of one open store with git remotes. Built by the App (``app.sync``)."""
 
-    def __init__(self, home: Home, store: Store, memory: Any, settings: Settings, clock: Clock) -> None:
+    def __init__(self, home: Home, store: Store, memory: Any, settings: Settings, clock: Clock, *,
+                 exported: frozenset[str] = EXPORTED) -> None:
         self.home = home
+        #: the event types this device publishes (a newer version's list is longer)
+        self.exported = exported
         self.store = store
         self.memory = memory
         self.settings = settings
         self.clock = clock
         self.dir = home.root / "sync"
         self.attachments = AttachmentStore(home.root)
+        self.door = Door(verbatim=VERBATIM)
+        self.quarantine = Quarantine(home.root, clock)
         self._lock = threading.Lock()
         self._device = DeviceId(home)  # read again when device.json changes (another process)
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
         #: applies imported purge tombstones to this home (set by the front ends, from
         #: ``admin.purge.follow_tombstones``: the rewrite lives above this room); None: kept pending
-        self.on_tombstones: Callable[[list[Record]], Any] | None = None
+        self.on_tombstones: Callable[[list[Record]], Applied] | None = None
 
     def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> None:
         """``fn(status)`` after every sync attempt, on the thread that synced (the tray's line)."""
@@ -219,6 +238,7 @@ class SyncService:
                 "peers": sorted(set(prev.get("peers", [])) | set(rep.peers)) if rep.peers else prev.get("peers", []),
                 "conflicts": rep.conflicts or (prev.get("conflicts", []) if not rep.merges else []),
                 "pending_heads": rep.pending_heads, "notes": rep.notes, "pending_purges": rep.pending_purges,
+                "refused": rep.refused, "refusals": rep.refusals,
             }, where)
             return rep
 
@@ -245,45 +265,28 @@ class SyncService:
         if new_device:
             me = self._become_new_device(repo, tracked.get(tracking_ref(key, me)) if me in streams else None)
             rep.device = rep.new_device = me
-        # 3. check everything before changing anything
+        # 3. check every peer's stream on its own before changing anything: a stream refused
+        # (rewritten, unreadable) is reported and skipped; this device's push and the others go on
         peers: list[PeerEvents] = []
         for dev in streams:
             if dev == me:
                 continue
-            commit = tracked.get(tracking_ref(key, dev))
-            if commit is None:
-                raise SyncError(f"the stream of {dev} was listed but could not be fetched")
-            cursor = self.store.state.sync.get(dev) or {}
-            through = int(cursor.get("through", 0))
-            seen = cursor.get("commit")
-            if seen == commit:  # nothing new from this one (the common case with many devices)
+            try:
+                got = check_peer(repo, dev, tracked.get(tracking_ref(key, dev)), self.store.state.sync.get(dev) or {},
+                                 self.door, rep.notes)
+            except SyncError as exc:
+                self._refuse(rep, [Refusal(Source("peer", dev, "its stream"), str(exc))], hint=exc.hint)
                 continue
-            if seen and repo.git.ancestry(commit, seen):  # a remote behind another one: nothing new here
-                continue
-            if seen and repo.git.ancestry(seen, commit) is False and not republished(repo, dev, seen, commit):
-                older = stale(repo, dev, seen, commit, through)
-                if older is not None:  # a remote this device has not synced with since its purge
-                    rep.notes.append(
-                        f"the stream of {dev} here is an older copy (epoch {older[0]}; imported before: epoch "
-                        f"{older[1]}): nothing imported from it; {dev} replaces it when it syncs with this remote")
-                    continue
-                raise SyncError(
-                    f"the stream of device {dev} on the remote was rewritten by someone else (it no longer "
-                    f"contains {seen[:12]}, imported here)",
-                    hint="Nothing was imported or pushed. Restore that ref on the remote, or sync with another "
-                    "remote; memtray never overwrites a stream.")
-            changed = repo.changed_files(seen, commit) if seen and repo.git.ancestry(seen, commit) else []
-            if changed:  # a continuation only ever adds segments
-                raise SyncError(
-                    f"the stream of device {dev} on the remote was rewritten: {changed[0]} changed after it was "
-                    "imported here", hint=f"Nothing was imported or pushed. Device {dev} can repair it: "
-                    f"{REPUBLISH_HINT}; or restore that ref on the remote.")
-            peers.append(repo.read_after(dev, commit, through))
+            if got is not None:
+                peers.append(got)
+        peers = claim_ids(peers, self.store.log.dir)
+        for peer in peers:
+            self._refuse(rep, peer.refused)
         mine_remote = tracked.get(tracking_ref(key, me)) if me in streams else None
         base = repo.git.rev(log_ref(me)) if republish else self._base(repo, mine_remote)
         # 4. import: every peer's memory revisions to the merge in one call first (a merge one
         # peer made names revisions of a third device: the merge knows them when it comes)
-        heads = [(p.device, r) for p in peers for r in p.records if r.type == "memory.written"]
+        heads = [(p.device, r) for p in peers for r in p.records if r.type == MemoryWritten.TYPE]
         merged = not heads or self._merge(heads, rep)
         for peer in peers:
             self._import(repo, peer, rep, merged)
@@ -298,6 +301,17 @@ class SyncService:
                 atomic_write(marker, safe_url(url) + "\n")
         self._mirror_memory(url, rep, refs)
         return rep
+
+    def _refuse(self, rep: SyncReport, refusals: Sequence[Refusal], hint: str = "") -> None:
+        """Report ``refusals`` and keep them in the quarantine (``memtray doctor`` lists them)."""
+        if not refusals:
+            return
+        self.quarantine.put_all(refusals)
+        rep.refusals += len(refusals)
+        for r in refusals:
+            if len(rep.refused) < REPORTED_REFUSALS:
+                rep.refused.append({**r.to_json(), "hint": hint})
+        log.warning("sync refused %d event(s) or stream(s); first: %s", len(refusals), refusals[0].describe())
 
     def _base(self, repo: LocalRepo, mine_remote: str | None) -> str | None:
         """The commit my next segment builds on: the local ref, or the remote's copy of it
@@ -358,8 +372,8 @@ class SyncService:
         payloads: dict[str, Any] = {}
         if purged_after is not None:
             for r in own:
-                if r.type == SYNC_PURGE and r.seq > purged_after and isinstance(r.data.get("events"), dict):
-                    payloads.update(r.data["events"])
+                if r.type == SyncPurge.TYPE and r.seq > purged_after:
+                    payloads.update(SyncPurge.of(r).events)
         for seq, line in repo.lines_after(commit, after):
             rec = mine.get(seq)
             if rec is not None and (legacy_line(rec).rstrip(b"\n") == line or purged_to(line, rec, payloads)):
@@ -384,7 +398,7 @@ class SyncService:
         new = new_device_id(self.home)
         # in this order, so a crash anywhere leaves either the old id or the new one complete
         atomic_write(self.dir / "start.json", json.dumps({"device": new, "after": shared, "was": old}) + "\n")
-        self.store.append_many([(PULLED, {"device": old, "commit": "", "through": shared}, None, None)])
+        self.store.append(SyncPulled(device=old, commit="", through=shared))
         crash_point("sync.new_device")  # the old id's cursor is in, the id not changed yet
         set_device_id(self.home, new)
         for mark in self.dir.glob("mirrored-*"):
@@ -421,7 +435,7 @@ class SyncService:
         # commit imported before, so the next sync neither skips the rest nor loses the check
         before = str((self.store.state.sync.get(dev) or {}).get("commit") or "")
         complete = True
-        heads = [r for r in records if r.type == "memory.written"]
+        heads = [r for r in records if r.type == MemoryWritten.TYPE]
         if heads and merged:
             rep.merged_heads += len(heads)
         elif heads:
@@ -437,11 +451,12 @@ class SyncService:
             chunk = records[start : start + IMPORT_BATCH]
             final = start + IMPORT_BATCH >= len(records)
             through = last if final else chunk[-1].seq
-            batch: list[tuple[str, Any, str | None, str | None]] = [
-                # redacted like local input: a secret in a peer's message never reaches this disk
-                (r.type, redact_obj(marked(r, dev)), peer_session(r.session, dev), r.id) for r in chunk if r.type in IMPORTED]
+            # every event but memory revisions (merged above), a newer device's types included,
+            # kept with the version it was written in
+            batch: list[Entry] = [(Verbatim(r.type, marked(r, dev), r.v), peer_session(r.session, dev), r.id)
+                                  for r in chunk if r.type != MemoryWritten.TYPE]
             commit = peer.commit if final and complete else before
-            batch.append((PULLED, {"device": dev, "commit": commit, "through": through}, None, None))
+            batch.append((SyncPulled(device=dev, commit=commit, through=through), None, None))
             self.store.append_many(batch)
             crash_point("sync.imported")
             imported += len(batch) - 1
@@ -449,8 +464,9 @@ class SyncService:
         rep.imported += imported
 
     def _apply_tombstones(self, peers: Sequence[PeerEvents], rep: SyncReport) -> None:
-        """Hand new and still pending ``sync.purge`` events to :attr:`on_tombstones`."""
-        new = [r for peer in peers for r in peer.records if r.type == SYNC_PURGE]
+        """Hand new and still pending ``sync.purge`` events to :attr:`on_tombstones`; what it
+        refuses (a replacement that is not a purge) is reported and quarantined."""
+        new = [r for peer in peers for r in peer.records if r.type == SyncPurge.TYPE]
         waiting = [str(i) for i in self.status().get("pending_purges") or []]
         if not new and not waiting:
             return
@@ -460,14 +476,15 @@ class SyncService:
             rep.notes.append(f"{len(ids)} purge(s) from other devices not applied here yet: run `memtray sync`")
             return
         wanted = set(ids)
-        recs = [r for r in self.store.log.records() if r.type == SYNC_PURGE and r.id in wanted]
+        recs = [r for r in self.store.log.records() if r.type == SyncPurge.TYPE and r.id in wanted]
         try:
-            self.on_tombstones(recs)
+            done = self.on_tombstones(recs)
         except MemtrayError as exc:
             rep.pending_purges = ids
             rep.notes.append(f"purge from another device not applied yet: {exc}")
             return
-        rep.purges = len(recs)
+        self._refuse(rep, done.refused)
+        rep.purges = done.tombstones
 
     # --- pushing --------------------------------------------------------------------
 
@@ -484,7 +501,7 @@ class SyncService:
         except (OSError, ValueError, KeyError, TypeError):
             pos = None
         for rec, _end in self.store.log.read(pos, upcast=False):
-            if rec.seq > seq and rec.type in EXPORTED and ORIGIN_KEY not in rec.data:
+            if rec.seq > seq and rec.type in self.exported and ORIGIN_KEY not in rec.data:
                 yield rec
 
     def _push(self, repo: LocalRepo, url: str, base: str | None, mine_remote: str | None, rep: SyncReport,
@@ -496,7 +513,7 @@ class SyncService:
         head = base
         when = format_ts(self.clock.now())
         lease: str | None = None
-        again = republish or rep.purges or any(r.type == SYNC_PURGE for r in own)
+        again = republish or rep.purges or any(r.type == SyncPurge.TYPE for r in own)
         if again and (base or mine_remote):  # a first push has nothing to publish again
             # a purge here (made or applied), or a stream rewritten on the remote: published again
             # from the log as a new history of this device's own ref (docs/SYNC.md)

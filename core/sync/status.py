@@ -21,7 +21,7 @@ from memtray.core.base.home import Home
 SHAPE: dict[str, Any] = {
     "remote": None, "device": None, "last_attempt": None, "last_success": None, "last_error": None,
     "hint": None, "failures": 0, "imported": 0, "pushed": 0, "peers": [], "conflicts": [],
-    "pending_heads": 0, "pending_purges": [], "notes": [],
+    "pending_heads": 0, "pending_purges": [], "notes": [], "refused": [], "refusals": 0,
 }
 
 

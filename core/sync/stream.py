@@ -25,12 +25,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from memtray.core.log.events import BadRecord, Record, decode_raw, verify_line
-from memtray.core.log.origin import ORIGIN_KEY
+from memtray.core.log.door import KEEP_BYTES, Door, Refusal, Source
+from memtray.core.log.events import BadRecord, Record, decode_raw, envelopes, legacy_line
+from memtray.core.log.origin import LOCAL_TYPES, ORIGIN_KEY
 from memtray.core.sync.gitcli import (
     FULL_HINT,
     NETWORK_TIMEOUT,
@@ -86,6 +88,13 @@ class PeerEvents:
     commit: str
     records: list[Record]
     last_seq: int
+    #: what the door or the stream's own rules refused (quarantined and reported by the service)
+    refused: list[Refusal] = field(default_factory=list)
+
+
+def _refusal(source: Source, rec: Record, reason: str) -> Refusal:
+    raw = legacy_line(rec)
+    return Refusal(source, reason, raw[:KEEP_BYTES], len(raw), rec.seq, rec.id, rec.type)
 
 
 def _missing_path(url: str) -> bool:
@@ -152,44 +161,61 @@ class LocalRepo:
         out.sort()
         return out
 
-    def read_after(self, device: str, commit: str, through: int) -> PeerEvents:
-        """Every event of ``device``'s stream at ``commit`` with a seq after ``through``,
-        each line's checksum verified; a damaged or inconsistent segment raises."""
+    def read_after(self, device: str, commit: str, through: int, door: Door) -> PeerEvents:
+        """Every event of ``device``'s stream at ``commit`` with a seq after ``through``, each
+        line through ``door`` (checksum, size, envelope, payload, redaction). A line the door
+        refuses, one out of order or past the stream's end, an event of a type that does not
+        travel, and every event whose id comes twice, are refused (in ``refused``), not
+        imported; the rest goes on. A stream that cannot be read at all raises SyncError."""
         segs = self.segments(commit)
         # segment i holds seqs in [first_i, first_i+1): read the ones after ``through`` and the
         # one that holds ``through`` (a cursor can stop inside a segment); the metadata with them
         older = [seg for seg in segs if seg[0] <= through]
         wanted = older[-1:] + [seg for seg in segs if seg[0] > through]
-        got = self.git.blobs([f"{commit}:{META}"] + [f"{commit}:{path}" for _, path in wanted])
-        head = self._parse_head(commit, got[0], device)
-        blobs = got[1:]
+        head = self._parse_head(commit, self.git.blobs([f"{commit}:{META}"])[0], device)
+        sizes = self.git.sizes([f"{commit}:{path}" for _, path in wanted])
         records: list[Record] = []
+        refused: list[Refusal] = []
         last = 0
-        for (_first, path), blob in zip(wanted, blobs, strict=True):
-            if blob is None:
+        most = door.limits.event_bytes
+        for (_first, path), size in zip(wanted, sizes, strict=True):
+            if size is None:
                 raise SyncError(f"segment {path} of {device} is missing on the remote")
-            lines = blob.split(b"\n")
-            if lines and lines[-1] == b"":
-                lines.pop()
-            for n, line in enumerate(lines, 1):
-                where = f"segment {path} of device {device} on the remote, line {n}"
-                if not verify_line(line):
-                    raise SyncError(f"{where} is damaged (checksum mismatch)",
-                                    hint=f"Nothing was imported. Device {device} can push it again: run "
-                                    "`memtray sync --republish` there; other devices are not affected.")
-                try:
-                    rec = decode_raw(line)
-                except BadRecord as exc:
-                    raise SyncError(f"{where} is damaged ({exc})") from None
-                if rec.seq <= last:
-                    raise SyncError(f"{where} is out of order (seq {rec.seq} after {last})")
-                last = rec.seq
-                if rec.seq <= through or ORIGIN_KEY in rec.data:
+            for n, (line, length) in enumerate(self.git.lines(f"{commit}:{path}", most), 1):
+                source = Source("peer", device, f"{path} line {n}")
+                seen = envelopes([line]) if length <= most else None
+                if seen is not None and seen[0][0] <= through:
+                    last = max(last, seen[0][0])
+                    continue  # imported before
+                got = door.line(line, source, length)
+                if isinstance(got, Refusal):
+                    if got.seq is None or got.seq > through:
+                        refused.append(got)
                     continue
-                records.append(rec)
-        if last > head.last_seq:
-            raise SyncError(f"the stream of {device} holds seq {last} past its own end ({head.last_seq})")
-        return PeerEvents(device, commit, records, max(head.last_seq, through))
+                if got.seq <= last:
+                    refused.append(_refusal(source, got, f"out of order (seq {got.seq} after {last})"))
+                    continue
+                last = got.seq
+                if got.seq <= through:
+                    continue
+                if ORIGIN_KEY in got.data:  # a device publishes its own events only, never copies
+                    refused.append(_refusal(source, got, "it carries an origin mark: a copy imported from "
+                                            "another device does not travel"))
+                    continue
+                if got.seq > head.last_seq:
+                    refused.append(_refusal(source, got, f"seq {got.seq} is past the stream's end ({head.last_seq})"))
+                    continue
+                if got.type in LOCAL_TYPES:
+                    refused.append(_refusal(source, got, f"a {got.type} event does not travel between devices"))
+                    continue
+                records.append(got)
+        counts = Counter(r.id for r in records)
+        twice = {i for i, k in counts.items() if k > 1}
+        if twice:
+            refused += [_refusal(Source("peer", device, f"seq {r.seq}"), r, "its event id comes more than once "
+                                 "in the stream") for r in records if r.id in twice]
+            records = [r for r in records if r.id not in twice]
+        return PeerEvents(device, commit, records, max(head.last_seq, through), refused)
 
     def attachments(self, commit: str, shas: Sequence[str], most: int) -> Iterator[tuple[str, bytes]]:
         """The attachment files ``shas`` of the stream at ``commit`` whose bytes have their

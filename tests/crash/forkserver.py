@@ -47,6 +47,7 @@ os.environ.setdefault("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
 
 from memtray.core.base.faults import SplitWriteFileOps  # noqa: E402
 from memtray.core.base.home import Home  # noqa: E402
+from memtray.core.log.events import Message  # noqa: E402
 from memtray.core.log.store import Store  # noqa: E402
 
 #: every step a consolidation is killed at, in order
@@ -84,7 +85,7 @@ def child_log(p: dict[str, Any]) -> None:
         items = []
         for _ in range(rng.choice((1, 1, 1, 2, 3))):
             body = f"m{i} " + "x" * rng.choice((0, 10, 200, 1500, 3000))
-            items.append(("message", {"role": rng.choice(("user", "assistant")), "content": body},
+            items.append((Message(role=rng.choice(("user", "assistant")), content=body),
                           f"s{rng.randrange(3)}", None))
         recs = store.append_many(items)
         out("ack " + " ".join(str(r.seq) for r in recs))
@@ -128,9 +129,9 @@ def child_consolidate(p: dict[str, Any]) -> None:
     for _ in range(int(p["rounds"])):
         for _ in range(rng.randint(2, 5)):
             words = " ".join(rng.sample(WORDS, 3))
-            app.store.append("message", {"role": "user", "content": f"note {rng.randrange(10**6)} {words}"},
+            app.store.append(Message(role="user", content=f"note {rng.randrange(10**6)} {words}"),
                              session="quick")
-            app.store.append("message", {"role": "assistant", "content": "noted"}, session="quick")
+            app.store.append(Message(role="assistant", content="noted"), session="quick")
         if rng.random() < 0.2:
             memory.remember(f"likes {rng.choice(WORDS)} {rng.randrange(1000)}", "Preferences",
                             model=None, source_seq=None)

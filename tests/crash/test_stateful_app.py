@@ -38,7 +38,7 @@ from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.llm.client import DeltaCallback, LLMClient, LLMResult, Request, ToolCall
-from memtray.core.log.events import Record, encode
+from memtray.core.log.events import Message, Record, encode
 from memtray.core.log.projections import replay
 from memtray.core.memory import factdiff, facts
 
@@ -154,7 +154,7 @@ class AppMachine(RuleBasedStateMachine):
     def append(self, session: str, role: str, words: list[str]) -> None:
         assert self.app is not None
         text = f"m{self._next()} " + " ".join(words)
-        self.app.store.append("message", {"role": role, "content": text}, session=session)
+        self.app.store.append(Message(role=role, content=text), session=session)
         self.messages.setdefault(session, []).append((role, text))
         self.count[session] = self.count.get(session, 0) + 1
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from memtray.core.base.home import Home
+from memtray.core.log.events import Message
 from memtray.core.log.store import Store
 
 
@@ -21,7 +22,7 @@ def main() -> None:
     store = Store.open(home, segment_bytes=seg)
     print(f"start {store.log.last_seq}", flush=True)
     for i in range(n):
-        rec = store.append("message", {"role": "user", "content": f"m{i} " + "x" * (i % 300)}, session=f"s{i % 3}")
+        rec = store.append(Message(role="user", content=f"m{i} " + "x" * (i % 300)), session=f"s{i % 3}")
         print(f"ack {rec.seq}", flush=True)
     store.close()
     print("done", flush=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from memtray.core.base.home import Home
 from memtray.core.cli.main import main
+from memtray.core.log.events import Message
 
 from tests.faults.support import git, open_app, write_memory
 from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
@@ -94,7 +95,7 @@ def _pad_to_page(home: Home, slack: int = 0) -> None:
         probe = encode(Record(store.log.last_seq + 1, "0" * 26, "2026-11-30T09:00:00.000Z", "message", 1, "pad",
                               {"role": "user", "content": ""}))
         need = -(seg.stat().st_size + len(probe) + slack) % 4096
-        store.append("message", {"role": "user", "content": "p" * need}, session="pad")
+        store.append(Message(role="user", content="p" * need), session="pad")
         assert -seg.stat().st_size % 4096 == slack
     finally:
         store.close(checkpoint=False)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from memtray.core.admin import doctor
 from memtray.core.base.home import Home
+from memtray.core.log.events import Message
 from memtray.core.log.segments import verify
 from memtray.core.log.store import CHECKPOINT_NAME, Store
 
@@ -28,7 +29,7 @@ def healthy(tmp_path: Path) -> Home:
     app = open_app(home)
     for i, facts in enumerate([["likes tea"], ["likes tea", "plays chess"], ["plays chess", "lives in Oslo"]]):
         write_memory(app, facts, history_append=f"entry {i}")
-        app.store.append("message", {"role": "user", "content": f"hello {i}"}, session="quick")
+        app.store.append(Message(role="user", content=f"hello {i}"), session="quick")
     app.close()
     assert _problems(home) == []
     return home
@@ -132,7 +133,7 @@ def test_damaged_record_in_the_middle(healthy: Home) -> None:
     assert damages == [] and count == 6
     store = Store.open(healthy)
     assert [r.type for r in store.log.records()][1] == "log.damaged"
-    assert store.append("message", {"role": "user", "content": "after repair"}).seq == 7
+    assert store.append(Message(role="user", content="after repair")).seq == 7
     store.close()
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from memtray.core.base.home import Home
+from memtray.core.log.events import Message
 from memtray.core.log.projections import replay
 from memtray.core.log.segments import verify
 from memtray.core.memory.consolidation import ConsolidationFailedError
@@ -50,8 +51,8 @@ def _app(home: Home, server: ScriptedLLMServer, **kw: Any) -> Any:
 
 def _seed(app: Any, n: int = 3) -> None:
     for i in range(n):
-        app.store.append("message", {"role": "user", "content": f"I like tea, note {i}"}, session="quick")
-        app.store.append("message", {"role": "assistant", "content": "noted"}, session="quick")
+        app.store.append(Message(role="user", content=f"I like tea, note {i}"), session="quick")
+        app.store.append(Message(role="assistant", content="noted"), session="quick")
 
 
 FAULTS = [

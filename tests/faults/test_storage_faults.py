@@ -27,6 +27,7 @@ from memtray.core.base.errors import LogWriteError
 from memtray.core.base.faults import Fault, FaultyFileOps, PowerCut, fs_faults
 from memtray.core.base.fsutil import DiskError
 from memtray.core.base.home import Home
+from memtray.core.log.events import ConsolidationFailed, ConsolidationStarted, Verbatim
 from memtray.core.log.projections import replay
 from memtray.core.log.segments import verify
 from memtray.core.log.store import CHECKPOINT_NAME, Store
@@ -61,19 +62,19 @@ def test_log_write_fault_leaves_no_trace_and_retry_is_idempotent(
     ops = FaultyFileOps()
     store = _store(home, ops)
     for i in range(5):
-        store.append("message", _msg(i), session="s")
+        store.append(Verbatim("message", _msg(i)), session="s")
     before_state = store.state.to_json()
     before_bytes = _segment_bytes(home)
     ops.arm(Fault(op, err, partial=partial))
     with pytest.raises(LogWriteError) as exc:
-        store.append("message", _msg(5), session="s", id="01RETRY0000000000000000000")
+        store.append(Verbatim("message", _msg(5)), session="s", id="01RETRY0000000000000000000")
     assert ("disk is full" if err == errno.ENOSPC else "I/O error") in str(exc.value)
     assert "nothing was lost" in exc.value.hint
     assert store.state.to_json() == before_state  # state did not advance
     assert _segment_bytes(home) == before_bytes  # the failed bytes were taken back
     # the retry (same id) succeeds once; a second retry returns the same record
-    rec = store.append("message", _msg(5), session="s", id="01RETRY0000000000000000000")
-    again = store.append("message", _msg(5), session="s", id="01RETRY0000000000000000000")
+    rec = store.append(Verbatim("message", _msg(5)), session="s", id="01RETRY0000000000000000000")
+    again = store.append(Verbatim("message", _msg(5)), session="s", id="01RETRY0000000000000000000")
     assert rec.seq == again.seq == 6
     store.close()
     assert check_log(home.root, {1, 2, 3, 4, 5, 6}, segment_bytes=16 * 2**20).events == 6
@@ -87,15 +88,15 @@ def test_failed_undo_is_rescanned_before_the_next_append(tmp_path: Path, partial
     home = Home.resolve(tmp_path / "h")
     ops = FaultyFileOps()
     store = _store(home, ops)
-    store.append("message", _msg(0), session="s")
+    store.append(Verbatim("message", _msg(0)), session="s")
     if partial:
         ops.arm(Fault("write", errno.EIO, partial=partial))
     else:
         ops.arm(Fault("fsync", errno.EIO))  # the whole record is in the file
     ops.arm(Fault("truncate", errno.EIO))
     with pytest.raises(LogWriteError):
-        store.append("message", _msg(1), session="s", id="01WEDGED000000000000000000")
-    rec = store.append("message", _msg(1), session="s", id="01WEDGED000000000000000000")
+        store.append(Verbatim("message", _msg(1)), session="s", id="01WEDGED000000000000000000")
+    rec = store.append(Verbatim("message", _msg(1)), session="s", id="01WEDGED000000000000000000")
     assert rec.seq == 2
     assert [r.id for r in store.log.records()].count("01WEDGED000000000000000000") == 1
     torn = home.events / "000001.jsonl.torn"
@@ -109,13 +110,13 @@ def test_cannot_open_new_segment(tmp_path: Path, err: int) -> None:
     home = Home.resolve(tmp_path / "h")
     ops = FaultyFileOps()
     store = _store(home, ops, segment_bytes=400)
-    store.append("message", _msg(0), session="s")
+    store.append(Verbatim("message", _msg(0)), session="s")
     ops.arm(Fault("open", err))
     big = {"role": "user", "content": "y" * 500}
     with pytest.raises(LogWriteError, match="could not open"):
-        store.append("message", big, session="s")
+        store.append(Verbatim("message", big), session="s")
     assert store.log.last_seq == 1
-    assert store.append("message", big, session="s").seq == 2
+    assert store.append(Verbatim("message", big), session="s").seq == 2
     store.close()
     check_log(home.root, {1, 2}, segment_bytes=400)
 
@@ -127,11 +128,11 @@ def test_power_cut_loses_only_unacknowledged_writes(tmp_path: Path, keep: int) -
     home = Home.resolve(tmp_path / "h")
     ops = FaultyFileOps()
     store = _store(home, ops)
-    acked = {store.append("message", _msg(i), session="s").seq for i in range(8)}
+    acked = {store.append(Verbatim("message", _msg(i)), session="s").seq for i in range(8)}
     ops.arm(Fault("fsync", power_cut=True))
     with pytest.raises(PowerCut):
-        store.append_many([("message", _msg(8), "s", "01LOST00000000000000000001"),
-                           ("message", _msg(9), "s", "01LOST00000000000000000002")])
+        store.append_many([(Verbatim("message", _msg(8)), "s", "01LOST00000000000000000001"),
+                           (Verbatim("message", _msg(9)), "s", "01LOST00000000000000000002")])
     store.log.close()
     assert store._lock is not None
     store._lock.release()
@@ -143,7 +144,7 @@ def test_power_cut_loses_only_unacknowledged_writes(tmp_path: Path, keep: int) -
     if keep >= 10**6:  # everything reached the disk after all: adopted, not duplicated on retry
         assert checked.events == 10
         again = Store.open(home)
-        rec = again.append("message", _msg(9), session="s", id="01LOST00000000000000000002")
+        rec = again.append(Verbatim("message", _msg(9)), session="s", id="01LOST00000000000000000002")
         assert rec.seq == 10 and again.log.last_seq == 10
         again.close()
 
@@ -157,11 +158,11 @@ def test_checkpoint_save_fault_keeps_the_old_one(tmp_path: Path, op: str, err: i
     home = Home.resolve(tmp_path / "h")
     store = Store.open(home)
     for i in range(5):
-        store.append("message", _msg(i), session="s")
+        store.append(Verbatim("message", _msg(i)), session="s")
     store.checkpoint()
     old = (home.state / CHECKPOINT_NAME).read_bytes()
     for i in range(5, 9):
-        store.append("message", _msg(i), session="s")
+        store.append(Verbatim("message", _msg(i)), session="s")
     with fs_faults(Fault(op, err)), pytest.raises(DiskError):
         store.checkpoint()
     assert (home.state / CHECKPOINT_NAME).read_bytes() == old
@@ -186,7 +187,7 @@ def test_automatic_checkpoint_failure_never_fails_an_append(tmp_path: Path, monk
     store.subscribe(lambda recs, _s: seen.extend(r.seq for r in recs))
     with fs_faults(Fault("replace", errno.ENOSPC, times=-1)):
         for i in range(7):
-            store.append("message", _msg(i), session="s")
+            store.append(Verbatim("message", _msg(i)), session="s")
         store.close()  # the final checkpoint fails quietly too
     assert seen == list(range(1, 8))
     check_log(home.root, set(seen), segment_bytes=16 * 2**20)
@@ -253,7 +254,7 @@ def test_git_object_write_fault_is_caught_up(tmp_path: Path, err: int, monkeypat
 def _history(app: Any) -> None:
     for i, facts in enumerate([["likes tea"], ["likes tea", "plays chess"], ["plays chess", "lives in Oslo"]]):
         write_memory(app, facts, history_append=f"entry {i}")
-        app.store.append("message", _msg(i), session="quick")
+        app.store.append(Verbatim("message", _msg(i)), session="quick")
 
 
 @pytest.mark.parametrize("which", ["commit", "tree", "blob"])
@@ -468,9 +469,9 @@ def test_deleted_state_and_memory_come_back_identical(tmp_path: Path) -> None:
     home = Home.resolve(tmp_path / "h")
     app = open_app(home)
     _history(app)
-    app.store.append("consolidation.started", {"consolidation": "c1", "start": 0, "end": 2, "model": "m"},
+    app.store.append(ConsolidationStarted(consolidation="c1", start=0, end=2, model="m"),
                      session="quick")
-    app.store.append("consolidation.failed", {"consolidation": "c1", "reason": "test"}, session="quick")
+    app.store.append(ConsolidationFailed(consolidation="c1", reason="test"), session="quick")
     state = app.store.state.to_json()
     app.close()
     shas = rev_list(home.memory)

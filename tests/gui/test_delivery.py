@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from memtray.core.app import App
+from memtray.core.log.events import Message
 from memtray.desktop.qt import QApplication
 
 from tests.gui.conftest import close_desktop, make_desktop
@@ -57,7 +58,7 @@ def test_damaged_log_is_reported_and_nothing_is_delivered(
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")
     with App.open(configured_home) as app:
         for i in range(5):
-            app.store.append("message", {"role": "user", "content": f"message {i}"}, session="quick")
+            app.store.append(Message(role="user", content=f"message {i}"), session="quick")
     seg = sorted(configured_home.events.glob("*.jsonl"))[0]
     raw = bytearray(seg.read_bytes())
     second = raw.index(b"\n") + 1

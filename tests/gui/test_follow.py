@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from memtray.core.log.events import Message
 
 from tests.fixtures.llm_server import reply, tool_call
 
@@ -74,7 +75,7 @@ def test_a_session_started_elsewhere_appears_in_the_conversation_list(qtbot: Any
 
     qtbot.waitUntil(lambda: keys() == ["quick"], timeout=10000)
     desktop.app.write(lambda: desktop.app.store.append(
-        "message", {"role": "user", "content": "from the terminal"}, session="cli"))
+        Message(role="user", content="from the terminal"), session="cli"))
     qtbot.waitUntil(lambda: keys() == ["quick", "cli"], timeout=10000)  # the quick chat stays on top
 
 

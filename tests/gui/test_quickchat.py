@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from memtray.core.log.events import Message, SessionReset
 from memtray.desktop.chatview import ErrorView, MessageView
 from memtray.desktop.qt import QApplication, QLabel, Qt
 
@@ -211,10 +212,10 @@ def test_scrollback_reads_older_messages_from_the_log(qtbot: Any, configured_hom
 
     with App.open(configured_home) as app:
         for i in range(3):
-            app.store.append("message", {"role": "user", "content": f"old question {i}"}, session="quick")
-            app.store.append("message", {"role": "assistant", "content": f"old answer {i}"}, session="quick")
-        app.store.append("session.reset", {"reason": "user"}, session="quick")
-        app.store.append("message", {"role": "user", "content": "new question"}, session="quick")
+            app.store.append(Message(role="user", content=f"old question {i}"), session="quick")
+            app.store.append(Message(role="assistant", content=f"old answer {i}"), session="quick")
+        app.store.append(SessionReset(reason="user"), session="quick")
+        app.store.append(Message(role="user", content="new question"), session="quick")
     d = make_desktop(qtbot, configured_home)
     try:
         pane = d.popup.pane
@@ -236,8 +237,8 @@ def test_long_sessions_render_one_page_first(qtbot: Any, configured_home: Any, r
 
     with App.open(configured_home) as app:
         for i in range(15):
-            app.store.append("message", {"role": "user", "content": f"q{i}"}, session="quick")
-            app.store.append("message", {"role": "assistant", "content": f"a{i}"}, session="quick")
+            app.store.append(Message(role="user", content=f"q{i}"), session="quick")
+            app.store.append(Message(role="assistant", content=f"a{i}"), session="quick")
     d = make_desktop(qtbot, configured_home)
     try:
         pane = d.popup.pane
@@ -260,11 +261,11 @@ def test_show_earlier_only_when_there_is_something_earlier(
 
     with App.open(configured_home) as app:
         # another session's messages come first in the log: they are not "earlier" here
-        app.store.append("message", {"role": "user", "content": "elsewhere"}, session="chat-1")
-        app.store.append("message", {"role": "user", "content": "first here"}, session="other")
-        app.store.append("message", {"role": "user", "content": "old"}, session="reset-one")
-        app.store.append("session.reset", {"reason": "user"}, session="reset-one")
-        app.store.append("message", {"role": "user", "content": "after the reset"}, session="reset-one")
+        app.store.append(Message(role="user", content="elsewhere"), session="chat-1")
+        app.store.append(Message(role="user", content="first here"), session="other")
+        app.store.append(Message(role="user", content="old"), session="reset-one")
+        app.store.append(SessionReset(reason="user"), session="reset-one")
+        app.store.append(Message(role="user", content="after the reset"), session="reset-one")
     d = make_desktop(qtbot, configured_home)
     try:
         pane = d.popup.pane

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from memtray.core.base import config
+from memtray.core.log.events import Message
 from memtray.desktop.qt import Qt
 from memtray.desktop.recall_view import RecalledLink
 
@@ -28,7 +29,7 @@ def recall_desktop(qtbot: Any, configured_home: Any, runtime_dir: Path) -> Itera
 
 
 def _append(app: Any, content: str, role: str, session: str) -> int:
-    return int(app.write(lambda: app.store.append("message", {"role": role, "content": content},
+    return int(app.write(lambda: app.store.append(Message(role=role, content=content),
                                                   session=session)).seq)
 
 

@@ -16,6 +16,7 @@ from memtray.core.app import App
 from memtray.core.base.clock import Clock
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home, device_id
+from memtray.core.log.events import Message
 from memtray.core.sync.digest import state_digest
 from memtray.core.sync.service import SyncReport
 
@@ -67,8 +68,8 @@ def sync(url: Path | str, *apps: App, **how: bool) -> list[SyncReport]:
 
 
 def say(app: App, text: str, session: str = "quick") -> None:
-    app.store.append_many([("message", {"role": "user", "content": text}, session, None),
-                           ("message", {"role": "assistant", "content": f"noted: {text}"}, session, None)])
+    app.store.append_many([(Message(role="user", content=text), session, None),
+                           (Message(role="assistant", content=f"noted: {text}"), session, None)])
 
 
 def source(app: App) -> int:

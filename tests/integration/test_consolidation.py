@@ -24,7 +24,7 @@ from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import MemoryWritten
+from memtray.core.log.events import MemoryWritten, Message
 from memtray.core.memory.consolidation import ConsolidationFailedError, ConsolidationService
 from memtray.core.memory.gitrepo import GitRepo
 from memtray.core.memory.service import MemoryService
@@ -93,8 +93,7 @@ SAID = "I play chess, I have a cat, I moved to Lyon, and I sent a batch of messa
 
 def add_messages(app: App, session: str, n: int, prefix: str = "message") -> None:
     app.store.append_many([
-        ("message", {"role": "user" if i % 2 == 0 else "assistant",
-                     "content": f"{prefix} {i}: " + SAID.format(n=n)}, session, None)
+        (Message(role="user" if i % 2 == 0 else "assistant", content=f"{prefix} {i}: " + SAID.format(n=n)), session, None)
         for i in range(n)
     ])
 

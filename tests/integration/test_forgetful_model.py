@@ -32,7 +32,7 @@ from memtray.core.app import App
 from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
-from memtray.core.log.events import MemoryWritten
+from memtray.core.log.events import MemoryWritten, Message
 from memtray.core.memory import factdiff
 from memtray.core.memory.consolidation import ConsolidationFailedError
 from memtray.core.memory.facts import read_markers
@@ -250,8 +250,8 @@ def test_forgetful_model_never_makes_memory_forget(home: Home, served: ScriptedL
             clock.advance(60)
             _k, text = model.new_fact()  # after a failure the retry covers two rounds
             app.store.append_many([
-                ("message", {"role": "user", "content": f"Please remember that {text}."}, "chat", None),
-                ("message", {"role": "assistant", "content": "Noted."}, "chat", None),
+                (Message(role="user", content=f"Please remember that {text}."), "chat", None),
+                (Message(role="assistant", content="Noted."), "chat", None),
             ])
             before = app.store.state.memory
             try:

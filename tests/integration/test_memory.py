@@ -22,8 +22,8 @@ from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.log.eventlog import EventLog
-from memtray.core.log.events import MemoryWritten
-from memtray.core.log.store import Store
+from memtray.core.log.events import MemoryWritten, Message
+from memtray.core.log.store import Entry, Store
 from memtray.core.memory.gitrepo import GitError, GitRepo
 from memtray.core.memory.service import MemoryService
 
@@ -123,9 +123,9 @@ def assert_consistent(home: Home) -> None:
 
 
 def add_messages(app: App, session: str, texts: list[str]) -> None:
-    items: list[tuple[str, dict[str, Any], str | None, str | None]] = []
+    items: list[Entry] = []
     for i, t in enumerate(texts):
-        items.append(("message", {"role": "user" if i % 2 == 0 else "assistant", "content": t}, session, None))
+        items.append((Message(role="user" if i % 2 == 0 else "assistant", content=t), session, None))
     app.store.append_many(items)
 
 
@@ -256,8 +256,8 @@ def test_rollback_event_points_at_its_own_memory_written(app: App) -> None:
 def test_commits_missing_for_logged_events_are_made_at_start(home: Home) -> None:
     with Store.open(home) as store:  # as if memtray died after each append, before git
         for i, text in enumerate([MEM0, MEM0 + "- User has a dog\n", MEM0]):
-            store.append(MemoryWritten.TYPE, MemoryWritten(memory=text, reason="agent",
-                                                           history_append=f"entry {i}").to_data())
+            store.append(MemoryWritten(memory=text, reason="agent",
+                                                           history_append=f"entry {i}"))
     a = open_app(home)
     try:
         assert mem(a).commits_made_on_start == 3
@@ -474,7 +474,7 @@ def test_git_ahead_of_the_log_is_rebuilt_from_the_log(app: App, home: Home) -> N
     shutil.rmtree(home.root / "events")
     shutil.rmtree(home.root / "state", ignore_errors=True)
     with Store.open(home) as store:
-        store.append(MemoryWritten.TYPE, MemoryWritten(memory=MEM0, reason="agent").to_data())
+        store.append(MemoryWritten(memory=MEM0, reason="agent"))
     shutil.rmtree(home.memory)
     shutil.copytree(home.root / "memory-new", home.memory)
     open_app(home).close()

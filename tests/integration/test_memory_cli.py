@@ -24,6 +24,7 @@ from memtray.core.app import App
 from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
+from memtray.core.log.events import Message
 from memtray.core.memory.service import MemoryService
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, error, reply, tool_call
@@ -67,8 +68,8 @@ def seed(root: Path, server: ScriptedLLMServer) -> Seeded:
         svc.write(MEM0, reason="user-edit", source="user")
         clock.advance(3600)
         app.store.append_many([
-            ("message", {"role": "user", "content": "I adopted a cat called Tom and moved to Lyon"}, "quick", None),
-            ("message", {"role": "assistant", "content": "Congratulations on Tom!"}, "quick", None),
+            (Message(role="user", content="I adopted a cat called Tom and moved to Lyon"), "quick", None),
+            (Message(role="assistant", content="Congratulations on Tom!"), "quick", None),
         ])
         m1 = MEM0.replace("- User lives in London\n", "- User lives in Lyon\n") + "- User has a cat called Tom\n"
         server.script(save_memory(m1, "[2025-06-02 10:00] The user adopted Tom the cat and moved to Lyon.",
@@ -78,8 +79,8 @@ def seed(root: Path, server: ScriptedLLMServer) -> Seeded:
         svc.remember("User plays the cello", "Hobbies", model="openai/test-model", source_seq=None)
         clock.advance(3600)
         app.store.append_many([
-            ("message", {"role": "user", "content": "My sister Anna visits next week"}, "quick", None),
-            ("message", {"role": "assistant", "content": "Have fun with Anna."}, "quick", None),
+            (Message(role="user", content="My sister Anna visits next week"), "quick", None),
+            (Message(role="assistant", content="Have fun with Anna."), "quick", None),
         ])
         m3 = app.store.state.memory.replace("- User likes green tea\n", "") + "- User's sister is Anna\n"
         server.script(save_memory(m3, "[2025-06-02 12:00] Anna, the user's sister, visits next week."))
@@ -377,8 +378,8 @@ def test_consolidate_session_and_all(copy: Seeded, llm_server: ScriptedLLMServer
     try:
         for session, text in (("a", "I like chess"), ("b", "I like go"), ("c", "I like bridge")):
             app.store.append_many([
-                ("message", {"role": "user", "content": text}, session, None),
-                ("message", {"role": "assistant", "content": "Nice"}, session, None),
+                (Message(role="user", content=text), session, None),
+                (Message(role="assistant", content="Nice"), session, None),
             ])
         current = app.store.state.memory
     finally:

@@ -21,7 +21,7 @@ def test_events_without_ids_replay_with_content_ids_and_new_writes_carry_them(ho
     app = open_app(home)
     try:
         # a memory.written as memtray wrote it before ids existed: no "facts" member
-        app.store.append(MemoryWritten.TYPE, MemoryWritten(memory=OLD, reason="user-edit", source="user").to_data())
+        app.store.append(MemoryWritten(memory=OLD, reason="user-edit", source="user"))
         legacy = [f.id for f in factdiff.parse(OLD)]
         assert app.memory.ledger().ids == legacy
         app.memory.remember("Has a cat named Pixel", "Me", model=None, source_seq=None)

@@ -18,6 +18,7 @@ import pytest
 from memtray.core.app import App
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
+from memtray.core.log.events import Verbatim
 from memtray.core.log.origin import origin_of
 from memtray.core.memory.merge import MergeOutcome, PeerHead
 
@@ -254,12 +255,12 @@ def test_why_names_the_messages_another_device_consolidated_a_fact_from(pair: tu
     a, b = pair
     remember(a, "Lives in Lyon")
     b.memory.merge_peer_heads(heads(a))
-    said = b.store.append(Message.TYPE, Message(role="user", content="I started learning Japanese last week").to_data(),
+    said = b.store.append(Message(role="user", content="I started learning Japanese last week"),
                           session="quick")
     b.memory.remember("Is learning Japanese", "Me", model=None, source_seq=said.seq)
     remember(a, "Plays the cello")
     # what the sync does: b's message imported into a's log with its id and origin, b's heads merged
-    a.store.append(Message.TYPE, marked(said, b.memory.device), session=peer_session("quick", b.memory.device),
+    a.store.append(Verbatim(Message.TYPE, marked(said, b.memory.device)), session=peer_session("quick", b.memory.device),
                    id=said.id)
     assert a.memory.merge_peer_heads(heads(b)).merged
     info = a.memory.why("Is learning Japanese")

@@ -16,6 +16,7 @@ from typing import Any
 from memtray.core.app import App
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
+from memtray.core.log.events import Message
 from memtray.core.memory import factdiff
 
 from tests.fixtures.llm_server import ScriptedLLMServer, tool_call
@@ -46,8 +47,8 @@ def test_undo_one_consolidation_after_later_ones(home: Home, llm_server: Scripte
     app = App.open(home, config=cfg)
     try:
         def turn(user: str) -> str:
-            app.store.append_many([("message", {"role": "user", "content": user}, "chat", None),
-                                   ("message", {"role": "assistant", "content": "Noted."}, "chat", None)])
+            app.store.append_many([(Message(role="user", content=user), "chat", None),
+                                   (Message(role="assistant", content="Noted."), "chat", None)])
             return app.run(app.consolidation.consolidate("chat", archive_all=True, trigger="manual")).consolidation
 
         llm_server.script(save("## Me\n- Lives in Paris [#1]\n- Likes green tea [#1]\n- Has a cat named Pixel [#1]\n"))

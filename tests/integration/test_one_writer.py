@@ -16,7 +16,7 @@ from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.base.worker import WrongThread
 from memtray.core.cli import main as cli
-from memtray.core.log.events import Record
+from memtray.core.log.events import Message, Record
 
 from tests.fixtures.llm_server import ScriptedLLMServer, echo
 
@@ -60,7 +60,7 @@ def test_every_append_runs_on_the_worker_whoever_asks(app: App, monkeypatch: pyt
     def direct(i: int) -> None:
         try:
             app.memory.remember(f"Fact number {i} about the user", "Facts", model=None, source_seq=None)
-            app.store.append("message", {"role": "user", "content": f"direct {i}"}, session="direct")
+            app.store.append(Message(role="user", content=f"direct {i}"), session="direct")
         except BaseException as exc:
             errors.append(exc)
 
@@ -93,6 +93,6 @@ def test_a_git_write_off_the_worker_is_refused(app: App) -> None:
 
 def test_appending_off_the_worker_while_holding_the_store_lock_is_refused(app: App) -> None:
     with app.store.locked(), pytest.raises(WrongThread):
-        app.store.append("message", {"role": "user", "content": "x"}, session="s")
-    rec: Record = app.store.append("message", {"role": "user", "content": "y"}, session="s")
+        app.store.append(Message(role="user", content="x"), session="s")
+    rec: Record = app.store.append(Message(role="user", content="y"), session="s")
     assert rec.data["content"] == "y"  # handed to the worker, as every other append

@@ -10,6 +10,7 @@ from memtray.core.agent.timetravel import reconstruct
 from memtray.core.app import App
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
+from memtray.core.log.events import Message
 
 from tests.fixtures.llm_server import ScriptedLLMServer
 
@@ -20,7 +21,7 @@ def config(server: ScriptedLLMServer, **kw: Any) -> Config:
 
 
 def append(app: App, content: str, role: str, session: str) -> int:
-    return app.write(lambda: app.store.append("message", {"role": role, "content": content}, session=session)).seq
+    return app.write(lambda: app.store.append(Message(role=role, content=content), session=session)).seq
 
 
 def last_user_content(server: ScriptedLLMServer) -> str:

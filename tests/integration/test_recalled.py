@@ -10,6 +10,7 @@ from memtray.core.base import config
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.log import transcript
+from memtray.core.log.events import Message
 
 from tests.fixtures.llm_server import ScriptedLLMServer, reply
 from tests.support import run_cli
@@ -18,7 +19,7 @@ MEM0 = "# Memory\n\n## Identity\n- User's name is Ada\n"
 
 
 def _append(app: App, content: str, role: str, session: str) -> int:
-    return app.write(lambda: app.store.append("message", {"role": role, "content": content}, session=session)).seq
+    return app.write(lambda: app.store.append(Message(role=role, content=content), session=session)).seq
 
 
 def test_recalled_returns_messages_diary_and_missing_entries_in_order(home: Home) -> None:

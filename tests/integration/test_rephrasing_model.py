@@ -18,6 +18,7 @@ from memtray.core.app import App
 from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
+from memtray.core.log.events import Message
 from memtray.core.memory import factdiff
 
 from tests.fixtures.llm_server import ScriptedLLMServer
@@ -44,8 +45,8 @@ def test_rephrasing_model_loses_nothing_doubles_nothing_and_is_never_refused(
             clock.advance(60)
             text = model.new_fact()
             app.store.append_many([
-                ("message", {"role": "user", "content": f"Please remember that {text}."}, "chat", None),
-                ("message", {"role": "assistant", "content": "Noted."}, "chat", None),
+                (Message(role="user", content=f"Please remember that {text}."), "chat", None),
+                (Message(role="assistant", content="Noted."), "chat", None),
             ])
             out = app.run(app.consolidation.consolidate("chat", trigger="window"))  # raises if refused
             assert not out.nothing_to_do

@@ -11,6 +11,7 @@ from typing import Any
 from memtray.core.app import App
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
+from memtray.core.log.events import Message
 from memtray.core.log.store import Store
 
 from tests.fixtures.llm_server import ScriptedLLMServer
@@ -22,7 +23,7 @@ TEXTS = [f"note {i}: I went running by the lake, {i} km" for i in range(12)]
 def seed(home: Home) -> None:
     with Store.open(home) as store:
         for t in TEXTS:
-            store.append("message", {"role": "user", "content": t}, session="cli")
+            store.append(Message(role="user", content=t), session="cli")
 
 
 def use_embeddings(home: Home, base_url: str) -> None:
@@ -55,7 +56,7 @@ def test_a_one_shot_command_never_embeds_the_history(home: Home, llm_server: Scr
     app = App.open(home)
     try:
         assert app.search.embedding_task is None
-        app.write(lambda: app.store.append("message", {"role": "user", "content": "one more"}, session="cli"))
+        app.write(lambda: app.store.append(Message(role="user", content="one more"), session="cli"))
         assert app.search.embedding_task is None  # an append does not start one either
     finally:
         app.close()
@@ -79,7 +80,7 @@ def test_a_long_lived_instance_embeds_in_the_background(home: Home, llm_server: 
         assert again is not None
         again.result(timeout=120)
         # what is appended later is embedded too
-        app.write(lambda: app.store.append("message", {"role": "user", "content": "swam 2 km"}, session="cli"))
+        app.write(lambda: app.store.append(Message(role="user", content="swam 2 km"), session="cli"))
         later = app.search.embedding_task
         assert later is not None and later is not task
         later.result(timeout=120)

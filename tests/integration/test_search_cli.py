@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from memtray.core.base.home import Home
+from memtray.core.log.events import MemoryWritten, Message
 from memtray.core.log.store import Store
 from memtray.core.search.index import index_path
 
@@ -18,15 +19,13 @@ def seed(home: Home) -> dict[str, int]:
     with Store.open(home) as store:
         return {
             "user": store.append(
-                "message", {"role": "user", "content": "Book a table at the Café in Zürich"}, session="cli"
+                Message(role="user", content="Book a table at the Café in Zürich"), session="cli"
             ).seq,
             "assistant": store.append(
-                "message", {"role": "assistant", "content": "Done: Zürich, Friday 8pm."}, session="desk"
+                Message(role="assistant", content="Done: Zürich, Friday 8pm."), session="desk"
             ).seq,
             "diary": store.append(
-                "memory.written",
-                {"memory": "# Memory\n", "reason": "consolidation",
-                 "history_append": "[2026-03-01 10:00] User booked dinner in Zürich."},
+                MemoryWritten(memory="# Memory\n", reason="consolidation", history_append="[2026-03-01 10:00] User booked dinner in Zürich."),
                 session="cli",
             ).seq,
         }
@@ -91,7 +90,7 @@ def test_index_is_incremental_and_rebuildable(home: Home) -> None:
     first = search_json(home, "zurich")
     assert index_path(home).exists()
     with Store.open(home) as store:
-        late = store.append("message", {"role": "user", "content": "Zürich again?"}, session="cli").seq
+        late = store.append(Message(role="user", content="Zürich again?"), session="cli").seq
     second = search_json(home, "zurich")
     assert late in {h["seq"] for h in second}
     index_path(home).unlink()
@@ -109,7 +108,7 @@ def test_forwards_to_the_running_instance(home: Home) -> None:
     server = ipc.Server(home, lambda req, send: cli.serve(app, req, send))
     try:
         server.start()
-        live = app.store.append("message", {"role": "user", "content": "Zürich by train"}, session="cli").seq
+        live = app.store.append(Message(role="user", content="Zürich by train"), session="cli").seq
         hits = search_json(home, "zurich")  # the home is locked: served by `app`
         assert {h["seq"] for h in hits} == {*s.values(), live}
     finally:
@@ -128,7 +127,7 @@ def use_embeddings(home: Home, base_url: str) -> None:
 def test_modes_and_scores(home: Home, llm_server: Any) -> None:
     s = seed(home)
     with Store.open(home) as store:
-        run = store.append("message", {"role": "user", "content": "I went running by the lake"}, session="cli").seq
+        run = store.append(Message(role="user", content="I went running by the lake"), session="cli").seq
     proc = run_cli(home.root, "history", "search", "--json", "--mode", "semantic", "ran")
     assert proc.returncode == 1 and "needs an embedding model" in proc.stderr
     assert "embedding_model" in proc.stderr  # the hint says how

@@ -19,6 +19,7 @@ pytest.importorskip("llama_cpp")
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.llm import localmodel
+from memtray.core.log.events import Message
 from memtray.core.log.store import Store
 from memtray.core.search import service as svcmod
 from memtray.core.search.embed import Embedder, backend_of, keyword_only_reason
@@ -55,7 +56,7 @@ def service(store: Store, cfg: Config = LOCAL) -> SearchService:
 
 
 def seed(store: Store, texts: list[str] = TEXTS) -> list[int]:
-    return [store.append("message", {"role": "user", "content": t}, session="cli").seq for t in texts]
+    return [store.append(Message(role="user", content=t), session="cli").seq for t in texts]
 
 
 def sizes(svc: SearchService) -> set[int]:
@@ -185,7 +186,7 @@ def test_purge_doctor_and_a_deleted_state_cover_offline_vectors(home: Home) -> N
     app = open_app()
     try:
         for text in texts:
-            app.write(lambda t=text: app.store.append("message", {"role": "user", "content": t}, session="cli"))
+            app.write(lambda t=text: app.store.append(Message(role="user", content=t), session="cli"))
         app.run(app.search.backfill())
         assert app.search.vectors.progress() == (3, 3)
         assert any("embeddings (local/smollm2): 3 of 3" in f.title for f in check_search(home, "local"))

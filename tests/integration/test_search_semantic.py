@@ -15,6 +15,7 @@ from memtray.core.base.clock import FakeClock
 from memtray.core.base.config import Config
 from memtray.core.base.errors import LLMError
 from memtray.core.base.home import Home
+from memtray.core.log.events import Message
 from memtray.core.log.store import Store
 from memtray.core.search import service as svcmod
 from memtray.core.search.embed import Embedder
@@ -55,7 +56,7 @@ def run(coro: Any) -> Any:
 
 
 def say(store: Store, content: str, role: str = "user", session: str = "cli") -> int:
-    return store.append("message", {"role": role, "content": content}, session=session).seq
+    return store.append(Message(role=role, content=content), session=session).seq
 
 
 def down(status: int = 503) -> list[Any]:
@@ -331,7 +332,7 @@ def test_purge_empties_the_vectors_and_they_come_back_without_the_text(
     app = App.open(home, config=embed_config(llm_server))
     try:
         for text in ("my locker code is 4471-ZEBRA-88", "I went running", "piano lessons on Tuesday"):
-            app.write(lambda t=text: app.store.append("message", {"role": "user", "content": t}, session="cli"))
+            app.write(lambda t=text: app.store.append(Message(role="user", content=t), session="cli"))
         app.run(app.search.backfill())
         assert app.search.vectors.count() == 3
         before = len(embedded_texts(llm_server))  # every pass so far has finished (backfill waited for it)

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 from memtray.core.admin import doctor
-from memtray.core.admin.purge import Matcher, follow_tombstones, purge
+from memtray.core.admin.purge import Matcher, purge
+from memtray.core.admin.tombstones import follow_tombstones
 from memtray.core.app import App
 from memtray.core.log.attachments import AttachmentStore, prepare, refs_of
+from memtray.core.log.events import Message, Verbatim
 from memtray.core.sync import attach
 
 from tests.fixtures.llm_server import ScriptedLLMServer, reply
@@ -110,7 +112,7 @@ def test_a_purge_of_text_in_an_attached_file_reaches_every_copy(tmp_path: Path, 
 def _attach(app: App, text: str) -> None:
     item = prepare(NOTE, "notes.txt")
     AttachmentStore(app.home.root).put(item)
-    app.store.append_many([("message", {"role": "user", "content": text, "attachments": [item.ref.to_data()]},
+    app.store.append_many([(Message(role="user", content=text, attachments=[item.ref.to_data()]),
                             "quick", None)])
 
 
@@ -143,10 +145,9 @@ def test_odd_references_from_another_device_neither_break_sync_nor_hide_the_doct
     attachments.remove(store, ["../../etc/passwd", "ab" * 32])  # names no file: nothing happens
     with homes(tmp_path, "a") as (a,):
         a.store.append_many([
-            ("message", {**odd, "origin": {"device": "d0ffee0ffee00", "seq": 1, "ts": "2026-12-01T00:00:00Z"}},
+            (Verbatim("message", {**odd, "origin": {"device": "d0ffee0ffee00", "seq": 1, "ts": "2026-12-01T00:00:00Z"}}),
              "quick@d0ffee0ffee00", None),
-            ("message", {"role": "user", "content": "mine",
-                         "attachments": [{"sha256": "cd" * 32, "size": 1, "name": "lost.png"}]}, "quick", None),
+            (Message(role="user", content="mine", attachments=[{"sha256": "cd" * 32, "size": 1, "name": "lost.png"}]), "quick", None),
         ])
         found = doctor.check_attachments(a.home)
     assert any(not f.ok and "lost.png" in f.detail for f in found), found

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memtray.core.app import App
+from memtray.core.log.events import Message
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory.merging import SyncFields
 
@@ -77,9 +78,9 @@ def _open(root: Path, server: ScriptedLLMServer) -> App:
 
 
 def _tell(app: App, session: str, facts: list[str]) -> None:
-    app.store.append_many([("message", {"role": "user", "content": f"Remember this: {f}."}, session, None)
+    app.store.append_many([(Message(role="user", content=f"Remember this: {f}."), session, None)
                            for f in facts]
-                          + [("message", {"role": "assistant", "content": "Noted."}, session, None)])
+                          + [(Message(role="assistant", content="Noted."), session, None)])
     out = app.run(app.consolidation.consolidate(session, archive_all=True), timeout=WAIT)
     assert out.added == len(facts) and out.flagged == 0, out.summary()
 
@@ -89,10 +90,10 @@ def _facts(app: App) -> list[str]:
 
 
 def _gated(app: App, model: Model) -> Any:
-    app.store.append_many([("message", {"role": "user", "content": c}, "quick", None) for c in (
+    app.store.append_many([(Message(role="user", content=c), "quick", None) for c in (
         GATE, "I adopted a second cat named Mimi.", "I play chess on Sundays.",
         "I left the Beacon project in November.")]
-        + [("message", {"role": "assistant", "content": "Noted."}, "quick", None)])
+        + [(Message(role="assistant", content="Noted."), "quick", None)])
     running = app.worker.submit(app.consolidation.consolidate("quick", archive_all=True))
     assert model.asked.wait(WAIT), "the consolidation never asked the model"
     return running

@@ -23,7 +23,7 @@ def test_sync_through_a_running_daemon_and_a_purge_from_another_device(tmp_path:
     a, b = tmp_path / "a", tmp_path / "b"
     app = open_app(b)
     try:
-        say(app, f"the wifi password is {SECRET}")
+        say(app, f"the meeting place is {SECRET}")  # not a secret to redaction: the user purges it
     finally:
         app.close()
     Home(a).create()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
@@ -102,7 +103,7 @@ def _commit_segment(remote: Path, ref: str, payload: bytes, tmp: Path) -> None:
     commit_on(remote, ref, "segments/000000/000000009000.jsonl", payload, tmp, "damaged")
 
 
-def test_a_damaged_segment_on_the_remote_imports_nothing(tmp_path: Path) -> None:
+def test_a_damaged_line_on_the_remote_is_refused_and_the_rest_goes_on(tmp_path: Path) -> None:
     remote = bare(tmp_path / "remote.git")
     with homes(tmp_path, "ab") as (a, b):
         say(b, "good")
@@ -113,12 +114,14 @@ def test_a_damaged_segment_on_the_remote_imports_nothing(tmp_path: Path) -> None
 
         bad = legacy_line(line._replace(seq=9000)).replace(b"noted", b"nOted")
         _commit_segment(remote, log_ref(b.sync.device), bad, tmp_path)
-        seq = a.store.log.last_seq
-        with pytest.raises(SyncError, match="damaged \\(checksum mismatch\\)") as info:
-            a.sync.sync(str(remote))
-        assert "000000009000.jsonl" in str(info.value) and b.sync.device in str(info.value)
-        assert a.store.log.last_seq == seq  # not even the good segment was imported
-        assert log_ref(a.sync.device) not in remote_refs(remote)  # and nothing pushed
+        say(a, "mine")
+        rep = a.sync.sync(str(remote))
+        [refused] = rep.refused
+        assert refused["reason"] == "damaged (checksum mismatch)" and refused["source"]["name"] == b.sync.device
+        assert "000000009000.jsonl line 1" in refused["source"]["where"]
+        assert "good" in contents(a) and "nOted: good" not in contents(a)  # the good segment came in
+        assert log_ref(a.sync.device) in remote_refs(remote)  # and a pushed its own
+        assert a.sync.status()["refusals"] == 1
 
 
 def test_a_stream_rewritten_by_someone_else_is_refused_on_both_sides(tmp_path: Path) -> None:
@@ -135,13 +138,16 @@ def test_a_stream_rewritten_by_someone_else_is_refused_on_both_sides(tmp_path: P
         say(a, "three")
         before = remote_refs(remote)
         seq = a.store.log.last_seq
-        with pytest.raises(SyncError, match="rewritten by someone else"):
-            a.sync.sync(str(remote))
-        assert remote_refs(remote) == before and a.store.log.last_seq == seq
+        rep = a.sync.sync(str(remote))  # b's stream is refused for this sync; a's own push goes on
+        assert [r for r in rep.refused if "rewritten by someone else" in r["reason"]]
+        assert a.store.log.last_seq == seq and rep.imported == 0
+        after = remote_refs(remote)
+        assert after[log_ref(b.sync.device)] == before[log_ref(b.sync.device)]
+        assert after[log_ref(a.sync.device)] != before[log_ref(a.sync.device)]
         # and b, whose own stream it is, refuses to build on it
         with pytest.raises(SyncError, match=r"rewritten by someone else|says it belongs to"):
             b.sync.sync(str(remote))
-        assert remote_refs(remote) == before
+        assert remote_refs(remote)[log_ref(b.sync.device)] == before[log_ref(b.sync.device)]
 
 
 class _Skewed(Clock):
@@ -239,9 +245,9 @@ def test_a_memtray_ref_that_holds_something_else_is_refused(tmp_path: Path) -> N
     with homes(tmp_path, "a") as [a]:
         say(a, "hello")
         seq = a.store.log.last_seq
-        with pytest.raises(SyncError, match="is not a memtray stream"):
-            a.sync.sync(str(remote))
-        assert a.store.log.last_seq == seq and log_ref(a.sync.device) not in remote_refs(remote)
+        rep = a.sync.sync(str(remote))  # that ref is refused; a's own stream is pushed beside it
+        assert [r for r in rep.refused if "is not a memtray stream" in r["reason"]]
+        assert a.store.log.last_seq == seq and log_ref(a.sync.device) in remote_refs(remote)
 
 
 class _Died(BaseException):
@@ -405,10 +411,11 @@ def test_an_old_segment_changed_on_the_remote_is_refused_and_its_owner_republish
         b.sync.sync(str(remote))
         _tamper_first_segment(remote, log_ref(b.sync.device), tmp_path)
         tampered, seq = remote_refs(remote)[log_ref(b.sync.device)], a.store.log.last_seq
-        # a peer that imported that segment refuses the changed copy
-        with pytest.raises(SyncError, match=r"rewritten: segments/.* changed after it was imported") as info:
-            a.sync.sync(str(remote))
-        assert "memtray sync --republish" in (info.value.hint or "")
+        # a peer that imported that segment refuses the changed copy (and only it)
+        rep = a.sync.sync(str(remote))
+        [refused] = [r for r in rep.refused if re.search(r"rewritten: segments/.* changed after it was imported",
+                                                          r["reason"])]
+        assert "memtray sync --republish" in refused["hint"]
         assert a.store.log.last_seq == seq
         # the owner never adopts a copy of its own stream that differs from its log
         with pytest.raises(SyncError, match="memtray does not adopt it"):

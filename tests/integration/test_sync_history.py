@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memtray.core.app import App
+from memtray.core.log.events import Message
 from memtray.core.memory.revisions import diary_entries
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, tool_call
@@ -64,8 +65,8 @@ def _devices(tmp_path: Path, names: str = "ab") -> Iterator[tuple[Path, Scripted
 
 
 def _tell(app: App, fact: str, session: str = "quick") -> None:
-    app.store.append_many([("message", {"role": "user", "content": f"Remember this: {fact}."}, session, None),
-                           ("message", {"role": "assistant", "content": "Noted."}, session, None)])
+    app.store.append_many([(Message(role="user", content=f"Remember this: {fact}."), session, None),
+                           (Message(role="assistant", content="Noted."), session, None)])
     out = app.run(app.consolidation.consolidate(session, archive_all=True), timeout=60)
     assert out.added == 1, out.summary()
 

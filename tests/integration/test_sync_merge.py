@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from memtray.core.app import App
+from memtray.core.log.events import Message
 from memtray.core.memory.service import MemoryService
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, tool_call
@@ -69,9 +70,9 @@ def _two_devices(tmp_path: Path) -> Iterator[tuple[Consolidator, Path, App, App]
 
 
 def _tell(app: App, session: str, facts: list[str]) -> None:
-    app.store.append_many([("message", {"role": "user", "content": f"Remember this: {f}."}, session, None)
+    app.store.append_many([(Message(role="user", content=f"Remember this: {f}."), session, None)
                            for f in facts]
-                          + [("message", {"role": "assistant", "content": "Noted."}, session, None)])
+                          + [(Message(role="assistant", content="Noted."), session, None)])
     out = app.run(app.consolidation.consolidate(session, archive_all=True), timeout=60)
     assert out.added == len(facts) and out.flagged == 0, out.summary()
 

@@ -6,7 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from memtray.core.admin.purge import Matcher, follow_tombstones, purge
+from memtray.core.admin.purge import Matcher, purge
+from memtray.core.admin.tombstones import follow_tombstones
 
 from tests.integration.sync_support import (
     bare,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from memtray.core.base.home import Home
+from memtray.core.log.events import SessionReset
 
 from tests.integration.sync_support import bare, contents, digest, open_app, remember, say, sync
 
@@ -62,7 +63,7 @@ def test_random_interleavings_of_three_devices_converge(tmp_path: Path, seed: in
                     pick = rng.choice(sorted(live, key=lambda r: r.text))  # not by id: ids are made of the time
                     app.write(lambda app=app, rid=pick.id: app.reminders.cancel(rid))
             else:  # a /new (its archiving consolidation needs a model; the reset is what travels)
-                app.store.append("session.reset", {"reason": "user"}, session="quick")
+                app.store.append(SessionReset(reason="user"), session="quick")
         for _ in range(2):
             sync(remote, *apps)
         assert len({digest(app) for app in apps}) == 1

@@ -17,6 +17,7 @@ import pytest
 from memtray.core.app import App
 from memtray.core.base.home import Home
 from memtray.core.cli.main import main
+from memtray.core.log.events import Message
 from memtray.core.log.origin import origin_of
 
 from tests.integration.sync_support import bare, open_app, sync
@@ -44,7 +45,7 @@ def three(tmp_path: Path) -> Iterator[tuple[Path, App, App, App]]:
 
 def tell(app: App, fact: str) -> int:
     """The user states ``fact``; the agent remembers it from that message. Its seq."""
-    [rec] = app.store.append_many([("message", {"role": "user", "content": f"Remember this: {fact}."}, "quick", None)])
+    [rec] = app.store.append_many([(Message(role="user", content=f"Remember this: {fact}."), "quick", None)])
     app.memory.remember(fact, "General", model=None, source_seq=rec.seq)
     return rec.seq
 

@@ -13,6 +13,7 @@ import pytest
 from memtray.core.admin import doctor
 from memtray.core.base.errors import EnvironmentProblem, LogWriteError, UnsafePath
 from memtray.core.base.home import Home, HomeLock
+from memtray.core.log.events import Message
 from memtray.core.log.store import CHECKPOINT_NAME, Store
 
 from tests.faults.support import open_app, write_memory
@@ -96,7 +97,7 @@ def outside(tmp_path: Path) -> Path:
 def test_planted_segment_link(tmp_path: Path, outside: Path) -> None:
     home = Home.resolve(tmp_path / "h")
     store = Store.open(home, segment_bytes=600)
-    store.append("message", {"role": "user", "content": "one"}, session="s")
+    store.append(Message(role="user", content="one"), session="s")
     # the link holds records that would continue the log: they must not be read either
     seg1 = (home.events / "000001.jsonl").read_bytes()
     store.close()
@@ -106,7 +107,7 @@ def test_planted_segment_link(tmp_path: Path, outside: Path) -> None:
     assert store.log.last_seq == 1
     with pytest.raises(LogWriteError) as err:
         for i in range(20):
-            store.append("message", {"role": "user", "content": f"message {i} " + "x" * 100}, session="s")
+            store.append(Message(role="user", content=f"message {i} " + "x" * 100), session="s")
     assert "symbolic link" in str(err.value) and "doctor --repair" in err.value.hint
     store.close()
     assert outside.read_bytes() == seg1
@@ -115,7 +116,7 @@ def test_planted_segment_link(tmp_path: Path, outside: Path) -> None:
     assert outside.read_bytes() == seg1
     store = Store.open(home, segment_bytes=600)
     for i in range(10):
-        store.append("message", {"role": "user", "content": f"again {i} " + "x" * 100}, session="s")
+        store.append(Message(role="user", content=f"again {i} " + "x" * 100), session="s")
     assert not (home.events / "000002.jsonl").is_symlink()
     store.close()
 
@@ -153,7 +154,7 @@ def test_planted_checkpoint_and_log_links(tmp_path: Path, outside: Path) -> None
 
     home = Home.resolve(tmp_path / "h")
     store = Store.open(home)
-    store.append("message", {"role": "user", "content": "one"}, session="s")
+    store.append(Message(role="user", content="one"), session="s")
     store.close()
     real = (home.state / CHECKPOINT_NAME).read_bytes()
     outside.write_bytes(real.replace(b'"one"', b'"forged"'))
@@ -170,7 +171,7 @@ def test_planted_checkpoint_and_log_links(tmp_path: Path, outside: Path) -> None
         store = Store.open(home)
         assert not store.checkpoint_used  # the link was not read
         assert "forged" not in str(store.state.to_json())
-        store.append("message", {"role": "user", "content": "two"}, session="s")
+        store.append(Message(role="user", content="two"), session="s")
         store.close()  # writes a checkpoint: in place of the link, not through it
     finally:
         for h in root.handlers[:]:

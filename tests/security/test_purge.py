@@ -30,6 +30,7 @@ from memtray.core.base.home import Home
 from memtray.core.cli import console
 from memtray.core.cli import main as cli
 from memtray.core.cli.admin import cmd_purge
+from memtray.core.log.events import Message
 
 from tests.crash.harness import check_app
 from tests.faults.support import crash, git, open_app, rev_list, write_memory
@@ -184,7 +185,7 @@ def _small_home(tmp_path: Path) -> Home:
     home = Home.resolve(tmp_path / "home")
     app = open_app(home)
     write_memory(app, ["Likes tea"])
-    app.store.append("message", {"role": "user", "content": f"{NAME} called"}, session="quick")
+    app.store.append(Message(role="user", content=f"{NAME} called"), session="quick")
     write_memory(app, ["Likes tea", f"{NAME} is a neighbour"])
     app.close()
     return home
@@ -287,7 +288,7 @@ def test_forwarded_to_the_running_instance(tmp_path: Path, monkeypatch: pytest.M
         assert NAME not in app.store.state.memory and "[PURGED]" in app.store.state.memory
         assert not app.search.search("Zebulon")
         # the live app keeps working on the rewritten log
-        app.store.append("message", {"role": "user", "content": "after the purge"}, session="quick")
+        app.store.append(Message(role="user", content="after the purge"), session="quick")
         write_memory(app, ["Likes tea", "Bakes bread"])
     finally:
         server.close()

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.home import Home
-from memtray.core.log.events import Record, encode
+from memtray.core.log.events import Message, Record, SessionReset, encode
 from memtray.core.log.projections import replay
 from memtray.core.log.store import Store
 
@@ -48,7 +48,7 @@ class LogMachine(RuleBasedStateMachine):
     @rule(session=SESSIONS, role=st.sampled_from(["user", "assistant"]), text=TEXT)
     def append(self, session: str, role: str, text: str) -> None:
         assert self.store is not None
-        self.store.append("message", {"role": role, "content": text}, session=session)
+        self.store.append(Message(role=role, content=text), session=session)
         self.model.setdefault(session, []).append((role, text))
         self.total += 1
 
@@ -56,7 +56,7 @@ class LogMachine(RuleBasedStateMachine):
     @rule(session=SESSIONS)
     def reset(self, session: str) -> None:
         assert self.store is not None
-        self.store.append("session.reset", {"reason": "user"}, session=session)
+        self.store.append(SessionReset(reason="user"), session=session)
         self.model[session] = []
         self.resets[session] = self.resets.get(session, 0) + 1
         self.total += 1

@@ -8,6 +8,15 @@ from pathlib import Path
 import pytest
 from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.home import Home
+from memtray.core.log.events import (
+    ConsolidationCompleted,
+    ConsolidationFailed,
+    ConsolidationStarted,
+    MemoryWritten,
+    Message,
+    SessionReset,
+    Verbatim,
+)
 from memtray.core.log.projections import replay
 from memtray.core.log.store import CHECKPOINT_NAME, Store
 
@@ -19,16 +28,16 @@ def _open(home: Home, **kw: object) -> Store:
 
 def _conversation(store: Store) -> None:
     for i in range(40):
-        store.append("message", {"role": "user", "content": f"q{i}"}, session="quick")
-        store.append("message", {"role": "assistant", "content": f"a{i}"}, session="quick")
+        store.append(Message(role="user", content=f"q{i}"), session="quick")
+        store.append(Message(role="assistant", content=f"a{i}"), session="quick")
         if i % 7 == 0:
-            store.append("message", {"role": "user", "content": f"cli {i}"}, session="cli")
+            store.append(Message(role="user", content=f"cli {i}"), session="cli")
         if i == 20:
-            store.append("session.reset", {"reason": "user"}, session="cli")
-    store.append("consolidation.started", {"consolidation": "c1", "start": 0, "end": 30, "model": "m"}, session="quick")
-    store.append("memory.written", {"memory": "# Facts\n- likes tea\n", "reason": "consolidation"})
-    store.append("consolidation.completed", {"consolidation": "c1", "end": 30}, session="quick")
-    store.append("some.future.type", {"x": 1})
+            store.append(SessionReset(reason="user"), session="cli")
+    store.append(ConsolidationStarted(consolidation="c1", start=0, end=30, model="m"), session="quick")
+    store.append(MemoryWritten(memory="# Facts\n- likes tea\n", reason="consolidation"))
+    store.append(ConsolidationCompleted(consolidation="c1", end=30), session="quick")
+    store.append(Verbatim("some.future.type", {"x": 1}))
 
 
 def test_deleting_state_gives_identical_state(tmp_path: Path) -> None:
@@ -56,7 +65,7 @@ def test_start_replays_only_the_tail_after_checkpoint(tmp_path: Path) -> None:
     _conversation(store)
     store.checkpoint()
     for i in range(5):
-        store.append("message", {"role": "user", "content": f"late {i}"}, session="quick")
+        store.append(Message(role="user", content=f"late {i}"), session="quick")
     expected = store.state.to_json()
     store.close(checkpoint=False)
     again = _open(home)
@@ -105,7 +114,7 @@ def _checkpointed(home: Home, tail: int = 3) -> tuple[Store, list[str]]:
     store = _open(home)
     _conversation(store)
     store.checkpoint()
-    ids = [store.append("message", {"role": "user", "content": f"after {i}"}, session="quick").id
+    ids = [store.append(Message(role="user", content=f"after {i}"), session="quick").id
            for i in range(tail)]
     return store, ids
 
@@ -161,7 +170,7 @@ def test_torn_tail_after_the_checkpoint_is_cut(tmp_path: Path) -> None:
     again = _open(home)
     try:
         assert not again.readonly and again.log.last_seq == last
-        rec = again.append("message", {"role": "user", "content": "next"}, session="quick")
+        rec = again.append(Message(role="user", content="next"), session="quick")
         assert rec.seq == last + 1
     finally:
         again.close(checkpoint=False)
@@ -171,8 +180,8 @@ def test_torn_tail_after_the_checkpoint_is_cut(tmp_path: Path) -> None:
 def test_a_retry_of_an_event_from_before_the_checkpoint_is_still_recognised(tmp_path: Path) -> None:
     home = Home.resolve(tmp_path / "h")
     store = _open(home)
-    first = store.append("reminder.fired", {"reminder": "r1", "occurrence": "o1", "late": False,
-                                            "delivered": True}, id="reminder.fired:r1:o1")
+    first = store.append(Verbatim("reminder.fired", {"reminder": "r1", "occurrence": "o1", "late": False,
+                                            "delivered": True}), id="reminder.fired:r1:o1")
     _conversation(store)
     store.checkpoint()
     store.close(checkpoint=False)
@@ -180,8 +189,8 @@ def test_a_retry_of_an_event_from_before_the_checkpoint_is_still_recognised(tmp_
     try:
         assert again.log.trusted_used
         last = again.log.last_seq
-        dup = again.append("reminder.fired", {"reminder": "r1", "occurrence": "o1", "late": False,
-                                              "delivered": True}, id="reminder.fired:r1:o1")
+        dup = again.append(Verbatim("reminder.fired", {"reminder": "r1", "occurrence": "o1", "late": False,
+                                              "delivered": True}), id="reminder.fired:r1:o1")
         assert dup.seq == first.seq and again.log.last_seq == last  # not written twice
     finally:
         again.close(checkpoint=False)
@@ -197,7 +206,7 @@ def test_a_checkpoint_that_does_not_match_the_log_is_not_trusted(tmp_path: Path)
     shutil.rmtree(home.events)
     other = Store.open(home, clock=FakeClock(), use_checkpoint=False)
     _conversation(other)
-    other.append("message", {"role": "user", "content": "one more"}, session="quick")
+    other.append(Message(role="user", content="one more"), session="quick")
     last = other.log.last_seq
     other.close(checkpoint=False)
     ck.write_bytes(good)
@@ -205,7 +214,7 @@ def test_a_checkpoint_that_does_not_match_the_log_is_not_trusted(tmp_path: Path)
     try:
         assert not again.checkpoint_used and again.log.last_seq == last
         assert again.state.to_json() == replay(again.log.records()).to_json()
-        assert again.append("message", {"role": "user", "content": "x"}, session="quick").seq == last + 1
+        assert again.append(Message(role="user", content="x"), session="quick").seq == last + 1
     finally:
         again.close(checkpoint=False)
 
@@ -232,14 +241,12 @@ def test_the_state_keeps_recent_consolidations_and_finds_older_ones_in_the_log(t
     store = _open(home)
     n = KEEP_FINISHED + 200
     for i in range(n):
-        store.append("message", {"role": "user", "content": f"m{i}"}, session="quick")
-        store.append("consolidation.started", {"consolidation": f"c{i:04d}", "start": i, "end": i + 1, "model": "m",
-                                               "first_seq": 1, "last_seq": 2}, session="quick")
+        store.append(Message(role="user", content=f"m{i}"), session="quick")
+        store.append(ConsolidationStarted(consolidation=f"c{i:04d}", start=i, end=i + 1, model="m", first_seq=1, last_seq=2), session="quick")
         if i % 10 == 3:
-            store.append("consolidation.failed", {"consolidation": f"c{i:04d}", "reason": "boom", "attempt": 1,
-                                                  "retry_after": 60.0}, session="quick")
+            store.append(ConsolidationFailed(consolidation=f"c{i:04d}", reason="boom", attempt=1, retry_after=60.0), session="quick")
         elif i != n - 1:  # the last one is still running
-            store.append("consolidation.completed", {"consolidation": f"c{i:04d}", "end": i + 1}, session="quick")
+            store.append(ConsolidationCompleted(consolidation=f"c{i:04d}", end=i + 1), session="quick")
         if i == n // 2:
             store.checkpoint()
     live = store.state
@@ -278,7 +285,7 @@ def test_a_checkpoint_at_the_end_with_a_wrong_seq_is_not_trusted(tmp_path: Path)
     again = _open(home)
     try:
         assert not again.checkpoint_used
-        assert again.append("message", {"role": "user", "content": "next"}, session="quick").seq == last + 1
+        assert again.append(Message(role="user", content="next"), session="quick").seq == last + 1
     finally:
         again.close(checkpoint=False)
 
@@ -311,7 +318,7 @@ def test_a_missing_previous_segment_is_found_at_open(tmp_path: Path) -> None:
     clock = FakeClock()
     store = Store.open(home, clock=clock, ids=seeded_ids(clock), segment_bytes=2048)
     for i in range(60):
-        store.append("message", {"role": "user", "content": f"m{i}" * 5}, session="q")
+        store.append(Message(role="user", content=f"m{i}" * 5), session="q")
     store.checkpoint()
     store.close(checkpoint=False)
     segs = sorted(home.events.glob("*.jsonl"))

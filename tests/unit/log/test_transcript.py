@@ -9,6 +9,7 @@ import pytest
 from memtray.core.base.home import Home
 from memtray.core.log import transcript
 from memtray.core.log.eventlog import EventLog
+from memtray.core.log.events import Message, SessionReset
 from memtray.core.log.store import Store
 
 
@@ -21,15 +22,14 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 def _say(store: Store, session: str, *texts: str) -> None:
     for i, text in enumerate(texts):
-        store.append("message", {"role": "user" if i % 2 == 0 else "assistant", "content": text}, session=session)
+        store.append(Message(role="user" if i % 2 == 0 else "assistant", content=text), session=session)
 
 
 def test_snapshot_is_a_copy_of_the_visible_messages(store: Store) -> None:
     _say(store, "quick", "hello", "hi")
-    store.append("message", {"role": "assistant", "content": None,
-                             "tool_calls": [{"id": "t1", "function": {"name": "remember", "arguments": "{}"}}]},
+    store.append(Message(role="assistant", content=None, tool_calls=[{"id": "t1", "function": {"name": "remember", "arguments": "{}"}}]),
                  session="quick")
-    store.append("message", {"role": "tool", "content": "ok", "tool_call_id": "t1"}, session="quick")
+    store.append(Message(role="tool", content="ok", tool_call_id="t1"), session="quick")
     snap = transcript.snapshot(store.state, "quick")
     assert [m.get("content") for m in snap.messages] == ["hello", "hi", None]  # the tool result is not shown
     assert (snap.base, snap.count, snap.resets) == (0, 4, 0)
@@ -42,7 +42,7 @@ def test_snapshot_of_a_session_without_events_and_after_a_reset(store: Store) ->
     empty = transcript.snapshot(store.state, "nobody")
     assert empty.messages == [] and empty.start_seq == empty.next_seq == 1
     _say(store, "quick", "one", "two")
-    store.append("session.reset", {"reason": "user"}, session="quick")
+    store.append(SessionReset(reason="user"), session="quick")
     _say(store, "quick", "three")
     snap = transcript.snapshot(store.state, "quick")
     assert [m["content"] for m in snap.messages] == ["three"]
@@ -63,7 +63,7 @@ def test_earlier_pages_read_the_log_newest_first(tmp_path: Path) -> None:
         for i in range(12):
             _say(store, "quick", f"q{i}", f"a{i}")
             _say(store, "other", "noise")
-        store.append("session.reset", {"reason": "user"}, session="quick")
+        store.append(SessionReset(reason="user"), session="quick")
         _say(store, "quick", "now")
         log: EventLog = store.log
         segments = len(list(home.events.glob("*.jsonl")))

@@ -172,8 +172,9 @@ def test_no_common_ancestor_merges_two_memories_from_scratch() -> None:
 def node(ident: str, device: str, parents: Sequence[str], text: str, ids: Sequence[str], nxt: int | None = None,
          ts: str = "2026-12-02T10:00:00.000Z", dropped: dict[str, str] | None = None) -> Node:
     led = ledger(text, ids, nxt)
-    data = {"memory": text, "facts": led.to_json(),
-            "diff": {"dropped": [{"id": k, "reason": v} for k, v in (dropped or {}).items()]}}
+    data = {"memory": text, "reason": "consolidation", "facts": led.to_json(),
+            "diff": {"added": [], "changed": [], "unchanged": 0,
+                     "dropped": [{"id": k, "section": "", "text": k, "reason": v} for k, v in (dropped or {}).items()]}}
     return Node(ident, device, tuple(parents), ts, data)
 
 
@@ -189,7 +190,7 @@ def test_merge_nodes_finds_the_base_and_a_merge_of_merges_loses_nothing() -> Non
     assert [t for _i, t in facts_of(m1)] == ["Lives in Lyon", "Works at Acme", "Plays the cello", "Speaks Japanese"]
     # A writes the merge and goes on; B went on from b1 without it
     mid = merge_id(["a1", "b1"], m1)
-    dag.add(Node(mid, A, ("a1", "b1"), "2026-12-02T11:00:00.000Z", {"memory": m1.text, "facts": m1.ledger.to_json()}))
+    dag.add(Node(mid, A, ("a1", "b1"), "2026-12-02T11:00:00.000Z", {"memory": m1.text, "reason": "merge", "facts": m1.ledger.to_json()}))
     a2_text = m1.text + "- Owns a red bike\n"
     dag.add(node("a2", A, [mid], a2_text, [*m1.ledger.ids, f"F{m1.ledger.next}"], m1.ledger.next + 1))
     b2_text = doc("Lives in Lyon", "Works at Acme in Paris", "Speaks Japanese")
@@ -209,8 +210,8 @@ def test_criss_cross_merges_use_a_merged_base() -> None:
     dag = Dag([root, a1, b1, b2])
     x = merge_nodes(dag, ["a1", "b1"])
     y = merge_nodes(dag, ["a1", "b2"])
-    dag.add(Node("x", A, ("a1", "b1"), "2026-12-02T11:00:00.000Z", {"memory": x.text, "facts": x.ledger.to_json()}))
-    dag.add(Node("y", B, ("a1", "b2"), "2026-12-02T11:00:00.000Z", {"memory": y.text, "facts": y.ledger.to_json()}))
+    dag.add(Node("x", A, ("a1", "b1"), "2026-12-02T11:00:00.000Z", {"memory": x.text, "reason": "merge", "facts": x.ledger.to_json()}))
+    dag.add(Node("y", B, ("a1", "b2"), "2026-12-02T11:00:00.000Z", {"memory": y.text, "reason": "merge", "facts": y.ledger.to_json()}))
     assert dag.common_bases(dag.ancestors("x"), dag.ancestors("y")) == ["a1", "b1"]
     m = merge_nodes(dag, ["x", "y"])
     assert sorted(t for _i, t in facts_of(m)) == sorted(
@@ -242,9 +243,9 @@ def test_three_devices_merge_to_the_same_facts_whatever_the_order() -> None:
     assert len(results) == 1
     # pairwise on different devices, then together: the same facts
     ab = merge_nodes(dag, ["a1", "b1"])
-    dag.add(Node("ab", A, ("a1", "b1"), "2026-12-02T11:00:00.000Z", {"memory": ab.text, "facts": ab.ledger.to_json()}))
+    dag.add(Node("ab", A, ("a1", "b1"), "2026-12-02T11:00:00.000Z", {"memory": ab.text, "reason": "merge", "facts": ab.ledger.to_json()}))
     bc = merge_nodes(dag, ["b1", "c1"])
-    dag.add(Node("bc", C, ("b1", "c1"), "2026-12-02T11:00:00.000Z", {"memory": bc.text, "facts": bc.ledger.to_json()}))
+    dag.add(Node("bc", C, ("b1", "c1"), "2026-12-02T11:00:00.000Z", {"memory": bc.text, "reason": "merge", "facts": bc.ledger.to_json()}))
     abc = merge_nodes(dag, ["ab", "c1"])
     bca = merge_nodes(dag, ["bc", "a1"])
     assert sorted(t for _i, t in facts_of(abc)) == sorted(want) == sorted(t for _i, t in facts_of(bca))
@@ -267,7 +268,7 @@ def _written(dag: Dag, ident: str, device: str, heads: Sequence[str]) -> Merged:
     m = merge_nodes(dag, list(heads))
     facts = {**m.ledger.to_json(), **({"renamed": m.renamed} if m.renamed else {}),
              **({"merged": m.merged} if m.merged else {})}  # as the service records them
-    dag.add(Node(ident, device, tuple(heads), "2026-12-02T11:00:00.000Z", {"memory": m.text, "facts": facts}))
+    dag.add(Node(ident, device, tuple(heads), "2026-12-02T11:00:00.000Z", {"memory": m.text, "reason": "merge", "facts": facts}))
     return m
 
 

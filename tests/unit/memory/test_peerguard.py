@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memtray.core.log.events import MemoryWritten
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.merge import Node
 from memtray.core.memory.peerguard import guard_peer, says_where
@@ -21,8 +22,13 @@ def ledger(text: str, ids: Sequence[str]) -> Ledger:
 
 
 def node(ident: str, added: Sequence[tuple[str, str]], **data: Any) -> Node:
-    diff = {"added": [{"id": i, "text": t} for i, t in added], "dropped": [], "changed": []}
-    return Node(ident, PEER, (), "2026-01-01T00:00:00.000Z", {"diff": diff, **data})
+    diff = {"added": [{"id": i, "section": "Me", "text": t} for i, t in added], "dropped": [], "changed": [],
+            "unchanged": 0}
+    return Node(ident, PEER, (), "2026-01-01T00:00:00.000Z", {"memory": "", "diff": diff, **data})
+
+
+def written(**data: Any) -> MemoryWritten:
+    return MemoryWritten.from_data({"memory": "", **data})
 
 
 LOCAL = doc("Likes tea")
@@ -69,12 +75,12 @@ def test_a_traced_origin_counts_and_a_heading_that_orders_is_held() -> None:
 
 
 def test_says_where_is_the_doctors_rule() -> None:
-    assert says_where({"reason": "consolidation", "consolidation": "C1"}, "F1")
-    assert not says_where({"reason": "consolidation"}, "F1")
-    assert says_where({"reason": "user-edit", "source": "user"}, "F1")
-    assert says_where({"reason": "import", "source": "import"}, "F1")
-    assert says_where({"reason": "agent", "source": "mcp", "client": "Claude"}, "F1")
-    assert not says_where({"reason": "agent", "source": "mcp"}, "F1")
-    assert says_where({"reason": "agent", "source": "model", "provenance": {"F1": {"source_seqs": [4]}}}, "F1")
-    assert not says_where({"reason": "agent", "source": "model", "provenance": {"F2": {"source_seqs": [4]}}}, "F1")
-    assert not says_where({"reason": "merge", "provenance": "not a mapping"}, "F1")
+    assert says_where(written(reason="consolidation", consolidation="C1"), "F1")
+    assert not says_where(written(reason="consolidation"), "F1")
+    assert says_where(written(reason="user-edit", source="user"), "F1")
+    assert says_where(written(reason="import", source="import"), "F1")
+    assert says_where(written(reason="agent", source="mcp", client="Claude"), "F1")
+    assert not says_where(written(reason="agent", source="mcp"), "F1")
+    assert says_where(written(reason="agent", source="model", provenance={"F1": {"source_seqs": [4]}}), "F1")
+    assert not says_where(written(reason="agent", source="model", provenance={"F2": {"source_seqs": [4]}}), "F1")
+    assert not says_where(written(reason="agent", source="model"), "F1")

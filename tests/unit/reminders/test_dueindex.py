@@ -8,6 +8,7 @@ from pathlib import Path
 
 from memtray.core.base.clock import FakeClock, IdGenerator
 from memtray.core.base.home import Home
+from memtray.core.log.events import ReminderCancelled, ReminderFired, ReminderScheduled
 from memtray.core.log.store import Store
 from memtray.core.reminders.dueindex import INDEX_NAME, DueIndex, next_at
 from memtray.core.reminders.spec import Schedule, occurrence_key
@@ -21,8 +22,7 @@ def _store(tmp_path: Path) -> Store:
 
 
 def _schedule(store: Store, rid: str, kind: str, spec: str) -> None:
-    store.append("reminder.scheduled", {"reminder": rid, "text": rid, "kind": kind, "spec": spec,
-                                        "tz": "UTC", "mode": "notify"})
+    store.append(ReminderScheduled(reminder=rid, text=rid, kind=kind, spec=spec, tz="UTC", mode="notify"))
 
 
 def _open(store: Store) -> DueIndex:
@@ -43,12 +43,11 @@ def test_due_and_earliest_follow_the_log(tmp_path: Path) -> None:
         assert idx.due_ids(NOW) == []
         assert idx.due_ids(NOW + timedelta(minutes=61)) == ["soon", "hourly"]
         # a listener's view of new records: cancelling the soonest moves the earliest on
-        rec = store.append("reminder.cancelled", {"reminder": "soon", "reason": "user"})
+        rec = store.append(ReminderCancelled(reminder="soon", reason="user"))
         idx.note([rec], store.state, Schedule.of, store.log.head)
         assert idx.earliest() == NOW + timedelta(hours=1)
         # firing a recurring one moves it to its next occurrence
-        fired = store.append("reminder.fired", {"reminder": "hourly", "occurrence": occurrence_key(NOW + timedelta(hours=1)),
-                                                "late": False})
+        fired = store.append(ReminderFired(reminder="hourly", occurrence=occurrence_key(NOW + timedelta(hours=1)), late=False))
         idx.note([fired], store.state, Schedule.of, store.log.head)
         assert idx.due_ids(NOW + timedelta(minutes=61)) == []
         assert idx.due_ids(NOW + timedelta(hours=2)) == ["hourly"]
@@ -88,9 +87,9 @@ def test_next_at_never_counts_a_fired_occurrence_again(tmp_path: Path) -> None:
     first = next_at(r, Schedule.of)
     assert first is not None and first > NOW.timestamp()
     key = occurrence_key(datetime.fromtimestamp(first, UTC))
-    store.append("reminder.fired", {"reminder": "r", "occurrence": key, "late": False})
+    store.append(ReminderFired(reminder="r", occurrence=key, late=False))
     second = next_at(store.state.reminders["r"], Schedule.of)
     assert second is not None and second == first + 1800
-    store.append("reminder.cancelled", {"reminder": "r", "reason": "user"})
+    store.append(ReminderCancelled(reminder="r", reason="user"))
     assert next_at(store.state.reminders["r"], Schedule.of) is None
     store.close()

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from memtray.core.base.home import Home
 from memtray.core.llm.tools import ToolContext, ToolRegistry
 from memtray.core.log.eventlog import EventLog
+from memtray.core.log.events import MemoryWritten, Verbatim
 from memtray.core.log.store import Store
 from memtray.core.search import index as searchmod
 from memtray.core.search.index import SearchIndex, index_path
@@ -27,12 +28,12 @@ def say(store: Store, role: str, content: str | None, session: str = "cli", **ex
     data: dict[str, Any] = {"role": role, **extra}
     if content is not None:
         data["content"] = content
-    return store.append("message", data, session=session).seq
+    return store.append(Verbatim("message", data), session=session).seq
 
 
 def diary(store: Store, entry: str, session: str | None = "cli") -> int:
     data = {"memory": "# Memory\n", "reason": "consolidation", "history_append": entry}
-    return store.append("memory.written", data, session=session).seq
+    return store.append(Verbatim("memory.written", data), session=session).seq
 
 
 def seed(store: Store) -> dict[str, int]:
@@ -43,7 +44,7 @@ def seed(store: Store) -> dict[str, int]:
         "calls": say(store, "assistant", None, tool_calls=[{"id": "c1", "function": {"name": "weather"}}]),
         "work": say(store, "user", "Remind me about the quarterly report (Q3) — 100% due Friday.", session="desk"),
         "diary1": diary(store, "[2026-03-01 10:00] User plans a trip to Zürich.\n[2026-03-01 10:05] Likes Python and green tea."),
-        "no_history": store.append("memory.written", {"memory": "# M", "reason": "agent"}).seq,
+        "no_history": store.append(MemoryWritten(memory="# M", reason="agent")).seq,
         "diary2": diary(store, "[2026-03-02 09:00] Quarterly report drafted with Anna.", session="desk"),
         "cjk": say(store, "user", "来週は東京都に行きます", session="desk"),
     }
@@ -208,7 +209,7 @@ def test_a_failed_batch_leaves_nothing_half_indexed(
 def test_memory_purged_rebuilds_from_scratch(store: Store, index: SearchIndex) -> None:
     seed(store)
     index.sync(store)
-    store.append("memory.purged", {"reason": "user"})
+    store.append(Verbatim("memory.purged", {"reason": "user"}))
     # a rebuild re-indexes every document, not just what came after the purge
     assert index.sync(store) == 6
     assert index.sync(store) == 0

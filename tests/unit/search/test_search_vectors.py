@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from memtray.core.log.events import MemoryWritten, Message
 from memtray.core.log.store import Store
 from memtray.core.search import vectors as vecmod
 from memtray.core.search.health import check_search
@@ -17,7 +18,7 @@ from tests.fixtures.embeddings import cosine, embed
 
 
 def say(store: Store, content: str, role: str = "user", session: str = "cli") -> int:
-    return store.append("message", {"role": role, "content": content}, session=session).seq
+    return store.append(Message(role=role, content=content), session=session).seq
 
 
 # --- keyword rules -------------------------------------------------------------------------
@@ -48,13 +49,9 @@ def test_cjk_split_pairs_characters_and_keeps_other_text() -> None:
 
 
 def test_memory_edits_are_documents(store: Store, index: SearchIndex) -> None:
-    seq = store.append("memory.written", {
-        "memory": "# Memory\n- Ada's teacher is Mr Okafor\n", "reason": "agent",
-        "diff": {"added": [{"id": "f1", "section": "", "text": "Ada's teacher is Mr Okafor"}],
-                 "dropped": [], "changed": [], "unchanged": 0},
-    }).seq
-    store.append("memory.written", {"memory": "# Memory\n", "reason": "consolidation",
-                                    "diff": {"added": [{"id": "f2", "section": "", "text": "Okafor again"}]}})
+    seq = store.append(MemoryWritten(memory="# Memory\n- Ada's teacher is Mr Okafor\n", reason="agent", diff={"added": [{"id": "f1", "section": "", "text": "Ada's teacher is Mr Okafor"}],
+                 "dropped": [], "changed": [], "unchanged": 0})).seq
+    store.append(MemoryWritten(memory="# Memory\n", reason="consolidation", diff={"added": [{"id": "f2", "section": "", "text": "Okafor again"}]}))
     index.sync(store)
     hits = index.search("okafor")
     assert [(h.seq, h.kind) for h in hits] == [(seq, "memory")]  # a consolidation counts by its diary entry
