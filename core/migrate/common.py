@@ -27,14 +27,17 @@ from typing import Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.redact import redact
+from memtray.core.log.door import Door, Quarantine, Refusal, Source
 from memtray.core.log.events import Message, SessionReset
 from memtray.core.log.integrations import ImportCompleted, ImportFailed, ImportItem, ImportStarted
+from memtray.core.log.schema import Payload
 from memtray.core.log.store import Entry
 from memtray.core.memory import factdiff
 from memtray.core.memory.guard import review_item
 from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
 
 MAX_MESSAGE_CHARS = 100_000
+MAX_KEY = 160
 
 
 class ImportProblem(MemtrayError):
@@ -60,6 +63,8 @@ class Item:
         # token pasted into a session or file name must not reach the disk, and the
         # redacted key is the one a rerun finds logged, so dedupe keeps working.
         self.key = clean(self.key)
+        if len(self.key) > MAX_KEY:  # a conversation id of any length: named by a prefix and a digest
+            self.key = self.key[:MAX_KEY - 14] + "~" + hashlib.sha256(self.key.encode()).hexdigest()[:12]
 
     def digest(self) -> str:
         h = hashlib.sha256()
@@ -123,7 +128,13 @@ class Importer:
     def __init__(self, store: Any, memory: Any, source: str, path: str, *, dry_run: bool,
                  new_id: Callable[[], str], progress: Callable[[str], None] | None = None,
                  call: Callable[[Callable[[], Any]], Any] | None = None,
-                 consolidate: Callable[[str], None] | None = None) -> None:
+                 consolidate: Callable[[str], None] | None = None, quarantine: Quarantine,
+                 door: Door | None = None) -> None:
+        #: every event of the source passes the one door before it is appended (types, sizes,
+        #: text, redaction); what it refuses is kept in ``quarantine``, said in the notes, and
+        #: the rest of the item goes on
+        self.door = door if door is not None else Door()
+        self.quarantine = quarantine
         #: runs a function on the store's writer thread (``Worker.call``); reading the source stays here
         self.call = call or (lambda fn: fn())
         #: ``--consolidate``: folds an imported session into memory (called here, off the worker).
@@ -204,15 +215,25 @@ class Importer:
             return
         self._start()
         batch: list[Entry] = []
-        for role, text, sent in new:
-            batch.append((Message(role=role, content=clean(text), sent_at=sent or None), session, None))
+        for n, (role, text, sent) in enumerate(new, already + 1):
+            self._admit(batch, Message(role=role, content=clean(text), sent_at=sent or None), session,
+                        f"{item.key} message {n}")
         if not self._keep_open:
-            batch.append((SessionReset(reason="import"), session, None))
+            self._admit(batch, SessionReset(reason="import"), session, item.key)
         elif new and self.consolidate is not None:
             self._to_consolidate.append(session)
-        batch.append(self._record(item, digest, session=session, messages=len(new)))
+        self._admit(batch, self._record(item, digest, session=session, messages=len(new))[0], session, item.key)
         self.store.append_many(batch)
         self.progress(f"imported {item.kind} {item.key}: {len(new)} messages")
+
+    def _admit(self, batch: list[Entry], payload: Payload, session: str | None, where: str) -> None:
+        """``payload`` onto ``batch`` as the door lets it in, or its refusal quarantined and said."""
+        got = self.door.event(payload.TYPE, payload.to_data(), session, Source("import", self.source, where))
+        if isinstance(got, Refusal):
+            self.quarantine.put(got)
+            self.summary.notes.append(f"{where}: refused ({got.reason}); kept in the quarantine, see `memtray doctor`")
+            return
+        batch.append((got.payload(), got.session, None))
 
     def _consolidate_pending(self) -> None:
         while self._to_consolidate and self.consolidate is not None:
