@@ -194,12 +194,14 @@ class Importer:
         elif item.kind == "history":
             self._history(item, digest, prev)
 
-    def _record(self, item: Item, digest: str, *, session: str | None = None, messages: int = 0,
-                memory_seq: int | None = None) -> Entry:
-        ev = ImportItem(import_id=self.import_id, source=self.source, key=item.key, kind=item.kind, digest=digest,
-                        session=session, messages=messages, skipped=item.skipped,
-                        title=clean(item.title)[:200] if item.title else None, memory_seq=memory_seq)
-        return (ev, session, None)
+    def _item(self, item: Item, digest: str, *, session: str | None = None, messages: int = 0,
+              memory_seq: int | None = None) -> ImportItem:
+        return ImportItem(import_id=self.import_id, source=self.source, key=item.key, kind=item.kind, digest=digest,
+                          session=session, messages=messages, skipped=item.skipped,
+                          title=clean(item.title)[:200] if item.title else None, memory_seq=memory_seq)
+
+    def _record(self, item: Item, digest: str, *, memory_seq: int | None = None, messages: int = 0) -> Entry:
+        return (self._item(item, digest, memory_seq=memory_seq, messages=messages), None, None)
 
     def _conversation(self, item: Item, digest: str, prev: Imported | None) -> None:
         already = prev.total if prev else 0
@@ -222,7 +224,7 @@ class Importer:
             self._admit(batch, SessionReset(reason="import"), session, item.key)
         elif new and self.consolidate is not None:
             self._to_consolidate.append(session)
-        self._admit(batch, self._record(item, digest, session=session, messages=len(new))[0], session, item.key)
+        self._admit(batch, self._item(item, digest, session=session, messages=len(new)), session, item.key)
         self.store.append_many(batch)
         self.progress(f"imported {item.kind} {item.key}: {len(new)} messages")
 
