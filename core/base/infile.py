@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memtray.core.base.errors import MemtrayError
+from memtray.core.base.fsutil import describe_oserror
 
 __all__ = ["FileRefused", "Opened", "capped_lines", "open_regular", "read_capped"]
 
@@ -72,11 +73,9 @@ def _kind(mode: int) -> str:
 def _why(exc: OSError) -> str:
     if exc.errno == errno.ENOENT:
         return "no such file"
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return "permission denied"
-    if exc.errno == errno.ELOOP:
+    if exc.errno == errno.ELOOP:  # (fsutil's words are about the data home's own links)
         return "a loop of symbolic links"
-    return exc.strerror or str(exc)
+    return describe_oserror(exc)
 
 
 def open_regular(path: Path | str, *, limit: int, what: str = "file") -> Opened:
