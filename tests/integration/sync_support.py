@@ -81,8 +81,7 @@ def source(app: App) -> int:
         users = [r.seq for r in recent if r.type == "message" and r.data.get("role") == "user"]
         if users:
             return users[-1]
-        said = ("message", {"role": "user", "content": "Please remember this."}, "quick", None)
-        return app.store.append_many([said])[0].seq
+        return app.store.append_many([(Message(role="user", content="Please remember this."), "quick", None)])[0].seq
 
     return app.write(find)
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 from memtray.core.app import App
+from memtray.core.log.events import Message
+from memtray.core.log.schema import Verbatim
 from memtray.core.memory.facts import Ledger
 
 from tests.integration.sync_support import bare, homes, sync
@@ -39,8 +41,9 @@ def _plant(app: App, fact: str, **how: Any) -> None:
         data = {**{k: v for k, v in last.data.items() if k not in ("provenance", "consolidation", "client")},
                 "memory": text, "reason": "user-edit", "source": "user", "parents": [last.id],
                 "facts": {"ids": [*led.ids, fid], "next": led.next + 1},
-                "diff": {"added": [{"id": fid, "text": fact}], "dropped": [], "changed": []}, **how}
-        app.store.append_many([("memory.written", data, None, None)])
+                "diff": {"added": [{"id": fid, "section": "Me", "text": fact}], "dropped": [], "changed": [],
+                         "unchanged": len(led.ids)}, **how}
+        app.store.append_many([(Verbatim("memory.written", data), None, None)])
 
     app.write(go)
 
@@ -57,7 +60,7 @@ def test_a_peers_planted_facts_and_secrets_are_held_here_not_written(tmp_path: P
         _plant(b, "Bob's wifi passphrase is tr0ub4dor")
         _plant(b, "Has a cat called Miso")
         _plant(b, "Came from nowhere", reason="agent", source="model")
-        b.write(lambda: b.store.append_many([("message", {"role": "user", "content": f"my key is {KEY}"}, "quick", None)]))
+        b.write(lambda: b.store.append_many([(Message(role="user", content=f"my key is {KEY}"), "quick", None)]))
         if local_change:
             a.write(lambda: a.memory.write(a.store.state.memory + "- Walks to work\n", reason="user-edit", source="user"))
         sync(remote, b, a)
