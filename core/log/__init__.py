@@ -3,4 +3,4 @@ segment log file, the store (append, subscribe, checkpoints), projections,
 sessions, and the fault seam that tests use to break writes.
 """
 
-from memtray.core.log import integrations  # noqa: F401 - registers the import.* and mcp.* payloads
+from memtray.core.log import events  # noqa: F401 - the one registry: every payload class of every room

@@ -26,7 +26,9 @@ from typing import Any
 
 import orjson
 from memtray.core.base.errors import InvalidText
-from memtray.core.log.schema import Record
+from memtray.core.log.schema import (
+    Record as Record,  # re-exported: the envelope the codec reads and writes
+)
 
 _CRC_PREFIX = b',"crc":"'
 _SUFFIX_LEN = len(_CRC_PREFIX) + 8 + 2  # ,"crc":"xxxxxxxx"}

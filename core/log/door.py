@@ -42,7 +42,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,16 @@ from memtray.core.base.clock import Clock, format_ts
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.redact import find_secrets, is_secret_name, redact, redact_obj
-from memtray.core.log.events import SCHEMA, Payload, Record, Schema, find_invalid, verify_line
+from memtray.core.log.attachments import is_hash
+from memtray.core.log.events import (
+    SCHEMA,
+    Message,
+    Payload,
+    Record,
+    Schema,
+    find_invalid,
+    verify_line,
+)
 from memtray.core.log.validate import (
     LIMITS,
     Invalid,
@@ -179,6 +188,7 @@ class Door:
             if cls is None:
                 raise Invalid("type", f"{type_!r} is not an event type this version knows")
             checker(cls, self.limits)(data)
+            _FORMATS.get(type_, _no_format)(data)
             _check_text({"session": session, "data": data})
         except Invalid as exc:
             raw = json.dumps({"type": type_, "session": session, "data": data}, default=str,
@@ -209,6 +219,7 @@ class Door:
                 except Exception as exc:  # an upcaster meeting a shape it never expected
                     raise Invalid("data", f"cannot be upcast from v{rec.v}: {type(exc).__name__}") from None
                 checker(cls, self.limits)(upcast.data)
+                _FORMATS.get(rec.type, _no_format)(upcast.data)
             if nul:
                 _check_text(data)
         except Invalid as exc:
@@ -246,6 +257,23 @@ def _may_hold_secrets(data: Any, session: str | None) -> bool:
         elif type(item) is list:
             stack.extend(item)
     return bool(texts) and bool(find_secrets("\n".join(texts)))
+
+
+def _attachment_refs(data: Mapping[str, Any]) -> None:
+    """A message's attachment references name files by hash: anything else could name a path."""
+    for i, ref in enumerate(data.get("attachments") or ()):
+        if not is_hash(ref["sha256"]):
+            raise Invalid(f"data.attachments[{i}].sha256", "is not a sha256 hash")
+        if ref["size"] < 0:
+            raise Invalid(f"data.attachments[{i}].size", "is negative")
+
+
+def _no_format(data: Mapping[str, Any]) -> None:
+    return None
+
+
+#: what a type's annotations cannot say (a text that must be a hash), checked after them
+_FORMATS: dict[str, Callable[[Mapping[str, Any]], None]] = {Message.TYPE: _attachment_refs}
 
 
 def _check_text(data: Any) -> None:

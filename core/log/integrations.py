@@ -1,9 +1,9 @@
 """Event payloads of the integrations: imports (``import.*``) and MCP (``mcp.*``).
 
 Registered in the one :data:`~memtray.core.log.schema.SCHEMA` registry like every
-other payload (this module is imported by the package, so the types are known
-wherever the log is); kept apart only so events.py stays one screenful of core
-types. See docs/INTEGRATIONS.md for what each import and MCP call writes.
+other payload (:mod:`memtray.core.log.events` imports this module, so the types are
+known wherever the log is); the payload modules of the other rooms are
+core/log/payloads*.py. See docs/INTEGRATIONS.md for what each import and MCP call writes.
 """
 
 from __future__ import annotations

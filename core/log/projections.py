@@ -256,10 +256,6 @@ def apply(state: State, rec: Record) -> State:
     """
     seq, _id, ts, t, v, key, d = rec
     try:
-        if v > _VERSIONS.get(t, v):  # a newer device's version: kept in the log, not read
-            state.unknown[f"{t} v{v}"] = state.unknown.get(f"{t} v{v}", 0) + 1
-            state.last_seq = seq
-            return state
         if t == _MESSAGE:  # the hot path of replay (most records are messages): inline
             m = _message_of(d) if v == _MESSAGE_V else Message.of(rec)
             key = key or "default"
@@ -285,8 +281,11 @@ def apply(state: State, rec: Record) -> State:
         elif t not in KNOWN_TYPES:
             state.unknown[t] = state.unknown.get(t, 0) + 1
     except _FOLD_ERRORS as exc:
-        _unfoldable(state, rec, exc)
-        return state
+        if isinstance(exc, UnknownEventVersion) and type(v) is int and v > _VERSIONS.get(t, v):
+            state.unknown[f"{t} v{v}"] = state.unknown.get(f"{t} v{v}", 0) + 1  # a newer device's: skipped
+        else:
+            _unfoldable(state, rec, exc)
+            return state
     state.last_seq = seq
     return state
 

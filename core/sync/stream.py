@@ -48,6 +48,8 @@ VERSION = 1
 META = "memtray.json"
 PREFIX = "refs/memtray/devices/"
 BUCKET = 10_000
+#: the largest ``memtray.json`` read (a real one is ~200 bytes)
+META_MOST = 64 * 1024
 
 
 def log_ref(device: str) -> str:
@@ -126,7 +128,14 @@ class LocalRepo:
 
     def head(self, commit: str, expect_device: str | None = None) -> StreamHead:
         """The stream metadata of ``commit``; :class:`SyncError` if it is not a memtray stream."""
-        return self._parse_head(commit, self.git.blobs([f"{commit}:{META}"])[0], expect_device)
+        return self._parse_head(commit, self._meta(commit), expect_device)
+
+    def _meta(self, commit: str) -> bytes | None:
+        """``memtray.json`` of ``commit`` (None if absent or too large to be one: never read whole)."""
+        [size] = self.git.sizes([f"{commit}:{META}"])
+        if size is None or size > META_MOST:
+            return None
+        return self.git.blobs([f"{commit}:{META}"])[0]
 
     def _parse_head(self, commit: str, raw: bytes | None, expect_device: str | None) -> StreamHead:
         try:
@@ -172,32 +181,37 @@ class LocalRepo:
         # one that holds ``through`` (a cursor can stop inside a segment); the metadata with them
         older = [seg for seg in segs if seg[0] <= through]
         wanted = older[-1:] + [seg for seg in segs if seg[0] > through]
-        head = self._parse_head(commit, self.git.blobs([f"{commit}:{META}"])[0], device)
+        head = self._parse_head(commit, self._meta(commit), device)
         sizes = self.git.sizes([f"{commit}:{path}" for _, path in wanted])
         records: list[Record] = []
         refused: list[Refusal] = []
         last = 0
         most = door.limits.event_bytes
-        for (_first, path), size in zip(wanted, sizes, strict=True):
+        for (first, path), size in zip(wanted, sizes, strict=True):
             if size is None:
                 raise SyncError(f"segment {path} of {device} is missing on the remote")
+            # the segment holding the cursor was read before, up to ``through``: what it says
+            # there was imported or reported then; every other segment is new
+            again = first <= through
             for n, (line, length) in enumerate(self.git.lines(f"{commit}:{path}", most), 1):
                 source = Source("peer", device, f"{path} line {n}")
-                seen = envelopes([line]) if length <= most else None
+                seen = envelopes([line]) if again and length <= most else None
                 if seen is not None and seen[0][0] <= through:
                     last = max(last, seen[0][0])
                     continue  # imported before
                 got = door.line(line, source, length)
                 if isinstance(got, Refusal):
-                    if got.seq is None or got.seq > through:
+                    if not (again and (got.seq is None or got.seq <= through)):
                         refused.append(got)
                     continue
-                if got.seq <= last:
-                    refused.append(_refusal(source, got, f"out of order (seq {got.seq} after {last})"))
+                if again and got.seq <= through:
+                    last = max(last, got.seq)
+                    continue
+                if got.seq <= max(last, through):
+                    refused.append(_refusal(source, got, f"out of order (seq {got.seq} after "
+                                                         f"{max(last, through)})"))
                     continue
                 last = got.seq
-                if got.seq <= through:
-                    continue
                 if ORIGIN_KEY in got.data:  # a device publishes its own events only, never copies
                     refused.append(_refusal(source, got, "it carries an origin mark: a copy imported from "
                                             "another device does not travel"))

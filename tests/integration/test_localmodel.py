@@ -225,7 +225,7 @@ app = App.open(Home.resolve(sys.argv[1]), clock=FakeClock(),
 try:
     for role, text in [("user", "My name is Ada and I live in Lyon."), ("assistant", "Nice to meet you, Ada!"),
                        ("user", "I drink green tea every morning."), ("assistant", "Noted: green tea.")]:
-        app.store.append(Message.TYPE, Message(role=role, content=text).to_data(), session="s")
+        app.store.append(Message(role=role, content=text), session="s")
     outcome = app.run(app.consolidation.consolidate("s", archive_all=True), timeout=900)
     print(json.dumps({"model": app.llm.model, "memory_seq": outcome.memory_seq, "summary": outcome.summary(),
                       "last_consolidated": app.store.state.session("s").last_consolidated,

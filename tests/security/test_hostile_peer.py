@@ -21,7 +21,7 @@ from memtray.core.admin.tombstones import follow_tombstones
 from memtray.core.app import App
 from memtray.core.base.home import Home
 from memtray.core.log.door import Quarantine
-from memtray.core.log.events import Verbatim
+from memtray.core.log.events import Record, encode
 from memtray.core.sync.stream import log_ref
 
 from tests.integration.sync_support import (
@@ -150,7 +150,8 @@ def test_malformed_events_are_refused_one_by_one_and_the_rest_is_imported(tmp_pa
         deep_line,
         event(10, "01JGOOD0000000000000000010", "message", {"role": "user", "content": "a good one"}),
         event(11, "01JGOOD0000000000000000011", "message",
-              {"role": "user", "content": "my key sk-proj-" + "Zq9x" * 12}),
+              {"role": "user", "content": "my keys sk-proj-" + "Zq9x" * 12 + " AKIAIOSFODNN7EXAMPLE ghp_"
+               + "a1B2c3D4" * 4 + "e5F6"}),
     ]
     HostilePeer(remote, tmp_path, EVIL).push(lines)
     with homes(tmp_path, "a") as [a]:
@@ -164,7 +165,9 @@ def test_malformed_events_are_refused_one_by_one_and_the_rest_is_imported(tmp_pa
             assert any(expected in r for r in said), (expected, said)
         assert rep.refusals == 9 and rep.imported == 2
         assert "a good one" in contents(a)
-        assert not [t for t in contents(a) if "sk-proj-" in t]  # redacted at the door, as local input is
+        # redacted at the door, as local input is
+        assert not [t for t in contents(a) if "sk-proj-" in t or "AKIAIOSFODNN7EXAMPLE" in t or "ghp_" in t]
+        assert [t for t in contents(a) if t.startswith("my keys [REDACTED")]
         assert log_ref(a.sync.device) in json.dumps(a.sync.status()) or rep.pushed == 2
         assert EVIL in json.dumps(a.sync.status()["refused"])
         # the home keeps working, and a second sync reports nothing new
@@ -258,13 +261,19 @@ def test_a_force_pushed_republication_with_a_forged_line_is_refused_and_blocks_n
         still_works(a)
 
 
-def test_a_log_bricked_before_the_door_opens_and_the_doctor_repairs_it(tmp_path: Path, capsys: Any) -> None:
+def test_a_log_bricked_before_the_door_opens_and_the_doctor_repairs_it(tmp_path: Path) -> None:
     with homes(tmp_path, "a") as [a]:
         say(a, "before")
-        # what an older memtray imported from a peer: a cancel without its reminder
-        a.store.append(Verbatim("reminder.cancelled", {"reason": "user", "origin": {"device": EVIL, "seq": 1, "ts": TS}}))
+        seq = a.store.log.last_seq
+    # what an older memtray imported from a peer, before the door: a cancel without its reminder
+    bricked = Record(seq + 1, "01JBRICK000000000000000001", TS, "reminder.cancelled", 1, None,
+                     {"reason": "user", "origin": {"device": EVIL, "seq": 1, "ts": TS}})
+    segment = max((tmp_path / "a" / "events").glob("*.jsonl"))
+    with open(segment, "ab") as fh:
+        fh.write(encode(bricked))
+    with homes(tmp_path, "a") as [a]:
         say(a, "after")
-    with homes(tmp_path, "a") as [a]:  # it opens: the fold skips what it cannot read
+    with homes(tmp_path, "a") as [a]:  # it opens again: the fold skips what it cannot read
         assert {"before", "after"} <= contents(a)
         assert list(a.store.state.unfoldable.values()) == [
             "reminder.cancelled: BadPayload: a reminder.cancelled event without reminder"]
@@ -276,4 +285,5 @@ def test_a_log_bricked_before_the_door_opens_and_the_doctor_repairs_it(tmp_path:
     assert [e for e in Quarantine(home.root).entries() if e["source"]["kind"] == "log"]
     with homes(tmp_path, "a") as [a]:
         assert a.store.state.unfoldable_count == 0 and {"before", "after"} <= contents(a)
-        assert a.store.log.records().__next__().seq == 1  # still gapless from 1
+        seqs = [r.seq for r in a.store.log.records()]
+        assert seqs == list(range(1, len(seqs) + 1))  # the placeholder keeps the sequence gapless

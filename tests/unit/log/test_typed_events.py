@@ -210,12 +210,16 @@ def test_a_payload_without_a_required_member_is_skipped_by_the_fold_never_raised
         Record(2, "b", "2026-12-03T09:00:01.000Z", ReminderCancelled.TYPE, 1, None, {"reason": "user"}),
         Record(3, "c", "2026-12-03T09:00:02.000Z", Message.TYPE, 1, "s", {"content": "no role"}),
         Record(4, "d", "2026-12-03T09:00:03.000Z", Message.TYPE, 1, "s", {"role": "user", "content": "hi"}),
+        # a newer device's version of a known type: kept, skipped, never a crash
+        Record(5, "e", "2026-12-03T09:00:04.000Z", ReminderCancelled.TYPE, 9, None, {"reminder": "r1"}),
+        Record(6, "f", "2026-12-03T09:00:05.000Z", Message.TYPE, 9, "s", {"role": "user", "content": "later"}),
     ]
     state = replay(recs)
-    assert state.last_seq == 4 and state.reminders["r1"].active
-    # named as unreadable (the doctor repairs them), not counted as a newer device's types
-    assert state.unknown == {} and state.unfoldable_count == 2
-    assert sorted(state.unfoldable) == ["2", "3"]
+    assert state.last_seq == 6 and state.reminders["r1"].active
+    # a newer device's versions are counted and skipped; the unreadable ones are named (the
+    # doctor repairs them), not counted as a newer device's types
+    assert state.unknown == {f"{ReminderCancelled.TYPE} v9": 1, f"{Message.TYPE} v9": 1}
+    assert state.unfoldable_count == 2 and sorted(state.unfoldable) == ["2", "3"]
     assert [m["content"] for m in state.sessions["s"].messages] == ["hi"]
     with pytest.raises(BadPayload, match="without reminder"):
         ReminderCancelled.of(recs[1])
