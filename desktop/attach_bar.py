@@ -145,7 +145,10 @@ class AttachBar(QWidget):
 
     def _try(self, make: Any) -> None:
         try:
-            self.add(make())
+            prepared = make()
+            self.add(prepared)
+            if prepared.note:  # a link was followed: say which file was attached
+                self.say(prepared.note)
         except MemtrayError as exc:
             self.say(f"{exc}. {exc.hint}".strip())
 

@@ -53,6 +53,7 @@ def run_import(app: Any, source: str, path: Path, *, dry_run: bool, progress: An
     """What ``memtray import SOURCE PATH [--dry-run]`` does, against this App; call it off the
     worker (its writes go to the worker one item at a time)."""
     from memtray.core.base.clock import IdGenerator
+    from memtray.core.log.door import Quarantine
     from memtray.core.migrate import chatgpt, nanobot
     from memtray.core.migrate.common import Importer
 
@@ -64,6 +65,7 @@ def run_import(app: Any, source: str, path: Path, *, dry_run: bool, progress: An
     else:
         items = chatgpt.items(path)
     imp = Importer(app.store, app.memory, source, str(path), dry_run=dry_run, new_id=IdGenerator(app.clock).new,
+                   quarantine=Quarantine(app.home.root, app.clock),
                    progress=progress, call=app.worker.call_here)
     return imp.run(items)
 

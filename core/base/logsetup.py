@@ -17,7 +17,7 @@ import sys
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.fsutil import FILE_MODE, ensure_dir
 from memtray.core.base.home import Home
-from memtray.core.base.redact import RedactingFilter
+from memtray.core.base.redact import redact, redact_obj
 
 _configured: str | None = None
 _installed: list[logging.Handler] = []
@@ -108,3 +108,35 @@ def setup(home: Home, *, verbose: bool = False) -> None:
     err.addFilter(redactor)
     root.addHandler(err)
     _installed.append(err)
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts each record's message, arguments and traceback.
+
+    The message is formatted (``msg % args``) before redacting, so a secret split
+    between the format string and its arguments is still caught; the record
+    then carries the finished text and no arguments. A traceback is formatted
+    here (with the default :class:`logging.Formatter`) and stored redacted in
+    ``record.exc_text``, which handlers' formatters then use as is. Attach the
+    filter to handlers: a logger's own filters do not see records propagated
+    from child loggers.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            # A bad format string: logging reports that itself when the handler
+            # formats the record; redact the pieces so the report leaks nothing.
+            record.msg = redact_obj(record.msg)
+            record.args = redact_obj(record.args)
+        else:
+            record.msg = redact(message)
+            record.args = ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True

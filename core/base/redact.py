@@ -19,7 +19,6 @@ of non-space characters, and each rule runs only if its trigger words occur.
 from __future__ import annotations
 
 import bisect
-import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +28,6 @@ from memtray.core.base import secret_rules
 
 __all__ = [
     "KINDS",
-    "RedactingFilter",
     "Secret",
     "add_known_secret",
     "find_secrets",
@@ -188,20 +186,38 @@ def _bearer(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
     return None
 
 
-# "my password is hunter2", "the wifi passcode was 'x y z'": the value runs to the end of
-# the clause. A first word that says where or how the password is keeps the sentence.
+# "my password is hunter2", "her wifi passcode was 'x y z'", "my password: x y z": the value
+# runs to the end of the clause. A first word that says where or how the password is keeps
+# the sentence.
+_PROSE_VERB = r"(?:is(?:\s+now)?|was|will\s+be|has\s+been\s+changed\s+to|changed\s+to|became|reads)"
 _PROSE_RE = re.compile(
     r"(?ai)\b(?:my|the|our|his|her|their|your|a|new|its)\s+(?:[\w\-]+\s+){0,2}?"
-    r"(?:password|passcode|passphrase|passwd|pin(?:\s+code)?|pwd|pw)\s+"
-    r"(?:is(?:\s+now)?|was|will\s+be|has\s+been\s+changed\s+to|changed\s+to|became|reads)\s*[:\-]?[ \t]*"
+    r"(?:password|passcode|passphrase|passwd|pin(?:\s+code)?|pwd|pw)"
+    rf"(?:\s+{_PROSE_VERB}\s*[:\-]?|\s*:)[ \t]*"
+)
+# Without a determiner ("passphrase is hunter2", "PIN is 4711") only the full words, and a
+# PIN only when it has a digit: "pwd is /home/x" is the working directory, "pin is loose" a pin.
+_BARE_PROSE_RE = re.compile(
+    rf"(?ai)(?<![\w\-/.$])(?P<word>password|passcode|passphrase|passwd|pin(?:\s+code)?)\s+{_PROSE_VERB}\s*[:\-]?[ \t]*"
 )
 _PROSE_STOP = frozenset({
     "not", "too", "very", "in", "on", "at", "stored", "saved", "kept", "managed", "written", "somewhere",
     "safe", "secure", "strong", "weak", "long", "short", "expired", "wrong", "incorrect", "the", "a", "an",
     "still", "also", "being", "required", "needed", "missing", "empty", "unknown", "same", "different",
     "reset", "changed", "set", "ok", "fine", "easy", "hard", "forgotten", "lost", "shared", "public",
+    "what", "how", "why", "where", "when", "which", "who", "whatever", "it", "this", "that", "there", "here",
+    "something", "nothing", "one", "important", "optional", "mandatory", "valid", "invalid", "case-sensitive",
+    "sensitive", "hidden", "visible", "shown", "sent", "given", "case", "my", "your", "his", "her", "our", "their",
 })
 _CLAUSE_END_RE = re.compile(r"[.,;!?](?:\s|$)|\n|$")
+
+
+def _bare_prose(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
+    hit = _prose(m, runs)
+    if hit is not None and m.group("word").lower().startswith("pin") and not any(
+            c.isdigit() for c in m.string[hit[1]:hit[2]]):
+        return None
+    return hit
 
 
 def _prose(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
@@ -227,6 +243,17 @@ def _prose(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
 _AWS_PREFIXES: tuple[str, ...] = (
     "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "APKA", "AROA", "ASCA",
 )  # fmt: skip
+
+_AWS_ID = rf"(?<![A-Za-z0-9])(?:{'|'.join(_AWS_PREFIXES)})[A-Z0-9]{{16}}(?![A-Za-z0-9])"
+# 40 characters of base64 with both cases and a digit or symbol (a git SHA is lowercase hex)
+_AWS_SECRET = (r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+=]{{0,39}}[a-z])(?=[A-Za-z0-9/+=]{{0,39}}[A-Z])"
+               r"(?=[A-Za-z0-9/+=]{{0,39}}[0-9/+])(?P<{}>[A-Za-z0-9/+=]{{40}})(?![A-Za-z0-9/+=])")
+_AWS_ID_MARKER = re.escape("[REDACTED:aws-access-key-id]")
+
+
+def _aws_pair(m: re.Match[str], runs: _Runs) -> tuple[str, int, int] | None:
+    return "aws-secret-key", *m.span("after" if m.group("after") is not None else "before")
+
 
 _RULES: tuple[_Rule, ...] = (
     # Most specific first: when matches overlap, the first rule names the kind.
@@ -296,11 +323,23 @@ _RULES: tuple[_Rule, ...] = (
         "aws-secret-key",
         triggers=("secret",),
         folded=True,
+        # aws_secret_access_key = ..., "the AWS secret access key is ...", "secret key: ..."
         pattern=re.compile(
-            r"(?ai)(?<![a-z0-9])(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?"
-            r"[ \t]*[:=][ \t]*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+            r"(?ai)(?<![a-z0-9])(?:aws[_ \t]?secret[_ \t]?(?:access[_ \t]?)?key|secret[_ \t]?access[_ \t]?key|"
+            r"secret[_ \t]key)[\"']?[ \t]*(?:[:=]|\s(?:is|was)\b|\s*-)?[ \t]*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
         ),
         group=1,
+    ),
+    _Rule(
+        "aws-secret-key",
+        triggers=(*_AWS_PREFIXES, "[REDACTED:aws-access-key-id]"),
+        # A secret access key has no shape of its own; beside its key id (within a couple of
+        # lines, either side, or beside the marker an older redaction left) it is one.
+        pattern=re.compile(
+            rf"(?:{_AWS_ID}|{_AWS_ID_MARKER})[\s\S]{{0,160}}?{_AWS_SECRET.format('after')}"
+            rf"|{_AWS_SECRET.format('before')}[\s\S]{{0,160}}?(?:{_AWS_ID}|{_AWS_ID_MARKER})"
+        ),
+        check=_aws_pair,
     ),
     _Rule(
         "jwt",
@@ -348,6 +387,13 @@ _RULES: tuple[_Rule, ...] = (
         folded=True,
         pattern=_PROSE_RE,
         check=_prose,
+    ),
+    _Rule(
+        "password",
+        triggers=("pass", "pin"),
+        folded=True,
+        pattern=_BARE_PROSE_RE,
+        check=_bare_prose,
     ),
     _Rule(
         "password",
@@ -568,35 +614,3 @@ def _redact_any(obj: object, key: object, seen: frozenset[int]) -> object:
     if hasattr(obj, "_fields"):  # a NamedTuple
         return cast(Callable[..., object], type(obj))(*items)
     return tuple(items)
-
-
-class RedactingFilter(logging.Filter):
-    """A logging filter that redacts each record's message, arguments and traceback.
-
-    The message is formatted (``msg % args``) before redacting, so a secret split
-    between the format string and its arguments is still caught; the record
-    then carries the finished text and no arguments. A traceback is formatted
-    here (with the default :class:`logging.Formatter`) and stored redacted in
-    ``record.exc_text``, which handlers' formatters then use as is. Attach the
-    filter to handlers: a logger's own filters do not see records propagated
-    from child loggers.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:
-            # A bad format string: logging reports that itself when the handler
-            # formats the record; redact the pieces so the report leaks nothing.
-            record.msg = redact_obj(record.msg)
-            record.args = redact_obj(record.args)
-        else:
-            record.msg = redact(message)
-            record.args = ()
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = redact(record.exc_text)
-        if record.stack_info:
-            record.stack_info = redact(record.stack_info)
-        return True

@@ -21,14 +21,15 @@ from memtray.core.cli.console import out as _out
 
 def _run(args: argparse.Namespace, home: Home, source: str, path: Path, items: Any) -> int:
     from memtray.core.base.clock import IdGenerator
+    from memtray.core.log.door import Quarantine
     from memtray.core.migrate.common import Importer
 
     with app_scope(home) as app:
-        memory = getattr(app, "memory", None) or app.services.get("memory")
-        if memory is None or app.store.readonly:
+        memory = app.memory
+        if app.store.readonly:
             raise MemtrayError("the data home is open read-only; nothing can be imported", hint="Run `memtray doctor`.")
         quiet = args.json or args.dry_run
-        cons = getattr(app, "consolidation", None) or app.services.get("consolidation")
+        cons = app.consolidation
         consolidate = None
         if args.consolidate and not app.config.model:
             raise MemtrayError("--consolidate needs a model to consolidate with, and none is configured",
@@ -37,6 +38,7 @@ def _run(args: argparse.Namespace, home: Home, source: str, path: Path, items: A
             def consolidate(session: str) -> None:
                 app.run(cons.archive(session))
         imp = Importer(app.store, memory, source, str(path), dry_run=args.dry_run, new_id=IdGenerator(app.clock).new,
+                       quarantine=Quarantine(home.root, app.clock),
                        progress=None if quiet else (lambda t: con().error(f"  {t}")), call=app.worker.call,
                        consolidate=consolidate)
         summary = imp.run(items)

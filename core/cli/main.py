@@ -53,6 +53,9 @@ def cmd_ask(args: argparse.Namespace, home: Home) -> int:
         from memtray.core.log.attachments import from_file
 
         files = [from_file(f) for f in attach]  # a bad file is said before anything is logged
+        for f in files:
+            if f.note:
+                con().error(f"note: {f.note}")
     else:
         files = []
     if not text.strip():

@@ -17,12 +17,13 @@ import io
 import mimetypes
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.fsutil import atomic_write, ensure_dir
+from memtray.core.base.infile import FileRefused, open_regular, read_capped
 from memtray.core.base.redact import redact
 from memtray.core.log.events import AttachmentRef, scrub_text
 
@@ -30,6 +31,8 @@ DIRNAME = "attachments"
 IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 MAX_TEXT_CHARS = 500_000
+#: the largest file read at all (a PDF's text, an image, a text file: each has its own limit after)
+MAX_FILE_BYTES = 50 * 1024 * 1024
 _SHA = re.compile(r"[0-9a-f]{64}")
 
 
@@ -71,6 +74,7 @@ class Prepared:
 
     ref: Ref
     data: bytes
+    note: str = ""  # said to the user (a symbolic link followed), never stored
 
 
 def sniff_mime(data: bytes, name: str) -> str:
@@ -239,9 +243,19 @@ def remove(store: AttachmentStore, shas: Iterable[str]) -> None:
 
 
 def from_file(path: Path | str) -> Prepared:
-    """:func:`prepare` for a file on disk; a clear error when it cannot be read."""
+    """:func:`prepare` for a file on disk; a clear error when it cannot be read.
+
+    Only a regular file is read (a FIFO, ``/dev/zero``, a directory or a socket is refused
+    without reading or blocking), its size is checked before reading
+    (:data:`MAX_FILE_BYTES`) and the read is capped; a symbolic link is followed and the
+    file it resolves to is said (:attr:`Prepared.note`).
+    """
     try:
-        data = Path(path).read_bytes()
+        opened = open_regular(path, limit=MAX_FILE_BYTES, what="attachment")
+        data = read_capped(opened, limit=MAX_FILE_BYTES, what="attachment")
+    except FileRefused as exc:
+        raise AttachmentError(str(exc), hint=exc.hint) from None
     except OSError as exc:
         raise AttachmentError(f"cannot read {path}: {exc.strerror or exc}", hint="Check the file name.") from None
-    return prepare(data, Path(path).name)
+    prepared = prepare(data, Path(path).name)
+    return replace(prepared, note=redact(opened.note())) if opened.link is not None else prepared

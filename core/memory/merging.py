@@ -51,6 +51,7 @@ from memtray.core.memory.merge import (
     merge_nodes,
     parents_first,
 )
+from memtray.core.memory.peerguard import guard_peer
 from memtray.core.memory.peers import REVISIONS, Known
 
 if TYPE_CHECKING:
@@ -84,6 +85,7 @@ class PeerMerging:
     store: Store
     projection: GitProjection
     write: Callable[..., list[Record]]
+    ledger: Callable[[], Ledger]  # this device's current memory with its ids (MemoryService.ledger)
     _device: DeviceId | None = None
     _head_cache: tuple[int, str | None] = (-1, None)
     _known: Known | None = None  # the DAG as far as the log was read ...
@@ -191,21 +193,28 @@ class PeerMerging:
         own = [dict(i) for i in target.written.flagged or () if i["kind"] == CONFLICT]
         flagged, done = self._carried(dag, dag.ancestors(target.id), mine, target.ledger, own)
         info = target.written.facts or FactLedger(ids=[], next=1)
-        prov = _provenance(dag, dag.ancestors(target.id) - mine, target.ledger, self.device, {})
-        if not target.altered and redact(target.text) == target.text:
+        new = dag.ancestors(target.id) - mine
+        prov = _provenance(dag, new, target.ledger, self.device, {})
+        g = guard_peer(self.store.state.memory, self.ledger(), target.text, target.ledger,
+                       _oldest_first(dag, dag.ancestors(target.id)), set(prov), ren, target.device)
+        if not g.flagged and not target.altered and redact(target.text) == target.text:
             sync = SyncFields(target.id, list(target.parents), target.device, info.get("renamed") or {}, ren, records)
-        else:  # this version redacts more than the writer's did: a revision of its own, after the peer's
+        else:  # held facts, or this version redacts more than the writer's did: a revision of its own, after the peer's
             sync = SyncFields(None, [target.id], self.device, {}, ren, records)
+        flagged += g.flagged
+        live = set(g.ledger.ids)
+        prov = {k: v for k, v in prov.items() if k in live}
         # the same revision as the peer's, the resolutions it names with it (its copy in this
         # device's stream may reach a third device first: without them the conflicts stayed there)
         reviewed = list(target.written.reviewed or ())
-        self.write(target.text, reason="merge", facts=target.ledger, flagged=flagged or None,
+        self.write(g.text, reason="merge", facts=g.ledger, flagged=flagged or None,
                    merged=info.get("merged") or None, provenance=prov or None, sync=sync, extra=done or None,
                    reviewed=reviewed or None)
         sha = self.projection.git.head()
-        return MergeOutcome(False, True, False, self._conflicts(flagged), sha,
+        conflicts = [i for i in flagged if i.get("kind") == CONFLICT]
+        return MergeOutcome(False, True, False, self._conflicts(conflicts), sha,
                             f"memory fast-forwarded to {target.device}'s revision" + (
-                                f" ({len(flagged)} conflict(s) to review)" if flagged else ""))
+                                f" ({len(conflicts)} conflict(s) to review)" if conflicts else "") + _held(g.flagged))
 
     def _merge(self, dag: Dag, local: str | None, tips: list[str],
                records: list[Entry]) -> MergeOutcome:
@@ -214,23 +223,29 @@ class PeerMerging:
         if stored != merged.text and len(factdiff.parse(stored)) == len(merged.ledger.facts):
             # what is stored is what the id is made of (one device's rules may redact more)
             merged.text, merged.ledger = stored, Ledger.with_ids(stored, merged.ledger.ids, merged.ledger.next)
-        mid = merge_id(tips, merged)
         ren = merged.renamed.get(self.device, {})
-        theirs = {fid for fid, dev in merged.origin.items() if dev != self.device}
-        found = _provenance(dag, set().union(*(dag.ancestors(t) for t in tips)) - (dag.ancestors(local) if local else set()),
-                            merged.ledger, self.device, merged.renamed)
-        prov = {fid: found.get(fid) or {"merged_from": merged.origin[fid]} for fid in theirs}
+        new = set().union(*(dag.ancestors(t) for t in tips)) - (dag.ancestors(local) if local else set())
+        found = _provenance(dag, new, merged.ledger, self.device, merged.renamed)
+        others = _devices(dag, [t for t in tips if t != local])
         every = set().union(*(dag.ancestors(t) for t in tips))
+        g = guard_peer(self.store.state.memory, self.ledger(), merged.text, merged.ledger, _oldest_first(dag, every),
+                       set(found), ren, others)
+        merged.text, merged.ledger = g.text, g.ledger  # what is held is not merged (nor part of the merge's id)
+        mid = merge_id(tips, merged)
+        live = set(g.ledger.ids)
+        theirs = {fid for fid, dev in merged.origin.items() if dev != self.device and fid in live}
+        prov = {fid: found.get(fid) or {"merged_from": merged.origin[fid]} for fid in theirs}
         flagged, done = self._carried(dag, every, dag.ancestors(local) if local else set(), merged.ledger,
                                       list(merged.conflicts))
+        flagged += g.flagged
         self.write(merged.text, reason="merge", facts=merged.ledger, flagged=flagged or None,
                    dropped_reasons=merged.dropped, merged=merged.merged or None, provenance=prov or None,
                    sync=SyncFields(mid, tips, self.device, merged.renamed, ren, records), extra=done or None)
         sha = self.projection.git.head()
-        others = _devices(dag, [t for t in tips if t != local])
         n = len(merged.conflicts)
-        return MergeOutcome(True, False, False, self._conflicts(flagged), sha,
-                            f"memory merged with {others}" + (f"; {n} conflict(s) kept for review" if n else ""))
+        return MergeOutcome(True, False, False, self._conflicts([i for i in flagged if i.get("kind") == CONFLICT]), sha,
+                            f"memory merged with {others}" + (f"; {n} conflict(s) kept for review" if n else "")
+                            + _held(g.flagged))
 
     def _carried(self, dag: Dag, every: set[str], mine: set[str], ledger: Ledger,
                  own: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[Payload, str | None]]]:
@@ -328,6 +343,15 @@ def _provenance(dag: Dag, ids: set[str], ledger: Ledger, device: str,
                 continue
             out[fid] = {"merged_from": n.device, "origin": origin, "text": str(p.get("text") or live[fid].text)}
     return out
+
+
+def _oldest_first(dag: Dag, ids: set[str]) -> list[Node]:
+    return sorted((dag.nodes[i] for i in ids if i in dag), key=lambda n: (n.seq, n.ts, n.id))
+
+
+def _held(items: Sequence[Mapping[str, Any]]) -> str:
+    """What the summary line says of the facts the guards held (see :mod:`peerguard`)."""
+    return f"; {len(items)} fact(s) held for review (`memtray memory review`)" if items else ""
 
 
 def _strings(obj: Any) -> Iterator[str]:

@@ -113,6 +113,16 @@ _SENSITIVE = (
     r"access tokens?|cookies|session tokens?|environment variables|env vars"
 )
 
+# What an order tells the assistant to do, in the base form an imperative has ("answer",
+# never "answers"): its replies, what it recommends, says or links to.
+_ORDER_VERBS = (
+    r"answer|reply|respond|recommend|suggest|redirect|mention|say|tell|speak|talk|promote|advertise|"
+    r"praise|cite|link|refer (?:the )?users?|point (?:the )?users?|direct (?:the )?users?|sign off|end (?:every|each|all)|"
+    r"start (?:every|each|all)|begin (?:every|each|all)|prepend|append|add (?:this|the following)"
+)
+# ... and not where the verb is someone's ("likes to talk", "will say"): a report, not an order.
+_NOT_INFINITIVE = "".join(rf"(?<!\b{w}\s)" for w in ("to", "will", "would", "can", "could", "may", "might", "does", "did"))
+
 _PATTERNS = [
     # overrides: "ignore all previous instructions", "pay no attention to earlier guidance"
     rf"\b(?:{_OVERRIDE_VERBS})\b.{{0,40}}\b(?:{_QUALIFIERS})\b.{{0,30}}\b(?:{_OVERRIDE_OBJECTS})\b",
@@ -148,6 +158,22 @@ _PATTERNS = [
     r"\b(?:do not|don'?t|never)\s+(?:tell|inform|mention|reveal|notify|alert|warn)\b[^\n]{0,20}\b(?:the\s+)?(?:user|them)\b",
     r"\b(?:e-?mail|send|forward|upload|post|cc|bcc|share|transmit|copy|mirror|sync)\b[^\n]{0,40}\b(?:every|all|each|entire|whole|complete|full)\b[^\n]{0,30}\b(?:conversations?|messages?|chats?|history|memory|memories|files?|data|transcripts?|documents?)\b[^\n]{0,20}\bto\b",
     r"\bwhen(?:ever)?\s+(?:the\s+)?user\s+(?:asks|mentions|says|types|writes|talks|opens|sends)\b[^\n]{0,60}\b(?:always|run|execute|send|e-?mail|include|call|forward|upload|delete|reply with|respond with)\b",
+    # standing orders: imperatives aimed at whoever answers. A fact about the user says what
+    # the user does ("always drinks", "answers emails"); an order says what to do (base form).
+    rf"\b(?:{_OVERRIDE_VERBS})\s+(?:(?:all|everything|anything|whatever)\s+(?:(?:that\s+)?(?:(?:was|is|has been)\s+)?"
+    r"(?:said|written|stated|told)\s+)?|the\s+)(?:above|before|earlier|so far|previously|preceding)\b",
+    rf"\b(?:{_OVERRIDE_VERBS})\s+(?:what|whatever|everything|anything)\s+(?:you\s+(?:were|have\s+been|are)\s+told|"
+    r"(?:i|we|they)\s+(?:said|told\s+you|wrote))\b",
+    rf"\b(?:always|never|only)\s+(?:{_ORDER_VERBS})\b",
+    rf"\b(?:{_ORDER_VERBS})\s+(?:\w+\s+){{0,3}}?(?:only|exclusively|solely)\s+(?:in|with|using|as|by)\b",
+    rf"\b(?:{_ORDER_VERBS})\b[^\n]{{0,40}}\b(?:with|using|including|containing)\b[^\n]{{0,30}}(?:https?://|\blinks?\b|\burls?\b)",
+    r"\b(?:from now on|henceforth|going forward|hereafter|starting now|from here on|for all future (?:replies|answers|messages)),?"
+    rf"\s+(?:please\s+)?(?:{_ORDER_VERBS}|act|behave|only|do not|don'?t)\b",
+    r"\b(?:when(?:ever)?|each time|every time|any time|if)\s+(?:you(?:'re|\s+are)\s+|i(?:'m|\s+am)\s+|the user is\s+|anyone\s+is\s+)?"
+    rf"(?:asked|questioned|prompted|queried)\b(?!\s+to\b)[^\n]{{0,80}}{_NOT_INFINITIVE}\b(?:{_ORDER_VERBS}|claim|state|insist|pretend)\b",
+    r"\b(?:if|when(?:ever)?)\s+(?:anyone|someone|somebody|the user|a user|they|people)\s+(?:asks?|mentions?|brings? up|says?)\b"
+    rf"[^\n]{{0,80}},?\s+(?:then\s+)?{_NOT_INFINITIVE}(?:{_ORDER_VERBS}|always|never|claim|state|insist|pretend)\b",
+    r"\bthe\s+assistant\s+(?:must|should|shall|has to|needs to|is to|will always|always|never|may only|can only)\b",
 ]
 _RX = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.IGNORECASE | re.MULTILINE)
 # Checked with case kept: a role label in capitals ("SYSTEM:", "[ADMIN]") is a header, not prose.

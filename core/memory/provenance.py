@@ -6,6 +6,8 @@ its fact diff) and gives every fact of the current memory an origin:
 * added by a consolidation (or redo): the consolidation and its message range;
 * added by the agent's ``remember``: the user message it answered;
 * written by the user (hand edit, review): that event;
+* imported (``memtray import``): the import item (its source and key) that carried it;
+* written by an MCP client (``remember`` through ``memtray mcp``): that client;
 * brought back by a restore or rollback: the origin it had before it was
   dropped (the restore / rollback event is kept in ``via``);
 * brought in by adopting a rebuild: the rebuild step and its messages;
@@ -34,6 +36,7 @@ from memtray.core.log.events import (
     ProvenanceOrigin,
     Record,
 )
+from memtray.core.log.integrations import ImportItem
 from memtray.core.log.origin import origin_of
 from memtray.core.memory import factdiff
 from memtray.core.memory.facts import Ledger
@@ -60,6 +63,8 @@ class Origin:
     session: str | None = None
     rebuild: str | None = None
     via: list[int] = field(default_factory=list)  # later events that changed or brought it back
+    imported: dict[str, Any] = field(default_factory=dict)  # the import item (source, key, import id)
+    client: str | None = None  # the MCP client that wrote it
     device: str | None = None  # another device that introduced it (sync), else None: this one
     revision: str | None = None  # that device's revision (event id) that introduced it
     candidate_seqs: list[int] = field(default_factory=list)  # messages it read (imported from that device)
@@ -81,6 +86,7 @@ def trace(records: Iterable[Record]) -> tuple[str, dict[str, Origin]]:
     gone: dict[str, Origin] = {}
     memory = ""
     imported: dict[tuple[str, int], int] = {}  # (device, seq there) -> seq here of an imported message
+    items: dict[int, dict[str, Any]] = {}  # seq of an import's memory.written -> its import.item
     for rec in records:
         if rec.type == ConsolidationStarted.TYPE:
             c = ConsolidationStarted.of(rec)
@@ -88,6 +94,11 @@ def trace(records: Iterable[Record]) -> tuple[str, dict[str, Origin]]:
             continue
         if rec.type == Message.TYPE and (org := origin_of(rec)) is not None:
             imported[(org.device, org.seq)] = rec.seq
+            continue
+        if rec.type == ImportItem.TYPE:
+            it = ImportItem.of(rec)
+            if it.memory_seq is not None:
+                items[it.memory_seq] = {"import_id": it.import_id, "source": it.source, "key": it.key, "kind": it.kind}
             continue
         if rec.type != MemoryWritten.TYPE:
             continue
@@ -125,6 +136,10 @@ def trace(records: Iterable[Record]) -> tuple[str, dict[str, Origin]]:
             gone[fid] = current.pop(fid)
     for o in current.values():  # another device's messages, as far as they are imported now
         _resolve(o, imported)
+        if o.reason == "import" and o.problem is None:  # the import.item follows its memory.written
+            o.imported = items.get(o.event_seq, {})
+            if not o.imported:
+                o.problem = f"import event {o.event_seq} names no import item"
     return memory, current
 
 
@@ -174,6 +189,11 @@ def _origin(rec: Record, d: MemoryWritten, item: DiffFact, cons: dict[str, tuple
         o.message_seqs = seqs
         return o
     if source == "user" or reason in USER_REASONS:
+        return o
+    if reason == "import" and source == "import":  # its import item is found once the log is read
+        return o
+    if source == "mcp" and d.client:  # the user's other tool, named by the write
+        o.client = d.client
         return o
     o.problem = f"{reason} by the {source} at event {rec.seq} without a source message"
     return o

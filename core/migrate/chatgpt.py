@@ -23,19 +23,32 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from memtray.core.base.infile import FileRefused, open_regular
 from memtray.core.migrate.common import ImportProblem, Item
 from memtray.core.migrate.jsonstream import NotAnArray, elements
 
 ROLES = {"user": "user", "assistant": "assistant"}
+MAX_EXPORT_BYTES = 64 << 30  # streamed, never read whole: only a sanity bound
 
 
 def items(path: Path) -> Iterator[Item]:
     with ExitStack() as stack:
-        stream = _open(path, stack)
+        said: list[str] = []
+        stream = _open(path, stack, said)
         n = 0
+        seen: dict[str, int] = {}
         try:
             for n, conv in enumerate(elements(stream), 1):
-                yield conversation(conv, n)
+                item = conversation(conv, n)
+                # Conversations that share an id stay apart: the second is "<id>#2", and so on,
+                # in the file's order (so a rerun finds each under the key it had).
+                seen[item.key] = count = seen.get(item.key, 0) + 1
+                if count > 1:
+                    item.notes.append(f"conversation {n} has the same id as an earlier one; imported as {item.key}#{count}")
+                    item.key = f"{item.key}#{count}"
+                item.notes += [s for s in said if s]
+                said = []
+                yield item
         except NotAnArray as exc:
             raise ImportProblem(f"{path.name} is not a ChatGPT conversations.json: {exc}",
                                 hint="Use the conversations.json (or the whole .zip) from ChatGPT's "
@@ -44,24 +57,34 @@ def items(path: Path) -> Iterator[Item]:
             raise ImportProblem(f"{path.name} holds no conversations")
 
 
-def _open(path: Path, stack: ExitStack) -> IO[bytes]:
-    if not path.exists():
+def _open(path: Path, stack: ExitStack, notes: list[str]) -> IO[bytes]:
+    """The bytes of conversations.json (inside the zip, if it is one); ``notes`` gets the
+    file a symbolic link led to."""
+    if not path.exists() and not path.is_symlink():
         raise ImportProblem(f"no such file: {path}")
     if path.is_dir():
         inner = path / "conversations.json"
-        if not inner.is_file():
+        if not inner.exists() and not inner.is_symlink():
             raise ImportProblem(f"{path} has no conversations.json in it")
         path = inner
-    if zipfile.is_zipfile(path):
+    try:  # a FIFO, a device or a socket is refused before it is read (or waited on)
+        opened = open_regular(path, limit=MAX_EXPORT_BYTES, what="export")
+    except FileRefused as exc:
+        raise ImportProblem(str(exc), hint=exc.hint) from None
+    stream = stack.enter_context(opened.stream)
+    notes.append(opened.note())
+    if zipfile.is_zipfile(stream):
+        stream.seek(0)
         try:
-            zf = stack.enter_context(zipfile.ZipFile(path))
+            zf = stack.enter_context(zipfile.ZipFile(stream))
             names = [n for n in zf.namelist() if n.rsplit("/", 1)[-1] == "conversations.json"]
             if not names:
                 raise ImportProblem(f"{path.name} is a zip file without a conversations.json (not a ChatGPT export)")
             return stack.enter_context(zf.open(sorted(names, key=len)[0]))
-        except (zipfile.BadZipFile, OSError) as exc:
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
             raise ImportProblem(f"{path.name} is a damaged zip file ({exc})") from None
-    return stack.enter_context(path.open("rb"))
+    stream.seek(0)
+    return stream
 
 
 def conversation(conv: Any, n: int) -> Item:

@@ -27,12 +27,17 @@ from typing import Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.redact import redact
+from memtray.core.log.door import Door, Quarantine, Refusal, Source
 from memtray.core.log.events import Message, SessionReset
 from memtray.core.log.integrations import ImportCompleted, ImportFailed, ImportItem, ImportStarted
+from memtray.core.log.schema import Payload
 from memtray.core.log.store import Entry
 from memtray.core.memory import factdiff
+from memtray.core.memory.guard import review_item
+from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
 
 MAX_MESSAGE_CHARS = 100_000
+MAX_KEY = 160
 
 
 class ImportProblem(MemtrayError):
@@ -42,7 +47,7 @@ class ImportProblem(MemtrayError):
 @dataclass
 class Item:
     key: str  # stable within the source: a session key, a conversation id, "memory", "history"
-    kind: str  # session | conversation | memory | history
+    kind: str  # session | conversation | memory | history | refused (a file not read; its notes say why)
     #: (role, text, sent_at ISO or None) for sessions and conversations
     messages: list[tuple[str, str, str | None]] = field(default_factory=list)
     title: str | None = None
@@ -58,6 +63,8 @@ class Item:
         # token pasted into a session or file name must not reach the disk, and the
         # redacted key is the one a rerun finds logged, so dedupe keeps working.
         self.key = clean(self.key)
+        if len(self.key) > MAX_KEY:  # a conversation id of any length: named by a prefix and a digest
+            self.key = self.key[:MAX_KEY - 14] + "~" + hashlib.sha256(self.key.encode()).hexdigest()[:12]
 
     def digest(self) -> str:
         h = hashlib.sha256()
@@ -121,7 +128,13 @@ class Importer:
     def __init__(self, store: Any, memory: Any, source: str, path: str, *, dry_run: bool,
                  new_id: Callable[[], str], progress: Callable[[str], None] | None = None,
                  call: Callable[[Callable[[], Any]], Any] | None = None,
-                 consolidate: Callable[[str], None] | None = None) -> None:
+                 consolidate: Callable[[str], None] | None = None, quarantine: Quarantine,
+                 door: Door | None = None) -> None:
+        #: every event of the source passes the one door before it is appended (types, sizes,
+        #: text, redaction); what it refuses is kept in ``quarantine``, said in the notes, and
+        #: the rest of the item goes on
+        self.door = door if door is not None else Door()
+        self.quarantine = quarantine
         #: runs a function on the store's writer thread (``Worker.call``); reading the source stays here
         self.call = call or (lambda fn: fn())
         #: ``--consolidate``: folds an imported session into memory (called here, off the worker).
@@ -166,6 +179,9 @@ class Importer:
 
     def _one(self, item: Item) -> None:
         self.summary.notes += [f"{item.key}: {n}" for n in item.notes]
+        if item.kind == "refused":  # a file of the source that was not read (said in the notes)
+            self.summary.lines.append(f"{item.key}: not imported")
+            return
         digest = item.digest()
         prev = self.done.get(item.key)
         if prev is not None and prev.digest == digest:
@@ -178,12 +194,14 @@ class Importer:
         elif item.kind == "history":
             self._history(item, digest, prev)
 
-    def _record(self, item: Item, digest: str, *, session: str | None = None, messages: int = 0,
-                memory_seq: int | None = None) -> Entry:
-        ev = ImportItem(import_id=self.import_id, source=self.source, key=item.key, kind=item.kind, digest=digest,
-                        session=session, messages=messages, skipped=item.skipped,
-                        title=clean(item.title)[:200] if item.title else None, memory_seq=memory_seq)
-        return (ev, session, None)
+    def _item(self, item: Item, digest: str, *, session: str | None = None, messages: int = 0,
+              memory_seq: int | None = None) -> ImportItem:
+        return ImportItem(import_id=self.import_id, source=self.source, key=item.key, kind=item.kind, digest=digest,
+                          session=session, messages=messages, skipped=item.skipped,
+                          title=clean(item.title)[:200] if item.title else None, memory_seq=memory_seq)
+
+    def _record(self, item: Item, digest: str, *, memory_seq: int | None = None, messages: int = 0) -> Entry:
+        return (self._item(item, digest, memory_seq=memory_seq, messages=messages), None, None)
 
     def _conversation(self, item: Item, digest: str, prev: Imported | None) -> None:
         already = prev.total if prev else 0
@@ -199,15 +217,25 @@ class Importer:
             return
         self._start()
         batch: list[Entry] = []
-        for role, text, sent in new:
-            batch.append((Message(role=role, content=clean(text), sent_at=sent or None), session, None))
+        for n, (role, text, sent) in enumerate(new, already + 1):
+            self._admit(batch, Message(role=role, content=clean(text), sent_at=sent or None), session,
+                        f"{item.key} message {n}")
         if not self._keep_open:
-            batch.append((SessionReset(reason="import"), session, None))
+            self._admit(batch, SessionReset(reason="import"), session, item.key)
         elif new and self.consolidate is not None:
             self._to_consolidate.append(session)
-        batch.append(self._record(item, digest, session=session, messages=len(new)))
+        self._admit(batch, self._item(item, digest, session=session, messages=len(new)), session, item.key)
         self.store.append_many(batch)
         self.progress(f"imported {item.kind} {item.key}: {len(new)} messages")
+
+    def _admit(self, batch: list[Entry], payload: Payload, session: str | None, where: str) -> None:
+        """``payload`` onto ``batch`` as the door lets it in, or its refusal quarantined and said."""
+        got = self.door.event(payload.TYPE, payload.to_data(), session, Source("import", self.source, where))
+        if isinstance(got, Refusal):
+            self.quarantine.put(got)
+            self.summary.notes.append(f"{where}: refused ({got.reason}); kept in the quarantine, see `memtray doctor`")
+            return
+        batch.append((got.payload(), got.session, None))
 
     def _consolidate_pending(self) -> None:
         while self._to_consolidate and self.consolidate is not None:
@@ -225,25 +253,36 @@ class Importer:
         facts = factdiff.parse(clean(item.text))
         self.memory.check_worktree()
         current = self.store.state.memory
+        # an imported fact passes the guard a consolidation's does: one that reads like an
+        # instruction is held for review, never written (another tool's memory may hold one)
+        held = [review_item("instruction", f.text, f.section, None, f"imported from {self.source}: {why_flagged(f.text)}")
+                for f in facts if looks_like_instruction(f.text)]
         new = current
-        if not current.strip():
-            new = clean(item.text)
+        if not current.strip() and not held:
+            new, _blocks = hold_flagged("", clean(item.text))  # a heading or comment that orders
+            held += [review_item("instruction", b.text, "", None, f"imported from {self.source}: {b.reason}")
+                     for b in _blocks]
         else:
             for f in facts:
-                new = factdiff.add_fact(new, f.text, f.section or None)
+                if not looks_like_instruction(f.text):
+                    new = factdiff.add_fact(new, f.text, f.section or None)
         added = len(factdiff.diff(current, new).added) if new != current else 0
         self.summary.items += 1
         self.summary.facts += added
-        self.summary.lines.append(f"MEMORY.md: {added} new facts (of {len(facts)})")
+        self.summary.lines.append(f"MEMORY.md: {added} new facts (of {len(facts)})"
+                                  + (f", {len(held)} held for review" if held else ""))
+        if held:
+            self.summary.notes.append(f"MEMORY.md: {len(held)} fact(s) read like instructions and are held for review "
+                                      "(`memtray memory review`)")
         if self.dry_run:
             return
         self._start()
         seq = self.store.state.memory_seq
         rec = self._record(item, digest, memory_seq=seq + 1)
-        if new == current:
+        if new == current and not held:
             self.store.append_many([rec])
         else:
-            self.memory.write(new, reason="import", source="import", extra=[rec[:2]])
+            self.memory.write(new, reason="import", source="import", extra=[rec[:2]], flagged=held or None)
         self.progress(f"imported MEMORY.md: {added} new facts")
 
     def _history(self, item: Item, digest: str, prev: Imported | None) -> None:
@@ -274,6 +313,9 @@ def read_jsonl(lines: Iterator[bytes], where: str, notes: list[str]) -> Iterator
             obj = json.loads(line)
         except (ValueError, UnicodeDecodeError):
             notes.append(f"{where} line {n} is damaged (not JSON); skipped")
+            continue
+        except RecursionError:
+            notes.append(f"{where} line {n} is nested too deep to be a message; skipped")
             continue
         if isinstance(obj, dict):
             yield n, obj

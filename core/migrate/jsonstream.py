@@ -3,7 +3,9 @@
 A ChatGPT ``conversations.json`` can be a gigabyte; it is never read whole. The
 scanner tracks only string/escape state and nesting depth and hands each
 complete element's bytes to ``json.loads``, so memory use is bounded by the
-largest single element (capped by ``max_element``).
+largest single element (capped by ``max_element``). Nesting is bounded too
+(``max_depth``): an element nested deeper is refused with where it is, before the
+parser's recursion would fail on it.
 """
 
 from __future__ import annotations
@@ -14,13 +16,21 @@ from typing import IO, Any
 
 CHUNK = 1 << 20
 MAX_ELEMENT = 256 << 20
+#: deepest nesting an element may have (a ChatGPT conversation nests about 8 deep)
+MAX_DEPTH = 200
 
 
 class NotAnArray(ValueError):
     """The stream is not a JSON array (or is damaged); the message says where."""
 
 
-def elements(stream: IO[bytes], *, chunk: int = CHUNK, max_element: int = MAX_ELEMENT) -> Iterator[Any]:
+class _TooDeep(Exception):
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+
+def elements(stream: IO[bytes], *, chunk: int = CHUNK, max_element: int = MAX_ELEMENT,
+             max_depth: int = MAX_DEPTH) -> Iterator[Any]:
     """Yield each element of the JSON array in ``stream``, parsed."""
     pos = 0  # bytes consumed before ``buf``
     buf = b""
@@ -75,7 +85,7 @@ def elements(stream: IO[bytes], *, chunk: int = CHUNK, max_element: int = MAX_EL
         if not expect_value:
             raise NotAnArray(f"a missing comma at byte {pos + i:,}")
         start = i
-        end = _scan(buf, start)
+        end = _scan_at(buf, start, pos, max_depth)
         while end is None:
             if len(buf) - start > max_element:
                 raise NotAnArray(f"one element at byte {pos + start:,} is larger than {max_element >> 20} MiB")
@@ -84,17 +94,29 @@ def elements(stream: IO[bytes], *, chunk: int = CHUNK, max_element: int = MAX_EL
             buf, i, start = buf[start:], 0, 0
             if not more():
                 raise NotAnArray(f"the array ends early at byte {pos + len(buf):,} (the file is cut short)")
-            end = _scan(buf, start)
+            end = _scan_at(buf, start, pos, max_depth)
         try:
-            yield json.loads(buf[start:end])
+            value = json.loads(buf[start:end])
         except (ValueError, UnicodeDecodeError) as exc:
             raise NotAnArray(f"damaged element at byte {pos + start:,} ({exc})") from None
+        except RecursionError:
+            raise NotAnArray(f"the element at byte {pos + start:,} is nested too deep to read") from None
+        yield value
         i = end
         expect_value = False
 
 
-def _scan(buf: bytes, start: int) -> int | None:
-    """End (exclusive) of the JSON value starting at ``buf[start]``, or None if incomplete."""
+def _scan_at(buf: bytes, start: int, pos: int, max_depth: int) -> int | None:
+    try:
+        return _scan(buf, start, max_depth)
+    except _TooDeep as deep:
+        raise NotAnArray(f"the element at byte {pos + start:,} is nested more than {max_depth} deep "
+                         f"(at byte {pos + deep.at:,}); no conversation is") from None
+
+
+def _scan(buf: bytes, start: int, max_depth: int = MAX_DEPTH) -> int | None:
+    """End (exclusive) of the JSON value starting at ``buf[start]``, or None if incomplete;
+    raises :class:`_TooDeep` where the nesting passes ``max_depth``."""
     first = buf[start]
     if first not in b"{[":
         # a scalar element: up to the next separator
@@ -124,6 +146,8 @@ def _scan(buf: bytes, start: int) -> int | None:
             in_str = True
         elif c in (0x7B, 0x5B):  # { [
             depth += 1
+            if depth > max_depth:
+                raise _TooDeep(j)
         elif c in (0x7D, 0x5D):  # } ]
             depth -= 1
             if depth == 0:

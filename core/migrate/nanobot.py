@@ -11,7 +11,10 @@ entry; older versions wrote ``memory/HISTORY.md``, paragraphs starting
 (the id is in ``WORKSPACE/.nanobot/workspace-id``), or in ``~/.nanobot/sessions``.
 
 A torn or damaged line is stepped over with a note; a file that is not a nanobot
-workspace at all is refused.
+workspace at all is refused. Every file is opened as :mod:`memtray.core.base.infile`
+opens what the user names: a FIFO, a device, a directory or a socket where a file
+should be, or a file past its size limit, is stepped over with a note (never read,
+never waited on), and the rest is imported.
 """
 
 from __future__ import annotations
@@ -21,11 +24,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memtray.core.base.infile import FileRefused, capped_lines, open_regular, read_capped
 from memtray.core.migrate.common import ImportProblem, Item, read_jsonl
 
 DEFAULT_WORKSPACE = Path("~/.nanobot/workspace")
 ROLES = {"user": "user", "assistant": "assistant"}
 _ENTRY = re.compile(r"^\[\d{4}-\d{2}-\d{2}[^\]]*\]", re.M)
+MAX_MEMORY_BYTES = 8 << 20  # MEMORY.md (memtray's own limit on memory is far below)
+MAX_HISTORY_BYTES = 256 << 20  # HISTORY.md, history.jsonl
+MAX_SESSION_BYTES = 512 << 20  # one session file (its messages are held until it is written)
+MAX_LINE_BYTES = 16 << 20  # one JSONL line (a message is cut to 100 000 characters anyway)
 
 
 def session_dirs(workspace: Path, sessions: Path | None = None) -> list[Path]:
@@ -36,7 +44,10 @@ def session_dirs(workspace: Path, sessions: Path | None = None) -> list[Path]:
     found.append(workspace / "sessions")
     wid = workspace / ".nanobot" / "workspace-id"
     if wid.is_file():
-        ident = wid.read_text(encoding="utf-8", errors="replace").strip()
+        try:
+            ident = read_capped(open_regular(wid, limit=4096), limit=4096).decode("utf-8", "replace").strip()
+        except (FileRefused, OSError):
+            ident = ""
         if ident and "/" not in ident and ident not in (".", ".."):
             for root in (workspace.parent / "sessions", Path("~/.nanobot/sessions").expanduser()):
                 found.append(root / ident)
@@ -63,28 +74,52 @@ def items(workspace: Path, sessions: Path | None = None) -> Iterator[Item]:
     workspace = workspace.expanduser()
     check(workspace)
     mem = workspace / "memory" / "MEMORY.md"
-    if mem.is_file():
-        text = mem.read_bytes().decode("utf-8", "replace")
-        if text.strip():
-            yield Item("memory", "memory", text=text)
-    entries = history_entries(workspace / "memory")
-    if entries:
-        yield Item("history", "history", entries=entries)
+    if mem.exists() or mem.is_symlink():
+        try:
+            text = read_capped(open_regular(mem, limit=MAX_MEMORY_BYTES, what="MEMORY.md"),
+                               limit=MAX_MEMORY_BYTES, what="MEMORY.md").decode("utf-8", "replace")
+        except (FileRefused, OSError) as exc:
+            yield refused("MEMORY.md", exc)
+        else:
+            if text.strip():
+                yield Item("memory", "memory", text=text)
+    history_notes: list[str] = []
+    entries = history_entries(workspace / "memory", history_notes)
+    if entries or history_notes:
+        yield Item("history", "history", entries=entries, notes=history_notes)
     seen: set[str] = set()
     for d in session_dirs(workspace, sessions):
         for path in sorted(d.glob("*.jsonl")):
-            item = session(path)
+            try:
+                item = session(path)
+            except (FileRefused, OSError) as exc:
+                yield refused(path.name, exc)
+                continue
             if item is None or item.key in seen:
                 continue
             seen.add(item.key)
             yield item
 
 
-def history_entries(memory_dir: Path) -> list[str]:
+def refused(name: str, exc: Exception) -> Item:
+    """A file of the workspace that is stepped over: said in the summary, nothing imported."""
+    reason = str(exc) if isinstance(exc, FileRefused) else f"cannot read {name}: {exc.strerror or exc}" \
+        if isinstance(exc, OSError) else str(exc)
+    return Item(name, "refused", notes=[f"{reason}; skipped"])
+
+
+def history_entries(memory_dir: Path, notes: list[str] | None = None) -> list[str]:
+    notes = [] if notes is None else notes
     out: list[str] = []
     legacy = memory_dir / "HISTORY.md"
-    if legacy.is_file():
-        text = legacy.read_bytes().decode("utf-8", "replace")
+    text = ""
+    if legacy.exists() or legacy.is_symlink():
+        try:
+            text = read_capped(open_regular(legacy, limit=MAX_HISTORY_BYTES, what="HISTORY.md"),
+                               limit=MAX_HISTORY_BYTES, what="HISTORY.md").decode("utf-8", "replace")
+        except (FileRefused, OSError) as exc:
+            notes.append(refused("HISTORY.md", exc).notes[0])
+    if text:
         starts = [m.start() for m in _ENTRY.finditer(text)]
         if starts:
             starts[0] = 0
@@ -92,10 +127,15 @@ def history_entries(memory_dir: Path) -> list[str]:
         else:
             out += [p.strip() for p in text.split("\n\n") if p.strip()]
     jsonl = memory_dir / "history.jsonl"
-    if jsonl.is_file():
-        notes: list[str] = []
-        with jsonl.open("rb") as fh:
-            for _n, obj in read_jsonl(iter(fh), "history.jsonl", notes):
+    if jsonl.exists() or jsonl.is_symlink():
+        try:
+            opened = open_regular(jsonl, limit=MAX_HISTORY_BYTES, what="history.jsonl")
+        except (FileRefused, OSError) as exc:
+            notes.append(refused("history.jsonl", exc).notes[0])
+            return out
+        long: list[int] = []
+        with opened.stream as fh:
+            for _n, obj in read_jsonl(capped_lines(fh, max_line=MAX_LINE_BYTES, skipped=long), "history.jsonl", notes):
                 content = str(obj.get("content") or "").strip()
                 if not content:
                     continue
@@ -103,6 +143,7 @@ def history_entries(memory_dir: Path) -> list[str]:
                 if stamp and not _ENTRY.match(content):
                     content = f"[{stamp}] {content}"
                 out.append(content)
+        notes += [f"history.jsonl line {n} is longer than {MAX_LINE_BYTES >> 20} MiB; skipped" for n in long]
     return out
 
 
@@ -112,8 +153,12 @@ def session(path: Path) -> Item | None:
     key = path.stem
     messages: list[tuple[str, str, str | None]] = []
     skipped = 0
-    with path.open("rb") as fh:
-        for n, obj in read_jsonl(iter(fh), path.name, notes):
+    long: list[int] = []
+    opened = open_regular(path, limit=MAX_SESSION_BYTES, what="session file")
+    if opened.link is not None:
+        notes.append(opened.note())
+    with opened.stream as fh:
+        for n, obj in read_jsonl(capped_lines(fh, max_line=MAX_LINE_BYTES, skipped=long), path.name, notes):
             kind = obj.get("_type")
             if kind == "metadata":
                 if n == 1 and isinstance(obj.get("key"), str) and obj["key"].strip():
@@ -128,8 +173,9 @@ def session(path: Path) -> Item | None:
                 continue
             stamp = obj.get("timestamp")
             messages.append((role, text, str(stamp) if stamp else None))
+    notes += [f"{path.name} line {n} is longer than {MAX_LINE_BYTES >> 20} MiB; skipped" for n in long]
     if not messages and not skipped:
-        return None
+        return None if not notes else Item(key, "refused", notes=notes)
     return Item(key, "session", messages=messages, skipped=skipped, notes=notes)
 
 

@@ -72,6 +72,26 @@ def say(app: App, text: str, session: str = "quick") -> None:
                            (Message(role="assistant", content=f"noted: {text}"), session, None)])
 
 
+def source(app: App) -> int:
+    """The seq of the user message a model's memory write answers, as a turn has one: the
+    newest in the log, or one said now. A write without one has no provenance, and another
+    device holds such a fact for review (see core/memory/peerguard.py)."""
+    def find() -> int:
+        recent = app.store.log.records(max(0, app.store.log.last_seq - 500))
+        users = [r.seq for r in recent if r.type == "message" and r.data.get("role") == "user"]
+        if users:
+            return users[-1]
+        return app.store.append_many([(Message(role="user", content="Please remember this."), "quick", None)])[0].seq
+
+    return app.write(find)
+
+
+def remember(app: App, fact: str, section: str | None = None) -> str:
+    """The agent's ``remember`` as a turn calls it: from the user message it answers."""
+    seq = source(app)
+    return app.write(lambda: app.memory.remember(fact, section, model=None, source_seq=seq))
+
+
 def digest(app: App) -> str:
     return app.write(lambda: state_digest(app.store))
 

@@ -22,6 +22,8 @@ from memtray.core.log.events import Verbatim
 from memtray.core.log.origin import origin_of
 from memtray.core.memory.merge import MergeOutcome, PeerHead
 
+from tests.integration import sync_support
+
 
 def open_app(root: Path) -> App:
     return App.open(Home.resolve(root), config=Config(model="openai/x"), start_services=False)
@@ -61,7 +63,7 @@ def sync(x: App, y: App) -> tuple[MergeOutcome, MergeOutcome]:
 
 
 def remember(app: App, fact: str) -> None:
-    app.memory.remember(fact, "Me", model=None, source_seq=None)
+    sync_support.remember(app, fact, "Me")
 
 
 def git(app: App, *args: str) -> str:
@@ -272,21 +274,27 @@ def test_a_peer_revision_holding_a_secret_is_stored_redacted_as_a_revision_of_it
     # what an older memtray (or a hostile stream) might send: a revision with the token in it
     text = f"## Me\n\n- Lives in Lyon\n- Deploys with {token}\n"
     head = PeerHead(b.memory.device, "01PEERREVISIONWITHSECRET01", "2026-12-02T10:00:00.000Z",
-                    {"memory": text, "reason": "agent", "facts": {"ids": ["F1", "F2"], "next": 3},
+                    {"memory": text, "reason": "user-edit", "source": "user", "facts": {"ids": ["F1", "F2"], "next": 3},
+                     "diff": {"added": [{"id": "F1", "text": "Lives in Lyon"}, {"id": "F2", "text": f"Deploys with {token}"}],
+                              "dropped": [], "changed": []},
                      "device": b.memory.device, "parents": []})
     out = a.memory.merge_peer_heads([head])
-    assert out.fast_forward
-    assert token not in a.store.state.memory and "[REDACTED:github-token]" in a.store.state.memory
+    assert out.fast_forward and "1 fact(s) held for review" in out.summary
+    # the fact that carried it is held for review, redacted; the rest is written
+    assert a.store.state.memory == "## Me\n\n- Lives in Lyon\n"
+    assert [(i["kind"], i["text"]) for i in a.memory.pending_review()] == [
+        ("secret", "Deploys with [REDACTED:github-token]")]
     assert token not in (a.home.memory / "MEMORY.md").read_text()
     assert token not in git(a, "log", "-p", "--all")  # the peer's own line included
     assert token.encode() not in b"".join(f.read_bytes() for f in a.home.events.iterdir() if f.is_file())
     # not under the peer's id: the stored text is not the peer's, so it is a revision that follows it
     assert a.memory.head_id() != head.event_id
-    assert [i for i, _t in facts(a)] == ["F1", "F2"]
+    assert [i for i, _t in facts(a)] == ["F1"]
 
 
 def test_a_merge_that_cannot_be_written_leaves_nothing_and_is_tried_again(pair: tuple[App, App]) -> None:
     from memtray.core.base.errors import MemtrayError
+    from memtray.core.memory import factdiff
     from memtray.core.memory.service import MAX_MEMORY_CHARS
 
     a, b = pair
@@ -294,7 +302,9 @@ def test_a_merge_that_cannot_be_written_leaves_nothing_and_is_tried_again(pair: 
     big = "## Me\n\n" + "".join(f"- Fact number {k} is a long fact about things {'x' * 60}\n"
                                  for k in range(MAX_MEMORY_CHARS // 80 + 10))
     head = PeerHead(b.memory.device, "01PEERREVISIONTOOBIG000001", "2026-12-02T10:00:00.000Z",
-                    {"memory": big, "reason": "agent", "device": b.memory.device, "parents": []})
+                    {"memory": big, "reason": "user-edit", "source": "user", "device": b.memory.device, "parents": [],
+                     "diff": {"added": [{"id": f.id, "text": f.text} for f in factdiff.parse(big)], "dropped": [],
+                              "changed": []}})
     before = a.store.log.last_seq
     for _attempt in range(2):  # the second time it is not "already known": nothing of the first stayed
         with pytest.raises(MemtrayError, match="limit"):

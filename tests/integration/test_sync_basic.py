@@ -8,7 +8,16 @@ import pytest
 from memtray.core.log.origin import origin_of
 from memtray.core.sync.gitcli import SyncError
 
-from tests.integration.sync_support import bare, contents, digest, git, homes, open_app, say
+from tests.integration.sync_support import (
+    bare,
+    contents,
+    digest,
+    git,
+    homes,
+    open_app,
+    remember,
+    say,
+)
 
 
 def test_two_homes_exchange_messages_and_end_in_the_same_state(tmp_path: Path) -> None:
@@ -114,7 +123,7 @@ def test_the_counts_say_what_travelled_memory_revisions_are_merged_not_imported(
     remote = bare(tmp_path / "remote.git")
     with homes(tmp_path, "a") as [a]:
         say(a, "one")
-        a.write(lambda: a.memory.remember("User likes tea", None, model=None, source_seq=None))
+        remember(a, "User likes tea")
         ra = a.sync.sync(str(remote))
         assert ra.pushed == 3  # two messages and one memory revision
     out = run_cli(tmp_path / "b", "sync", str(remote))

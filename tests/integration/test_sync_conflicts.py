@@ -18,11 +18,12 @@ from memtray.core.app import App
 from memtray.core.base.home import Home
 from memtray.core.memory.facts import Ledger
 
+from tests.integration import sync_support
 from tests.integration.sync_support import bare, homes, sync
 
 
 def remember(app: App, fact: str) -> None:
-    app.memory.remember(fact, "General", model=None, source_seq=None)
+    sync_support.remember(app, fact, "General")
 
 
 def edit(app: App, old: str, new: str, *, by: str = "user") -> None:
@@ -34,8 +35,10 @@ def edit(app: App, old: str, new: str, *, by: str = "user") -> None:
         assert app.memory.check_worktree()
     else:
         led = app.memory.ledger()
+        fid = next(f.id for f in led.facts if f.text == old)
         app.memory.write(text.replace(old, new), reason="agent", source="model",
-                         facts=Ledger.with_ids(text.replace(old, new), led.ids, led.next))
+                         facts=Ledger.with_ids(text.replace(old, new), led.ids, led.next),
+                         provenance={fid: {"source_seqs": [sync_support.source(app)], "text": new}})
     assert new in app.memory.store.state.memory
 
 

@@ -19,6 +19,7 @@ import pytest
 from memtray.core.app import App
 from memtray.core.base.home import Home
 
+from tests.integration import sync_support
 from tests.integration.sync_support import bare, digest, open_app, sync
 
 LOW, MID, HIGH = "d000000000001", "d000000000007", "d00000000000f"
@@ -44,7 +45,7 @@ def devices(tmp_path: Path) -> Iterator[tuple[App, App, App]]:
 
 def remember(app: App, *facts: str) -> None:
     for fact in facts:
-        app.write(lambda fact=fact: app.memory.remember(fact, None, model=None, source_seq=None))
+        sync_support.remember(app, fact)
 
 
 def shown(app: App) -> list[str]:

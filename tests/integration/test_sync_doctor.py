@@ -10,7 +10,7 @@ from memtray.core.admin.doctor import check
 from memtray.core.base.home import Home
 from memtray.core.sync.gitcli import SyncError
 
-from tests.integration.sync_support import bare, open_app, say
+from tests.integration.sync_support import bare, open_app, remember, say
 from tests.support import run_cli
 
 
@@ -64,7 +64,7 @@ def test_doctor_counts_the_merge_conflicts_waiting_now_not_the_last_syncs_list(t
     try:
         assert a.sync is not None and b.sync is not None
         for fact in ("Lives in Lyon", "Works at Acme"):
-            a.write(lambda fact=fact: a.memory.remember(fact, "Me", model=None, source_seq=None))
+            remember(a, fact, "Me")
         a.sync.sync(str(remote))
         b.sync.sync(str(remote))
         # b removes a fact that a rewords by hand: a conflict, kept for review on b

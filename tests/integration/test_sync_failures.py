@@ -24,6 +24,7 @@ from tests.integration.sync_support import (
     git,
     homes,
     open_app,
+    remember,
     remote_refs,
     say,
     sync,
@@ -320,7 +321,7 @@ def test_a_copied_home_is_refused_then_becomes_a_device_of_its_own_without_losin
         say(a, "on the original")
         say(c, "on the copy")  # the same seqs as the original's, other events
         assert a.sync.sync(str(remote)).pushed == 2
-        a.write(lambda: a.memory.remember("User likes tea", None, model=None, source_seq=None))
+        remember(a, "User likes tea")
         assert a.sync.sync(str(remote)).pushed == 1
         before, seq = remote_refs(remote), c.store.log.last_seq
         with pytest.raises(SyncError, match="another data home pushed under the same device id") as info:
@@ -347,7 +348,7 @@ def test_a_copied_home_is_refused_then_becomes_a_device_of_its_own_without_losin
         assert c.sync is not None and c.sync.device == new
         say(a, "later")
         assert a.sync.sync(str(remote)).pushed == 2
-        c.write(lambda: c.memory.remember("User owns a bike", None, model=None, source_seq=None))
+        remember(c, "User owns a bike")
         rc = c.sync.sync(str(remote))
         assert rc.imported == 2 and rc.pushed >= 1
         a.sync.sync(str(remote))

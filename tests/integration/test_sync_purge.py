@@ -16,6 +16,7 @@ from tests.integration.sync_support import (
     homes,
     log_holds,
     open_app,
+    remember,
     remote_holds,
     say,
     sync,
@@ -73,7 +74,7 @@ def test_a_purge_applied_on_sync_is_no_warning(tmp_path: Path, caplog: pytest.Lo
     with homes(tmp_path, "ab") as (a, b):
         follow_tombstones(b)
         say(a, f"the code is {SECRET}")
-        b.write(lambda: b.memory.remember("User has a door", None, model=None, source_seq=None))
+        remember(b, "User has a door")
         sync(remote, a, b, a)
         purge(a, Matcher(SECRET))
         a.sync.sync(str(remote))
@@ -129,12 +130,10 @@ def test_a_device_that_joins_after_a_purge_gets_a_memory_repository_git_is_conte
             follow_tombstones(app)
         for n, app in enumerate(apps):
             say(app, f"message {n} about Porto")
-            app.write(lambda app=app, n=n: app.memory.remember(f"User fact {n} from Porto", None, model=None,
-                                                                source_seq=None))
+            remember(app, f"User fact {n} from Porto")
         sync(remote, *apps, *apps)
         for n, app in enumerate(apps):  # each writes again before it hears of the others: merges
-            app.write(lambda app=app, n=n: app.memory.remember(f"User second fact {n}", None, model=None,
-                                                                source_seq=None))
+            remember(app, f"User second fact {n}")
         sync(remote, *apps, *apps)
         purge(a, Matcher("Porto"))
         sync(remote, *apps, *apps)

@@ -14,7 +14,7 @@ import pytest
 from memtray.core.base.home import Home
 from memtray.core.log.events import SessionReset
 
-from tests.integration.sync_support import bare, contents, digest, open_app, say, sync
+from tests.integration.sync_support import bare, contents, digest, open_app, remember, say, sync
 
 
 # 24 and 33: criss-cross syncs (through a stale copy) where a new fact's id, renumbered by two
@@ -45,7 +45,7 @@ def test_random_interleavings_of_three_devices_converge(tmp_path: Path, seed: in
                 said.add(text)
             elif action == "fact":
                 fact = f"User noted fact {step}"
-                app.write(lambda app=app, fact=fact: app.memory.remember(fact, None, model=None, source_seq=None))
+                remember(app, fact)
                 facts.add(fact)
             elif action == "sync":
                 app.sync.sync(str(remote))

@@ -14,6 +14,7 @@ from tests.integration.sync_support import (
     digest,
     homes,
     log_holds,
+    remember,
     remote_holds,
     say,
     sync,
@@ -29,7 +30,7 @@ def test_after_a_purge_the_second_remote_is_caught_up_not_refused(tmp_path: Path
         follow_tombstones(b)
         say(a, "hello from a")
         say(b, f"my nickname is {SECRET}")
-        b.write(lambda: b.memory.remember(f"User's nickname is {SECRET}", None, model=None, source_seq=None))
+        remember(b, f"User's nickname is {SECRET}")
         for remote in (r1, r2):
             sync(remote, a, b, a)
         assert remote_holds(r2, SECRET)

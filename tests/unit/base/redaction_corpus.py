@@ -360,7 +360,27 @@ CORPUS += [
     ("known-key", f"{KNOWN_KEYS[2]}", KNOWN_KEYS[2]),
 ]
 
+# An AWS secret access key has no shape of its own; low-entropy ones (the documentation's
+# example) pass the entropy check, so only their key id (or its marker) beside them tells.
+_aws_doc_secret = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCY" + "EXAMPLEKEY"
+_aws_doc_id = "AKIA" + "IOSFODNN7" + "EXAMPLE"
+_bare_prose = [password() for _ in range(3)]
+CORPUS += [
+    ("aws-secret-key", f"AWS key {_aws_doc_id} and its secret {_aws_doc_secret}", _aws_doc_secret),
+    ("aws-secret-key", f"{_aws_doc_secret}\n(that is the secret for {_aws_doc_id})", _aws_doc_secret),
+    ("aws-secret-key", f"id [REDACTED:aws-access-key-id], secret {_aws_doc_secret}", _aws_doc_secret),
+    ("aws-secret-key", f"the AWS secret access key is {_aws_doc_secret}", _aws_doc_secret),
+    ("password", f"passphrase is {_bare_prose[0]}", _bare_prose[0]),
+    ("password", f"Password was {_bare_prose[1]}; do not share", _bare_prose[1]),
+    ("password", "PIN is 4711", "4711"),
+    ("password", f"my password: {_bare_prose[2]} and more words", f"{_bare_prose[2]} and more words"),
+]
+
 NEGATIVES += [
+    "Password is required to log in; the passphrase is case-sensitive.",
+    "pin is loose on the hinge",
+    "pwd is /home/sam/projects and OLDPWD is /home/sam",
+    "git commit 3f9a1c2b4d5e6f708192a3b4c5d6e7f809123456 by the release bot",
     "sk_test_ and rk_live_ are Stripe's prefixes; hf_ is Hugging Face's; gsk_ is Groq's.",
     "glpat- tokens come from GitLab; npm_ tokens from npm; SG. starts a SendGrid key.",
     "npm_config_cache=/tmp/npm and SG.1.2 release notes",

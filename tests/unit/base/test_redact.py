@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from memtray.core.base import redact as redact_module
+from memtray.core.base.logsetup import RedactingFilter
 from memtray.core.base.redact import (
     KINDS,
-    RedactingFilter,
     Secret,
     find_secrets,
     is_secret_name,
