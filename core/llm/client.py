@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -19,6 +20,7 @@ import threading
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -120,11 +122,14 @@ class LLMClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
         key_lookup: Callable[[str], str | None] = get_key,
+        models_dir: Path | None = None,
     ) -> None:
         self._config = config
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._key_lookup = key_lookup
+        #: where downloaded offline models are (``local/<id>``, see catalogue.py)
+        self.models_dir = models_dir
 
     @property
     def config(self) -> Config:
@@ -159,6 +164,13 @@ class LLMClient:
             kw["tools"] = req.tools
             if req.tool_choice is not None:
                 kw["tool_choice"] = req.tool_choice
+        if localmodel.is_local(model):
+            path = localmodel.resolve(model, self.models_dir)
+            if path is None:
+                raise LLMError(localmodel.not_found(model),
+                               hint="See `memtray model list`; `memtray model use ID` picks one that is there.")
+            kw["api_base"] = str(path)  # the in-process provider runs this file
+            return kw | ({"stream": True, "stream_options": {"include_usage": True}} if req.stream else {})
         if self.config.api_base:
             kw["api_base"] = self.config.api_base
         provider = provider_of(model)
@@ -422,3 +434,13 @@ def tool_spec(name: str, description: str, parameters: dict[str, Any]) -> dict[s
 
 def messages_for_log(messages: Sequence[dict[str, Any]]) -> str:
     return json.dumps(list(messages), ensure_ascii=False)[:2000]
+
+
+@functools.lru_cache(maxsize=32)
+def context_window(model: str) -> int:
+    """The model's input window in tokens as litellm knows it (32 000 when it does not)."""
+    try:
+        info = load_litellm().get_model_info(model)
+        return int(info.get("max_input_tokens") or info.get("max_tokens") or 32_000)
+    except Exception:
+        return 32_000

@@ -20,6 +20,13 @@ the text's tokens, centred on the mean of a fixed reference set so that the
 direction every text shares does not swamp the differences. A 135M chat model
 makes weak retrieval vectors (bench/BENCHMARKS.md has the figures), so search
 treats them as a hint next to the keywords, never instead of them.
+
+A model downloaded from the catalogue (:mod:`memtray.core.llm.catalogue`) runs the
+same way as ``local/<id>``: :func:`resolve` finds its GGUF file in the data home's
+``models/`` folder and the client hands that path to the provider (as ``api_base``),
+which keeps one llama.cpp model loaded per process (:class:`Engine`). Whether a
+model's consolidations are written or held for review is
+:mod:`memtray.core.llm.capability`'s call, not this module's.
 """
 
 from __future__ import annotations
@@ -54,13 +61,18 @@ DISABLE_ENV = "MEMTRAY_NO_LOCAL_MODEL"
 GGUF_ENV = "MEMTRAY_LOCAL_GGUF"
 INSTALL_HINT = "pip install 'memtray[local]', see docs/INSTALL.md"
 NOTICE = (
-    f"Using the small offline model {NAME} (no provider configured). "
-    "Set one with `memtray config set model ...`"
+    f"Using the small offline model {NAME} (no provider configured): good for trying memtray, "
+    "too small for real answers, and what it would remember is held for your review "
+    "(`memtray memory review`). A capable offline model: `memtray model list`; "
+    "a provider: `memtray config set model ...`"
 )
 _NOTICE_MARK = "offline-model-notice"
 #: Token caps: a 135M model rambles or loops long before these; tool calls need room for JSON.
 MAX_REPLY_TOKENS = 512
 MAX_TOOL_TOKENS = 1536
+#: ... and for a downloaded model, which can write a longer answer or a whole memory
+LARGE_REPLY_TOKENS = 2048
+LARGE_TOOL_TOKENS = 4096
 #: Bound put on every array of a forced tool's JSON schema: unbounded, the model repeats one
 #: item until the token cap and the JSON never closes. (No maxLength on strings: llama-cpp-python
 #: turns it into one nested optional per character, which crashes llama.cpp's grammar parser.)
@@ -119,6 +131,38 @@ def is_local(model: str) -> bool:
     return model.split("/", 1)[0].lower() == PROVIDER if "/" in model else False
 
 
+def resolve(model: str, models_dir: Path | None) -> Path | None:
+    """The GGUF file that runs ``local/<id>``: a catalogue model downloaded to ``models_dir``,
+    any ``models_dir/<id>.gguf`` the user put there, or (``local/smollm2``) the bundled file."""
+    from memtray.core.llm import catalogue
+
+    name = model.split("/", 1)[1] if is_local(model) else ""
+    if not name or "/" in name or name.startswith("."):
+        return None
+    entry = catalogue.lookup(name)
+    if models_dir is not None:
+        if entry is not None and (found := catalogue.downloaded(entry, models_dir)) is not None:
+            return found
+        own = models_dir / f"{name}.gguf"
+        if entry is None and own.is_file():
+            return own
+    if entry is not None and entry.bundled:
+        return gguf_path()
+    return None
+
+
+def not_found(model: str) -> str:
+    """Why ``local/<id>`` has no file, and what to do (an LLMError's message and hint)."""
+    from memtray.core.llm import catalogue
+
+    entry = catalogue.lookup(model)
+    if entry is None:
+        return f"{model} is neither in memtray's model catalogue nor a .gguf file in the models folder"
+    if entry.bundled:
+        return f"{model}: the offline model is not installed ({missing(check_disabled=False)})"
+    return f"{model} is not downloaded yet: run `memtray model download {entry.id}`"
+
+
 def forced_tool(tool_choice: Any, tools: list[dict[str, Any]] | None = None) -> str | None:
     """The function name ``tool_choice`` forces, or None for auto/none/absent."""
     if isinstance(tool_choice, Mapping):
@@ -151,18 +195,12 @@ def register(litellm: ModuleType) -> None:
         return
     handler = _handler_class(litellm)()
     setattr(litellm, "custom_provider_map", [*current, {"provider": PROVIDER, "custom_handler": handler}])  # noqa: B010
-    with contextlib.suppress(Exception):
-        litellm.register_model({
-            MODEL: {
-                "max_tokens": CONTEXT_TOKENS,
-                "max_input_tokens": CONTEXT_TOKENS,
-                "max_output_tokens": CONTEXT_TOKENS,
-                "input_cost_per_token": 0.0,
-                "output_cost_per_token": 0.0,
-                "litellm_provider": PROVIDER,
-                "mode": "chat",
-            }
-        })
+    from memtray.core.llm import catalogue
+
+    window = {"max_tokens": CONTEXT_TOKENS, "max_input_tokens": CONTEXT_TOKENS, "max_output_tokens": CONTEXT_TOKENS,
+              "input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "litellm_provider": PROVIDER, "mode": "chat"}
+    with contextlib.suppress(Exception):  # the context window the consolidation's budget trigger reads
+        litellm.register_model({MODEL: window, **{m.runs_as: window for m in catalogue.models()}})
 
 
 def plain_messages(messages: list[dict[str, Any]], forced: dict[str, Any] | None = None) -> list[dict[str, str]]:
@@ -234,15 +272,26 @@ def one_form(schema: Any) -> Any:
 class Engine:
     """One llama.cpp model per process, loaded on first use; generation is serialised (not thread-safe)."""
 
-    def __init__(self, path: Path | None = None, n_ctx: int = CONTEXT_TOKENS) -> None:
+    def __init__(self, path: Path | None = None, n_ctx: int = CONTEXT_TOKENS, *, large: bool = False) -> None:
         self._path = path
         self._n_ctx = n_ctx
         self._llama: Any = None
         self.lock = threading.Lock()
+        self.reply_cap, self.tool_cap = (LARGE_REPLY_TOKENS, LARGE_TOOL_TOKENS) if large else (
+            MAX_REPLY_TOKENS, MAX_TOOL_TOKENS)
+
+    @property
+    def path(self) -> Path | None:
+        """The GGUF file it runs (the bundled one unless given)."""
+        return self._path or gguf_path()
+
+    @property
+    def loaded(self) -> bool:
+        return self._llama is not None
 
     def load(self) -> Any:
         if self._llama is None:
-            path = self._path or gguf_path()
+            path = self.path
             if path is None:
                 raise RuntimeError(f"the offline model is not installed: {missing()}")
             from llama_cpp import Llama
@@ -252,15 +301,22 @@ class Engine:
                 model_path=str(path), n_ctx=self._n_ctx, n_threads=max(1, os.cpu_count() or 1),
                 verbose=False,
             )
-            log.info("loaded %s from %s in %.1fs", NAME, path, time.monotonic() - started)
+            log.info("loaded %s in %.1fs", path, time.monotonic() - started)
         return self._llama
+
+    def close(self) -> None:
+        """Free the model (another one is about to be loaded). Caller holds :attr:`lock`."""
+        llama, self._llama = self._llama, None
+        if llama is not None:
+            with contextlib.suppress(Exception):
+                llama.close()
 
     def call(self, messages: list[dict[str, Any]], params: dict[str, Any], stream: bool) -> Any:
         """``create_chat_completion`` with the tool policy applied. Caller holds :attr:`lock`."""
         tools = params.get("tools") or None
         name = forced_tool(params.get("tool_choice"), tools)
         tool = next((t for t in tools or [] if t.get("function", {}).get("name") == name), None)
-        cap = MAX_REPLY_TOKENS if tool is None else MAX_TOOL_TOKENS
+        cap = self.reply_cap if tool is None else self.tool_cap
         asked = params.get("max_tokens") or params.get("max_completion_tokens") or cap
         kw: dict[str, Any] = {
             "messages": plain_messages(messages, tool),
@@ -280,6 +336,42 @@ class Engine:
 
 
 _ENGINE = Engine()
+
+
+def preload(model: str, models_dir: Path | None) -> None:
+    """Load ``local/<id>``'s model now (the warm instance, while litellm imports), so the
+    first request does not wait for it. Blocking; a model that is missing is left to the
+    request, which says why."""
+    path = resolve(model, models_dir)
+    if path is None:
+        return
+    engine = engine_for(str(path))
+    with engine.lock:
+        engine.load()
+
+
+_OTHERS: dict[Path, Engine] = {}
+_OTHERS_LOCK = threading.Lock()
+
+
+def engine_for(api_base: str | None, default: Engine = _ENGINE) -> Engine:
+    """The engine that runs the GGUF file ``api_base`` (the client's resolved path): ``default``
+    for the bundled model, else one per file. One model stays loaded per process: the others
+    are freed when another is asked for (a 3B model takes gigabytes of memory)."""
+    if not api_base:
+        return default
+    path = Path(api_base)
+    if default.path == path:
+        return default
+    with _OTHERS_LOCK:
+        engine = _OTHERS.get(path)
+        if engine is None:
+            engine = _OTHERS[path] = Engine(path, large=True)
+        stale = [e for e in (default, *_OTHERS.values()) if e is not engine and e.loaded]
+    for other in stale:
+        with other.lock:
+            other.close()
+    return engine
 
 
 class Embeddings:
@@ -392,25 +484,30 @@ def _handler_class(litellm: ModuleType) -> type:
             super().__init__()
             self.engine = engine
 
-        def _blocking(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
-            with self.engine.lock:
+        def _engine(self, kw: dict[str, Any]) -> Engine:
+            return engine_for(kw.get("api_base"), self.engine)
+
+        def _blocking(self, engine: Engine, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+            with engine.lock:
                 try:
-                    return dict(self.engine.call(messages, params, stream=False))
+                    return dict(engine.call(messages, params, stream=False))
                 except ValueError as exc:  # llama.cpp: prompt longer than the context window, bad tool
                     raise error(status_code=400, message=f"{NAME}: {exc}") from exc
 
         def completion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any) -> Any:
-            return _to_model_response(litellm, self._blocking(messages, dict(kw.get("optional_params") or {})))
+            params = dict(kw.get("optional_params") or {})
+            return _to_model_response(litellm, self._blocking(self._engine(kw), messages, params), model)
 
         async def acompletion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any) -> Any:
             params = dict(kw.get("optional_params") or {})
-            resp = await asyncio.to_thread(self._blocking, messages, params)
-            return _to_model_response(litellm, resp)
+            resp = await asyncio.to_thread(self._blocking, self._engine(kw), messages, params)
+            return _to_model_response(litellm, resp, model)
 
         def streaming(self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any) -> Iterator[Any]:
             params = dict(kw.get("optional_params") or {})
-            with self.engine.lock:
-                result = self.engine.call(messages, params, stream=True)
+            engine = self._engine(kw)
+            with engine.lock:
+                result = engine.call(messages, params, stream=True)
                 if isinstance(result, dict):
                     yield from _chunks_of_response(result)
                     return
@@ -421,6 +518,7 @@ def _handler_class(litellm: ModuleType) -> type:
             self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any
         ) -> AsyncIterator[Any]:
             params = dict(kw.get("optional_params") or {})
+            engine = self._engine(kw)
             loop = asyncio.get_running_loop()
             queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
             stop = threading.Event()
@@ -431,8 +529,8 @@ def _handler_class(litellm: ModuleType) -> type:
 
             def produce() -> None:
                 try:
-                    with self.engine.lock:
-                        result = self.engine.call(messages, params, stream=True)
+                    with engine.lock:
+                        result = engine.call(messages, params, stream=True)
                         if isinstance(result, dict):
                             for c in _chunks_of_response(result):
                                 put("chunk", c)
@@ -467,7 +565,7 @@ def _handler_class(litellm: ModuleType) -> type:
     return LocalLLM
 
 
-def _to_model_response(litellm: ModuleType, resp: dict[str, Any]) -> Any:
+def _to_model_response(litellm: ModuleType, resp: dict[str, Any], model: str = MODEL) -> Any:
     choice = resp["choices"][0]
     msg = choice.get("message") or {}
     tool_calls = [
@@ -481,7 +579,7 @@ def _to_model_response(litellm: ModuleType, resp: dict[str, Any]) -> Any:
     return litellm.ModelResponse(
         id=resp.get("id") or f"chatcmpl-{uuid.uuid4().hex}",
         created=int(resp.get("created") or time.time()),
-        model=MODEL,
+        model=model if is_local(model) else f"{PROVIDER}/{model}",
         object="chat.completion",
         choices=[{"index": 0, "message": message,
                   "finish_reason": "tool_calls" if tool_calls else (choice.get("finish_reason") or "stop")}],

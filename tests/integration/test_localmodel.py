@@ -229,24 +229,41 @@ try:
     outcome = app.run(app.consolidation.consolidate("s", archive_all=True), timeout=900)
     print(json.dumps({"model": app.llm.model, "memory_seq": outcome.memory_seq, "summary": outcome.summary(),
                       "last_consolidated": app.store.state.session("s").last_consolidated,
-                      "memory": app.store.state.memory}))
+                      "memory": app.store.state.memory, "notes": outcome.notes, "flagged": outcome.flagged}))
 finally:
     app.close()
 """
 
 
 @real
-def test_real_consolidation_through_the_offline_model(home: Home, local_enabled: None) -> None:
+def test_real_consolidation_by_the_bundled_model_is_held_for_review_not_written(home: Home, local_enabled: None) -> None:
     # In a subprocess: a crash inside llama.cpp must fail this test, not the whole suite.
     out = subprocess.run([sys.executable, "-c", CONSOLIDATE, str(home.root)], capture_output=True, text=True,
                          timeout=900, env={**os.environ, "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"})
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["model"] == localmodel.MODEL
+    # the consolidation ran to its end (the messages are not sent to the model again and again) ...
     assert result["memory_seq"] is not None and result["last_consolidated"] == 4
     types = [json.loads(line)["type"] for line in run_cli(home.root, "events", "tail", "-n", "100", "--json").stdout.splitlines()]
     assert "consolidation.completed" in types and "memory.written" in types and "consolidation.failed" not in types
-    assert (home.memory / "HISTORY.md").read_text(encoding="utf-8").strip(), "no history entry was written"
+    # ... but SmolLM2 wrote nothing: memory and the diary are as they were, its proposal waits for review
+    assert result["memory"] == "" and (home.memory / "MEMORY.md").read_text(encoding="utf-8").strip() == ""
+    assert (home.memory / "HISTORY.md").read_text(encoding="utf-8").strip() == ""
+    assert any("too small to judge facts" in n and "held for review" in n for n in result["notes"]), result["notes"]
+    review = run_cli(home.root, "memory", "review", "--json")
+    assert review.returncode == 0, review.stderr
+    items = [i for i in json.loads(review.stdout) if i["kind"] == "proposal"]
+    assert items and result["flagged"] >= len(items)
+    assert all("too small to judge facts" in i["reason"] for i in items)
+    # the user takes the diary entry: it goes to HISTORY.md (not into MEMORY.md), and leaves the queue
+    entry = next(i for i in items if i["section"] == "History")
+    taken = run_cli(home.root, "memory", "review", "restore", entry["id"])
+    assert taken.returncode == 0 and "HISTORY.md" in taken.stdout, taken.stderr
+    assert entry["text"].strip() in (home.memory / "HISTORY.md").read_text(encoding="utf-8")
+    assert (home.memory / "MEMORY.md").read_text(encoding="utf-8").strip() == ""
+    left = json.loads(run_cli(home.root, "memory", "review", "--json").stdout)
+    assert entry["id"] not in [i["id"] for i in left]
 
 
 def test_forced_tool_schema_is_bounded_so_the_json_always_closes() -> None:
