@@ -148,6 +148,7 @@ class _Download:
         self.samples: list[tuple[float, int]] = []
         self.last_report = -1.0
         self.resumed_from = 0
+        self.fetched = 0
         self.attempts = 0
 
     def run(self) -> Result:
@@ -158,7 +159,6 @@ class _Download:
         if self.have:
             self.hasher = _hasher_of(self.part, self.have, self.cancel)
         self.resumed_from = self.have
-        started = self.have
         stalled = 0
         while self.have < self.size:
             self._check_cancel()
@@ -183,7 +183,7 @@ class _Download:
         os.replace(self.part, self.dest)
         with contextlib.suppress(OSError):
             fsync_dir(self.dest.parent)
-        return Result(self.dest, self.size, digest, self.resumed_from, self.size - started, self.attempts)
+        return Result(self.dest, self.size, digest, self.resumed_from, self.fetched, self.attempts)
 
     # --- one connection -------------------------------------------------------------
 
@@ -247,6 +247,7 @@ class _Download:
                     raise DownloadError(f"cannot write {self.part}: {describe_oserror(exc)}") from exc
                 self.hasher.update(chunk)
                 self.have += len(chunk)
+                self.fetched += len(chunk)
                 self._report()
             if resp.read(1):
                 self._restart()
@@ -259,7 +260,7 @@ class _Download:
     def _restart(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.part.unlink()
-        self.have = 0
+        self.have = self.resumed_from = 0
         self.hasher = hashlib.sha256()
         self.samples.clear()
 
