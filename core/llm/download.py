@@ -233,7 +233,7 @@ class _Download:
             while self.have < self.size:
                 self._check_cancel()
                 try:
-                    chunk = resp.read(min(CHUNK, self.size - self.have))
+                    chunk = resp.read1(min(CHUNK, self.size - self.have))
                 except (OSError, http.client.HTTPException) as exc:
                     raise _Retry(_reason(exc)) from None
                 if not chunk:

