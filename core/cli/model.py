@@ -26,7 +26,7 @@ from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
 from memtray.core.cli.console import con, err, served_app
 from memtray.core.cli.console import out as _out
-from memtray.core.llm import capability, catalogue, estimate, localmodel
+from memtray.core.llm import capability, catalogue, localmodel, offer
 from memtray.core.llm.catalogue import CatalogueModel
 from memtray.core.llm.download import Cancelled, Progress, fetch, human_size, part_path
 
@@ -57,33 +57,8 @@ def add_commands(sub: Any) -> None:
 # --- list -------------------------------------------------------------------------------
 
 
-def rows(home: Home, *, measure: bool = False) -> list[dict[str, Any]]:
-    """The catalogue as ``model list --json`` prints it (also what the desktop shows)."""
-    cfg = cfgmod.load(home)
-    directory = catalogue.models_dir(home.root)
-    ref = estimate.reference(home.state, measure=measure)
-    hub = catalogue.hub(cfg.model_hub)
-    current = cfg.model or (localmodel.MODEL if localmodel.available() else "")
-    out = []
-    for m in catalogue.models():
-        path = localmodel.resolve(m.runs_as, directory)
-        part = part_path(directory / m.file)
-        verdict = capability.judge(m.runs_as, cfg.hold_consolidations)
-        out.append({
-            "id": m.id, "name": m.name, "params_b": m.params_b, "quant": m.quant, "size": m.size,
-            "sha256": m.sha256, "url": m.url(hub), "license": m.license, "about": m.about,
-            "recommended": m.recommended, "bundled": m.bundled,
-            "downloaded": path is not None, "path": str(path) if path else None,
-            "partial": part.stat().st_size if part.is_file() else 0,
-            "in_use": current == m.runs_as, "model": m.runs_as,
-            "writes_memory": verdict.unattended, "memory_note": verdict.reason,
-            "estimate": estimate.estimate(m, ref).to_json(),
-        })
-    return out
-
-
 def cmd_list(args: argparse.Namespace, home: Home) -> int:
-    found = rows(home, measure=args.measure)
+    found = offer.rows(home, cfgmod.load(home), measure=args.measure)
     if args.json:
         _out(json.dumps({"models": found, "models_dir": str(catalogue.models_dir(home.root))}))
         return 0
