@@ -31,7 +31,6 @@ model's consolidations are written or held for review is
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import importlib.util
@@ -40,8 +39,7 @@ import logging
 import os
 import threading
 import time
-import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -83,6 +81,8 @@ ARRAY_ITEMS = 4
 EMBED_MODEL = "local/smollm2"
 #: Tokens of a text that are embedded (the rest is cut: a message's start says what it is about).
 EMBED_TOKENS = 512
+#: Texts embedded between two looks at whether a chat now wants the cores.
+EMBED_CHUNK = 8
 #: Texts whose mean embedding is subtracted from every vector (module doc). Fixed, so that
 #: vectors made in different processes and months stay comparable.
 REFERENCE_TEXTS = (
@@ -215,7 +215,9 @@ def register(litellm: ModuleType) -> None:
     current = list(getattr(litellm, "custom_provider_map", None) or [])
     if any(entry.get("provider") == PROVIDER for entry in current):
         return
-    handler = _handler_class(litellm)()
+    from memtray.core.llm.localprovider import handler_class
+
+    handler = handler_class(litellm, engine_for, _ENGINE, NAME, PROVIDER)()
     setattr(litellm, "custom_provider_map", [*current, {"provider": PROVIDER, "custom_handler": handler}])  # noqa: B010
     from memtray.core.llm import catalogue
 
@@ -291,6 +293,41 @@ def one_form(schema: Any) -> Any:
     return schema
 
 
+class ModelLock:
+    """An engine's lock, which also counts the chats that hold or wait for it: the offline
+    embeddings (a background job) wait until no chat runs (:func:`wait_for_chats`), so a
+    reply never shares a small computer's cores with them. On two busy cores the warm
+    instance's first embedding pass, started by the user's own message, used to load a
+    second model and embed while the reply was being computed."""
+
+    _idle = threading.Condition()
+    _active = 0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ModelLock:
+        with ModelLock._idle:
+            ModelLock._active += 1
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+        with ModelLock._idle:
+            ModelLock._active -= 1
+            ModelLock._idle.notify_all()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+
+def wait_for_chats(timeout: float | None = None) -> bool:
+    """Block until no offline chat model is generating or loading (False on ``timeout``)."""
+    with ModelLock._idle:
+        return ModelLock._idle.wait_for(lambda: ModelLock._active == 0, timeout)
+
+
 class Engine:
     """One llama.cpp model per process, loaded on first use; generation is serialised (not thread-safe)."""
 
@@ -298,7 +335,7 @@ class Engine:
         self._path = path
         self._n_ctx = n_ctx
         self._llama: Any = None
-        self.lock = threading.Lock()
+        self.lock = ModelLock()
         self.reply_cap, self.tool_cap = (LARGE_REPLY_TOKENS, LARGE_TOOL_TOKENS) if large else (
             MAX_REPLY_TOKENS, MAX_TOOL_TOKENS)
 
@@ -450,13 +487,15 @@ class Embeddings:
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One centred vector per text, in order (blocking). Raises RuntimeError/ValueError
         when the model cannot be loaded or run."""
-        with self.lock:
-            llama = self._load_locked()
-            centre = self._centre or []
-            out = []
-            for vec in llama.embed(texts, normalize=True, truncate=True):
-                out.append([x - c for x, c in zip(vec, centre, strict=True)])
-            return out
+        out = []
+        for i in range(0, len(texts), EMBED_CHUNK):
+            wait_for_chats()  # a reply first: embedding is background work (ModelLock)
+            with self.lock:
+                llama = self._load_locked()
+                centre = self._centre or []
+                for vec in llama.embed(texts[i:i + EMBED_CHUNK], normalize=True, truncate=True):
+                    out.append([x - c for x, c in zip(vec, centre, strict=True)])
+        return out
 
     def close(self) -> None:
         with self.lock:
@@ -492,143 +531,3 @@ _EMBEDDINGS = Embeddings()
 def embeddings() -> Embeddings:
     """The process's offline embedding model (not loaded until it first embeds)."""
     return _EMBEDDINGS
-
-
-def _handler_class(litellm: ModuleType) -> type:
-    """The CustomLLM subclass, built only once litellm is imported (core never imports it eagerly)."""
-    from litellm.llms import custom_llm
-
-    base: Any = custom_llm.CustomLLM
-    error: Any = custom_llm.CustomLLMError
-
-    class LocalLLM(base):  # type: ignore[misc]
-        def __init__(self, engine: Engine = _ENGINE) -> None:
-            super().__init__()
-            self.engine = engine
-
-        def _engine(self, kw: dict[str, Any]) -> Engine:
-            return engine_for(kw.get("api_base"), self.engine)
-
-        def _blocking(self, engine: Engine, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
-            with engine.lock:
-                try:
-                    return dict(engine.call(messages, params, stream=False))
-                except ValueError as exc:  # llama.cpp: prompt longer than the context window, bad tool
-                    raise error(status_code=400, message=f"{NAME}: {exc}") from exc
-
-        def completion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any) -> Any:
-            params = dict(kw.get("optional_params") or {})
-            return _to_model_response(litellm, self._blocking(self._engine(kw), messages, params), model)
-
-        async def acompletion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any) -> Any:
-            params = dict(kw.get("optional_params") or {})
-            resp = await asyncio.to_thread(self._blocking, self._engine(kw), messages, params)
-            return _to_model_response(litellm, resp, model)
-
-        def streaming(self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any) -> Iterator[Any]:
-            params = dict(kw.get("optional_params") or {})
-            engine = self._engine(kw)
-            with engine.lock:
-                result = engine.call(messages, params, stream=True)
-                if isinstance(result, dict):
-                    yield from _chunks_of_response(result)
-                    return
-                for chunk in result:
-                    yield from _generic_chunks(chunk)
-
-        async def astreaming(
-            self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any
-        ) -> AsyncIterator[Any]:
-            params = dict(kw.get("optional_params") or {})
-            engine = self._engine(kw)
-            loop = asyncio.get_running_loop()
-            queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-            stop = threading.Event()
-
-            def put(kind: str, item: Any) -> None:
-                with contextlib.suppress(RuntimeError):  # the loop closed: nobody is listening
-                    loop.call_soon_threadsafe(queue.put_nowait, (kind, item))
-
-            def produce() -> None:
-                try:
-                    with engine.lock:
-                        result = engine.call(messages, params, stream=True)
-                        if isinstance(result, dict):
-                            for c in _chunks_of_response(result):
-                                put("chunk", c)
-                            return
-                        for chunk in result:
-                            if stop.is_set():  # cancelled: stop generating, free the model
-                                with contextlib.suppress(Exception):
-                                    result.close()
-                                return
-                            for c in _generic_chunks(chunk):
-                                put("chunk", c)
-                except BaseException as exc:
-                    put("error", exc)
-                finally:
-                    put("end", None)
-
-            thread = threading.Thread(target=produce, name="memtray-local-model", daemon=True)
-            thread.start()
-            try:
-                while True:
-                    kind, item = await queue.get()
-                    if kind == "end":
-                        return
-                    if kind == "error":
-                        if isinstance(item, ValueError):
-                            raise error(status_code=400, message=f"{NAME}: {item}") from item
-                        raise item
-                    yield item
-            finally:
-                stop.set()
-
-    return LocalLLM
-
-
-def _to_model_response(litellm: ModuleType, resp: dict[str, Any], model: str = MODEL) -> Any:
-    choice = resp["choices"][0]
-    msg = choice.get("message") or {}
-    tool_calls = [
-        {"id": tc.get("id") or f"call_{i}", "type": "function",
-         "function": {"name": tc["function"]["name"], "arguments": tc["function"]["arguments"]}}
-        for i, tc in enumerate(msg.get("tool_calls") or [])
-    ]
-    message: dict[str, Any] = {"role": "assistant", "content": msg.get("content")}
-    if tool_calls:
-        message["tool_calls"] = tool_calls
-    return litellm.ModelResponse(
-        id=resp.get("id") or f"chatcmpl-{uuid.uuid4().hex}",
-        created=int(resp.get("created") or time.time()),
-        model=model if is_local(model) else f"{PROVIDER}/{model}",
-        object="chat.completion",
-        choices=[{"index": 0, "message": message,
-                  "finish_reason": "tool_calls" if tool_calls else (choice.get("finish_reason") or "stop")}],
-        usage=resp.get("usage"),
-    )
-
-
-def _generic_chunks(chunk: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """One llama.cpp stream chunk as litellm GenericStreamingChunk dicts."""
-    for choice in chunk.get("choices") or []:
-        delta = choice.get("delta") or {}
-        finish = choice.get("finish_reason")
-        text = delta.get("content") or ""
-        if text or finish:
-            yield {"text": text, "tool_use": None, "is_finished": bool(finish),
-                   "finish_reason": finish or "", "usage": None, "index": 0}
-
-
-def _chunks_of_response(resp: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """A whole (tool-call) response as stream chunks: the forced tool is never token-streamed."""
-    choice = resp["choices"][0]
-    msg = choice.get("message") or {}
-    calls = msg.get("tool_calls") or []
-    for i, tc in enumerate(calls):
-        yield {"text": "", "is_finished": False, "finish_reason": "", "usage": None, "index": 0,
-               "tool_use": {"id": tc.get("id") or f"call_{i}", "type": "function", "index": i,
-                            "function": {"name": tc["function"]["name"], "arguments": tc["function"]["arguments"]}}}
-    yield {"text": "" if calls else (msg.get("content") or ""), "tool_use": None, "is_finished": True,
-           "finish_reason": "tool_calls" if calls else (choice.get("finish_reason") or "stop"),
-           "usage": resp.get("usage"), "index": 0}
