@@ -146,10 +146,11 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
             if warm:
                 from memtray.core.llm.client import load_litellm
 
-                # import the model client while idle: the command that started us is coming; an
-                # offline model loads meanwhile (llama.cpp, no GIL), not after litellm
-                threading.Thread(target=_quietly, args=(load_litellm,), name="memtray-warm-up", daemon=True).start()
-                threading.Thread(target=_quietly, args=(app.llm.preload,), name="memtray-preload", daemon=True).start()
+                # get the model ready while idle: the command that started us is coming. An
+                # offline model is loaded (it runs without litellm, whose import would only take
+                # the cores from it); any other needs litellm imported
+                ready = app.llm.preload if app.llm.runs_here else load_litellm
+                threading.Thread(target=_quietly, args=(ready,), name="memtray-warm-up", daemon=True).start()
                 state = f"warm, exits after {me.idle_seconds:g}s idle, not delivering reminders"
             else:
                 from memtray.core.cli import remind as cli_remind

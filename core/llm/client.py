@@ -35,7 +35,7 @@ from memtray.core.base.errors import (
     LLMTimeout,
 )
 from memtray.core.base.keys import ENV_VARS, KEYLESS, get_key, provider_of
-from memtray.core.llm import localmodel
+from memtray.core.llm import localmodel, localprovider
 from memtray.core.log.events import find_invalid, scrub_obj
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,6 @@ def load_litellm() -> ModuleType:
         litellm.drop_params = True
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
             logging.getLogger(name).setLevel(logging.ERROR)
-        localmodel.register(litellm)  # `local/smollm2`: the offline model, served in-process
         _litellm = litellm
     return _litellm
 
@@ -147,6 +146,11 @@ class LLMClient:
         if self.config.model:
             return self.config.model
         return localmodel.MODEL if localmodel.available() else ""
+
+    @property
+    def runs_here(self) -> bool:
+        """Whether the model runs in this process (``local/...``: llama.cpp, no litellm)."""
+        return localmodel.is_local(self.model)
 
     def preload(self) -> None:
         """Load the model now when it runs in-process (``local/...``), so the first request does
@@ -253,6 +257,8 @@ class LLMClient:
                 await self._sleep(delay)
 
     async def _once(self, req: Request, model: str, on_delta: DeltaCallback | None) -> LLMResult:
+        if localmodel.is_local(model):  # in-process: no litellm to import (localprovider.py)
+            return await self._local(req, model, on_delta)
         litellm = load_litellm()
         kw = self._kwargs(req, model)
         try:
@@ -271,6 +277,40 @@ class LLMClient:
             raise
         except Exception as exc:
             raise translate(exc, model) from exc
+
+
+    async def _local(self, req: Request, model: str, on_delta: DeltaCallback | None) -> LLMResult:
+        kw = self._kwargs(req, model)
+        engine = localmodel.engine_for(kw["api_base"])
+        params = {k: kw[k] for k in ("max_tokens", "temperature", "tools", "tool_choice") if k in kw}
+        try:
+            if not req.stream:
+                resp = await asyncio.to_thread(localprovider.complete, engine, req.messages, params)
+                chunks: Any = localprovider.chunks_of_response(resp)
+                return _from_chunks(list(chunks), model)
+            parts: list[dict[str, Any]] = []
+            async for chunk in localprovider.stream(engine, req.messages, params):
+                parts.append(chunk)
+                if chunk["text"] and on_delta is not None:
+                    on_delta(chunk["text"])
+            return _from_chunks(parts, model)
+        except (asyncio.CancelledError, LLMError):
+            raise
+        except ValueError as exc:  # llama.cpp: the prompt is longer than the context window, a bad tool
+            err = LLMError(f"{model}: {exc}", hint="Start a new conversation (/new) or shorten the message.")
+            err.status = 400  # type: ignore[attr-defined]  # the same request would fail again: no retry
+            raise err from exc
+        except (RuntimeError, OSError) as exc:
+            raise LLMError(f"{model}: the offline model could not run: {exc}", hint=localmodel.INSTALL_HINT) from exc
+
+
+def _from_chunks(chunks: list[dict[str, Any]], model: str) -> LLMResult:
+    """Plain chunks of the in-process model (localprovider.py) as one result."""
+    calls = [ToolCall(c["tool_use"]["id"], c["tool_use"]["function"]["name"], c["tool_use"]["function"]["arguments"])
+             for c in chunks if c.get("tool_use")]
+    usage = next((_usage(c["usage"]) for c in reversed(chunks) if c.get("usage")), None)
+    finish = next((c["finish_reason"] for c in reversed(chunks) if c.get("is_finished")), None)
+    return LLMResult("".join(c["text"] for c in chunks), calls, model, usage, finish)
 
 
 def _from_response(resp: Any, model: str) -> LLMResult:
@@ -445,6 +485,8 @@ def messages_for_log(messages: Sequence[dict[str, Any]]) -> str:
 @functools.lru_cache(maxsize=32)
 def context_window(model: str) -> int:
     """The model's input window in tokens as litellm knows it (32 000 when it does not)."""
+    if localmodel.is_local(model):
+        return localmodel.CONTEXT_TOKENS
     try:
         info = load_litellm().get_model_info(model)
         return int(info.get("max_input_tokens") or info.get("max_tokens") or 32_000)

