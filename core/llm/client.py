@@ -282,7 +282,7 @@ class LLMClient:
     async def _local(self, req: Request, model: str, on_delta: DeltaCallback | None) -> LLMResult:
         kw = self._kwargs(req, model)
         engine = localmodel.engine_for(kw["api_base"])
-        params = {k: kw[k] for k in ("max_tokens", "temperature", "tools", "tool_choice") if k in kw}
+        params: dict[str, Any] = {k: kw[k] for k in ("max_tokens", "temperature", "tools", "tool_choice") if k in kw}
         try:
             if not req.stream:
                 resp = await asyncio.to_thread(localprovider.complete, engine, req.messages, params)

@@ -30,7 +30,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from memtray.core import __version__
 from memtray.core.base.errors import EnvironmentProblem
@@ -224,7 +224,7 @@ class _Download:
                 raise DownloadError(f"{self.url} answered HTTP {status}")
             self._read(resp)
 
-    def _read(self, resp: BinaryIO) -> None:
+    def _read(self, resp: http.client.HTTPResponse) -> None:
         try:
             out = open(self.part, "ab")  # noqa: SIM115 (closed below; append: a resume continues it)
         except OSError as exc:
