@@ -14,7 +14,10 @@ its first token once the model is loaded). Time to first token is the first byte
 reply on a terminal (a pty, so the reply streams). `--threads N` sets
 MEMTRAY_LOCAL_THREADS (what llama.cpp used before: all cores).
 
-Usage: bench/offline_ttft.py [--rounds 3] [--threads N]
+Replies are capped at 64 tokens (`max_tokens`): the figure is the first one.
+
+Usage: bench/offline_ttft.py [--rounds 3] [--threads N] [--no-parts]
+       PYTHONPATH=DIR bench/offline_ttft.py --no-parts   (an older memtray, DIR/memtray/core -> its core/)
 """
 
 from __future__ import annotations
@@ -140,12 +143,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0, help="MEMTRAY_LOCAL_THREADS (0: memtray decides)")
+    ap.add_argument("--no-parts", action="store_true",
+                    help="only the end-to-end figures (e.g. for an older memtray on PYTHONPATH)")
     a = ap.parse_args()
     from memtray.core.llm import localmodel
 
     if localmodel.missing(check_disabled=False) is not None:
         raise SystemExit(f"the offline model is not installed: {localmodel.missing(check_disabled=False)}")
-    extra = {localmodel.THREADS_ENV: str(a.threads)} if a.threads else {}
+    extra = {"MEMTRAY_LOCAL_THREADS": str(a.threads)} if a.threads else {}
     figures: dict[str, list[float]] = {}
 
     def note(name: str, value: float) -> None:
@@ -157,7 +162,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="ttft-") as tmp:
             home = Path(tmp) / "home"
             env = _env(home, **extra)
-            subprocess.run([PY, "-m", "memtray.core.cli", "config", "get"], env=env, capture_output=True, check=True)
+            for name in ("home", "home2", "home3"):
+                # replies of 64 tokens at most: the figure is the first token; the rest only takes time
+                subprocess.run([PY, "-m", "memtray.core.cli", "config", "set", "max_tokens", "64"],
+                               env=_env(Path(tmp) / name, **extra), capture_output=True, check=True)
             try:
                 first, total = ask_on_pty(["ask", QUESTION], env)
                 note("cold ttft", first)
@@ -171,12 +179,13 @@ def main() -> None:
             env2 = _env(home2, **extra)
             first, total = ask_on_pty(["--no-daemon", "ask", QUESTION], env2)
             note("oneshot ttft", first)
-            p = parts(Path(tmp) / "home3", _env(Path(tmp) / "home3", **extra))
-            for k, v in p.items():
-                if k not in ("prompt_tokens", "threads"):
-                    note(f"part: {k}", v)
-            note("prompt tokens", float(p.get("prompt_tokens") or 0))
-            note("threads", float(p["threads"]))
+            if not a.no_parts:
+                p = parts(Path(tmp) / "home3", _env(Path(tmp) / "home3", **extra))
+                for k, v in p.items():
+                    if k not in ("prompt_tokens", "threads"):
+                        note(f"part: {k}", v)
+                note("prompt tokens", float(p.get("prompt_tokens") or 0))
+                note("threads", float(p["threads"]))
         print(f"round {r + 1}: cold {figures['cold ttft'][-1]:.1f}s, warm {figures['warm ttft'][-1]:.1f}s, "
               f"one-shot {figures['oneshot ttft'][-1]:.1f}s (load {os.getloadavg()[0]:.1f})", flush=True)
     print()
