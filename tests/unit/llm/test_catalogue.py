@@ -95,3 +95,19 @@ def test_the_bar(model: str, size: float | None, unattended: bool) -> None:
 def test_the_setting_overrides_the_bar() -> None:
     assert capability.judge("local/smollm2", "never").unattended
     assert not capability.judge("openai/gpt-4o-mini", "always").unattended
+
+
+def test_the_new_settings_are_validated(tmp_path: Path) -> None:
+    from memtray.core.base import config as cfgmod
+    from memtray.core.base.errors import ConfigError
+    from memtray.core.base.home import Home
+
+    home = Home.resolve(tmp_path / "h")
+    assert cfgmod.load(home).hold_consolidations == "auto" and cfgmod.load(home).model_hub == ""
+    cfgmod.set_value(home, "hold_consolidations", "always")
+    cfgmod.set_value(home, "model_hub", "https://mirror.example/hf")
+    for key, bad in (("hold_consolidations", "sometimes"), ("model_hub", "ftp://x"), ("model_hub", "mirror")):
+        with pytest.raises(ConfigError):
+            cfgmod.set_value(home, key, bad)
+    cfg = cfgmod.load(home)
+    assert (cfg.hold_consolidations, cfg.model_hub) == ("always", "https://mirror.example/hf")
