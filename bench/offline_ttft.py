@@ -8,9 +8,10 @@ Scenarios (each round in a fresh data home; the figures are medians over the rou
 * warm     -- a second `memtray ask` to that instance;
 * oneshot  -- `memtray --no-daemon ask`: everything in the one process, in sequence.
 
-The parts (each in a fresh interpreter): Python + the CLI's imports; litellm's import;
-llama.cpp loading the GGUF file; the prompt of a first `ask` (its tokens, and the time to
-its first token once the model is loaded). Time to first token is the first byte of the
+The parts (in a fresh interpreter): Python + the CLI's imports; litellm's import (which the
+offline path no longer waits for); llama.cpp loading the GGUF file; opening the App; the
+prompt of a first `ask` (its tokens, and the time to its first token once the model is
+loaded). Time to first token is the first byte of the
 reply on a terminal (a pty, so the reply streams). `--threads N` sets
 MEMTRAY_LOCAL_THREADS (what llama.cpp used before: all cores).
 
@@ -117,9 +118,7 @@ app = App.open(Home.resolve(sys.argv[1]), start_services=False)
 t4 = time.perf_counter()
 try:
     seen = []
-    # the model loaded above: the turn pays only for its prompt
-    handler = next(e["custom_handler"] for e in load_litellm().custom_provider_map if e["provider"] == "local")
-    handler.engine = engine
+    localmodel.engine_for = lambda api_base, *a: engine  # the model loaded above: the turn pays for its prompt only
     t5 = time.perf_counter()
     result = app.run(app.agent.turn("cli", sys.argv[2], on_delta=lambda d: seen.append(time.perf_counter()),
                                     stream=True))
