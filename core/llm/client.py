@@ -296,12 +296,13 @@ class LLMClient:
             return _from_chunks(parts, model)
         except (asyncio.CancelledError, LLMError):
             raise
-        except ValueError as exc:  # llama.cpp: the prompt is longer than the context window, a bad tool
-            err = LLMError(f"{model}: {exc}", hint="Start a new conversation (/new) or shorten the message.")
-            err.status = 400  # type: ignore[attr-defined]  # the same request would fail again: no retry
+        except (ValueError, RuntimeError, OSError) as exc:
+            # llama.cpp: a prompt longer than the context window, a bad tool schema (ValueError); a
+            # file it cannot load. The same request would fail again: no retry (status 400).
+            err = LLMError(f"{model}: {exc}", hint="Start a new conversation (/new) or shorten the message."
+                           if isinstance(exc, ValueError) else f"The offline model could not run; {localmodel.INSTALL_HINT}.")
+            err.status = 400  # type: ignore[attr-defined]
             raise err from exc
-        except (RuntimeError, OSError) as exc:
-            raise LLMError(f"{model}: the offline model could not run: {exc}", hint=localmodel.INSTALL_HINT) from exc
 
 
 def _from_chunks(chunks: list[dict[str, Any]], model: str) -> LLMResult:
