@@ -346,6 +346,10 @@ class Engine:
             log.info("loaded %s in %.1fs", path, time.monotonic() - started)
         return self._llama
 
+    def tokens_in_context(self) -> int | None:
+        """Tokens the model's context holds now (after a reply: its prompt and the reply)."""
+        return int(self._llama.n_tokens) if self._llama is not None else None
+
     def close(self) -> None:
         """Free the model (another one is about to be loaded). Caller holds :attr:`lock`."""
         llama, self._llama = self._llama, None

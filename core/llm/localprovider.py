@@ -46,13 +46,22 @@ async def stream(engine: Any, messages: list[dict[str, Any]], params: dict[str, 
                     for c in chunks_of_response(result):
                         put("chunk", c)
                     return
+                made = 0
                 for chunk in result:
                     if stop.is_set():  # cancelled: stop generating, free the model
                         with contextlib.suppress(Exception):
                             result.close()
                         return
+                    made += 1
                     for c in generic_chunks(chunk):
                         put("chunk", c)
+                # llama.cpp's stream carries no usage: the context now holds prompt + reply
+                held = engine.tokens_in_context()
+                if held is not None:
+                    done = max(0, made - 2)  # one chunk for the role, one for the finish
+                    put("chunk", {"text": "", "tool_use": None, "is_finished": False, "finish_reason": "", "index": 0,
+                                  "usage": {"prompt_tokens": max(0, held - done), "completion_tokens": done,
+                                            "total_tokens": held}})
         except BaseException as exc:
             put("error", exc)
         finally:
