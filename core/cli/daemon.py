@@ -3,7 +3,7 @@
 ``memtray daemon`` holds the data home, delivers reminders and serves forwarded
 commands until SIGINT/SIGTERM, ``memtray quit`` or ``memtray daemon stop``.
 ``memtray daemon --warm`` is the background instance CLI commands start (see
-:mod:`memtray.core.cli.warm`): it delivers nothing, imports litellm while idle,
+:mod:`memtray.core.cli.warm`): it delivers nothing, imports litellm (or loads an offline model) while idle,
 exits after ``warm_instance_idle_minutes`` without a request, and hands the home
 over to the desktop app or a plain daemon that starts; when every command it served
 failed (no model, no key), it leaves as soon as it is idle. ``memtray daemon status``
