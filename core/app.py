@@ -26,6 +26,7 @@ from memtray.core.base.config import Config, Settings
 from memtray.core.base.home import Home
 from memtray.core.base.notify import NotifierSlot
 from memtray.core.base.worker import Worker
+from memtray.core.llm import catalogue
 from memtray.core.llm.client import LLMClient
 from memtray.core.llm.tools import ToolRegistry
 from memtray.core.log.store import Store
@@ -144,7 +145,7 @@ def _build(
 ) -> App:
     """Wire every service (on the worker: start-up catch-up writes to the log and git)."""
     cfg = settings.current
-    llm = llm or LLMClient(cfg)
+    llm = llm or LLMClient(cfg, models_dir=catalogue.models_dir(home.root))
     tools = ToolRegistry()
     agent = Agent(store, llm, cfg, clock=clock, tools=tools)
     notifier = NotifierSlot()

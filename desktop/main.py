@@ -301,6 +301,13 @@ class Desktop(QObject):
         from memtray.core.llm.client import load_litellm
 
         def warm() -> None:
+            if self.app.llm.runs_here:  # an offline model: loaded before the first message, not at it
+                try:
+                    self.app.llm.preload()
+                except Exception as exc:  # the first message says what is wrong with it
+                    log.warning("loading the offline model failed: %s", exc)
+                report("client_warm")
+                return
             try:
                 load_litellm()
             except Exception:  # the first real call reports a broken install; this is a head start

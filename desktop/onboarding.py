@@ -1,7 +1,9 @@
 """The first-run flow: one window, whatever started memtray (plain, ``toggle``, ``show``).
 
-Page one chooses the model (the Settings form; it says which model is in use
-now, e.g. the offline one, and how weak that is) and offers the imports from
+Page one chooses the model: a capable one on this computer (downloaded from the
+catalogue, or a model server found here: local_models.py) or a provider (the
+Settings form); it says which model is in use now, e.g. the bundled offline one,
+and what that can and cannot do. It also offers the imports from
 nanobot and ChatGPT (import_dialog.py). Page two appears only when
 something else needs saying: the global hotkey is not available (how to bind
 ``memtray toggle`` instead) and/or there is no system tray. Nothing opens on
@@ -21,6 +23,7 @@ from .forms import label
 from .hotkey_dialog import HotkeyHelp
 from .hotkeys import HotkeyStatus
 from .import_dialog import import_buttons
+from .local_models import LocalModels
 from .qt import (
     QDialog,
     QFrame,
@@ -29,11 +32,21 @@ from .qt import (
     QPushButton,
     QScrollArea,
     QStackedWidget,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
     Signal,
 )
 from .settings import ModelForm, error_text, set_state
+
+
+def _padded(inner: QWidget) -> QWidget:
+    box = QWidget()
+    lay = QVBoxLayout(box)
+    lay.setContentsMargins(10, 12, 10, 10)
+    lay.addWidget(inner)
+    lay.addStretch(1)
+    return box
 
 
 def _scrolling(inner: QWidget) -> QScrollArea:
@@ -83,8 +96,15 @@ class Onboarding(QDialog):
             self.model_note = label(texts.text("first_run.no_offline", why=offline_missing or "not set up"),
                                     muted=True)
         lay.addWidget(self.model_note)
+        # two ways to a model: a provider (the Settings form), or one on this computer
+        # (downloaded from the catalogue, or a model server found here)
+        self.choices = QTabWidget()
         self.form = ModelForm(ctx)
-        lay.addWidget(self.form)
+        self.choices.addTab(_padded(self.form), "A provider")
+        self.local = LocalModels(ctx)
+        self.local.chosen.connect(self.use_local)
+        self.choices.addTab(_padded(self.local), "On this computer")
+        lay.addWidget(self.choices)
         lay.addWidget(label(texts.text("import.offer"), muted=True))
         imports, self.import_btns = import_buttons(ctx, self)
         lay.addWidget(imports)
@@ -182,6 +202,10 @@ class Onboarding(QDialog):
 
     def keep_offline(self) -> None:
         self._save({"onboarded": True})
+
+    def use_local(self, model: str, api_base: str) -> None:
+        """A downloaded model, or one of a server on this computer (:class:`LocalModels`)."""
+        self._save({"model": model, "api_base": api_base, "onboarded": True})
 
     def finish(self) -> None:
         values = self.form.values()

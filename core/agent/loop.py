@@ -34,6 +34,7 @@ from memtray.core.base.clock import Clock
 from memtray.core.base.config import Config
 from memtray.core.base.errors import LLMError, MemtrayError
 from memtray.core.base.redact import redact, redact_obj
+from memtray.core.llm import localmodel
 from memtray.core.llm.client import DeltaCallback, LLMClient, Request
 from memtray.core.llm.tools import ToolContext, ToolRegistry
 from memtray.core.log.attachments import AttachmentStore, Prepared
@@ -69,6 +70,8 @@ class NoVision(MemtrayError):
 
 def supports_vision(model: str) -> bool:
     """Whether litellm knows ``model`` to take image parts (unknown models: no)."""
+    if localmodel.is_local(model):  # the offline models read text only (and run without litellm)
+        return False
     import litellm  # already loaded by the client when a turn runs
 
     try:

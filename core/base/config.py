@@ -36,6 +36,9 @@ class Config:
     memory_window: int = 100
     context_tokens: int = 0  # 0: ask litellm for the model's window
     drop_policy: str = "keep"  # keep | review
+    #: auto: a model too small to judge facts (resources/models/capability.toml) has its
+    #: consolidations held for review; always: every model's; never: none (core/llm/capability.py)
+    hold_consolidations: str = "auto"
     #: MEMORY.md size (characters) past which consolidation is asked to merge facts; never truncated
     memory_budget: int = 12_000
     idle_consolidate_minutes: int = 30
@@ -57,9 +60,11 @@ class Config:
     sync_remote: str = ""
     sync_enabled: bool = False  # sync automatically while the desktop or daemon runs
     sync_interval_minutes: float = 15.0
+    #: where `memtray model download` fetches from (empty: https://huggingface.co; a mirror)
+    model_hub: str = ""
 
 
-_CHOICES = {"drop_policy": ("keep", "review")}
+_CHOICES = {"drop_policy": ("keep", "review"), "hold_consolidations": ("auto", "always", "never")}
 _RANGES: dict[str, tuple[float, float]] = {
     "llm_timeout": (1, 3600),
     "llm_retries": (0, 10),
@@ -121,6 +126,8 @@ def coerce(key: str, value: Any) -> Any:
         raise ConfigError("sync_remote must not hold a password",
                           hint="Leave credentials out of the address; git's credential helper or ssh-agent "
                           "provides them.")
+    if key == "model_hub" and out and not out.startswith(("https://", "http://")):
+        raise ConfigError("model_hub must be an http(s) address", hint="e.g. https://huggingface.co or a mirror.")
     if key == "timezone" and out:
         from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 

@@ -3,7 +3,7 @@
 ``memtray daemon`` holds the data home, delivers reminders and serves forwarded
 commands until SIGINT/SIGTERM, ``memtray quit`` or ``memtray daemon stop``.
 ``memtray daemon --warm`` is the background instance CLI commands start (see
-:mod:`memtray.core.cli.warm`): it delivers nothing, imports litellm while idle,
+:mod:`memtray.core.cli.warm`): it delivers nothing, imports litellm (or loads an offline model) while idle,
 exits after ``warm_instance_idle_minutes`` without a request, and hands the home
 over to the desktop app or a plain daemon that starts; when every command it served
 failed (no model, no key), it leaves as soon as it is idle. ``memtray daemon status``
@@ -146,8 +146,11 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
             if warm:
                 from memtray.core.llm.client import load_litellm
 
-                # import the model client while idle: the command that started us is coming
-                threading.Thread(target=_quietly, args=(load_litellm,), name="memtray-warm-up", daemon=True).start()
+                # get the model ready while idle: the command that started us is coming. An
+                # offline model is loaded (it runs without litellm, whose import would only take
+                # the cores from it); any other needs litellm imported
+                ready = app.llm.preload if app.llm.runs_here else load_litellm
+                threading.Thread(target=_quietly, args=(ready,), name="memtray-warm-up", daemon=True).start()
                 state = f"warm, exits after {me.idle_seconds:g}s idle, not delivering reminders"
             else:
                 from memtray.core.cli import remind as cli_remind

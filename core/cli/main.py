@@ -370,6 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     from memtray.core.cli import importing as cli_importing
     from memtray.core.cli import mcp as cli_mcp
     from memtray.core.cli import memory as cli_memory
+    from memtray.core.cli import model as cli_model
     from memtray.core.cli import remind as cli_remind
     from memtray.core.cli import search as cli_search
     from memtray.core.cli import sync as cli_sync
@@ -383,6 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_mcp.add_commands(sub, entry=main, parser=build_parser)
     cli_importing.add_commands(sub)
     cli_sync.add_commands(sub)
+    cli_model.add_commands(sub)
     fe = frontend()
     if fe is not None:  # desktop not installed: toggle/show/quit are unavailable
         fe.add_commands(sub)

@@ -283,6 +283,8 @@ def cmd_review(args: argparse.Namespace, home: Home) -> int:
                      f"stands over the rewording; revision {rev.short})")
             elif item.get("kind") == "merge-conflict":
                 _out(f"resolved {args.item}: memory now says {item.get('text')!r} (revision {rev.short})")
+            elif item.get("kind") == "proposal" and item.get("section") == "History" and not item.get("replaces"):
+                _out(f"restored {args.item}: the diary entry is in HISTORY.md now (revision {rev.short})")
             else:
                 _out(f"restored {args.item} into memory (revision {rev.short})")
             return 0

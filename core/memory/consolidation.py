@@ -12,7 +12,8 @@ current memory; a fact that disappeared without being listed in
 ``removed_facts`` is a *silent drop*: put back (policy ``keep``) or held for
 review (policy ``review``). Instruction-like facts are held for review. Then
 ``memory.written`` + ``consolidation.completed`` are appended in one write and
-git follows. Any failure appends ``consolidation.failed``; the pointer does
+git follows. A model too small to judge facts (:mod:`memtray.core.llm.capability`)
+writes nothing: its proposal is held for review (:mod:`memtray.core.memory.hold`). Any failure appends ``consolidation.failed``; the pointer does
 not move and it is retried later with backoff.
 
 A fact the fact diff pairs with a new wording counts as the same fact reworded
@@ -36,7 +37,6 @@ tree, idle sessions and failed consolidations whose backoff has passed.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -50,7 +50,8 @@ from memtray.core.base.faults import crash_point
 from memtray.core.base.notify import NotifierSlot
 from memtray.core.base.redact import redact
 from memtray.core.base.worker import Worker
-from memtray.core.llm.client import LLMClient, LLMResult, Request
+from memtray.core.llm.capability import judge
+from memtray.core.llm.client import LLMClient, LLMResult, Request, context_window
 from memtray.core.log.events import (
     ConsolidationCompleted,
     ConsolidationFailed,
@@ -71,6 +72,7 @@ from memtray.core.memory.guard import (
     review_item,
     shown_messages,
 )
+from memtray.core.memory.hold import hold
 from memtray.core.memory.ledgers import diff_by_id
 from memtray.core.memory.proposal import apply_reply
 from memtray.core.memory.service import MemoryService
@@ -255,7 +257,7 @@ class ConsolidationService:
         return now - parse_ts(s.last_ts) >= timedelta(minutes=minutes)
 
     def _over_budget(self, session: str) -> bool:
-        budget = self.settings.current.context_tokens or _model_window(self.settings.current.model)
+        budget = self.settings.current.context_tokens or context_window(self.settings.current.model or self.llm.model)
         chars = self.prompt_size.request_chars(session)
         if chars is None:  # no turn yet in this process: build the prompt once to measure it
             chars = sum(len(m.get("content") or "") for m in self.prompt_size.messages_for(session))
@@ -413,6 +415,10 @@ class ConsolidationService:
             self.memory.check_worktree()
             g = self._guard(reply, snapshot, snap_ids, self.memory.ledger(), prompt_ids, messages, cid, read_seq)
             entry = hold_history(redact(reply.history_entry), g.flagged)
+            verdict = judge(use_model or self.llm.model, self.settings.current.hold_consolidations)
+            if not verdict.unattended:  # too small to judge facts: the proposal waits for the user (hold.py)
+                held, now = hold(self.memory.ledger(), g.ledger, entry, g.flagged, verdict.reason), self.memory.ledger()
+                g, entry = IdGuarded(self.store.state.memory, held.flagged, 0, {}, g.notes + held.notes, now, {}, {}), ""
             d = diff_by_id(self.memory.ledger(), g.ledger)
             if len(g.memory) > budget:
                 g.notes.append(f"memory is {len(g.memory):,} characters, past its budget of {budget:,}; "
@@ -627,14 +633,3 @@ def _unmapped(snap: Ledger, t: Translated, reasons: dict[str, str]) -> list[dict
             out.append(review_item("rebase", f.text, f.section, None,
                                    f"the model removed it ({reasons.get(f.id, 'no reason')}), not done: {why}"))
     return out
-
-
-@functools.lru_cache(maxsize=32)
-def _model_window(model: str) -> int:
-    try:
-        from memtray.core.llm.client import load_litellm
-
-        info = load_litellm().get_model_info(model)
-        return int(info.get("max_input_tokens") or info.get("max_tokens") or 32_000)
-    except Exception:
-        return 32_000

@@ -33,6 +33,7 @@ from memtray.core.log.events import (
 from memtray.core.log.store import Entry, Store
 from memtray.core.memory import factdiff
 from memtray.core.memory import facts as fact_ids
+from memtray.core.memory import hold as held
 from memtray.core.memory.browse import SILENT_HELD, MemoryError_
 from memtray.core.memory.factdiff import Fact
 from memtray.core.memory.factops import FactOps, UndoResult
@@ -311,6 +312,8 @@ class MemoryService(FactOps, PeerMerging):
         self.projection.adopt_worktree()
         if item.get("kind") == "merge-conflict":
             return self._resolve_conflict(item)
+        if item.get("kind") == held.KIND:
+            return self._take_proposal(item)
         new = factdiff.add_fact(self.store.state.memory, item["text"], item.get("section") or None)
         keep = {factdiff.normalize(item["text"]): item["fact_id"]} if item.get("kind") == "silent-drop" else None
         self.write(new, reason="review", source="user", facts=fact_ids.attach(self.ledger(), new, keep=keep),
@@ -338,6 +341,25 @@ class MemoryService(FactOps, PeerMerging):
             ids = Ledger.with_ids(new, led.ids, led.next) if len(factdiff.parse(new)) == len(led.facts) else None
             self.write(new, reason="review", source="user", facts=ids, extra=[(done, None)],
                        reviewed=[item["id"]])
+        return self.revision("HEAD")
+
+    def _take_proposal(self, item: dict[str, Any]) -> Revision:
+        """A held proposal of a small model, made the user's: the diary entry goes to HISTORY.md,
+        a rewording replaces its fact's words (by id), a new fact is added."""
+        done: list[tuple[str, dict[str, Any], str | None]] = [(MemoryReviewed.TYPE, MemoryReviewed(
+            item=item["id"], action="restore", memory_seq=self.store.state.memory_seq + 1).to_data(), None)]
+        current, led = self.store.state.memory, self.ledger()
+        if held.is_history(item):
+            self.write(current, reason="review", source="user", history_append=str(item["text"]), facts=led, extra=done)
+            return self.revision("HEAD")
+        fact = led.get(str(item.get("replaces") or ""))
+        if fact is None:  # a new fact, or one whose fact has gone since: added
+            new = factdiff.add_fact(current, item["text"], item.get("section") or None)
+            self.write(new, reason="review", source="user", facts=fact_ids.attach(led, new), extra=done)
+        else:
+            new = factdiff.replace_fact(current, led.facts.index(fact), str(item["text"]))
+            ids = Ledger.with_ids(new, led.ids, led.next) if len(factdiff.parse(new)) == len(led.facts) else None
+            self.write(new, reason="review", source="user", facts=ids, extra=done)
         return self.revision("HEAD")
 
     def _review(self, item_id: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from memtray.core.base.config import Config
 from memtray.core.base.errors import LLMError
 from memtray.core.base.home import Home
 from memtray.core.llm import localmodel
-from memtray.core.llm.client import LLMClient, Request, load_litellm, tool_spec
+from memtray.core.llm.client import LLMClient, Request, tool_spec
 
 from tests.fixtures.llm_server import run_async
 from tests.support import run_cli
@@ -155,16 +155,15 @@ class FakeEngine(localmodel.Engine):
 
 
 @pytest.fixture
-def fake_engine() -> Iterator[FakeEngine]:
-    litellm = load_litellm()
-    handler = next(e["custom_handler"] for e in litellm.custom_provider_map if e["provider"] == localmodel.PROVIDER)
-    previous = handler.engine
-    handler.engine = FakeEngine()
-    yield handler.engine
-    handler.engine = previous
+def fake_engine(fake_available: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeEngine]:
+    engine = FakeEngine()
+    asked: list[str | None] = []
+    monkeypatch.setattr(localmodel, "engine_for", lambda api_base, *_a: asked.append(api_base) or engine)
+    yield engine
+    assert asked and all(a == str(fake_available) for a in asked)  # the resolved GGUF file, each time
 
 
-def test_custom_provider_streams_text_and_returns_forced_tool_calls(fake_engine: FakeEngine) -> None:
+def test_the_in_process_path_streams_text_and_returns_forced_tool_calls(fake_engine: FakeEngine) -> None:
     client = LLMClient(Config(model=localmodel.MODEL), key_lookup=lambda _p: None)
     msgs = [{"role": "user", "content": "hi"}]
     deltas: list[str] = []
@@ -174,7 +173,6 @@ def test_custom_provider_streams_text_and_returns_forced_tool_calls(fake_engine:
         plain = await client.complete(Request(messages=msgs))
         forced = await client.complete(Request(messages=msgs, tools=[TOOL], tool_choice=FORCED, temperature=0.0))
         forced_stream = await client.complete(Request(messages=msgs, tools=[TOOL], tool_choice=FORCED, stream=True))
-        await load_litellm().close_litellm_async_clients()
         return streamed, plain, forced, forced_stream
 
     streamed, plain, forced, forced_stream = run_async(go())
@@ -185,6 +183,45 @@ def test_custom_provider_streams_text_and_returns_forced_tool_calls(fake_engine:
         assert [(tc.name, json.loads(tc.arguments)) for tc in r.tool_calls] == [("save_memory", {"x": "y"})]
     assert fake_engine.calls[2]["tool_choice"] == FORCED and fake_engine.calls[2]["temperature"] == 0.0
     assert fake_engine.calls[3]["stream"] is False  # a forced tool call is never token-streamed
+
+
+def test_a_prompt_too_long_for_the_model_is_said_and_not_retried(fake_engine: FakeEngine,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_a: Any, **_k: Any) -> Any:
+        raise ValueError("Requested tokens (9000) exceed context window of 8192")
+
+    monkeypatch.setattr(fake_engine, "call", refuse)
+    client = LLMClient(Config(model=localmodel.MODEL, llm_retries=2), key_lookup=lambda _p: None,
+                       sleep=lambda _s: pytest.fail("retried"))  # type: ignore[arg-type,return-value]
+    for stream in (False, True):
+        with pytest.raises(LLMError) as info:
+            run_async(client.complete(Request(messages=[{"role": "user", "content": "x"}], stream=stream)))
+        assert "exceed context window" in str(info.value) and "/new" in info.value.hint
+
+
+STUB_ENGINE_RUN = r"""
+import asyncio, sys
+from memtray.core.base.config import Config
+from memtray.core.llm import localmodel
+from memtray.core.llm.client import LLMClient, Request
+
+class Engine(localmodel.Engine):
+    def call(self, messages, params, stream):
+        return {"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}]}
+
+localmodel.engine_for = lambda api_base, *a: Engine()
+result = asyncio.run(LLMClient(Config(model="local/smollm2")).complete(Request(messages=[{"role": "user", "content": "x"}])))
+assert result.content == "hi", result
+print("litellm" in sys.modules)
+"""
+
+
+def test_the_offline_path_never_imports_litellm(fake_available: Path) -> None:
+    """litellm's import is seconds (half a minute on two busy cores): the offline model needs none of it."""
+    out = subprocess.run([sys.executable, "-c", STUB_ENGINE_RUN], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, localmodel.GGUF_ENV: str(fake_available)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"
 
 
 # --- the real model -------------------------------------------------------------------------------
@@ -229,24 +266,41 @@ try:
     outcome = app.run(app.consolidation.consolidate("s", archive_all=True), timeout=900)
     print(json.dumps({"model": app.llm.model, "memory_seq": outcome.memory_seq, "summary": outcome.summary(),
                       "last_consolidated": app.store.state.session("s").last_consolidated,
-                      "memory": app.store.state.memory}))
+                      "memory": app.store.state.memory, "notes": outcome.notes, "flagged": outcome.flagged}))
 finally:
     app.close()
 """
 
 
 @real
-def test_real_consolidation_through_the_offline_model(home: Home, local_enabled: None) -> None:
+def test_real_consolidation_by_the_bundled_model_is_held_for_review_not_written(home: Home, local_enabled: None) -> None:
     # In a subprocess: a crash inside llama.cpp must fail this test, not the whole suite.
     out = subprocess.run([sys.executable, "-c", CONSOLIDATE, str(home.root)], capture_output=True, text=True,
                          timeout=900, env={**os.environ, "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"})
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["model"] == localmodel.MODEL
+    # the consolidation ran to its end (the messages are not sent to the model again and again) ...
     assert result["memory_seq"] is not None and result["last_consolidated"] == 4
     types = [json.loads(line)["type"] for line in run_cli(home.root, "events", "tail", "-n", "100", "--json").stdout.splitlines()]
     assert "consolidation.completed" in types and "memory.written" in types and "consolidation.failed" not in types
-    assert (home.memory / "HISTORY.md").read_text(encoding="utf-8").strip(), "no history entry was written"
+    # ... but SmolLM2 wrote nothing: memory and the diary are as they were, its proposal waits for review
+    assert result["memory"] == "" and (home.memory / "MEMORY.md").read_text(encoding="utf-8").strip() == ""
+    assert (home.memory / "HISTORY.md").read_text(encoding="utf-8").strip() == ""
+    assert any("too small to judge facts" in n and "held for review" in n for n in result["notes"]), result["notes"]
+    review = run_cli(home.root, "memory", "review", "--json")
+    assert review.returncode == 0, review.stderr
+    items = [i for i in json.loads(review.stdout) if i["kind"] == "proposal"]
+    assert items and result["flagged"] >= len(items)
+    assert all("too small to judge facts" in i["reason"] for i in items)
+    # the user takes the diary entry: it goes to HISTORY.md (not into MEMORY.md), and leaves the queue
+    entry = next(i for i in items if i["section"] == "History")
+    taken = run_cli(home.root, "memory", "review", "restore", entry["id"])
+    assert taken.returncode == 0 and "HISTORY.md" in taken.stdout, taken.stderr
+    assert entry["text"].strip() in (home.memory / "HISTORY.md").read_text(encoding="utf-8")
+    assert (home.memory / "MEMORY.md").read_text(encoding="utf-8").strip() == ""
+    left = json.loads(run_cli(home.root, "memory", "review", "--json").stdout)
+    assert entry["id"] not in [i["id"] for i in left]
 
 
 def test_forced_tool_schema_is_bounded_so_the_json_always_closes() -> None:
