@@ -346,8 +346,8 @@ class MemoryService(FactOps, PeerMerging):
     def _take_proposal(self, item: dict[str, Any]) -> Revision:
         """A held proposal of a small model, made the user's: the diary entry goes to HISTORY.md,
         a rewording replaces its fact's words (by id), a new fact is added."""
-        done: list[tuple[str, dict[str, Any], str | None]] = [(MemoryReviewed.TYPE, MemoryReviewed(
-            item=item["id"], action="restore", memory_seq=self.store.state.memory_seq + 1).to_data(), None)]
+        done: list[tuple[Payload, str | None]] = [(MemoryReviewed(
+            item=item["id"], action="restore", memory_seq=self.store.state.memory_seq + 1), None)]
         current, led = self.store.state.memory, self.ledger()
         if held.is_history(item):
             self.write(current, reason="review", source="user", history_append=str(item["text"]), facts=led, extra=done)
