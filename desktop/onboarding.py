@@ -17,10 +17,11 @@ from memtray.core.base import config as cfgmod
 
 from . import texts
 from .context import Context
-from .forms import label
+from .forms import error_text, label, set_state
 from .hotkey_dialog import HotkeyHelp
 from .hotkeys import HotkeyStatus
 from .import_dialog import import_buttons
+from .model_form import ModelForm
 from .qt import (
     QDialog,
     QFrame,
@@ -33,7 +34,7 @@ from .qt import (
     QWidget,
     Signal,
 )
-from .settings import ModelForm, error_text, set_state
+from .wheel import guard_wheel
 
 
 def _scrolling(inner: QWidget) -> QScrollArea:
@@ -92,6 +93,7 @@ class Onboarding(QDialog):
         lay.addWidget(self.message)
         lay.addStretch(1)
         pl.addWidget(_scrolling(body), 1)
+        guard_wheel(body)
         row = QHBoxLayout()
         row.setContentsMargins(24, 8, 24, 16)
         self.later_btn = QPushButton("Later")
@@ -200,8 +202,7 @@ class Onboarding(QDialog):
 
             if secret:
                 keys.set_key(provider, secret)
-            for k, v in values.items():
-                cfgmod.set_value(home, k, v)
+            cfgmod.set_values(home, values)  # merged onto the file as it is now, one atomic write
             cfg = cfgmod.load(home)
             app.reconfigure(cfg)
             return cfg
