@@ -35,6 +35,12 @@ if TYPE_CHECKING:
     from memtray.core.base.home import Home
 
 USER_REASONS = ("user-edit", "review")
+#: who wrote a fact, by the reason of the revision that gave it its words (Origin.written_by)
+WRITERS = {
+    "consolidation": "a chat (consolidation)", "redo": "a chat (consolidation redone)", "agent": "a chat",
+    "user-edit": "you", "review": "you (review)", "import": "an import", "adopt": "a rebuild",
+    "rebuild": "a rebuild",
+}
 RETURN_REASONS = ("restore", "rollback", "adopt", "rebuild")
 
 
@@ -57,6 +63,16 @@ class Origin:
     candidate_seqs: list[int] = field(default_factory=list)  # messages it read (imported from that device)
     peer_origin: dict[str, Any] = field(default_factory=dict)  # as the merge recorded it
     problem: str | None = None  # why it has no provenance
+    client: str | None = None  # the MCP client that wrote it (another assistant), by its name
+
+    def written_by(self) -> str:
+        """Who wrote the fact, in words: a chat, the user, an MCP client by name, an import,
+        another device."""
+        if self.device:
+            return f"device {self.device}"
+        if self.client:
+            return f"{self.client} (MCP)"
+        return WRITERS.get(self.reason, "you" if self.source == "user" else self.reason)
 
     @property
     def ok(self) -> bool:
@@ -139,7 +155,8 @@ def _origin(rec: Record, item: dict[str, Any], cons: dict[str, tuple[str, int | 
     reason = str(d.get("reason", "?"))
     source = str(d.get("source", "memtray"))
     prov = (d.get("provenance") or {}).get(item["id"]) or {}
-    o = Origin(item["id"], item["text"], rec.seq, reason, source, consolidation=d.get("consolidation"))
+    o = Origin(item["id"], item["text"], rec.seq, reason, source, consolidation=d.get("consolidation"),
+               client=d.get("client") or None)
     seqs = [int(s) for s in prov.get("source_seqs") or [] if s]
     if reason in ("consolidation", "redo"):
         c = cons.get(o.consolidation or "")

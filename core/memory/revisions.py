@@ -99,7 +99,19 @@ def _what(d: Mapping[str, Any]) -> str:
             text = text if len(text) <= 60 else text[:59] + "…"
             src = f" from {str(sources[0])[:8]}" if sources and sources[0] else ""
             return f'restore "{text}"{src}'
+    if reason == "user-edit":  # one fact reworded or removed by the user: which, in the subject
+        diff = d.get("diff") or {}
+        changed, dropped, added = diff.get("changed") or [], diff.get("dropped") or [], diff.get("added") or []
+        if len(changed) == 1 and not dropped and not added:
+            return f'edit "{_short(changed[0]["new"].get("text", ""))}"'
+        if len(dropped) == 1 and not changed and not added:
+            return f'forget "{_short(dropped[0].get("text", ""))}"'
     return reason
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def history_entry(ts: datetime, text: str) -> str:
