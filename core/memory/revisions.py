@@ -30,6 +30,9 @@ class Revision:
     consolidation: str | None
     event_seq: int
     subject: str
+    #: who asked for it (the commit's ``Source:`` and ``Client:``); not in :meth:`to_json`
+    source: str = ""
+    client: str = ""
 
     @property
     def short(self) -> str:
@@ -57,7 +60,7 @@ def revision_of(info: CommitInfo) -> Revision:
     return Revision(
         info.sha, info.time, t.get("Reason", "?"), t.get("Model", "-"), nums[0], nums[1], nums[2],
         int(t.get("Flagged", "0") or 0), t.get("Consolidation") or None, int(t.get("Event-Seq", "0") or 0),
-        info.subject,
+        info.subject, t.get("Source", ""), t.get("Client", ""),
     )
 
 
