@@ -50,6 +50,7 @@ from memtray.core.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
 from memtray.core.log.events import Record, ReminderCancelled, ReminderFired, ReminderScheduled
 from memtray.core.log.projections import ReminderState
 from memtray.core.log.store import Store
+from memtray.core.reminders import natural
 from memtray.core.reminders.dueindex import DueIndex
 from memtray.core.reminders.spec import (
     MODES,
@@ -77,6 +78,10 @@ _MAINT_PREFIX = "maintenance:"
 _WAKE_JOB = "memtray:wake"
 #: the scheduler re-reads the wall clock at least this often
 WAKE_SECONDS = 60
+
+
+#: how long "Snooze" waits when nobody says
+SNOOZE = "10m"
 
 
 def session_of(reminder_id: str) -> str:
@@ -195,6 +200,24 @@ class ReminderService:
             raise ReminderError(f"reminder {r.id} is not active (it already fired or was cancelled)")
         self.store.append(ReminderCancelled.TYPE, ReminderCancelled(reminder=r.id, reason=reason).to_data())
         return r
+
+    def snooze(self, ident: str, delay: str = SNOOZE) -> ReminderState:
+        """Remind of ``ident``'s text again after ``delay`` (``10m``, ``1 hour``) or at a time
+        (``tomorrow at 9``): a new one-shot with the same text and mode. A one-shot that has
+        not fired yet moves there (it is cancelled, reason ``snoozed``, in the same write);
+        a recurring one keeps its schedule. Returns the new reminder."""
+        r = self.find(ident)
+        raw = delay.strip()
+        at = f"in {raw}" if natural.duration(raw) is not None else raw
+        spec = make_spec(at=at, tz=r.tz, now=self.clock.now())
+        rid = self.store.new_id()
+        items: list[tuple[str, dict[str, Any], str | None, str | None]] = [(ReminderScheduled.TYPE, ReminderScheduled(
+            reminder=rid, text=r.text, kind=spec.kind, spec=spec.spec, tz=spec.tz, mode=r.mode).to_data(), None, None)]
+        if r.active and r.kind == "at":
+            items.append((ReminderCancelled.TYPE, ReminderCancelled(reminder=r.id, reason="snoozed").to_data(),
+                          None, None))
+        self.store.append_many(items)
+        return self.store.state.reminders[rid]
 
     def reminders(self, *, include_inactive: bool = False) -> list[ReminderState]:
         rs = [r for r in self.store.state.reminders.values() if include_inactive or r.active]
@@ -599,15 +622,18 @@ def register_tools(tools: ToolRegistry, svc: ReminderService) -> None:
 
     tools.add(Tool(
         "schedule_reminder",
-        "Schedule a reminder for the user. Give exactly one of `at` (an absolute ISO 8601 time, "
-        "with offset), `every` (a duration like 30m, 2h, 1d) or `cron` (5-field cron). "
+        "Schedule a reminder for the user. Give exactly one of `at` (one time: ISO 8601 with offset, or "
+        "the user's words like 'in 2 minutes', 'tomorrow at noon', 'friday 9am'), `every` (a repetition: "
+        "30m, 2h, or words like 'weekday at 9', 'monday and thursday at 18:00') or `cron` (5-field cron). "
         "mode 'agent' runs you at that time and shows your reply instead of the text.",
         {
             "type": "object",
             "properties": {
                 "text": {"type": "string", "description": "What to remind the user of."},
-                "at": {"type": "string", "description": "One-off time, ISO 8601, e.g. 2026-12-01T09:30:00+01:00."},
-                "every": {"type": "string", "description": "Repeat interval, e.g. 90m, 2h, 1d (minimum 1m)."},
+                "at": {"type": "string", "description": "One-off time: ISO 8601 (2026-12-01T09:30:00+01:00), "
+                       "'in 2 minutes', 'tomorrow at noon', 'friday 9am', '18:30'."},
+                "every": {"type": "string", "description": "Repetition: an interval (90m, 2h, 1d; minimum 1m) or "
+                          "days and a time ('weekday at 9', 'day at 8:30', 'monday and thursday at 18:00')."},
                 "cron": {"type": "string", "description": "Cron expression, e.g. '30 9 * * mon-fri'."},
                 "tz": {"type": "string", "description": "IANA time zone; default: the user's."},
                 "mode": {"type": "string", "enum": list(MODES), "description": "notify (default) or agent."},
