@@ -1,4 +1,4 @@
-"""The main window: chats (sessions + chat), the memory browser, settings.
+"""The main window: chats (sessions + chat), the memory browser, reminders, settings.
 
 It is also the app's face where no system tray exists (stock GNOME): then it is
 shown at start and closing it quits. In-window banners carry notifications
@@ -42,9 +42,11 @@ if TYPE_CHECKING:
 
     from .context import Context
     from .memory_browser import MemoryBrowser
+    from .reminders_view import RemindersPage
     from .settings import SettingsPage
 
-PAGES = ("chat", "memory", "settings")
+PAGES = ("chat", "memory", "reminders", "settings")
+NAV_LABELS = ("Chats", "Memory", "Reminders", "Settings")
 SESSION_NAMES = {"quick": "Quick chat", "cli": "Terminal", "default": "Default"}
 
 
@@ -200,7 +202,7 @@ class MainWindow(QMainWindow):
     closing = Signal()
     #: a banner's extra action (Undo, Review): (action key, target)
     banner_invoked = Signal(str, str)
-    #: a page was built on first use: ("memory" | "settings", the page)
+    #: a page was built on first use: ("memory" | "reminders" | "settings", the page)
     page_created = Signal(str, object)
 
     def __init__(self, ctx: Context | None, *, quit_on_close: bool, theme: Theme | None = None) -> None:
@@ -225,7 +227,7 @@ class MainWindow(QMainWindow):
             f" border-radius: 0; padding: 10px 8px; font-size: 11pt; }}"
             f"QListWidget#nav::item {{ padding: 9px 10px; margin: 1px 0; }}"
         )
-        for label in ("Chats", "Memory", "Settings"):
+        for label in NAV_LABELS:
             self.nav.addItem(QListWidgetItem(label))
         outer.addWidget(self.nav)
         right = QWidget()
@@ -241,10 +243,10 @@ class MainWindow(QMainWindow):
         # start-up shows the window sooner
         self._memory: MemoryBrowser | None = None
         self._settings: SettingsPage | None = None
+        self._reminders: RemindersPage | None = None
         self._row = 0  # the page asked for, shown once attached
-        self.stack.addWidget(QWidget())
-        self.stack.addWidget(QWidget())
-        self.stack.addWidget(QWidget())
+        for _page in PAGES:
+            self.stack.addWidget(QWidget())
         rl.addWidget(self.stack, 1)
         outer.addWidget(right, 1)
         self.setCentralWidget(central)
@@ -295,9 +297,20 @@ class MainWindow(QMainWindow):
 
             assert self.ctx is not None, "the settings page needs the App (attach first)"
             self._settings = SettingsPage(self.ctx)
-            self._replace(2, self._settings)
+            self._replace(PAGES.index("settings"), self._settings)
             self.page_created.emit("settings", self._settings)
         return self._settings
+
+    @property
+    def reminders(self) -> RemindersPage:
+        if self._reminders is None:
+            from .reminders_view import RemindersPage
+
+            assert self.ctx is not None, "the reminders page needs the App (attach first)"
+            self._reminders = RemindersPage(self.ctx)
+            self._replace(PAGES.index("reminders"), self._reminders)
+            self.page_created.emit("reminders", self._reminders)
+        return self._reminders
 
     @property
     def settings_built(self) -> bool:
@@ -307,9 +320,12 @@ class MainWindow(QMainWindow):
         if self.ctx is None:  # not attached yet: shown once it is
             self._row = row
             return
-        if row == 1:
+        name = PAGES[row] if 0 <= row < len(PAGES) else "chat"
+        if name == "memory":
             page: QWidget = self.memory
-        elif row == 2:
+        elif name == "reminders":
+            page = self.reminders
+        elif name == "settings":
             page = self.settings
         else:
             page = self.chats
@@ -325,6 +341,8 @@ class MainWindow(QMainWindow):
         if page == "memory" and arg:
             self._memory_loaded = True
             self.memory.open_target(arg)
+        if page == "reminders" and arg:
+            self.reminders.show_reminder(arg)
         self.nav.setCurrentRow(row)
         self.present()
 

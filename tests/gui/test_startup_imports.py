@@ -164,7 +164,9 @@ def test_the_early_window_keeps_the_page_picked_before_the_app_was_open(
     early = EarlyStart(HomeLock(configured_home).acquire(), tray=False)
     window = early.window
     assert window.isVisible() and not window.attached
-    window.nav.setCurrentRow(2)  # Settings, clicked while the App is still opening
+    from memtray.desktop.mainwindow import PAGES
+
+    window.nav.setCurrentRow(PAGES.index("settings"))  # Settings, clicked while the App is still opening
     early.release_lock()
     app = App.open(configured_home)
     d = Desktop(app, QApplication.instance(), early=early, show_dialogs=False, warm_up=False)
