@@ -11,14 +11,16 @@ independent of the log's length.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from memtray.core.log.events import Record
 
-STATE_VERSION = 5  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
-# 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events
+STATE_VERSION = 6  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
+# 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events;
+# 6: sessions' titles, first message time, preview and failed turn
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
 #: grows. Older ones are read back from the log when asked for (Store.consolidation).
@@ -46,6 +48,14 @@ class SessionState:
     last_consolidated: int = 0
     resets: int = 0
     last_ts: str | None = None
+    #: what the Chats list shows: the title (the first line the user wrote, an imported
+    #: conversation's, or one the user set: ``titled`` says which), when it began, the last words
+    title: str | None = None
+    titled: str = ""  # "" (the first line) | "import" | "user"
+    first_ts: str | None = None
+    preview: str | None = None
+    #: the turn that failed last, until a reply: {"seq": the user message, "error": why}
+    failed: dict[str, Any] | None = None
 
     @property
     def count(self) -> int:
@@ -70,14 +80,33 @@ class SessionState:
             "last_consolidated": self.last_consolidated,
             "resets": self.resets,
             "last_ts": self.last_ts,
+            "title": self.title,
+            "titled": self.titled,
+            "first_ts": self.first_ts,
+            "preview": self.preview,
+            "failed": self.failed,
         }
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> SessionState:
         return cls(
             obj["key"], list(obj["messages"]), obj["base"], obj["last_consolidated"],
-            obj.get("resets", 0), obj.get("last_ts"),
+            obj.get("resets", 0), obj.get("last_ts"), obj.get("title"), obj.get("titled", ""),
+            obj.get("first_ts"), obj.get("preview"), obj.get("failed"),
         )
+
+    def said(self, role: Any, content: Any, ts: str, seq: int, *, reply: bool) -> None:
+        """A message's share of the list's line: the title from the first thing the user
+        wrote, the preview from the last words; a reply ends a failed turn's mark."""
+        if self.first_ts is None:
+            self.first_ts = ts
+        if role not in ("user", "assistant") or not isinstance(content, str) or not content.strip():
+            return
+        if role == "user" and self.title is None:
+            self.title = first_line(content, 80)
+        self.preview = first_line(content, 140)
+        if role == "assistant" and reply:
+            self.failed = None
 
 
 @dataclass
@@ -207,6 +236,7 @@ KNOWN_TYPES = frozenset(
     {
         "message",
         "session.reset",
+        "session.titled",
         "turn.failed",
         "consolidation.started",
         "consolidation.completed",
@@ -265,6 +295,7 @@ def apply(state: State, rec: Record) -> State:
             said = d["origin"].get("ts") if isinstance(d["origin"], dict) else None
             # when it was said there (origin.said_at: never after it arrived here; same ISO form)
             s.last_ts = said if isinstance(said, str) and said < ts else ts
+            s.said(d.get("role"), d.get("content"), s.last_ts, seq, reply=not d.get("tool_calls"))
             state.last_seq = seq
             return state
         msg = {k: v for k, v in d.items() if k in _MESSAGE_KEYSET and v is not None}
@@ -272,8 +303,21 @@ def apply(state: State, rec: Record) -> State:
         msg["ts"] = ts
         s.messages.append(msg)
         s.last_ts = ts
+        s.said(d.get("role"), d.get("content"), ts, seq, reply=not d.get("tool_calls"))
         state.last_seq = seq
         return state
+    elif t == "turn.failed":
+        s = state.session(rec.session or "default")
+        user = next((m for m in reversed(s.messages) if m.get("role") == "user"), None)
+        if user is not None:
+            s.failed = {"seq": user["seq"], "error": str(d.get("error") or "")}
+    elif t == "session.titled":
+        s = state.session(rec.session or "default")
+        s.title, s.titled = str(d["title"]), "user"
+    elif t == "import.item" and rec.session and d.get("title"):
+        s = state.session(rec.session)
+        if s.titled != "user":  # an imported conversation keeps its title, unless renamed here
+            s.title, s.titled = str(d["title"]), "import"
     elif t == "session.reset":
         s = state.session(rec.session or "default")
         s.base = s.count
@@ -355,6 +399,19 @@ def apply(state: State, rec: Record) -> State:
         state.unknown[t] = state.unknown.get(t, 0) + 1
     state.last_seq = rec.seq
     return state
+
+
+_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+
+
+def first_line(text: str, limit: int) -> str:
+    """The first line of ``text`` that says something (a quoted code block and a line that
+    only introduces one skipped), cut to ``limit`` characters: a conversation's title or preview."""
+    lines = [" ".join(line.split()) for line in _FENCE.sub("", text).splitlines()]
+    every = [" ".join(line.split()) for line in text.splitlines() if not line.lstrip().startswith("```")]
+    line = (next((x for x in lines if x and not x.endswith(":")), "") or next((x for x in lines if x), "")
+            or next((x for x in every if x), ""))
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _advance(s: SessionState, end: int) -> None:
