@@ -54,7 +54,7 @@ class SessionState:
     titled: str = ""  # "" (the first line) | "import" | "user"
     first_ts: str | None = None
     preview: str | None = None
-    #: the turn that failed last, until a reply: {"seq": the user message, "error": why}
+    #: the turn that failed last, until a reply: {"seq": the user message, "error": why, "kind": its class}
     failed: dict[str, Any] | None = None
 
     @property
@@ -310,7 +310,7 @@ def apply(state: State, rec: Record) -> State:
         s = state.session(rec.session or "default")
         user = next((m for m in reversed(s.messages) if m.get("role") == "user"), None)
         if user is not None:
-            s.failed = {"seq": user["seq"], "error": str(d.get("error") or "")}
+            s.failed = {"seq": user["seq"], "error": str(d.get("error") or ""), "kind": str(d.get("kind") or "")}
     elif t == "session.titled":
         s = state.session(rec.session or "default")
         s.title, s.titled = str(d["title"]), "user"

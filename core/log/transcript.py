@@ -101,7 +101,7 @@ def snapshot(state: State, session: str) -> Snapshot:
     if s.failed is not None:  # the message whose turn failed keeps its mark (and Retry) until a reply
         for m in msgs:
             if m["seq"] == s.failed["seq"]:
-                m["failed"] = s.failed["error"]
+                m["failed"] = {"error": s.failed["error"], "kind": s.failed.get("kind", "")}
     return Snapshot(session, msgs, s.base, s.count, s.resets, next_seq)
 
 

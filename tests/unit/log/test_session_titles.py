@@ -63,7 +63,7 @@ def test_a_failed_turn_keeps_its_mark_until_a_reply(store: Store) -> None:
     store.append("message", {"role": "user", "content": "hello"}, session="quick")
     store.append("turn.failed", {"error": "the provider refused the key", "kind": "LLMAuthError"}, session="quick")
     snap = transcript.snapshot(store.state, "quick")
-    assert snap.messages[-1]["failed"] == "the provider refused the key"
+    assert snap.messages[-1]["failed"] == {"error": "the provider refused the key", "kind": "LLMAuthError"}
     assert _info(store, "quick").failed
     store.append("message", {"role": "assistant", "content": None, "tool_calls": [{"id": "t"}]}, session="quick")
     assert _info(store, "quick").failed  # a tool call is not a reply
