@@ -58,3 +58,13 @@ def error_text(exc: BaseException) -> str:
     """An error in words with its hint (core's errors carry one), never a traceback."""
     hint = exc.hint if isinstance(exc, MemtrayError) else ""
     return f"{exc}\n{hint}" if hint else str(exc)
+
+
+def ask(parent: QWidget, title: str, text: str) -> bool:
+    """A Yes/Cancel question (Cancel the default): whether to go on."""
+    from .qt import QMessageBox
+
+    box = QMessageBox(QMessageBox.Icon.Question, title, text,
+                      QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, parent)
+    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    return box.exec() == QMessageBox.StandardButton.Yes

@@ -344,7 +344,9 @@ class Desktop(QObject):
                 page, arg = "reminders", arg.partition(":")[2]
             else:
                 page, arg = "chat", ""
-        if self.popup is not None and page == "chat" and arg == "quick" and self.popup.isVisible():
+        if self.popup is not None and self.popup.isVisible():
+            # the popup stays on top of every window: left open, the window opened from it
+            # ("Open settings", "Open in window") came up behind it
             self.popup.hide()
         self.main_window().open(page, arg)
 

@@ -19,8 +19,9 @@ from memtray.core.base.clock import parse_ts
 
 from .bridge import Follower
 from .context import Context
+from .forms import ask
 from .memory_facts import FactsTab
-from .memory_rows import Blank, FactRow, WhyDialog, ask, local_time, revision_label
+from .memory_rows import Blank, FactRow, WhyDialog, local_time, revision_label
 from .qt import (
     QAbstractItemView,
     QComboBox,

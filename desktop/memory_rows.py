@@ -14,7 +14,6 @@ from .qt import (
     QFrame,
     QHBoxLayout,
     QLabel,
-    QMessageBox,
     QPushButton,
     Qt,
     QTextBrowser,
@@ -37,13 +36,6 @@ def revision_label(r: Any) -> str:
     if r.source == "mcp":
         return "From an MCP client"
     return REASON_LABELS.get(r.reason, r.reason)
-
-
-def ask(parent: QWidget, title: str, text: str) -> bool:
-    box = QMessageBox(QMessageBox.Icon.Question, title, text,
-                      QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, parent)
-    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-    return box.exec() == QMessageBox.StandardButton.Yes
 
 
 def local_time(dt: datetime) -> str:

@@ -76,6 +76,9 @@ class ModelForm(QWidget):
         f.addRow("", tw)
         align_labels(f)
         self._test_task: Task | None = None
+        #: (secure, backend name) once the worker answered, and where the key comes from
+        self._keyring: tuple[bool | None, str] = (None, "")
+        self._key_source = ""
         self.provider.currentIndexChanged.connect(self._provider_changed)
         self.model.currentTextChanged.connect(lambda _t: self._refresh_key_status())
         self.model.currentTextChanged.connect(lambda _t: self.changed.emit())
@@ -143,19 +146,28 @@ class ModelForm(QWidget):
                              on_result=self._keyring_checked, on_error=lambda e: self._keyring_checked((False, str(e))))
 
     def _keyring_checked(self, result: tuple[bool, str]) -> None:
-        secure, name = result
-        if secure:
+        self._keyring = result
+        self._keyring_box()
+
+    def _keyring_box(self) -> None:
+        """The "no secure keyring" box only where it matters: the provider needs a key and none
+        comes from the environment (a local server, or OPENAI_API_KEY set, needs no keyring)."""
+        secure, name = self._keyring
+        if secure is None or secure:
             self.keyring_warning.hide()
             self.store_btn.setEnabled(True)
             return
+        self.store_btn.setEnabled(False)
+        needed = self.current_provider().needs_key and self._key_source in ("none", "keyring", "keyring (unavailable)")
+        if not needed:
+            self.keyring_warning.hide()
+            return
         from memtray.core.base.errors import NoSecureKeyring
 
-        self.keyring_warning.setText(
-            f"No secure keyring is available here (found {name}), so memtray will not store API keys. "
-            + NoSecureKeyring.hint
-        )
+        self.keyring_warning.setText("No secure keyring is available here, so memtray will not store API keys. "
+                                     + NoSecureKeyring.hint)
+        self.keyring_warning.setToolTip(f"keyring backend: {name}")
         self.keyring_warning.show()
-        self.store_btn.setEnabled(False)
 
     def _refresh_key_status(self) -> None:
         from memtray.core.base import keys
@@ -180,6 +192,8 @@ class ModelForm(QWidget):
         }
         text = texts.get(source, f"Using the key from the {source}.")
         set_state(self.key_status, text, "error" if "refused" in text else "muted")
+        self._key_source = source
+        self._keyring_box()
 
     def store_key(self) -> None:
         from memtray.core.base import keys
