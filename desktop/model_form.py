@@ -6,6 +6,7 @@ keyring, the test request) runs on the worker through the bridge.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from typing import Any
@@ -41,7 +42,19 @@ class ModelForm(QWidget):
         self.model = QComboBox()
         self.model.setEditable(True)
         self.model.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        f.addRow("Model", self.model)
+        modelrow = QHBoxLayout()
+        modelrow.setContentsMargins(0, 0, 0, 0)
+        modelrow.addWidget(self.model, 1)
+        self.refresh_btn = QPushButton("↻")
+        self.refresh_btn.setToolTip("Ask the server for its models again")
+        self.refresh_btn.clicked.connect(lambda: self.fetch_models(force=True))
+        modelrow.addWidget(self.refresh_btn)
+        mw = QWidget()
+        mw.setLayout(modelrow)
+        f.addRow("Model", mw)
+        self.models_status = label("", muted=True)
+        self.models_status.hide()
+        f.addRow("", self.models_status)
         self.api_base = QLineEdit()
         self.api_base.setPlaceholderText("https://… (empty: the provider's default)")
         f.addRow("API base URL", self.api_base)
@@ -83,6 +96,9 @@ class ModelForm(QWidget):
         self.model.currentTextChanged.connect(lambda _t: self._refresh_key_status())
         self.model.currentTextChanged.connect(lambda _t: self.changed.emit())
         self.api_base.textChanged.connect(lambda _t: self.changed.emit())
+        self.api_base.editingFinished.connect(self.fetch_models)
+        #: a server's model list by api_base (GET /v1/models), asked once; ↻ asks again
+        self._served: dict[str, list[str]] = {}
         self.load(ctx.app.config)
         self.check_keyring()
 
@@ -101,6 +117,7 @@ class ModelForm(QWidget):
         self.api_base.setText(cfg.api_base)
         self._update_fields(p)
         self._refresh_key_status()
+        self.fetch_models()
 
     def model_string(self) -> str:
         return providers.model_string(self.current_provider(), self.model.currentText())
@@ -129,8 +146,62 @@ class ModelForm(QWidget):
         self._update_fields(p)
         self._refresh_key_status()
         self.changed.emit()
+        self.fetch_models()
+
+    def fetch_models(self, *, force: bool = False) -> None:
+        """For a server the user runs (Ollama, an OpenAI-compatible one): its own model list,
+        on the worker, once per address (↻ asks again)."""
+        p = self.current_provider()
+        base = self.api_base.text().strip()
+        if not p.base_editable or not base:
+            return
+        if base in self._served and not force:
+            self._show_served(base, self._served[base])
+            return
+        from memtray.core.base.keys import get_key
+        from memtray.core.llm.models import list_models
+
+        typed, provider = self.key.text().strip(), self.key_provider()
+
+        def ask() -> list[str]:  # the keyring and the network: in a thread, not on the worker's loop
+            key = typed or (get_key(provider) if p.needs_key else None)
+            return list_models(base, key)
+
+        self.refresh_btn.setEnabled(False)
+        set_state(self.models_status, f"Asking {base} for its models…", "muted")
+        self.models_status.show()
+        self.ctx.bridge.submit(asyncio.to_thread(ask), name="list-models",
+                               on_result=lambda ids: self._served_models(base, ids), on_error=self._models_failed)
+
+    def _served_models(self, base: str, ids: list[str]) -> None:
+        self.refresh_btn.setEnabled(True)
+        self._served[base] = ids
+        if base == self.api_base.text().strip():
+            self._show_served(base, ids)
+
+    def _show_served(self, base: str, ids: list[str]) -> None:
+        text = self.model.currentText()
+        self.model.blockSignals(True)
+        self.model.clear()
+        self.model.addItems(ids)
+        self.model.setCurrentText(text or (ids[0] if ids else ""))
+        self.model.blockSignals(False)
+        if not text and ids:
+            self.changed.emit()
+        n = len(ids)
+        set_state(self.models_status, f"{n} model{'s' if n != 1 else ''} on {base}." if n else
+                  f"{base} lists no models; type the model's name.", "muted")
+        self.models_status.show()
+
+    def _models_failed(self, exc: BaseException) -> None:
+        self.refresh_btn.setEnabled(True)
+        set_state(self.models_status, "Could not read the server's models: " + error_text(exc), "error")
+        self.models_status.show()
 
     def _update_fields(self, p: providers.Provider) -> None:
+        self.refresh_btn.setVisible(p.base_editable)
+        if not p.base_editable:
+            self.models_status.hide()
         self.api_base.setEnabled(p.base_editable)
         self.help.setText(p.help)
         edit = self.model.lineEdit()

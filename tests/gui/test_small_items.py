@@ -68,3 +68,28 @@ def test_the_mcp_snippet_names_the_running_memtray_by_its_absolute_path(qtbot: A
     shown = json.loads(desktop.window.settings.mcp.snippet.toPlainText())["mcpServers"]["memtray"]
     assert os.path.isabs(shown["command"]) and os.path.exists(shown["command"])
     assert shown["args"][-1] == "mcp"
+
+
+def _items(combo: Any) -> list[str]:
+    return [combo.itemText(i) for i in range(combo.count())]
+
+
+def test_the_model_list_comes_from_the_servers_v1_models(qtbot: Any, desktop: Any, llm_server: Any) -> None:
+    llm_server.models = ["test-model", "qwen2.5-7b-instruct", "llava-1.6"]
+    desktop.open("settings")
+    page = desktop.window.settings
+    form = page.model_form
+    assert form.current_provider().id == "compatible"
+    qtbot.waitUntil(lambda: _items(form.model) == ["llava-1.6", "qwen2.5-7b-instruct", "test-model"], timeout=10000)
+    assert form.model.currentText() == "test-model"  # the configured one stays chosen
+    assert "3 models" in form.models_status.text()
+    assert page.edits() == {}  # filling the list is no edit
+    llm_server.models = ["test-model", "mistral-small"]
+    form.fetch_models()  # cached: no new request
+    assert "llava-1.6" in _items(form.model)
+    qtbot.mouseClick(form.refresh_btn, Qt.MouseButton.LeftButton)  # ↻ asks again
+    qtbot.waitUntil(lambda: _items(form.model) == ["mistral-small", "test-model"], timeout=10000)
+    form.api_base.setText("http://127.0.0.1:9/v1")
+    form.fetch_models()
+    qtbot.waitUntil(lambda: "Could not read the server's models" in form.models_status.text(), timeout=15000)
+    assert "cannot reach" in form.models_status.text()
