@@ -214,13 +214,15 @@ class ChatsPage(QWidget):
         self.sessions.blockSignals(True)
         self.sessions.clear()
         width = self.sessions.viewport().width()
+        # two lines and the row's margins: the row's own size hint is not laid out yet here
+        height = self.sessions.fontMetrics().lineSpacing() * 2 + 22
         for key in names:
             info = self.infos.get(key)
             item = QListWidgetItem()
             item.setData(Qt.ItemDataRole.UserRole, key)
             row = ConversationItem(self.ctx, key, info)
             row.elide(width)
-            item.setSizeHint(QSize(width, row.sizeHint().height()))
+            item.setSizeHint(QSize(width, height))
             if info is not None and info.first_ts:
                 item.setToolTip(f"{title_of(info, key)}\nstarted {info.first_ts[:16].replace('T', ' ')}"
                                 f" · last message {str(info.last_ts)[:16].replace('T', ' ')}")

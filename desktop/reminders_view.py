@@ -52,6 +52,23 @@ def when_text(iso: str | None, now: datetime | None = None) -> str:
     return f"{day}, {t.strftime('%H:%M')} ({soon})"
 
 
+_DAY_WORDS = {"*": "day", "mon-fri": "weekday", "sat,sun": "weekend day"}
+
+
+def repeat_text(row: dict[str, Any]) -> str:
+    """How a reminder repeats, in words: "once", "every 2h", "every weekday at 09:00"; a cron
+    that is no simple days-and-time one is shown as it is."""
+    if row["kind"] == "at":
+        return "once"
+    if row["kind"] == "every":
+        return f"every {row['spec']}"
+    fields = str(row["spec"]).split()
+    if len(fields) == 5 and fields[0].isdigit() and fields[1].isdigit() and fields[2:4] == ["*", "*"]:
+        days = _DAY_WORDS.get(fields[4]) or " and ".join(d.capitalize() for d in fields[4].split(","))
+        return f"every {days} at {int(fields[1]):02d}:{int(fields[0]):02d}"
+    return row["describe"]
+
+
 class ReminderRow(QFrame):
     """One reminder: its text, when it fires next and how it repeats, Snooze and Cancel."""
 
@@ -69,7 +86,8 @@ class ReminderRow(QFrame):
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         col.addWidget(self.text)
         agent = " · the assistant answers" if row["mode"] == "agent" else ""
-        self.when = label(f"Next: {when_text(row['next'])} · {row['describe']}{agent}", muted=True)
+        self.when = label(f"Next: {when_text(row['next'])} · {repeat_text(row)}{agent}", muted=True)
+        self.when.setToolTip(f"{row['describe']} ({row['tz']})")
         col.addWidget(self.when)
         lay.addLayout(col, 1)
         self.snooze_btn = QPushButton("Snooze 10 min")

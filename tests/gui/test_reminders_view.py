@@ -35,7 +35,7 @@ def test_add_list_snooze_and_cancel(qtbot: Any, desktop: Any) -> None:
         qtbot.mouseClick(page.add_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: any(r.row["text"] == "stand up" for r in page.rows), timeout=10000)
     row = page.row("stand up")
-    assert "09:00" in row.when.text() and "0 9 * * mon-fri" in row.when.text()
+    assert "every weekday at 09:00" in row.when.text() and "0 9 * * mon-fri" in row.when.toolTip()
     assert page.new_text.text() == "" and "Added" in page.status.text()
 
     page.new_text.setText("tea")
