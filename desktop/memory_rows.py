@@ -35,7 +35,7 @@ def revision_label(r: Any) -> str:
         return f"From {r.client} (MCP)"
     if r.source == "mcp":
         return "From an MCP client"
-    return REASON_LABELS.get(r.reason, r.reason)
+    return str(REASON_LABELS.get(r.reason, r.reason))
 
 
 def local_time(dt: datetime) -> str:

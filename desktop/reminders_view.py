@@ -66,7 +66,7 @@ def repeat_text(row: dict[str, Any]) -> str:
     if len(fields) == 5 and fields[0].isdigit() and fields[1].isdigit() and fields[2:4] == ["*", "*"]:
         days = _DAY_WORDS.get(fields[4]) or " and ".join(d.capitalize() for d in fields[4].split(","))
         return f"every {days} at {int(fields[1]):02d}:{int(fields[0]):02d}"
-    return row["describe"]
+    return str(row["describe"])
 
 
 class ReminderRow(QFrame):
@@ -130,16 +130,16 @@ class RemindersPage(QWidget):
         lay.addLayout(add)
         self.status = label("", muted=True)
         lay.addWidget(self.status)
-        self.scroll = QScrollArea()
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.list_area = QScrollArea()
+        self.list_area.setWidgetResizable(True)
+        self.list_area.setFrameShape(QFrame.Shape.NoFrame)
         inner = QWidget()
         self.col = QVBoxLayout(inner)
         self.col.setContentsMargins(0, 0, 0, 0)
         self.col.setSpacing(8)
         self.col.addStretch(1)
-        self.scroll.setWidget(inner)
-        lay.addWidget(self.scroll, 1)
+        self.list_area.setWidget(inner)
+        lay.addWidget(self.list_area, 1)
         self.feed = Follower(ctx.bridge, self._query, self._show, name="reminders", parent=self,
                              wants=lambda change: change.any_type("reminder."),
                              on_error=lambda e: set_state(self.status, error_text(e), "error"))
