@@ -10,7 +10,7 @@ from typing import Any
 
 from memtray.core.base.errors import MemtrayError
 
-from .qt import QFormLayout, QLabel, Qt, QWidget
+from .qt import QFormLayout, QLabel, Qt, QVBoxLayout, QWidget
 
 
 def section_form(owner: QWidget) -> QFormLayout:
@@ -68,3 +68,12 @@ def ask(parent: QWidget, title: str, text: str) -> bool:
                       QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, parent)
     box.setDefaultButton(QMessageBox.StandardButton.Cancel)
     return box.exec() == QMessageBox.StandardButton.Yes
+
+
+def clear_column(col: QVBoxLayout) -> None:
+    """Remove the rows of a list column, keeping its closing stretch (the last item)."""
+    while col.count() > 1:
+        item = col.takeAt(0)
+        w = item.widget() if item is not None else None
+        if w is not None:
+            w.deleteLater()

@@ -19,7 +19,7 @@ from memtray.core.base.clock import parse_ts
 
 from .bridge import Follower
 from .context import Context
-from .forms import ask
+from .forms import ask, clear_column
 from .memory_facts import FactsTab
 from .memory_rows import Blank, FactRow, WhyDialog, local_time, revision_label
 from .qt import (
@@ -459,11 +459,7 @@ class MemoryBrowser(QWidget):
         self.rows = items
 
     def _fill_review(self, review: list[dict[str, Any]]) -> None:
-        while self.review_col.count() > 1:
-            item = self.review_col.takeAt(0)
-            w = item.widget() if item is not None else None
-            if w is not None:
-                w.deleteLater()
+        clear_column(self.review_col)
         if not review:
             lab = QLabel("Nothing is waiting for review.")
             lab.setProperty("muted", True)

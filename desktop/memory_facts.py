@@ -16,7 +16,7 @@ from typing import Any
 
 from .bridge import Change, Follower
 from .context import Context
-from .forms import error_text, label
+from .forms import clear_column, error_text, label
 from .memory_rows import Blank, FactRow
 from .qt import (
     QDialog,
@@ -129,11 +129,7 @@ class FactsTab(QScrollArea):
 
     def _show(self, facts: list[dict[str, Any]]) -> None:
         self.facts = facts
-        while self.col.count() > 1:
-            item = self.col.takeAt(0)
-            w = item.widget() if item is not None else None
-            if w is not None:
-                w.deleteLater()
+        clear_column(self.col)
         self.rows = []
         if not facts:
             self.col.insertWidget(0, label("Memory holds no facts yet.", muted=True))

@@ -16,7 +16,7 @@ from typing import Any
 
 from .bridge import Follower
 from .context import Context
-from .forms import error_text, label, set_state
+from .forms import clear_column, error_text, label, set_state
 from .qt import (
     QFrame,
     QHBoxLayout,
@@ -163,11 +163,7 @@ class RemindersPage(QWidget):
 
     def _show(self, reminders: list[dict[str, Any]]) -> None:
         self.reminders = reminders
-        while self.col.count() > 1:
-            item = self.col.takeAt(0)
-            w = item.widget() if item is not None else None
-            if w is not None:
-                w.deleteLater()
+        clear_column(self.col)
         self.rows = []
         if not reminders:
             self.col.insertWidget(0, label("No reminders. Add one above, or ask in a chat "

@@ -5,17 +5,15 @@ ID` each make one revision with its reason, by id only (never a fact with simila
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from memtray.core.app import App
-from memtray.core.base.home import Home
 from memtray.core.mcp import writes
 
 from tests.fixtures.llm_server import ScriptedLLMServer
-from tests.integration.test_memory_cli import Seeded, fails, git, ok, seed
+from tests.integration.test_memory_cli import Seeded, clone, fails, git, ok, seed
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +25,7 @@ def seeded_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
 
 @pytest.fixture
 def copy(seeded_home: Seeded, tmp_path: Path) -> Seeded:
-    root = tmp_path / "home"
-    shutil.copytree(seeded_home.home.root, root)
-    return Seeded(Home.resolve(root), seeded_home.shas, seeded_home.c1, seeded_home.c2, seeded_home.memories)
+    return clone(seeded_home, tmp_path / "home")
 
 FACT_KEYS = {"id", "section", "text", "by", "reason", "client", "device", "event_seq", "edited"}
 
