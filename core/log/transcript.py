@@ -112,7 +112,7 @@ def rename(store: Any, session: str, title: str) -> str:
     """Name conversation ``session`` (``session.titled``): whitespace folded, 1 to
     :data:`MAX_TITLE` characters. Returns the title as stored."""
     from memtray.core.base.errors import MemtrayError
-    from memtray.core.log.events import SessionTitled
+    from memtray.core.log.conversations import SessionTitled
 
     title = " ".join(title.split())
     if not title:
