@@ -5,8 +5,9 @@
 Builds an isolated data home with a short conversation (answered by the
 scripted test server, so nothing leaves the machine) and a few memory
 revisions, then saves docs/screenshots/quick-chat.png, memory-browser.png,
-settings.png and settings-sync.png (the Sync card after a sync with a bare
-repository; with --dark: *-dark.png).
+settings.png, settings-sync.png (the Sync card after a sync with a bare
+repository), chats.png (titles, dates, previews, a failed turn), reminders.png,
+memory-facts.png (editing one fact) and settings-unsaved.png (with --dark: *-dark.png).
 """
 
 from __future__ import annotations
@@ -169,18 +170,83 @@ def main() -> int:
                     return
                 frame = card.parentWidget()
                 page.cards_scroll.verticalScrollBar().setValue(frame.y() - 16)
-                QTimer.singleShot(400, lambda: (grab(d.window, "settings-sync"), qapp.quit()))
+                QTimer.singleShot(400, lambda: (grab(d.window, "settings-sync"), step6()))
 
             QTimer.singleShot(200, synced)
 
+        def step6() -> None:
+            # the Chats list: titles (first line, imported, renamed), dates, previews, a failed turn
+            from memtray.core.log import transcript
+
+            say = app.store.append
+            say("message", {"role": "user", "content": "Can you compare ClickHouse and DuckDB for tidewater?"},
+                session="chat-20261201-091500")
+            say("message", {"role": "assistant", "content": "For tidewater's write-heavy logs, ClickHouse…"},
+                session="chat-20261201-091500")
+            say("message", {"role": "user", "content": "hola, ¿cómo se dice 'log shipper'?"}, session="chatgpt:c1")
+            say("import.item", {"import_id": "I", "source": "chatgpt", "key": "c1", "kind": "conversation",
+                                "digest": "d", "session": "chatgpt:c1", "messages": 1, "title": "Spanish lessons"},
+                session="chatgpt:c1")
+            say("message", {"role": "user", "content": "Draft the tidewater README intro"}, session="chat-readme")
+            transcript.rename(app.store, "chat-readme", "tidewater README")
+            say("message", {"role": "user", "content": "Summarise yesterday's incident notes"}, session="chat-incident")
+            say("turn.failed", {"error": "openai/gpt-4o-mini: cannot connect to the provider",
+                                "kind": "LLMConnectionError"}, session="chat-incident")
+            w = d.window
+            w.resize(1280, 720)
+            w.open("chat", "chat-incident")
+            QTimer.singleShot(900, lambda: (grab(w, "chats"), step7()))
+
+        def step7() -> None:
+            svc = app.reminders
+            app.worker.call(lambda: svc.schedule("Stand up and stretch", every="weekday at 11"))
+            app.worker.call(lambda: svc.schedule("Call the ClickHouse sales rep", at="tomorrow at 10:30"))
+            app.worker.call(lambda: svc.schedule("Take the bread out of the oven", at="in 25 minutes"))
+            app.worker.call(lambda: svc.schedule("Review the week's notes", every="friday at 17:00", mode="agent"))
+            w = d.window
+            w.open("reminders")
+            page = w.reminders
+            page.new_text.setText("Water the plants")
+            page.new_when.setText("every monday and thursday at 8")
+            QTimer.singleShot(900, lambda: (grab(w, "reminders"), step8()))
+
+        def step8() -> None:
+            w = d.window
+            w.open("memory")
+            browser = w.memory
+            tab = browser.facts_tab
+            browser.tabs.setCurrentWidget(tab)
+
+            def edit() -> None:
+                if not tab.facts:
+                    QTimer.singleShot(200, edit)
+                    return
+                fact = next(f for f in tab.facts if "Paris" in f["text"])
+                tab.edit(fact)
+                dlg = tab.dialog
+                dlg.text.setText("Moved to Paris in October; works near Bastille")
+                dlg.reason.setText("more precise")
+                dlg.move(w.x() + 700, w.y() + 470)  # below the facts it edits (no window manager places it)
+                QTimer.singleShot(500, lambda: (grab(w, "memory-facts"), dlg.reject(), step9()))
+
+            QTimer.singleShot(500, edit)
+
+        def step9() -> None:
+            w = d.window
+            w.open("settings")
+            page = w.settings
+            page.cards_scroll.verticalScrollBar().setValue(0)
+            page.memory_window.setValue(60)
+            QTimer.singleShot(500, lambda: (grab(w, "settings-unsaved"), qapp.quit()))
+
         QTimer.singleShot(300, step1)
-        QTimer.singleShot(60_000, qapp.quit)  # never hang
+        QTimer.singleShot(120_000, qapp.quit)  # never hang
         qapp.exec()
         d.shutdown()
         app.close()
     for name, _w in shots:
         print(OUT / f"{name}{suffix}.png")
-    return 0 if len(shots) == 4 else 1
+    return 0 if len(shots) == 8 else 1
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from memtray.core.memory import tools as memory_tools
 from memtray.core.memory.consolidation import ConsolidationService
 from memtray.core.memory.service import MemoryService
 from memtray.core.reminders.service import ReminderService
-from memtray.core.reminders.service import register_tools as register_reminder_tools
+from memtray.core.reminders.tools import register_tools as register_reminder_tools
 from memtray.core.sync.service import SyncService
 
 T = TypeVar("T")

@@ -58,6 +58,12 @@ class Followable(Protocol):
     def subscribe(self, fn: Callable[[list[Record], Any], None]) -> None: ...
 
 
+class Subscribable(Protocol):
+    """What :meth:`Bridge.follow_settings` needs of the live settings."""
+
+    def subscribe(self, fn: Callable[[Any, Any], None]) -> None: ...
+
+
 class Worker(Protocol):
     def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]: ...
 
@@ -115,6 +121,9 @@ class Bridge(QObject):
 
     #: a :class:`Change`: emitted on the thread that appended, delivered queued on the GUI thread
     changed = Signal(object)
+    #: the live settings changed (the new ``Config``), through any door: Settings, `config set`,
+    #: a hand edit of config.toml; emitted on the thread that applied it, delivered queued
+    config_changed = Signal(object)
 
     def __init__(self, worker: Worker, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -122,6 +131,7 @@ class Bridge(QObject):
         self.closing = False
         self._tasks: set[Task] = set()
         self._followed: list[Followable] = []
+        self._followed_settings: list[Subscribable] = []
 
     # --- the log, pushed to the views ---------------------------------------------------
 
@@ -131,6 +141,25 @@ class Bridge(QObject):
             return
         self._followed.append(store)
         store.subscribe(self._appended)
+
+    def follow_settings(self, settings: Subscribable) -> None:
+        """Emit :attr:`config_changed` after every change of the live settings."""
+        if any(s is settings for s in self._followed_settings):
+            return
+        self._followed_settings.append(settings)
+        settings.subscribe(self._settings_changed)
+
+    def _settings_changed(self, _old: Any, new: Any) -> None:
+        if self.closing:
+            return
+        try:
+            self.config_changed.emit(new)
+        except RuntimeError:  # the Qt object is gone (the app is quitting)
+            self.closing = True
+
+    def on_config_change(self, slot: Callable[[Any], None]) -> None:
+        """Call ``slot(config)`` on the GUI thread after each settings change, always queued."""
+        self.config_changed.connect(slot, Qt.ConnectionType.QueuedConnection)
 
     def _appended(self, records: list[Record], _state: Any) -> None:
         # runs on the appending thread, after the events are durable: never raise into the writer

@@ -21,7 +21,7 @@ from memtray.core.log import transcript
 from . import recall_view, texts
 from .attach_bar import AttachBar, logged_text, shown_text
 from .bridge import Follower, Task
-from .chatview import ChatView, ErrorView, InputBox, MessageView, divider
+from .chatview import ChatView, ErrorView, InputBox, LoggedFailure, MessageView, divider
 from .context import Context
 from .mcp_panel import ConsentQuestion, ConsentWatcher
 from .qt import (
@@ -203,6 +203,18 @@ class ChatPane(QWidget):
         else:
             self._add_logged([m for m in snap.messages if int(m["seq"]) > self._last_seq])
         self._last_seq = snap.next_seq - 1
+        self._logged_failure(snap)
+
+    def _logged_failure(self, snap: transcript.Snapshot) -> None:
+        """A turn that failed keeps its error and Retry after the live card is gone (a redraw,
+        another session and back, a restart), until a reply comes (from here or elsewhere)."""
+        failed = next((m["failed"] for m in reversed(snap.messages) if m.get("failed")), None)
+        if failed is None:
+            if self._error is not None and isinstance(self._error.exc, LoggedFailure):
+                self._clear_error()
+            return
+        if self._error is None:
+            self._show_error(LoggedFailure(failed["error"], failed.get("kind", "")))
 
     def _rebuild(self, snap: transcript.Snapshot, *, reset: bool) -> None:
         asking = self._open_questions()  # not log messages: a redraw must not drop them
@@ -225,6 +237,31 @@ class ChatPane(QWidget):
         for q in asking:
             self.view.add(q)
         self.view.scroll_to_end()
+        if len(msgs) < PAGE and snap.base > 0:
+            self._fill()
+
+    def _fill(self) -> None:
+        """A consolidation took what was on screen into memory: the log still has it, so the
+        conversation is shown as it was (back to its last /new), not empty until "Show
+        earlier messages"."""
+        session, epoch = self.session, self._epoch
+
+        def filled(page: transcript.Page) -> None:
+            if session != self.session or epoch != self._epoch or self._held:
+                return
+            msgs = page.messages
+            cut = max((i for i, m in enumerate(msgs) if m.get("kind") == "reset"), default=-1)
+            keep = msgs[cut + 1:]
+            self.view.prepend([w for w in (self._widget_for(m) for m in keep) if w is not None])
+            if keep:
+                self._oldest_seq = int(keep[0]["seq"])
+            if page.at_start and cut < 0:
+                self._at_start = True
+                self.view.more.setVisible(False)
+
+        self.ctx.bridge.call(transcript.earlier, self.ctx.app.store.log, session, self._oldest_seq, PAGE,
+                             name="history-fill", on_result=filled, on_error=lambda e: log.warning(
+                                 "could not read the conversation's earlier messages: %s", e))
 
     def _add_logged(self, new: list[dict[str, Any]]) -> None:
         """Append logged messages; those of this pane's own turn take over the views already
@@ -266,7 +303,7 @@ class ChatPane(QWidget):
         if role == "assistant" and not m.get("content") and m.get("tool_calls"):
             names = ", ".join(tc.get("function", {}).get("name", "?") for tc in m["tool_calls"])
             return divider(self.ctx, f"used {names}")
-        tag = "stopped" if m.get("stop") == "cancelled" else ""
+        tag = "stopped" if m.get("stop") == "cancelled" else ("not answered" if m.get("failed") else "")
         view = MessageView(self.ctx, role, logged_text(m), tag=tag)
         if role == "assistant":
             recall_view.attach(self.ctx, view, m.get("recalled"))  # "recalled: N messages"

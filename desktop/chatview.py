@@ -175,8 +175,10 @@ class ErrorView(QFrame):
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message.setStyleSheet(f"color: {t.error_text}; font-weight: 600;")
         lay.addWidget(self.message)
-        hint = getattr(exc, "hint", "") or ""
-        if not hint and not _is_memtray_error(exc):
+        from memtray.core.base.errors import MemtrayError
+
+        hint = exc.hint if isinstance(exc, LoggedFailure | MemtrayError) else ""
+        if not hint and not _is_memtray_error(exc) and not isinstance(exc, LoggedFailure):
             hint = "This looks like a bug in memtray; the details are in the log (memtray doctor)."
         self.hint = QLabel(hint)
         self.hint.setWordWrap(True)
@@ -197,6 +199,25 @@ class ErrorView(QFrame):
         lay.addLayout(row)
 
 
+class LoggedFailure(Exception):
+    """A turn's failure as the log recorded it (``turn.failed``: its words and the kind of
+    error), shown again with Retry after the live error card is gone."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+    @property
+    def hint(self) -> str:
+        from memtray.core.base import errors
+
+        known = {c.__name__: c for c in (errors.LLMAuthError, errors.LLMConnectionError, errors.LLMTimeout,
+                                         errors.LLMRateLimited, errors.LLMBadResponse, errors.ConfigError,
+                                         errors.KeyringError, errors.NoSecureKeyring)}
+        cls = known.get(self.kind)
+        return cls.hint if cls is not None else "This message got no answer."
+
+
 def _is_memtray_error(exc: BaseException) -> bool:
     from memtray.core.base.errors import MemtrayError
 
@@ -214,6 +235,9 @@ def _needs_settings(exc: BaseException) -> bool:
 
     if isinstance(exc, LLMAuthError | LLMConnectionError | ConfigError | KeyringError):
         return True
+    if isinstance(exc, LoggedFailure):
+        return exc.kind in ("LLMAuthError", "LLMConnectionError", "ConfigError", "KeyringError", "NoSecureKeyring") \
+            or "no model is configured" in str(exc)
     return isinstance(exc, LLMError) and "no model is configured" in str(exc)
 
 

@@ -1,7 +1,7 @@
 """What every desktop view gets: the core App, the worker bridge, the theme, navigation.
 
 Building a :class:`Context` makes the bridge follow the App's store, so every
-view built with it receives the log's changes (see :mod:`.bridge`).
+view built with it receives the log's changes and the settings' (see :mod:`.bridge`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ class Context:
 
     def __post_init__(self) -> None:
         self.bridge.follow(self.app.store)
+        self.bridge.follow_settings(self.app.settings)
 
 
 __all__ = ["Context", "Navigator"]

@@ -20,6 +20,7 @@ from typing import Any
 from memtray.core.base.home import Home
 
 from . import icons, texts, theme
+from .actions import NotificationActions
 from .bridge import Bridge
 from .context import Context, Navigator
 from .early import EXPOSE_WAIT_SECONDS, REPORT_ENV, EarlyStart, ReadyProbe, report, tray_window
@@ -54,6 +55,7 @@ class Desktop(QObject):
         self.nav = early.nav if early is not None else Navigator(self)
         self.bridge = Bridge(app.worker, self)
         self.ctx = Context(app, self.bridge, self.theme, self.nav)
+        self.actions = NotificationActions(app, self.bridge, self.main_window, self._say)
         self.tray: Tray | None = None
         self.window: Any = None
         self.popup: QuickChat | None = None
@@ -108,7 +110,7 @@ class Desktop(QObject):
         self.notifier = Notifier(tray=self.tray.icon if self.tray else None, banner=self._banner,
                                  icon_path=str(icons.path("memtray.svg")))
         self.notifier.clicked.connect(lambda target: self.open("target", target))
-        self.notifier.actions_for = self._notification_actions
+        self.notifier.actions_for = self.actions.offered
         self.notifier.action_invoked.connect(self.notification_action)
         self.app.notifier.set(self.notifier)
         self.popup = QuickChat(self.ctx, self.app.config.hotkey)
@@ -345,9 +347,13 @@ class Desktop(QObject):
                 page = "memory"
             elif kind == "session":
                 page, arg = "chat", arg.partition(":")[2]
+            elif kind == "reminder":
+                page, arg = "reminders", arg.partition(":")[2]
             else:
                 page, arg = "chat", ""
-        if self.popup is not None and page == "chat" and arg == "quick" and self.popup.isVisible():
+        if self.popup is not None and self.popup.isVisible():
+            # the popup stays on top of every window: left open, the window opened from it
+            # ("Open settings", "Open in window") came up behind it
             self.popup.hide()
         self.main_window().open(page, arg)
 
@@ -356,40 +362,13 @@ class Desktop(QObject):
         self.main_window().show_banner(title, body, kind, target, actions or [])
         self.main_window().present()
 
-    # --- notification actions: Undo / Review on "memory updated" ------------------------
-
-    def _notification_actions(self, kind: str, target: str) -> list[tuple[str, str]]:
-        if kind != "memory" or not target.startswith(("consolidation:", "memory:")):
-            return []
-        actions = [("undo", "Undo")]
-        if self._held_by(target):
-            actions.append(("review", "Review"))
-        return actions
-
-    def _held_by(self, target: str) -> bool:
-        """Whether the consolidation of ``target`` held facts for review (still waiting)."""
-        kind, _, ident = target.partition(":")
-        state = self.app.store.state
-        try:
-            c = state.consolidations.get(ident) if kind == "consolidation" else None
-            waiting = list(state.review.values())
-        except RuntimeError:  # changed while read (a write on the worker): no Review button
-            return False
-        if c is None:
-            return bool(waiting)
-        return any(int(i.get("seq") or 0) >= c.started_seq for i in waiting)
-
     def notification_action(self, action: str, target: str) -> None:
-        """"Undo": the browser at that revision, then the undo with its confirmation;
-        "Review": the browser's Review tab."""
-        window = self.main_window()
-        window.open("memory", target)
-        browser = window.memory
-        if action == "review":
-            browser.tabs.setCurrentWidget(browser.review_tab)
-            return
-        if action == "undo":
-            browser.undo(target.partition(":")[2])  # a revision or a consolidation id
+        """A notification's or banner's extra button (Undo, Review, Snooze, Done)."""
+        self.actions.invoke(action, target)
+
+    def _say(self, title: str, body: str, kind: str) -> None:
+        if self.notifier is not None:
+            self.notifier.notify(title, body, kind=kind)
 
     def _turn_done(self, outcome: str, _text: str) -> None:
         if self.window is not None:

@@ -1,4 +1,4 @@
-"""The main window: chats (sessions + chat), the memory browser, settings.
+"""The main window: chats (sessions + chat), the memory browser, reminders, settings.
 
 It is also the app's face where no system tray exists (stock GNOME): then it is
 shown at start and closing it quits. In-window banners carry notifications
@@ -12,9 +12,7 @@ core they import) are imported only then.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .qt import (
     QCloseEvent,
@@ -27,7 +25,6 @@ from .qt import (
     QMainWindow,
     QPushButton,
     QSize,
-    QSplitter,
     QStackedWidget,
     QTimer,
     QToolButton,
@@ -38,20 +35,15 @@ from .qt import (
 from .theme import Theme
 
 if TYPE_CHECKING:
-    from memtray.core.log import transcript
 
+    from .chats_page import ChatsPage
     from .context import Context
     from .memory_browser import MemoryBrowser
+    from .reminders_view import RemindersPage
     from .settings import SettingsPage
 
-PAGES = ("chat", "memory", "settings")
-SESSION_NAMES = {"quick": "Quick chat", "cli": "Terminal", "default": "Default"}
-
-
-def session_label(key: str) -> str:
-    return SESSION_NAMES.get(key, key)
-
-
+PAGES = ("chat", "memory", "reminders", "settings")
+NAV_LABELS = ("Chats", "Memory", "Reminders", "Settings")
 class Banner(QFrame):
     action = Signal(str)
     invoked = Signal(str, str)  # (action key, target): one of the notification's extra actions
@@ -95,97 +87,6 @@ def _esc(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-class ChatsPage(QWidget):
-    def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
-        from .bridge import Follower
-        from .chatpane import ChatPane
-        from .qt import Qt
-
-        super().__init__(parent)
-        self.ctx = ctx
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        split = QSplitter(Qt.Orientation.Horizontal)
-        left = QWidget()
-        ll = QVBoxLayout(left)
-        ll.setContentsMargins(12, 12, 6, 12)
-        ll.setSpacing(8)
-        head = QHBoxLayout()
-        cap = QLabel("Conversations")
-        cap.setProperty("subheading", True)
-        head.addWidget(cap)
-        head.addStretch(1)
-        new = QToolButton()
-        new.setText("＋ New")
-        new.setToolTip("Start a separate conversation")
-        new.clicked.connect(self.new_conversation)
-        head.addWidget(new)
-        ll.addLayout(head)
-        self.sessions = QListWidget()
-        self.sessions.currentItemChanged.connect(self._picked)
-        ll.addWidget(self.sessions, 1)
-        split.addWidget(left)
-        self.pane = ChatPane(ctx, "quick")
-        split.addWidget(self.pane)
-        split.setStretchFactor(0, 0)
-        split.setStretchFactor(1, 1)
-        split.setSizes([220, 700])
-        lay.addWidget(split)
-        #: conversations started here that have no message in the log yet
-        self._started: list[str] = []
-        # the list follows the log: a session's first message (from any front end) adds it
-        self.feed = Follower(ctx.bridge, self._query, self._show_sessions, name="sessions", parent=self,
-                             wants=lambda change: bool(change.sessions))
-        self.feed.request()
-
-    def refresh(self, select: str | None = None) -> None:
-        """Show ``select`` (or the current session) and list the sessions again."""
-        if select:
-            if select not in self._started:
-                self._started.insert(0, select)
-            self.pane.set_session(select)
-        self.feed.request()
-
-    def _query(self) -> Callable[[], list[transcript.SessionInfo]]:
-        from memtray.core.log import transcript
-
-        store = self.ctx.app.store
-        return lambda: transcript.sessions(store.state)  # on the worker
-
-    def _show_sessions(self, infos: list[transcript.SessionInfo]) -> None:
-        names = [i.key for i in infos]
-        last = {i.key: i.last_ts for i in infos}
-        for key in ("quick", *reversed(self._started)):
-            if key not in names:
-                names.insert(0, key)
-        from .qt import Qt
-
-        self._started = [k for k in self._started if k not in last]
-        current = self.pane.session
-        self.sessions.blockSignals(True)
-        self.sessions.clear()
-        for key in names:
-            item = QListWidgetItem(session_label(key))
-            item.setData(Qt.ItemDataRole.UserRole, key)
-            ts = last.get(key)
-            if ts:
-                item.setToolTip(f"{key} · last message {ts[:16].replace('T', ' ')}")
-            self.sessions.addItem(item)
-            if key == current:
-                self.sessions.setCurrentItem(item)
-        self.sessions.blockSignals(False)
-
-    def _picked(self, item: QListWidgetItem | None, _prev: Any = None) -> None:
-        from .qt import Qt
-
-        if item is not None:
-            self.pane.set_session(str(item.data(Qt.ItemDataRole.UserRole)))
-
-    def new_conversation(self) -> None:
-        self.refresh(select=time.strftime("chat-%Y%m%d-%H%M%S"))
-        self.pane.focus_input()
-
-
 def default_size() -> QSize:
     """1280x720, or the screen's free area when that is smaller (e.g. 1366x768 at 200 %)."""
     want = QSize(1280, 720)
@@ -200,7 +101,7 @@ class MainWindow(QMainWindow):
     closing = Signal()
     #: a banner's extra action (Undo, Review): (action key, target)
     banner_invoked = Signal(str, str)
-    #: a page was built on first use: ("memory" | "settings", the page)
+    #: a page was built on first use: ("memory" | "reminders" | "settings", the page)
     page_created = Signal(str, object)
 
     def __init__(self, ctx: Context | None, *, quit_on_close: bool, theme: Theme | None = None) -> None:
@@ -225,7 +126,7 @@ class MainWindow(QMainWindow):
             f" border-radius: 0; padding: 10px 8px; font-size: 11pt; }}"
             f"QListWidget#nav::item {{ padding: 9px 10px; margin: 1px 0; }}"
         )
-        for label in ("Chats", "Memory", "Settings"):
+        for label in NAV_LABELS:
             self.nav.addItem(QListWidgetItem(label))
         outer.addWidget(self.nav)
         right = QWidget()
@@ -241,10 +142,10 @@ class MainWindow(QMainWindow):
         # start-up shows the window sooner
         self._memory: MemoryBrowser | None = None
         self._settings: SettingsPage | None = None
+        self._reminders: RemindersPage | None = None
         self._row = 0  # the page asked for, shown once attached
-        self.stack.addWidget(QWidget())
-        self.stack.addWidget(QWidget())
-        self.stack.addWidget(QWidget())
+        for _page in PAGES:
+            self.stack.addWidget(QWidget())
         rl.addWidget(self.stack, 1)
         outer.addWidget(right, 1)
         self.setCentralWidget(central)
@@ -259,8 +160,10 @@ class MainWindow(QMainWindow):
         from .qt import Qt  # not before: the first use of Qt's namespace costs the start ~40 ms
 
         self.nav.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        from .chats_page import ChatsPage
+
         self.ctx = ctx
-        self.chats = ChatsPage(ctx)
+        self.chats: ChatsPage = ChatsPage(ctx)
         self._replace(0, self.chats)
         row, self._row = self._row, -1
         self.nav.setCurrentRow(row)
@@ -295,9 +198,20 @@ class MainWindow(QMainWindow):
 
             assert self.ctx is not None, "the settings page needs the App (attach first)"
             self._settings = SettingsPage(self.ctx)
-            self._replace(2, self._settings)
+            self._replace(PAGES.index("settings"), self._settings)
             self.page_created.emit("settings", self._settings)
         return self._settings
+
+    @property
+    def reminders(self) -> RemindersPage:
+        if self._reminders is None:
+            from .reminders_view import RemindersPage
+
+            assert self.ctx is not None, "the reminders page needs the App (attach first)"
+            self._reminders = RemindersPage(self.ctx)
+            self._replace(PAGES.index("reminders"), self._reminders)
+            self.page_created.emit("reminders", self._reminders)
+        return self._reminders
 
     @property
     def settings_built(self) -> bool:
@@ -307,9 +221,12 @@ class MainWindow(QMainWindow):
         if self.ctx is None:  # not attached yet: shown once it is
             self._row = row
             return
-        if row == 1:
+        name = PAGES[row] if 0 <= row < len(PAGES) else "chat"
+        if name == "memory":
             page: QWidget = self.memory
-        elif row == 2:
+        elif name == "reminders":
+            page = self.reminders
+        elif name == "settings":
             page = self.settings
         else:
             page = self.chats
@@ -325,6 +242,8 @@ class MainWindow(QMainWindow):
         if page == "memory" and arg:
             self._memory_loaded = True
             self.memory.open_target(arg)
+        if page == "reminders" and arg:
+            self.reminders.show_reminder(arg)
         self.nav.setCurrentRow(row)
         self.present()
 

@@ -46,6 +46,18 @@ log = logging.getLogger(__name__)
 STATUS = {"starting": "starting", "ready": "running", "failed": "failed", "stopped": "stopped"}
 
 
+def mcp_snippet(cmd: list[str] | None = None) -> str:
+    """The MCP configuration other assistants need, naming this memtray by its absolute path
+    (the one the login item and the menu entry use): a bare ``memtray`` fails for a venv or
+    pipx install that is not on the client's PATH."""
+    import json
+
+    from . import autostart
+
+    cmd = cmd or autostart.command()
+    return json.dumps({"mcpServers": {"memtray": {"command": cmd[0], "args": [*cmd[1:], "mcp"]}}}, indent=2)
+
+
 @dataclass(frozen=True)
 class ServerRow:
     name: str
@@ -152,9 +164,9 @@ class McpSection(QWidget):
         self.views: list[ServerView] = []
 
         lay.addWidget(_label(texts.text("mcp.server_intro"), muted=True))
-        self.snippet = QPlainTextEdit(texts.text("mcp.claude_snippet"))
+        self.snippet = QPlainTextEdit(mcp_snippet())
         self.snippet.setReadOnly(True)
-        self.snippet.setMaximumHeight(self.snippet.fontMetrics().lineSpacing() * 3 + 16)
+        self.snippet.setMaximumHeight(self.snippet.fontMetrics().lineSpacing() * 10 + 16)
         lay.addWidget(self.snippet)
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)

@@ -1,5 +1,6 @@
 """The memory browser: revisions, fact-level diffs, full text, "as of", restore,
-roll back, redo a consolidation, review held facts, and "why?" for a fact.
+roll back, redo a consolidation, review held facts, "why?" for a fact, and the facts
+held now with who wrote them, to edit or forget one (memory_facts.py).
 
 Every action calls the same core function as the CLI (``app.memory``
 and ``["consolidation"]``), on the worker: git and the log are never touched on
@@ -18,18 +19,17 @@ from memtray.core.base.clock import parse_ts
 
 from .bridge import Follower
 from .context import Context
+from .forms import ask, clear_column
+from .memory_facts import FactsTab
+from .memory_rows import Blank, FactRow, WhyDialog, local_time, revision_label
 from .qt import (
     QAbstractItemView,
     QComboBox,
     QDateTime,
     QDateTimeEdit,
-    QDialog,
-    QDialogButtonBox,
-    QFrame,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QMessageBox,
     QPushButton,
     QScrollArea,
     QSplitter,
@@ -59,12 +59,6 @@ COLUMNS = (
     ("⚑", "Facts held for review"),
 )
 
-REASON_LABELS = {
-    "consolidation": "Consolidation", "agent": "From a chat", "user-edit": "Edited by hand",
-    "restore": "Fact restored", "rollback": "Rolled back", "redo": "Consolidation redone",
-    "review": "Review", "adopt": "Adopted", "rebuild": "Rebuilt",
-}
-
 Confirm = Callable[[QWidget, str, str], bool]
 
 #: the list's data of a failed redo's row (revisions hold their sha)
@@ -76,117 +70,6 @@ def failed_redos(state: Any, revisions: list[Any]) -> list[Any]:
     after = revisions[0].event_seq if revisions else 0
     out = [c for c in state.consolidations.values() if c.redo_of and c.status == "failed" and c.started_seq > after]
     return sorted(out, key=lambda c: c.started_seq, reverse=True)
-
-
-def ask(parent: QWidget, title: str, text: str) -> bool:
-    box = QMessageBox(QMessageBox.Icon.Question, title, text,
-                      QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, parent)
-    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-    return box.exec() == QMessageBox.StandardButton.Yes
-
-
-def _local(dt: datetime) -> str:
-    local = dt.astimezone()
-    if local.year == datetime.now().year:
-        return local.strftime("%d %b, %H:%M")
-    return local.strftime("%d %b %Y, %H:%M")
-
-
-class FactRow(QFrame):
-    """One fact in the diff: removed (red), added (green) or changed (old | new)."""
-
-    def __init__(self, ctx: Context, kind: str, old: Any, new: Any,
-                 actions: list[tuple[str, Callable[[], None]]]) -> None:
-        super().__init__()
-        t = ctx.theme
-        bg = {"removed": t.removed_bg, "added": t.added_bg, "changed": t.changed_bg}.get(kind, t.surface)
-        mark = {"removed": "−", "added": "+", "changed": "~", "flagged": "⚑"}.get(kind, "")
-        colour = {"removed": t.error_text, "added": t.ok_text}.get(kind, t.muted)
-        self.setObjectName("fact")
-        self.setStyleSheet(f"QFrame#fact {{ background: {bg}; border-radius: 8px; }}")
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(10, 6, 8, 6)
-        lay.setSpacing(10)
-        sign = QLabel(mark)
-        sign.setFixedWidth(14)
-        sign.setStyleSheet(f"color: {colour}; font-weight: 700; font-size: 13pt;")
-        lay.addWidget(sign, 0, Qt.AlignmentFlag.AlignTop)
-        if kind == "changed":
-            for fact, label in ((old, "before"), (new, "after")):
-                box = QVBoxLayout()
-                cap = QLabel(label)
-                cap.setProperty("muted", True)
-                box.addWidget(cap)
-                text = QLabel(fact.text)
-                text.setWordWrap(True)
-                text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-                if label == "before":
-                    text.setStyleSheet(f"color: {t.muted};")
-                box.addWidget(text)
-                box.addStretch(1)
-                lay.addLayout(box, 1)
-        else:
-            fact = new if new is not None else old
-            col = QVBoxLayout()
-            col.setSpacing(1)
-            text = QLabel(fact.text)
-            text.setWordWrap(True)
-            text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            if kind == "removed":
-                text.setStyleSheet("text-decoration: line-through;")
-            col.addWidget(text)
-            if fact.section:
-                sec = QLabel(fact.section)
-                sec.setProperty("muted", True)
-                col.addWidget(sec)
-            lay.addLayout(col, 1)
-        self.buttons: dict[str, QPushButton] = {}
-        for label, fn in actions:
-            b = QPushButton(label)
-            b.clicked.connect(lambda _checked=False, fn=fn: fn())
-            self.buttons[label] = b
-            lay.addWidget(b, 0, Qt.AlignmentFlag.AlignTop)
-        self.kind = kind
-        self.fact = new if new is not None else old
-
-
-class WhyDialog(QDialog):
-    def __init__(self, ctx: Context, info: dict[str, Any], parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Where this fact came from")
-        self.setMinimumSize(560, 420)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(18, 16, 18, 14)
-        fact = info.get("fact", {})
-        title = QLabel(fact.get("text", ""))
-        title.setWordWrap(True)
-        title.setProperty("subheading", True)
-        lay.addWidget(title)
-        rev = info.get("revision", {})
-        src = "written by you" if info.get("source") == "user" else REASON_LABELS.get(rev.get("reason", ""), "")
-        meta = QLabel(f"Added in revision {str(rev.get('rev', ''))[:8]} · {rev.get('time', '')[:16].replace('T', ' ')}"
-                      f" · {src} · model {rev.get('model', '-')}")
-        meta.setProperty("muted", True)
-        meta.setWordWrap(True)
-        lay.addWidget(meta)
-        body = QTextBrowser()
-        msgs = info.get("messages") or []
-        if not msgs:
-            body.setPlainText("No source messages are recorded for this fact "
-                              "(it was written by hand, restored, or predates provenance).")
-        else:
-            parts = []
-            for m in msgs:
-                who = "You" if m.get("role") == "user" else "memtray"
-                parts.append(f"**{who}** · #{m.get('seq')} · {str(m.get('ts', ''))[:16].replace('T', ' ')}\n\n"
-                             f"{m.get('content') or ''}\n")
-            body.setMarkdown("\n\n---\n\n".join(parts))
-        lay.addWidget(body, 1)
-        box = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        box.rejected.connect(self.reject)
-        box.accepted.connect(self.accept)
-        lay.addWidget(box)
-        self.info = info
 
 
 class MemoryBrowser(QWidget):
@@ -323,6 +206,10 @@ class MemoryBrowser(QWidget):
         self.review_col.addStretch(1)
         self.review_tab.setWidget(self.review_inner)
         self.tabs.addTab(self.review_tab, "Review")
+        self.facts_tab = FactsTab(ctx)
+        self.facts_tab.changed.connect(self._changed)
+        self.facts_tab.message.connect(lambda text, error: self._status(text, error=error))
+        self.tabs.addTab(self.facts_tab, "Facts")
         self.timeline = TimelineView()
         self.timeline.revision_clicked.connect(self.select)
         self.tabs.addTab(self.timeline, "Timeline")
@@ -432,7 +319,7 @@ class MemoryBrowser(QWidget):
         for r in revisions:
             facts = f"+{r.added} −{r.removed} ~{r.changed}"
             model = (r.model or "-").split("/", 1)[-1] if r.model and r.model != "-" else "-"
-            item = QTreeWidgetItem([_local(r.time), REASON_LABELS.get(r.reason, r.reason), model,
+            item = QTreeWidgetItem([local_time(r.time), revision_label(r), model,
                                     facts, str(r.flagged) if r.flagged else ""])
             item.setData(0, Qt.ItemDataRole.UserRole, r.rev)
             item.setToolTip(0, r.time.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z"))
@@ -447,7 +334,7 @@ class MemoryBrowser(QWidget):
         """A redo refused or failed after the newest revision: a row of its own at the top, so
         the revision under it is not taken for the redo's result."""
         for c in failed:
-            item = QTreeWidgetItem([_local(parse_ts(c.ts)) if c.ts else "", "Redo failed",
+            item = QTreeWidgetItem([local_time(parse_ts(c.ts)) if c.ts else "", "Redo failed",
                                     (c.model or "-").split("/", 1)[-1], "", ""])
             item.setData(0, Qt.ItemDataRole.UserRole, f"{FAILED_PREFIX}{c.id}")
             item.setToolTip(1, f"The redo of consolidation {c.redo_of[:8]} failed: {c.reason}\nMemory is unchanged.")
@@ -524,7 +411,7 @@ class MemoryBrowser(QWidget):
             return
         self.current = None
         self._set_actions_enabled(False)
-        self.head.setText(f"Redo failed · {_local(parse_ts(c.ts)) if c.ts else ''} · consolidation {c.redo_of[:8]}")
+        self.head.setText(f"Redo failed · {local_time(parse_ts(c.ts)) if c.ts else ''} · consolidation {c.redo_of[:8]}")
         self.text.setMarkdown(f"The redo of consolidation `{c.redo_of[:8]}` with `{c.model}` failed:\n\n"
                               f"> {c.reason}\n\nMemory is unchanged. Select the consolidation's revision to "
                               "redo it again, perhaps with another model.")
@@ -537,9 +424,9 @@ class MemoryBrowser(QWidget):
         if r is None:
             return
         self.parent_rev = parent
-        label = REASON_LABELS.get(r.reason, r.reason)
+        label = revision_label(r)
         cons = f" · consolidation {r.consolidation[:8]}" if r.consolidation else ""
-        self.head.setText(f"{label} · {_local(r.time)} · {r.short}{cons}")
+        self.head.setText(f"{label} · {local_time(r.time)} · {r.short}{cons}")
         self.text.setMarkdown(text or "*(empty)*")
         self._fill_diff(diff)
         self._set_actions_enabled(True)
@@ -563,7 +450,7 @@ class MemoryBrowser(QWidget):
             empty = QLabel("No fact changed in this revision (only wording outside facts, or HISTORY.md).")
             empty.setProperty("muted", True)
             empty.setWordWrap(True)
-            row = FactRow(self.ctx, "none", None, _Blank(), [])
+            row = FactRow(self.ctx, "none", None, Blank(), [])
             if (lay := row.layout()) is not None:
                 lay.addWidget(empty)
             items.append(row)
@@ -572,18 +459,14 @@ class MemoryBrowser(QWidget):
         self.rows = items
 
     def _fill_review(self, review: list[dict[str, Any]]) -> None:
-        while self.review_col.count() > 1:
-            item = self.review_col.takeAt(0)
-            w = item.widget() if item is not None else None
-            if w is not None:
-                w.deleteLater()
+        clear_column(self.review_col)
         if not review:
             lab = QLabel("Nothing is waiting for review.")
             lab.setProperty("muted", True)
             self.review_col.insertWidget(0, lab)
             return
         for n, it in enumerate(review):
-            fact = _Blank(text=it.get("text", ""), section=f"{it.get('kind', '')} · {it.get('reason', '')}")
+            fact = Blank(text=it.get("text", ""), section=f"{it.get('kind', '')} · {it.get('reason', '')}")
             row = FactRow(self.ctx, "flagged", None, fact, [
                 ("Accept", partial(self.review_action, it["id"], "accept")),
                 ("Restore", partial(self.review_action, it["id"], "restore")),
@@ -652,7 +535,7 @@ class MemoryBrowser(QWidget):
         if r is None or mem is None:
             return
         if not self.confirm(self, "Roll back memory",
-                            f"Make memory what it was at {r.short} ({_local(r.time)})?\n\n"
+                            f"Make memory what it was at {r.short} ({local_time(r.time)})?\n\n"
                             "This adds a new revision; nothing is lost, and you can undo it the same way."):
             return
         self._set_actions_enabled(False)
@@ -721,11 +604,3 @@ class MemoryBrowser(QWidget):
             self._status(f"Memory as of {self.as_of.dateTime().toString('yyyy-MM-dd HH:mm')}: revision {rev.short}.")
 
         self._call(lambda: mem.at(when), done, "memory-at")
-
-
-class _Blank:
-    def __init__(self, text: str = "", section: str = "") -> None:
-        self.text = text
-        self.section = section
-
-

@@ -13,31 +13,36 @@ top of it; :class:`memtray.desktop.main.Desktop` routes the hotkey notice and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from memtray.core.base import config as cfgmod
 
 from . import texts
 from .context import Context
-from .forms import label
+from .forms import ask, error_text, label, set_state
 from .hotkey_dialog import HotkeyHelp
 from .hotkeys import HotkeyStatus
 from .import_dialog import import_buttons
 from .local_models import LocalModels
+from .model_form import ModelForm
 from .qt import (
+    QCloseEvent,
     QDialog,
     QFrame,
     QGuiApplication,
     QHBoxLayout,
+    QKeyEvent,
     QPushButton,
     QScrollArea,
     QStackedWidget,
+    Qt,
     QTabWidget,
     QVBoxLayout,
     QWidget,
     Signal,
 )
-from .settings import ModelForm, error_text, set_state
+from .wheel import guard_wheel
 
 
 def _padded(inner: QWidget) -> QWidget:
@@ -105,6 +110,9 @@ class Onboarding(QDialog):
         self.local.chosen.connect(self.use_local)
         self.choices.addTab(_padded(self.local), "On this computer")
         lay.addWidget(self.choices)
+        self._initial = self.form.values()
+        #: asks before a typed set-up is thrown away (tests answer it)
+        self.confirm: Callable[[QWidget, str, str], bool] = ask
         lay.addWidget(label(texts.text("import.offer"), muted=True))
         imports, self.import_btns = import_buttons(ctx, self)
         lay.addWidget(imports)
@@ -112,6 +120,7 @@ class Onboarding(QDialog):
         lay.addWidget(self.message)
         lay.addStretch(1)
         pl.addWidget(_scrolling(body), 1)
+        guard_wheel(body)
         row = QHBoxLayout()
         row.setContentsMargins(24, 8, 24, 16)
         self.later_btn = QPushButton("Later")
@@ -188,6 +197,31 @@ class Onboarding(QDialog):
         else:
             self.accept()
 
+    def typed(self) -> bool:
+        """Whether the model page holds something the user entered (a model, an address, a key)."""
+        return self.form.values() != self._initial or bool(self.form.key.text().strip())
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Escape and not self._may_close():
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self.result() == 0 and not self._may_close():
+            event.ignore()
+            return
+        super().closeEvent(event)
+
+    def _may_close(self) -> bool:
+        """Escape or the close button on a set-up with typed values asks first: the set-up
+        (a typed URL, a pasted key) is otherwise lost, with no way back shown."""
+        if self.pages.currentIndex() != 0 or self.saved_config is not None or not self.typed():
+            return True
+        return self.confirm(self, "Discard the set-up?",
+                            "What you entered here is not saved yet. Close the set-up and discard it?\n\n"
+                            "(It opens again at the next start until a model is chosen.)")
+
     def done(self, result: int) -> None:  # accept, reject, Escape, the close button
         super().done(result)
         self.flow_done.emit()
@@ -224,8 +258,7 @@ class Onboarding(QDialog):
 
             if secret:
                 keys.set_key(provider, secret)
-            for k, v in values.items():
-                cfgmod.set_value(home, k, v)
+            cfgmod.set_values(home, values)  # merged onto the file as it is now, one atomic write
             cfg = cfgmod.load(home)
             app.reconfigure(cfg)
             return cfg

@@ -86,6 +86,8 @@ if TYPE_CHECKING:
     from PySide6.QtNetwork import QLocalServer, QLocalSocket
     from PySide6.QtWidgets import (
         QAbstractItemView,
+        QAbstractScrollArea,
+        QAbstractSpinBox,
         QApplication,
         QButtonGroup,
         QCheckBox,
@@ -146,7 +148,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "QTextTableFormat", "QWindow",
     ),
     "QtWidgets": (
-        "QAbstractItemView", "QApplication", "QButtonGroup", "QCheckBox", "QComboBox", "QDateTimeEdit", "QDialog",
+        "QAbstractItemView", "QAbstractScrollArea", "QAbstractSpinBox", "QApplication", "QButtonGroup", "QCheckBox", "QComboBox", "QDateTimeEdit", "QDialog",
         "QDialogButtonBox", "QFileDialog", "QFormLayout", "QFrame", "QGridLayout", "QHBoxLayout", "QHeaderView",
         "QKeySequenceEdit", "QLabel", "QLineEdit", "QListWidget", "QListWidgetItem", "QMainWindow", "QMenu",
         "QMessageBox", "QPlainTextEdit", "QProgressBar", "QPushButton", "QScrollArea", "QSizePolicy", "QSpinBox",
@@ -223,6 +225,8 @@ __all__ = [
     "QT_VERSION",
     "QAbstractItemView",
     "QAbstractNativeEventFilter",
+    "QAbstractScrollArea",
+    "QAbstractSpinBox",
     "QAction",
     "QApplication",
     "QBrush",

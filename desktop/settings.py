@@ -1,9 +1,13 @@
-"""Settings: provider and model, API key (keyring), test connection, hotkey, memory,
-recall (recall_view.py), sync (sync_settings.py), MCP servers (mcp_panel.py), imports (import_dialog.py), launch at login, data folder. The first-run onboarding (onboarding.py) reuses the model form.
+"""Settings: the model (model_form.py), hotkey, memory, recall (recall_view.py), sync
+(sync_settings.py), MCP servers (mcp_panel.py), imports (import_dialog.py), launch at
+login, data folder.
 
-Everything slow (keyring, the test request, config writes, autostart files) runs
-on the worker through the bridge. Saving goes through core: ``config.set_value``
-for each changed setting, then ``app.reconfigure(config.load(home))``.
+The form follows the live settings: a change through any other door (``memtray config
+set``, a hand edit of config.toml) shows at once; a setting the user is editing keeps the
+edit, and a bar says it changed elsewhere. The footer marks what is unsaved. Save writes
+only the settings the user edited, merged onto config.toml as it is then
+(``config.set_values``: one validated, atomic write), on the worker, then
+``app.reconfigure``. Combo and spin boxes ignore the wheel until focused (wheel.py).
 """
 
 from __future__ import annotations
@@ -14,13 +18,13 @@ from typing import Any
 
 from memtray.core.base import config as cfgmod
 
-from . import autostart, providers, texts
-from .bridge import Task
+from . import autostart, texts
 from .context import Context
-from .forms import label, section_form
+from .forms import align_labels, error_text, label, set_state
 from .hotkeys import HotkeyStatus
 from .import_dialog import import_buttons
 from .mcp_panel import McpSection
+from .model_form import ModelForm
 from .qt import (
     QCheckBox,
     QComboBox,
@@ -30,7 +34,6 @@ from .qt import (
     QHBoxLayout,
     QKeySequence,
     QKeySequenceEdit,
-    QLabel,
     QLineEdit,
     QPushButton,
     QScrollArea,
@@ -43,11 +46,18 @@ from .qt import (
 )
 from .recall_view import RecallSection
 from .sync_settings import SyncSection
+from .wheel import guard_wheel
 
 log = logging.getLogger(__name__)
 
-TEST_PROMPT = "Reply with the single word OK."
 DROP_POLICIES = ("keep", "review")  # config.drop_policy; each has a label and help in texts.toml
+#: how the footer and the "changed elsewhere" bar name a setting
+FIELD_NAMES = {
+    "model": "Model", "api_base": "API base URL", "hotkey": "Hotkey", "memory_window": "Consolidate after",
+    "drop_policy": "When a fact is dropped", "launch_at_login": "Start at login", "recall": "Recall",
+    "recall_limit": "Recall limit", "embedding_model": "Embedding model", "embedding_api_base": "Embedding API base",
+    "sync_remote": "Sync remote", "sync_enabled": "Sync automatically", "sync_interval_minutes": "Sync interval",
+}
 
 
 def _card(title: str) -> tuple[QFrame, QFormLayout]:
@@ -66,18 +76,6 @@ def _card(title: str) -> tuple[QFrame, QFormLayout]:
     return card, form
 
 
-LABEL_WIDTH = 150
-
-
-def _align_labels(form: QFormLayout) -> None:
-    """Same label column width in every card, so the fields line up down the page."""
-    for row in range(form.rowCount()):
-        item = form.itemAt(row, QFormLayout.ItemRole.LabelRole)
-        w = item.widget() if item is not None else None
-        if w is not None:
-            w.setFixedWidth(LABEL_WIDTH)
-
-
 def _left(w: QWidget) -> QWidget:
     box = QWidget()
     lay = QHBoxLayout(box)
@@ -85,246 +83,6 @@ def _left(w: QWidget) -> QWidget:
     lay.addWidget(w)
     lay.addStretch(1)
     return box
-
-
-def set_state(label: QLabel, text: str, kind: str = "") -> None:
-    label.setText(text)
-    for prop in ("ok", "error", "muted"):
-        label.setProperty(prop, prop == kind)
-    label.style().unpolish(label)
-    label.style().polish(label)
-
-
-def error_text(exc: BaseException) -> str:
-    hint = getattr(exc, "hint", "")
-    return f"{exc}\n{hint}" if hint else str(exc)
-
-
-class ModelForm(QWidget):
-    """Provider, model, API base, key (with Store) and Test connection."""
-
-    changed = Signal()
-    tested = Signal(bool, str)
-    key_stored = Signal(bool, str)
-
-    def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.ctx = ctx
-        self.form = f = section_form(self)
-        self.provider = QComboBox()
-        for p in providers.PROVIDERS:
-            self.provider.addItem(p.label, p.id)
-        f.addRow("Provider", self.provider)
-        self.model = QComboBox()
-        self.model.setEditable(True)
-        self.model.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        f.addRow("Model", self.model)
-        self.api_base = QLineEdit()
-        self.api_base.setPlaceholderText("https://… (empty: the provider's default)")
-        f.addRow("API base URL", self.api_base)
-        self.help = label("", muted=True)
-        f.addRow("", self.help)
-        keyrow = QHBoxLayout()
-        self.key = QLineEdit()
-        self.key.setEchoMode(QLineEdit.EchoMode.Password)
-        self.key.setPlaceholderText("Paste the API key")
-        keyrow.addWidget(self.key, 1)
-        self.store_btn = QPushButton("Store in keyring")
-        self.store_btn.clicked.connect(self.store_key)
-        keyrow.addWidget(self.store_btn)
-        self.key_row = QWidget()
-        self.key_row.setLayout(keyrow)
-        keyrow.setContentsMargins(0, 0, 0, 0)
-        f.addRow("API key", self.key_row)
-        self.key_status = label("", muted=True)
-        f.addRow("", self.key_status)
-        self.keyring_warning = label("", warning=True)
-        self.keyring_warning.hide()
-        f.addRow("", self.keyring_warning)
-        testrow = QHBoxLayout()
-        testrow.setContentsMargins(0, 0, 0, 0)
-        self.test_btn = QPushButton("Test connection")
-        self.test_btn.clicked.connect(self.test)
-        testrow.addWidget(self.test_btn)
-        self.test_result = label("", muted=True)
-        testrow.addWidget(self.test_result, 1)
-        tw = QWidget()
-        tw.setLayout(testrow)
-        f.addRow("", tw)
-        _align_labels(f)
-        self._test_task: Task | None = None
-        self.provider.currentIndexChanged.connect(self._provider_changed)
-        self.model.currentTextChanged.connect(lambda _t: self._refresh_key_status())
-        self.model.currentTextChanged.connect(lambda _t: self.changed.emit())
-        self.api_base.textChanged.connect(lambda _t: self.changed.emit())
-        self.load(ctx.app.config)
-        self.check_keyring()
-
-    # --- values -----------------------------------------------------------------------
-
-    def current_provider(self) -> providers.Provider:
-        return providers.BY_ID[str(self.provider.currentData())]
-
-    def load(self, cfg: cfgmod.Config) -> None:
-        p, name = providers.detect(cfg.model, cfg.api_base)
-        self.provider.blockSignals(True)
-        self.provider.setCurrentIndex(self.provider.findData(p.id))
-        self.provider.blockSignals(False)
-        self._fill_models(p)
-        self.model.setCurrentText(name)
-        self.api_base.setText(cfg.api_base)
-        self._update_fields(p)
-        self._refresh_key_status()
-
-    def model_string(self) -> str:
-        return providers.model_string(self.current_provider(), self.model.currentText())
-
-    def values(self) -> dict[str, Any]:
-        return {"model": self.model_string(), "api_base": self.api_base.text().strip()}
-
-    def key_provider(self) -> str:
-        from memtray.core.base.keys import provider_of
-
-        return provider_of(self.model_string() or self.current_provider().prefix + "x")
-
-    def _fill_models(self, p: providers.Provider) -> None:
-        text = self.model.currentText()
-        self.model.blockSignals(True)
-        self.model.clear()
-        self.model.addItems(list(p.models))
-        self.model.setCurrentText(text)
-        self.model.blockSignals(False)
-
-    def _provider_changed(self) -> None:
-        p = self.current_provider()
-        self._fill_models(p)
-        self.model.setCurrentText(p.models[0] if p.models else "")
-        self.api_base.setText(p.api_base)
-        self._update_fields(p)
-        self._refresh_key_status()
-        self.changed.emit()
-
-    def _update_fields(self, p: providers.Provider) -> None:
-        self.api_base.setEnabled(p.base_editable)
-        self.help.setText(p.help)
-        edit = self.model.lineEdit()
-        if edit is not None:
-            edit.setPlaceholderText("e.g. gemini/gemini-2.0-flash" if p.id == "custom" else "model name")
-
-    # --- keyring (on the worker) ------------------------------------------------------
-
-    def check_keyring(self) -> None:
-        from memtray.core.base import keys
-
-        self.ctx.bridge.call(lambda: (keys.backend_is_secure(), keys.backend_name()), name="keyring-check",
-                             on_result=self._keyring_checked, on_error=lambda e: self._keyring_checked((False, str(e))))
-
-    def _keyring_checked(self, result: tuple[bool, str]) -> None:
-        secure, name = result
-        if secure:
-            self.keyring_warning.hide()
-            self.store_btn.setEnabled(True)
-            return
-        from memtray.core.base.errors import NoSecureKeyring
-
-        self.keyring_warning.setText(
-            f"No secure keyring is available here (found {name}), so memtray will not store API keys. "
-            + NoSecureKeyring.hint
-        )
-        self.keyring_warning.show()
-        self.store_btn.setEnabled(False)
-
-    def _refresh_key_status(self) -> None:
-        from memtray.core.base import keys
-
-        provider = self.key_provider()
-
-        def shown(src: str) -> None:
-            self._show_key_source(provider, src)
-
-        self.ctx.bridge.call(keys.key_source, provider, name="key-source",
-                             on_result=shown,
-                             on_error=lambda e: set_state(self.key_status, error_text(e), "error"))
-
-    def _show_key_source(self, provider: str, source: str) -> None:
-        if provider != self.key_provider():
-            return  # the form changed meanwhile
-        texts = {
-            "keyring": f"A {provider} key is stored in the system keyring.",
-            "none": f"No {provider} key stored yet." if self.current_provider().needs_key else "No key needed.",
-            "not needed": "No key needed.",
-            "keyring (unavailable)": "The keyring refused access; unlock it or store the key again.",
-        }
-        text = texts.get(source, f"Using the key from the {source}.")
-        set_state(self.key_status, text, "error" if "refused" in text else "muted")
-
-    def store_key(self) -> None:
-        from memtray.core.base import keys
-
-        secret = self.key.text()
-        provider = self.key_provider()
-        if not secret.strip():
-            set_state(self.key_status, "Paste a key first.", "error")
-            return
-        self.store_btn.setEnabled(False)
-        set_state(self.key_status, "Storing…", "muted")
-        self.ctx.bridge.call(keys.set_key, provider, secret, name="key-set",
-                             on_result=lambda _r: self._stored(True, provider),
-                             on_error=lambda e: self._stored(False, error_text(e)))
-
-    def _stored(self, ok: bool, detail: str) -> None:
-        self.store_btn.setEnabled(True)
-        if ok:
-            self.key.clear()
-            set_state(self.key_status, f"Stored the {detail} key in the system keyring.", "ok")
-        else:
-            set_state(self.key_status, f"Not stored: {detail}", "error")
-        self.key_stored.emit(ok, detail)
-
-    # --- test connection ---------------------------------------------------------------
-
-    def candidate_config(self) -> cfgmod.Config:
-        v = self.values()
-        current: cfgmod.Config = self.ctx.app.config
-        return dataclasses.replace(
-            current, model=v["model"], api_base=v["api_base"], fallback_model="",
-            llm_retries=0, llm_timeout=min(current.llm_timeout, 30.0),
-        )
-
-    def test(self) -> None:
-        if self._test_task is not None:
-            return
-        cfg = self.candidate_config()
-        typed = self.key.text().strip()
-        llm_cls = type(self.ctx.app.llm)
-
-        async def run() -> str:
-            from memtray.core.base.keys import get_key
-            from memtray.core.llm.client import Request
-
-            client = llm_cls(cfg, key_lookup=(lambda _p: typed) if typed else get_key)
-            res = await client.complete(Request(
-                messages=[{"role": "user", "content": TEST_PROMPT}], max_tokens=16, temperature=0, stream=False,
-            ))
-            return (res.content or "").strip()
-
-        self.test_btn.setEnabled(False)
-        set_state(self.test_result, f"Asking {cfg.model or 'the model'}…", "muted")
-        self._test_task = self.ctx.bridge.submit(run(), name="test-connection",
-                                                 on_result=self._test_ok, on_error=self._test_failed)
-
-    def _test_ok(self, reply: str) -> None:
-        self._test_task = None
-        self.test_btn.setEnabled(True)
-        short = reply if len(reply) < 40 else reply[:39] + "…"
-        set_state(self.test_result, f"✓ Connected — the model answered “{short}”.", "ok")
-        self.tested.emit(True, reply)
-
-    def _test_failed(self, exc: BaseException) -> None:
-        self._test_task = None
-        self.test_btn.setEnabled(True)
-        set_state(self.test_result, "✗ " + error_text(exc), "error")
-        self.tested.emit(False, str(exc))
 
 
 class SettingsPage(QWidget):
@@ -339,6 +97,24 @@ class SettingsPage(QWidget):
         page = QVBoxLayout(self)
         page.setContentsMargins(0, 0, 0, 0)
         page.setSpacing(0)
+        self._loading = False
+        self.shown_config: cfgmod.Config = ctx.app.config
+        self.baseline: dict[str, Any] = {}
+        self.clashes: list[str] = []
+        # another door changed a setting being edited here: said above the cards, not lost
+        self.changed_bar = QFrame()
+        self.changed_bar.setObjectName("changedBar")
+        self.changed_bar.setStyleSheet(
+            f"QFrame#changedBar {{ background: {ctx.theme.error_bg}; border-bottom: 1px solid {ctx.theme.border}; }}")
+        bar = QHBoxLayout(self.changed_bar)
+        bar.setContentsMargins(24, 8, 24, 8)
+        self.changed_text = label("")
+        bar.addWidget(self.changed_text, 1)
+        self.take_theirs_btn = QPushButton(texts.text("settings.take_theirs"))
+        self.take_theirs_btn.clicked.connect(self.take_theirs)
+        bar.addWidget(self.take_theirs_btn, 0, Qt.AlignmentFlag.AlignVCenter)
+        self.changed_bar.hide()
+        page.addWidget(self.changed_bar)
         self.cards_scroll = QScrollArea()
         self.cards_scroll.setWidgetResizable(True)
         self.cards_scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -450,21 +226,111 @@ class SettingsPage(QWidget):
         hl.addWidget(inner, 1)
         hl.addStretch(0)
         for form in inner.findChildren(QFormLayout):
-            _align_labels(form)
+            align_labels(form)
+        guard_wheel(inner)
+        self._watch_edits()
+        ctx.bridge.on_config_change(self.config_changed)
         self.cards_scroll.setWidget(holder)
         self.load()
 
+    # --- following the live settings ------------------------------------------------------
+
     def load(self) -> None:
-        cfg = self.ctx.app.config
+        """Show the settings in force now, dropping unsaved edits (Revert)."""
+        self._show(self.ctx.app.config)
+        self.changed_bar.hide()
+        self._mark()
+
+    def _show(self, cfg: cfgmod.Config, *, edits: dict[str, Any] | None = None) -> None:
+        """Fill the form from ``cfg`` (its values become the baseline edits are measured
+        from), then put ``edits`` back over it."""
+        self._loading = True
+        try:
+            self._fill(cfg)
+            self.shown_config = cfg
+            self.baseline = self.values()
+            if edits:
+                self._fill(dataclasses.replace(cfg, **edits))
+        finally:
+            self._loading = False
+
+    def _fill(self, cfg: cfgmod.Config) -> None:
         self.model_form.load(cfg)
         self.hotkey.setKeySequence(QKeySequence(cfg.hotkey))
+        self.memory_window.setMaximum(max(100_000, cfg.memory_window))
         self.memory_window.setValue(cfg.memory_window)
         self.drop_policy.setCurrentIndex(max(0, self.drop_policy.findData(cfg.drop_policy)))
         self._policy_changed()
         self.launch.setChecked(cfg.launch_at_login)
         self.recall.load(cfg)
         self.sync.load(cfg)
-        set_state(self.result, "", "muted")
+
+    def edits(self) -> dict[str, Any]:
+        """The settings the user changed in the form and has not saved (name: new value)."""
+        return {k: v for k, v in self.values().items() if v != self.baseline.get(k)}
+
+    def config_changed(self, cfg: cfgmod.Config) -> None:
+        """The live settings changed (another door, a hand edit, or this page's own Save):
+        the form shows them at once; the user's unsaved edits stay, and where another door
+        changed a setting the user is editing, the bar says so and offers its value."""
+        if cfg == self.shown_config:
+            return
+        before = self.baseline
+        edits = self.edits()
+        self._show(cfg)
+        edits = {k: v for k, v in edits.items() if v != self.baseline.get(k)}  # saved, or set alike elsewhere
+        if edits:
+            self._show(cfg, edits=edits)
+        clashes = [k for k in edits if self.baseline.get(k) != before.get(k)]
+        if clashes:
+            self.clashes = clashes
+            names = ", ".join(FIELD_NAMES.get(k, k) for k in clashes)
+            self.changed_text.setText(texts.text("settings.changed_elsewhere", names=names))
+            self.changed_bar.show()
+        elif not edits:
+            self.changed_bar.hide()
+        self._mark()
+
+    def take_theirs(self) -> None:
+        """The bar's button: the settings changed elsewhere get their new values; the
+        user's other edits stay."""
+        edits = {k: v for k, v in self.edits().items() if k not in self.clashes}
+        self._show(self.shown_config, edits=edits)
+        self.changed_bar.hide()
+        self._mark()
+
+    def _edited(self, *_: Any) -> None:
+        if not self._loading:
+            self._mark()
+
+    def _mark(self) -> None:
+        """The footer says what is unsaved (it replaces a "Saved." that no longer holds)."""
+        edits = self.edits()
+        if edits:
+            names = ", ".join(FIELD_NAMES.get(k, k) for k in edits)
+            set_state(self.result, texts.text("settings.unsaved", names=names), "")
+        elif self.result.text() != "Saved.":
+            set_state(self.result, "", "muted")
+        self.revert_btn.setEnabled(bool(edits))
+
+    def _watch_edits(self) -> None:
+        """Every field's change signal re-marks the footer (the MCP and import sections
+        act at once and hold nothing to save, so they are not watched)."""
+        fields: list[QWidget] = [self.model_form, self.hotkey, self.memory_window, self.drop_policy, self.launch,
+                                 self.recall, self.sync]
+        for root in fields:
+            for w in [root, *root.findChildren(QWidget)]:
+                if isinstance(w, QLineEdit):
+                    w.textChanged.connect(self._edited)
+                elif isinstance(w, QComboBox):
+                    w.currentIndexChanged.connect(self._edited)
+                    w.currentTextChanged.connect(self._edited)
+                elif isinstance(w, QSpinBox):
+                    w.valueChanged.connect(self._edited)
+                elif isinstance(w, QCheckBox):
+                    w.toggled.connect(self._edited)
+                elif isinstance(w, QKeySequenceEdit):
+                    w.keySequenceChanged.connect(self._edited)
 
     def _policy_changed(self) -> None:
         policy = self.drop_policy.currentData()
@@ -474,7 +340,7 @@ class SettingsPage(QWidget):
         v = self.model_form.values()
         seq = self.hotkey.keySequence().toString(QKeySequence.SequenceFormat.PortableText)
         v.update({
-            "hotkey": seq or self.ctx.app.config.hotkey,
+            "hotkey": seq or self.shown_config.hotkey,
             "memory_window": self.memory_window.value(),
             "drop_policy": str(self.drop_policy.currentData()),
             "launch_at_login": self.launch.isChecked(),
@@ -483,13 +349,18 @@ class SettingsPage(QWidget):
         v.update(self.sync.values())
         return v
 
+    # --- saving -----------------------------------------------------------------------------
+
     def save(self) -> None:
+        """Write the settings the user edited, merged onto config.toml as it is now."""
         app = self.ctx.app
         home = app.home
-        old = app.config
-        changes = {k: v for k, v in self.values().items() if getattr(old, k) != v}
+        changes = self.edits()
         if not changes:
             set_state(self.result, "Nothing changed.", "muted")
+            return
+        if "model" in changes and not changes["model"]:
+            set_state(self.result, "Not saved: " + texts.text("settings.empty_model"), "error")
             return
         if "hotkey" in changes:
             from .hotkeys import parse
@@ -507,8 +378,7 @@ class SettingsPage(QWidget):
                 return
 
         def apply() -> cfgmod.Config:
-            for key, value in changes.items():
-                cfgmod.set_value(home, key, value)
+            cfgmod.set_values(home, changes)
             if "launch_at_login" in changes:
                 autostart.set_enabled(bool(changes["launch_at_login"]))
             cfg = cfgmod.load(home)
@@ -521,7 +391,10 @@ class SettingsPage(QWidget):
 
     def _saved(self, cfg: cfgmod.Config) -> None:
         self.save_btn.setEnabled(True)
+        self.changed_bar.hide()
+        self.config_changed(cfg)  # usually here already, by the live settings' signal
         set_state(self.result, "Saved.", "ok")
+        self._mark()
         self.saved.emit(cfg)
 
     def _save_failed(self, exc: BaseException) -> None:

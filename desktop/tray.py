@@ -21,7 +21,8 @@ class Tray(QObject):
         self.quick.triggered.connect(self.toggle)
         self.menu.addAction(self.quick)
         self.menu.addSeparator()
-        for label, page in (("Chats", "chat"), ("Memory", "memory"), ("Settings", "settings")):
+        for label, page in (("Chats", "chat"), ("Memory", "memory"), ("Reminders", "reminders"),
+                            ("Settings", "settings")):
             act = QAction(label, self.menu)
             act.triggered.connect(lambda _=False, p=page: self.nav.open.emit(p, ""))
             self.menu.addAction(act)

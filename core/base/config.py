@@ -12,7 +12,7 @@ import os
 import re
 import threading
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -179,14 +179,25 @@ def for_command(cfg: Config) -> Config:
 
 
 def save(home: Home, cfg: Config) -> None:
+    """Write ``cfg`` (the settings that differ from the defaults) in one atomic write; the text
+    is read back before it replaces the file, so config.toml is never left torn or unreadable."""
     default = Config()
     body = {f.name: getattr(cfg, f.name) for f in fields(Config) if getattr(cfg, f.name) != getattr(default, f.name)}
+    text = tomli_w.dumps(body)
+    if tomllib.loads(text) != body:  # tomli_w wrote something it cannot read back: a bug, never a write
+        raise ConfigError(f"refusing to write {home.config}: the settings did not survive a round trip")
     home.create()
-    atomic_write(home.config, tomli_w.dumps(body))
+    atomic_write(home.config, text)
 
 
 def set_value(home: Home, key: str, value: Any) -> Config:
-    cfg = replace(load(home, env=False), **{key: coerce(key, value)})
+    return set_values(home, {key: value})
+
+
+def set_values(home: Home, values: Mapping[str, Any]) -> Config:
+    """Merge ``values`` onto config.toml as it is now on disk (what another door wrote meanwhile
+    stays), validated as a whole before one atomic write."""
+    cfg = replace(load(home, env=False), **{key: coerce(key, value) for key, value in values.items()})
     save(home, cfg)
     return cfg
 

@@ -1,4 +1,4 @@
-"""Memory commands: consolidate, memory show/log/diff/dropped/restore-fact/rollback/redo/why/review.
+"""Memory commands: consolidate, memory show/log/diff/dropped/restore-fact/facts/edit/forget/rollback/redo/why/review.
 
 Names, flags and ``--json`` shapes are a contract (see docs/CLI.md). Every
 command runs against the App (or is forwarded to the running instance).
@@ -211,6 +211,44 @@ def cmd_undo(args: argparse.Namespace, home: Home) -> int:
     return 0
 
 
+def cmd_facts(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        return listing(app.memory.current_facts(), args.json, "memory holds no facts yet",
+                       lambda f: f"{f['id']:<6} [{f['section']}] {f['text']}\n       by {f['by']}")
+
+
+def cmd_edit(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        rev = app.memory.edit_fact(args.id, " ".join(args.text), args.reason or "")
+        return _fact_changed(args, app, rev)
+
+
+def cmd_forget(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        rev = app.memory.forget_fact(args.id, args.reason or "")
+        return _fact_changed(args, app, rev)
+
+
+def _fact_changed(args: argparse.Namespace, app: Any, rev: Any) -> int:
+    """What `memory edit|forget` did, from the diff its event recorded (with the reason)."""
+    rec = next(r for r in app.store.log.records(rev.event_seq - 1) if r.seq == rev.event_seq)
+    diff = rec.data.get("diff") or {}
+    keep = ("id", "section", "text")
+    if diff.get("changed"):
+        item = diff["changed"][0]
+        old, new = ({k: item[side][k] for k in keep} for side in ("old", "new"))
+    else:
+        item = diff["dropped"][0]
+        old, new = {k: item[k] for k in keep}, None
+    reason = str(item.get("reason") or "")
+    if args.json:
+        _out(_dumps({"revision": rev.to_json(), "fact": old, "new": new, "reason": reason}))
+        return 0
+    did = f"edited {old['id']}: {old['text']} → {new['text']}" if new else f"forgot {old['id']}: {old['text']}"
+    _out(f"{did} ({reason}); new revision {rev.short}")
+    return 0
+
+
 def cmd_rollback(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
         rev = app.memory.rollback(args.rev)
@@ -327,6 +365,20 @@ def add_commands(sub: Any) -> None:
     un.add_argument("target", metavar="CONSOLIDATION|REV")
     un.add_argument("--json", action="store_true")
     un.set_defaults(fn=cmd_undo)
+    fa = ms.add_parser("facts", help="the facts in memory now, with their ids and who wrote them")
+    fa.add_argument("--json", action="store_true")
+    fa.set_defaults(fn=cmd_facts)
+    ed = ms.add_parser("edit", help="reword one fact, under its id (a new revision)")
+    ed.add_argument("id", metavar="ID")
+    ed.add_argument("text", nargs="+", metavar="TEXT")
+    ed.add_argument("--reason", help="why (kept with the revision)")
+    ed.add_argument("--json", action="store_true")
+    ed.set_defaults(fn=cmd_edit)
+    fo = ms.add_parser("forget", help="remove one fact by its id (a new revision)")
+    fo.add_argument("id", metavar="ID")
+    fo.add_argument("--reason", help="why (kept with the revision)")
+    fo.add_argument("--json", action="store_true")
+    fo.set_defaults(fn=cmd_forget)
     rb = ms.add_parser("rollback", help="make memory what it was at REV (a new revision)")
     rb.add_argument("rev")
     rb.set_defaults(fn=cmd_rollback)

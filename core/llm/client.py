@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import random
+import re
 import threading
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
@@ -398,8 +399,13 @@ def _short(exc: BaseException) -> str:
     text = str(getattr(exc, "message", None) or exc).strip()
     for prefix in ("litellm.", "OpenAIException - ", "APIConnectionError: "):
         text = text.replace(prefix, "")
-    text = " ".join(text.split())
+    # litellm repeats the class name ("InternalServerError: InternalServerError: …"): the
+    # words are said once, and the caller names the kind of failure itself
+    text = _CLASS_PREFIX.sub("", " ".join(text.split()))
     return text[:300]
+
+
+_CLASS_PREFIX = re.compile(r"^(?:[A-Z][A-Za-z]*(?:Error|Exception)\s*[:-]\s*)+")
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -472,7 +478,7 @@ def translate(exc: BaseException, model: str) -> LLMError:
         return LLMBadResponse(f"{model}: the provider sent malformed data ({_short(exc)})")
     if isinstance(exc, OSError | ConnectionError):
         return LLMConnectionError(f"{model}: connection failed ({_short(exc)})")
-    return LLMError(f"{model}: {name}: {_short(exc)}")
+    return LLMError(f"{model}: the provider failed ({name}): {_short(exc)}")
 
 
 def tool_spec(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:

@@ -131,6 +131,16 @@ class SessionReset(Payload):
 
 @SCHEMA.register
 @dataclass(frozen=True)
+class SessionTitled(Payload):
+    """The user named a conversation: the Chats list shows it instead of the first line
+    (written by ``transcript.rename``; local to this device)."""
+
+    TYPE: ClassVar[str] = "session.titled"
+    title: str
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
 class TurnFailed(Payload):
     """A turn ended with a provider error; the user's message stays in the log."""
 

@@ -28,6 +28,8 @@ class DiffChange(TypedDict):
     old: DiffFact
     new: DiffFact
     similarity: float
+    #: a rewording the user made by hand: the reason they gave
+    reason: NotRequired[str]
 
 
 class FactDiffData(TypedDict):

@@ -11,6 +11,7 @@ independent of the log's length.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,11 +33,15 @@ from memtray.core.log.events import (
     ReminderFired,
     ReminderScheduled,
     SessionReset,
+    SessionTitled,
     SyncPulled,
+    TurnFailed,
 )
+from memtray.core.log.integrations import ImportItem
 
-STATE_VERSION = 6  # 6: unfoldable records, purges; 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
-# 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events
+STATE_VERSION = 7  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
+# 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events;
+# 6: unfoldable records, purges; 7: sessions' titles, first message time, last words and failed turn
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
 #: grows. Older ones are read back from the log when asked for (Store.consolidation).
@@ -60,6 +65,33 @@ class SessionState:
     last_consolidated: int = 0
     resets: int = 0
     last_ts: str | None = None
+    #: what the Chats list shows: the title (the first line the user wrote, an imported
+    #: conversation's, or one the user set: ``titled`` says which), when it began, the last words
+    title: str | None = None
+    titled: str = ""  # "" (the first line) | "import" | "user"
+    first_ts: str | None = None
+    #: the start of the last message's text, as it was said (:attr:`preview` is its first line):
+    #: replay only slices, the line is found when the list is shown
+    last_words: str | None = None
+    #: the turn that failed last, until a reply: {"seq": the user message, "error": why, "kind": its class}
+    failed: dict[str, Any] | None = None
+
+    @property
+    def preview(self) -> str | None:
+        return first_line(self.last_words, 140) if self.last_words else None
+
+    def said(self, role: str, content: str | None, ts: str, *, reply: bool) -> None:
+        """A message's share of the list's line: the title from the first thing the user
+        wrote, the last words; a reply ends a failed turn's mark."""
+        if self.first_ts is None:
+            self.first_ts = ts
+        if role not in ("user", "assistant") or not content or content.isspace():
+            return
+        if role == "user" and self.title is None:
+            self.title = first_line(content, 80)
+        self.last_words = content[:_LAST_WORDS]
+        if reply and role == "assistant":
+            self.failed = None
 
     @property
     def count(self) -> int:
@@ -84,13 +116,19 @@ class SessionState:
             "last_consolidated": self.last_consolidated,
             "resets": self.resets,
             "last_ts": self.last_ts,
+            "title": self.title,
+            "titled": self.titled,
+            "first_ts": self.first_ts,
+            "last_words": self.last_words,
+            "failed": self.failed,
         }
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> SessionState:
         return cls(
             obj["key"], list(obj["messages"]), obj["base"], obj["last_consolidated"],
-            obj.get("resets", 0), obj.get("last_ts"),
+            obj.get("resets", 0), obj.get("last_ts"), obj.get("title"), obj.get("titled", ""),
+            obj.get("first_ts"), obj.get("last_words"), obj.get("failed"),
         )
 
 
@@ -267,12 +305,14 @@ def apply(state: State, rec: Record) -> State:
                 said = origin["ts"]
                 # when it was said there (origin.said_at: never after it arrived here; same ISO form)
                 s.last_ts = said if said < ts else ts
+                s.said(m.role, m.content, s.last_ts, reply=not m.tool_calls)
             else:
                 msg = m.to_session()
                 msg["seq"] = seq
                 msg["ts"] = ts
                 s.messages.append(msg)
                 s.last_ts = ts
+                s.said(m.role, m.content, ts, reply=not m.tool_calls)
             state.last_seq = seq
             return state
         fold = _FOLDS.get(t)
@@ -328,6 +368,27 @@ def _session_reset(state: State, rec: Record) -> None:
     s.last_consolidated = s.base
     s.resets += 1
     s.last_ts = rec.ts
+
+
+def _turn_failed(state: State, rec: Record) -> None:
+    p = TurnFailed.of(rec)
+    s = state.session(rec.session or "default")
+    user = next((m for m in reversed(s.messages) if m.get("role") == "user"), None)
+    if user is not None:
+        s.failed = {"seq": user["seq"], "error": p.error, "kind": p.kind}
+
+
+def _session_titled(state: State, rec: Record) -> None:
+    s = state.session(rec.session or "default")
+    s.title, s.titled = SessionTitled.of(rec).title, "user"
+
+
+def _import_item(state: State, rec: Record) -> None:
+    title = ImportItem.of(rec).title
+    if rec.session and title:
+        s = state.session(rec.session)
+        if s.titled != "user":  # an imported conversation keeps its title, unless renamed here
+            s.title, s.titled = title, "import"
 
 
 def _consolidation_started(state: State, rec: Record) -> None:
@@ -441,7 +502,24 @@ _FOLDS: dict[str, Callable[[State, Record], None]] = {
     ReminderFired.TYPE: _reminder_fired,
     ReminderCancelled.TYPE: _reminder_cancelled,
     SyncPulled.TYPE: _sync_pulled,
+    TurnFailed.TYPE: _turn_failed,
+    SessionTitled.TYPE: _session_titled,
+    ImportItem.TYPE: _import_item,
 }
+
+_LAST_WORDS = 400  # characters of the last message kept for the Chats list's preview
+_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+
+
+def first_line(text: str, limit: int) -> str:
+    """The first line of ``text`` that says something (a quoted code block and a line that
+    only introduces one skipped), cut to ``limit`` characters: a conversation's title or preview."""
+    lines = [" ".join(line.split()) for line in _FENCE.sub("", text).splitlines()]
+    every = [" ".join(line.split()) for line in text.splitlines() if not line.lstrip().startswith("```")]
+    line = (next((x for x in lines if x and not x.endswith(":")), "") or next((x for x in lines if x), "")
+            or next((x for x in every if x), ""))
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
 
 
 def _advance(s: SessionState, end: int) -> None:

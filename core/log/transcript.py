@@ -1,5 +1,6 @@
-"""What a front end shows of the conversations: the session list, a session's
-visible messages, and pages of its earlier messages from the log.
+"""What a front end shows of the conversations: the session list (titles, dates,
+previews), a session's visible messages, pages of its earlier messages from the log,
+and naming a conversation.
 
 These are queries, not views: they return plain copies (never the live
 :class:`~memtray.core.log.projections.State` objects), so a caller may hand the
@@ -33,6 +34,12 @@ Shown = dict[str, Any]
 class SessionInfo:
     key: str
     last_ts: str | None
+    #: the user's first line, an imported conversation's title, or one the user set (``titled``)
+    title: str | None = None
+    titled: str = ""
+    first_ts: str | None = None
+    preview: str | None = None  # the first line of the last thing said
+    failed: bool = False  # its last turn failed and has no reply yet
 
 
 @dataclass(frozen=True)
@@ -78,7 +85,8 @@ def visible(msg: Shown) -> bool:
 
 def sessions(state: State) -> list[SessionInfo]:
     """Every session, the most recently active first."""
-    items = [SessionInfo(key, s.last_ts) for key, s in list(state.sessions.items())]
+    items = [SessionInfo(key, s.last_ts, s.title, s.titled, s.first_ts, s.preview, s.failed is not None)
+             for key, s in list(state.sessions.items())]
     items.sort(key=lambda i: i.last_ts or "", reverse=True)
     return items
 
@@ -90,7 +98,29 @@ def snapshot(state: State, session: str) -> Snapshot:
     if s is None:
         return Snapshot(session, next_seq=next_seq)
     msgs = [dict(m) for m in list(s.messages) if visible(m)]
+    if s.failed is not None:  # the message whose turn failed keeps its mark (and Retry) until a reply
+        for m in msgs:
+            if m["seq"] == s.failed["seq"]:
+                m["failed"] = {"error": s.failed["error"], "kind": s.failed.get("kind", "")}
     return Snapshot(session, msgs, s.base, s.count, s.resets, next_seq)
+
+
+MAX_TITLE = 120
+
+
+def rename(store: Any, session: str, title: str) -> str:
+    """Name conversation ``session`` (``session.titled``): whitespace folded, 1 to
+    :data:`MAX_TITLE` characters. Returns the title as stored."""
+    from memtray.core.base.errors import MemtrayError
+    from memtray.core.log.events import SessionTitled
+
+    title = " ".join(title.split())
+    if not title:
+        raise MemtrayError("a conversation's name needs some words")
+    if len(title) > MAX_TITLE:
+        raise MemtrayError(f"a conversation's name is at most {MAX_TITLE} characters")
+    store.append(SessionTitled(title=title), session=session)
+    return title
 
 
 def earlier(log: EventLog, session: str, before_seq: int, limit: int = 40) -> Page:

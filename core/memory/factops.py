@@ -58,6 +58,24 @@ class FactOps(MemoryBrowsing):
         """The current memory's facts with their ids."""
         return self.ledgers.current()
 
+    def current_facts(self) -> list[dict[str, Any]]:
+        """The facts in memory now, in document order: id, section, text, and who wrote them
+        (``by``: a chat, you, an MCP client by name, an import, another device; from the
+        provenance trace of the log, so it reads the log's memory events once)."""
+        from memtray.core.memory.provenance import trace
+
+        _text, origins = trace(self.store.log.records())
+        out = []
+        for f in self.ledger().facts:
+            o = origins.get(f.id)
+            out.append({"id": f.id, "section": f.section, "text": f.text,
+                        "by": o.written_by() if o is not None else "unknown",
+                        "reason": o.reason if o is not None else None, "client": o.client if o is not None else None,
+                        "device": o.device if o is not None else None,
+                        "event_seq": o.event_seq if o is not None else None,
+                        "edited": bool(o.via) if o is not None else False})
+        return out
+
     def ledger_at(self, rev: str) -> Ledger:
         return self.ledgers.at_seq(self.revision(rev).event_seq)
 

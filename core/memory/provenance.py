@@ -46,6 +46,12 @@ if TYPE_CHECKING:
     from memtray.core.base.home import Home
 
 USER_REASONS = ("user-edit", "review")
+#: who wrote a fact, by the reason of the revision that gave it its words (Origin.written_by)
+WRITERS = {
+    "consolidation": "a chat (consolidation)", "redo": "a chat (consolidation redone)", "agent": "a chat",
+    "user-edit": "you", "review": "you (review)", "import": "an import", "adopt": "a rebuild",
+    "rebuild": "a rebuild",
+}
 RETURN_REASONS = ("restore", "rollback", "adopt", "rebuild")
 
 
@@ -70,6 +76,15 @@ class Origin:
     candidate_seqs: list[int] = field(default_factory=list)  # messages it read (imported from that device)
     peer_origin: ProvenanceOrigin = field(default_factory=lambda: ProvenanceOrigin())  # as the merge recorded it
     problem: str | None = None  # why it has no provenance
+
+    def written_by(self) -> str:
+        """Who wrote the fact, in words: a chat, the user, an MCP client by name, an import,
+        another device."""
+        if self.device:
+            return f"device {self.device}"
+        if self.client:
+            return f"{self.client} (MCP)"
+        return WRITERS.get(self.reason, "you" if self.source == "user" else self.reason)
 
     @property
     def ok(self) -> bool:
@@ -160,7 +175,8 @@ def _origin(rec: Record, d: MemoryWritten, item: DiffFact, cons: dict[str, tuple
             gone: dict[str, Origin]) -> Origin:
     reason, source = d.reason, d.source
     prov = d.provenance.get(item["id"], Provenance()) if d.provenance else Provenance()
-    o = Origin(item["id"], item["text"], rec.seq, reason, source, consolidation=d.consolidation)
+    o = Origin(item["id"], item["text"], rec.seq, reason, source, consolidation=d.consolidation,
+               client=d.client or None)
     seqs = [s for s in prov.get("source_seqs", []) if s]
     if reason in ("consolidation", "redo"):
         c = cons.get(o.consolidation or "")

@@ -30,6 +30,9 @@ class Revision:
     consolidation: str | None
     event_seq: int
     subject: str
+    #: who asked for it (the commit's ``Source:`` and ``Client:``); not in :meth:`to_json`
+    source: str = ""
+    client: str = ""
 
     @property
     def short(self) -> str:
@@ -57,7 +60,7 @@ def revision_of(info: CommitInfo) -> Revision:
     return Revision(
         info.sha, info.time, t.get("Reason", "?"), t.get("Model", "-"), nums[0], nums[1], nums[2],
         int(t.get("Flagged", "0") or 0), t.get("Consolidation") or None, int(t.get("Event-Seq", "0") or 0),
-        info.subject,
+        info.subject, t.get("Source", ""), t.get("Client", ""),
     )
 
 
@@ -98,7 +101,18 @@ def _what(d: MemoryWritten) -> str:
             text = text if len(text) <= 60 else text[:59] + "…"
             src = f" from {str(sources[0])[:8]}" if sources and sources[0] else ""
             return f'restore "{text}"{src}'
+    if reason == "user-edit" and d.diff is not None:  # one fact reworded or removed by the user: which
+        changed, dropped, added = d.diff["changed"], d.diff["dropped"], d.diff["added"]
+        if len(changed) == 1 and not dropped and not added:
+            return f'edit "{_short(changed[0]["new"]["text"])}"'
+        if len(dropped) == 1 and not changed and not added:
+            return f'forget "{_short(dropped[0]["text"])}"'
     return reason
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def history_entry(ts: datetime, text: str) -> str:

@@ -126,6 +126,9 @@ class MemoryService(FactOps, PeerMerging):
         :meth:`check_worktree` before they read it. An ``extra`` payload with a
         ``memory_seq`` member gets the seq of this ``memory.written`` event.
 
+        ``dropped_reasons`` gives a removed fact its reason, and a reworded one (by its id)
+        the reason for the new words.
+
         ``facts`` names the ids of ``memory``'s facts (the consolidation guard's, a
         rollback's); without it they are attached from the current revision. The event
         records them (``facts``) and its fact diff is by id; ``merged`` (survivor id ->
@@ -158,6 +161,9 @@ class MemoryService(FactOps, PeerMerging):
         diff_json = d.to_json()
         flagged = [_redact_item(i) for i in flagged or ()]
         held = {i["fact_id"] for i in flagged if i.get("kind") == "silent-drop"}
+        for change in diff_json["changed"]:  # a rewording's reason (the user's edit) is kept with it
+            if (why := reasons.get(change["new"]["id"])) is not None:
+                change["reason"] = why
         for item in diff_json["dropped"]:
             # callers that name a dropped fact by its content id (adopt, imports) still give its reason
             by_text = factdiff.parse(f"- {item['text']}\n")
@@ -278,18 +284,57 @@ class MemoryService(FactOps, PeerMerging):
     @on_writer
     def forget(self, fact: str, why: str, *, model: str | None) -> str:
         self.projection.adopt_worktree()
-        current = self.store.state.memory
         led = self.ledger()
         key = fact_ids.id_key(fact)
         found = led.get(key) if key else None
         found = found or factdiff.match_fact(list(led.facts), fact)
         if found is None:
             return f"no fact in memory matches {fact!r}"
-        k = led.facts.index(found)
-        new = factdiff.remove_fact(current, factdiff.parse(current)[k])
-        self.write(new, reason="agent", source="model", model=model, dropped_reasons={found.id: why or "asked to forget"},
-                   facts=Ledger(tuple(f for f in led.facts if f.id != found.id), led.next))
+        self._remove(led, found, why or "asked to forget", reason="agent", source="model", model=model)
         return f"forgot: {found.text} ({why})"
+
+    def _remove(self, led: Ledger, found: Fact, why: str, *, reason: str, source: str, model: str | None) -> None:
+        current = self.store.state.memory
+        new = factdiff.remove_fact(current, factdiff.parse(current)[led.facts.index(found)])
+        self.write(new, reason=reason, source=source, model=model, dropped_reasons={found.id: why},
+                   facts=Ledger(tuple(f for f in led.facts if f.id != found.id), led.next))
+
+    # --- the user's own edits (memory browser, `memtray memory edit|forget`) --------------
+
+    def _fact_by_id(self, fact_id: str) -> tuple[Ledger, Fact]:
+        """The current fact with id ``fact_id`` (``F12``, ``f12``, ``#F12``): by id only,
+        never by similar words, so a person's edit never lands on another fact."""
+        self.projection.adopt_worktree()
+        led = self.ledger()
+        key = fact_ids.id_key(fact_id)
+        found = led.get(key) if key else None
+        if found is None:
+            raise MemoryError_(f"no fact {fact_id!r} in memory now",
+                               hint="`memtray memory facts` lists the facts with their ids.")
+        return led, found
+
+    @on_writer
+    def forget_fact(self, fact_id: str, why: str = "") -> Revision:
+        """The user removes one fact: one revision (``user-edit``), ``why`` its reason."""
+        led, found = self._fact_by_id(fact_id)
+        self._remove(led, found, " ".join(clean_controls(why).split()) or "removed by the user",
+                     reason="user-edit", source="user", model=None)
+        return self.revision("HEAD")
+
+    @on_writer
+    def edit_fact(self, fact_id: str, text: str, why: str = "") -> Revision:
+        """The user rewords one fact in place, under its id: one revision (``user-edit``)."""
+        led, found = self._fact_by_id(fact_id)
+        text = " ".join(clean_controls(text).split())
+        if not text:
+            raise MemoryError_("the new text is empty", hint="To remove the fact, forget it instead.")
+        if factdiff.normalize(text) == found.norm:
+            raise MemoryError_(f"{found.id} already says that")
+        current = self.store.state.memory
+        new = factdiff.replace_fact(current, led.facts.index(found), text)
+        self.write(new, reason="user-edit", source="user", facts=Ledger.with_ids(new, led.ids, led.next),
+                   dropped_reasons={found.id: " ".join(clean_controls(why).split()) or "edited by the user"})
+        return self.revision("HEAD")
 
     # --- review -----------------------------------------------------------------------
 

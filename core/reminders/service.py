@@ -46,9 +46,10 @@ from memtray.core.base.errors import MemtrayError
 from memtray.core.base.notify import NotifierSlot
 from memtray.core.base.redact import redact
 from memtray.core.base.worker import Worker
-from memtray.core.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
+from memtray.core.llm.tools import ToolContext
 from memtray.core.log.events import (
     REMINDER_TYPES,
+    Payload,
     Record,
     ReminderCancelled,
     ReminderFired,
@@ -56,6 +57,7 @@ from memtray.core.log.events import (
 )
 from memtray.core.log.projections import ReminderState
 from memtray.core.log.store import Store
+from memtray.core.reminders import natural
 from memtray.core.reminders.dueindex import DueIndex
 from memtray.core.reminders.spec import (
     MODES,
@@ -73,7 +75,7 @@ from memtray.core.reminders.spec import (
 if TYPE_CHECKING:
     from apscheduler.schedulers.background import BackgroundScheduler
 
-__all__ = ["Occurrence", "ReminderError", "ReminderService", "register_tools"]
+__all__ = ["Occurrence", "ReminderError", "ReminderService"]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,10 @@ _MAINT_PREFIX = "maintenance:"
 _WAKE_JOB = "memtray:wake"
 #: the scheduler re-reads the wall clock at least this often
 WAKE_SECONDS = 60
+
+
+#: how long "Snooze" waits when nobody says
+SNOOZE = "10m"
 
 
 def session_of(reminder_id: str) -> str:
@@ -201,6 +207,23 @@ class ReminderService:
             raise ReminderError(f"reminder {r.id} is not active (it already fired or was cancelled)")
         self.store.append(ReminderCancelled(reminder=r.id, reason=reason))
         return r
+
+    def snooze(self, ident: str, delay: str = SNOOZE) -> ReminderState:
+        """Remind of ``ident``'s text again after ``delay`` (``10m``, ``1 hour``) or at a time
+        (``tomorrow at 9``): a new one-shot with the same text and mode. A one-shot that has
+        not fired yet moves there (it is cancelled, reason ``snoozed``, in the same write);
+        a recurring one keeps its schedule. Returns the new reminder."""
+        r = self.find(ident)
+        raw = delay.strip()
+        at = f"in {raw}" if natural.duration(raw) is not None else raw
+        spec = make_spec(at=at, tz=r.tz, now=self.clock.now())
+        rid = self.store.new_id()
+        items: list[tuple[Payload, str | None, str | None]] = [(ReminderScheduled(
+            reminder=rid, text=r.text, kind=spec.kind, spec=spec.spec, tz=spec.tz, mode=r.mode), None, None)]
+        if r.active and r.kind == "at":
+            items.append((ReminderCancelled(reminder=r.id, reason="snoozed"), None, None))
+        self.store.append_many(items)
+        return self.store.state.reminders[rid]
 
     def reminders(self, *, include_inactive: bool = False) -> list[ReminderState]:
         rs = [r for r in self.store.state.reminders.values() if include_inactive or r.active]
@@ -555,88 +578,3 @@ def _reply_after(session: Any, marker: str) -> str | None:
                     return text or None
             return None
     return None
-
-
-# --- agent tools -------------------------------------------------------------------------
-
-
-def _tool_error(exc: MemtrayError) -> ToolError:
-    return ToolError(f"{exc}" + (f" ({exc.hint})" if exc.hint else ""))
-
-
-def _opt_str(args: dict[str, Any], key: str) -> str | None:
-    v = args.get(key)
-    return str(v) if v not in (None, "") else None
-
-
-def register_tools(tools: ToolRegistry, svc: ReminderService) -> None:
-    async def schedule_reminder(args: dict[str, Any], ctx: ToolContext) -> str:
-        if ctx.in_reminder:
-            raise ToolError("a reminder's own run cannot schedule new reminders")
-        try:
-            r = svc.schedule(
-                str(args["text"]), at=_opt_str(args, "at"), every=_opt_str(args, "every"),
-                cron=_opt_str(args, "cron"), tz=_opt_str(args, "tz"), mode=_opt_str(args, "mode") or "notify",
-                session=ctx.session,
-            )
-        except MemtrayError as exc:
-            raise _tool_error(exc) from None
-        nxt = svc.next_fire(r)
-        when = describe_time(nxt, r.tz) if nxt is not None else "never"
-        return f"scheduled reminder {r.id}: {r.text!r}, {svc.describe(r)}; next: {when}"
-
-    async def list_reminders(args: dict[str, Any], ctx: ToolContext) -> str:
-        rs = svc.reminders()
-        if not rs:
-            return "no active reminders"
-        lines = []
-        for r in rs:
-            nxt = svc.next_fire(r)
-            when = describe_time(nxt, r.tz) if nxt is not None else "-"
-            lines.append(f"- {r.id}: {r.text!r}, {svc.describe(r)}, mode {r.mode}, next {when}")
-        return "\n".join(lines)
-
-    async def cancel_reminder(args: dict[str, Any], ctx: ToolContext) -> str:
-        try:
-            r = svc.cancel(str(args["id"]), reason="agent")
-        except MemtrayError as exc:
-            raise _tool_error(exc) from None
-        return f"cancelled reminder {r.id}: {r.text!r}"
-
-    tools.add(Tool(
-        "schedule_reminder",
-        "Schedule a reminder for the user. Give exactly one of `at` (an absolute ISO 8601 time, "
-        "with offset), `every` (a duration like 30m, 2h, 1d) or `cron` (5-field cron). "
-        "mode 'agent' runs you at that time and shows your reply instead of the text.",
-        {
-            "type": "object",
-            "properties": {
-                "text": {"type": "string", "description": "What to remind the user of."},
-                "at": {"type": "string", "description": "One-off time, ISO 8601, e.g. 2026-12-01T09:30:00+01:00."},
-                "every": {"type": "string", "description": "Repeat interval, e.g. 90m, 2h, 1d (minimum 1m)."},
-                "cron": {"type": "string", "description": "Cron expression, e.g. '30 9 * * mon-fri'."},
-                "tz": {"type": "string", "description": "IANA time zone; default: the user's."},
-                "mode": {"type": "string", "enum": list(MODES), "description": "notify (default) or agent."},
-            },
-            "required": ["text"],
-            "additionalProperties": False,
-        },
-        schedule_reminder,
-    ))
-    tools.add(Tool(
-        "list_reminders",
-        "List the user's active reminders with their ids and next times.",
-        {"type": "object", "properties": {}, "additionalProperties": False},
-        list_reminders,
-    ))
-    tools.add(Tool(
-        "cancel_reminder",
-        "Cancel a reminder by its id (from list_reminders).",
-        {
-            "type": "object",
-            "properties": {"id": {"type": "string", "description": "The reminder id."}},
-            "required": ["id"],
-            "additionalProperties": False,
-        },
-        cancel_reminder,
-    ))

@@ -4,13 +4,15 @@ Pure functions over values, no I/O and no clock of their own (``now`` is always
 passed in), so tests drive time with a FakeClock. Three kinds:
 
 * ``at``: one instant. Input is ISO 8601 with or without an offset (without:
-  wall time in the reminder's zone), ``in 10m`` / ``+10m`` relative to now, or
-  a bare ``HH:MM`` (today, or tomorrow if that has passed). Stored as ISO with
-  the zone's offset.
+  wall time in the reminder's zone), ``in 10m`` / ``+10m`` / ``in 2 minutes``
+  relative to now, a bare ``HH:MM`` (today, or tomorrow if that has passed), or a
+  phrase (``tomorrow at noon``, ``friday 9am``: :mod:`.natural`). Stored as ISO
+  with the zone's offset.
 * ``every``: a fixed interval of elapsed time (``90s``, ``30m``, ``1h30m``,
   ``1d``), at least :data:`MIN_INTERVAL`. Occurrences are ``anchor + k*interval``
   where the anchor is the ``reminder.scheduled`` event's time, floored to the
-  second, so a rebuild from the log gives the same occurrences.
+  second, so a rebuild from the log gives the same occurrences. A phrase
+  (``2 hours``, ``weekday at 9``) becomes an interval or a cron (:mod:`.natural`).
 * ``cron``: a standard 5-field expression (0 or 7 = Sunday, names allowed,
   ``@daily`` style nicknames) evaluated as wall time in the reminder's zone.
 
@@ -39,6 +41,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from memtray.core.base.clock import parse_ts
 from memtray.core.base.errors import MemtrayError
 from memtray.core.log.projections import ReminderState, State
+from memtray.core.reminders import natural
 
 if TYPE_CHECKING:  # apscheduler is imported where a trigger is built: not on the start-up path
     from apscheduler.triggers.base import BaseTrigger
@@ -124,7 +127,9 @@ def parse_duration(text: str) -> timedelta:
         pos = m.end()
     if not compact or pos != len(compact):
         raise ReminderError(
-            f"{text!r} is not a duration", hint="Write it like 90s, 30m, 2h, 1d or 1h30m."
+            f"{text!r} is not a duration",
+            hint="Write it like 90s, 30m, 2h, 1d, 1h30m or '2 hours'; a repetition may also be days and a "
+            "time, like 'weekday at 9' or 'monday and thursday at 18:00'."
         )
     if total <= 0:
         raise ReminderError(f"the interval must be positive, not {text!r}")
@@ -164,7 +169,7 @@ def parse_at(text: str, tz: str, now: datetime) -> datetime:
     m = _RELATIVE_RE.match(raw)
     tod = _TIME_OF_DAY_RE.match(raw)
     if m:
-        when = now + parse_duration(m.group(1))
+        when = now + (natural.duration(m.group(1)) or parse_duration(m.group(1)))
     elif tod:
         h, mi, s = int(tod.group(1)), int(tod.group(2)), int(tod.group(3) or 0)
         if h > 23 or mi > 59 or s > 59:
@@ -177,11 +182,14 @@ def parse_at(text: str, tz: str, now: datetime) -> datetime:
         try:
             when = datetime.fromisoformat(raw)
         except ValueError:
-            raise ReminderError(
-                f"{text!r} is not a date and time",
-                hint="Use ISO 8601 like 2026-12-01T09:30 (optionally with an offset, +01:00 or Z), "
-                "a time like 18:30, or 'in 10m'.",
-            ) from None
+            said = natural.moment(raw, z, now)
+            if said is None:
+                raise ReminderError(
+                    f"{text!r} is not a date and time",
+                    hint="Say it like 'in 2 minutes', 'tomorrow at noon', 'friday 9am', '18:30', or ISO 8601 "
+                    "like 2026-12-01T09:30 (optionally with an offset, +01:00 or Z).",
+                ) from None
+            when = said
         if when.tzinfo is None:
             # wall time in the reminder's zone; fold=0: a repeated hour means its first
             # pass, a skipped hour resolves with the offset before the jump
@@ -414,6 +422,10 @@ def make_spec(
     kind, raw = given[0]
     tz = tz.strip()
     zone(tz)
+    if kind == "at" and raw.strip().lower().startswith("every "):
+        kind = "every"  # "every weekday at 9" given as a time
+    if kind == "every":
+        kind, raw = _every(raw)
     if kind == "at":
         spec = local(parse_at(raw, tz, now), tz).isoformat()
     elif kind == "every":
@@ -425,6 +437,16 @@ def make_spec(
     if first is None:
         raise ReminderError(f"the cron expression {raw!r} never fires", hint=_CRON_HINT)
     return Spec(kind, spec, tz, first)
+
+
+def _every(raw: str) -> tuple[str, str]:
+    """An ``every`` spec as (kind, spec): what a phrase says ("2 hours"; "weekday at 9": a
+    cron), else ``30m`` as it is (its own error when it is not a duration)."""
+    said = natural.recurrence(raw)
+    if said is not None:
+        return said
+    parse_duration(raw)  # raises the precise reason: not positive, not a duration
+    return "every", raw
 
 
 def check_text(text: str) -> str:

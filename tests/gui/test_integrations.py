@@ -71,8 +71,11 @@ def test_settings_says_plainly_when_no_server_is_listed(qtbot: Any, desktop: Any
     # the one-line example is valid mcp.toml
     _write_servers(desktop.app.home, example + "\n")
     assert [s.name for s in servers.load(desktop.app.home)] == ["time"]
-    assert json.loads(section.snippet.toPlainText()) == {"mcpServers": {"memtray": {"command": "memtray",
-                                                                                     "args": ["mcp"]}}}
+    from memtray.desktop import autostart
+
+    cmd = autostart.command()  # the running memtray by its absolute path, as the login item has it
+    assert json.loads(section.snippet.toPlainText()) == {"mcpServers": {"memtray": {"command": cmd[0],
+                                                                                     "args": [*cmd[1:], "mcp"]}}}
 
 
 def test_a_damaged_mcp_toml_is_shown_not_raised(qtbot: Any, desktop: Any) -> None:

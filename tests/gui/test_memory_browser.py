@@ -53,7 +53,7 @@ def _row(browser: Any, kind: str, text: str) -> Any:
 def test_revision_list_and_fact_diff(qtbot: Any, seeded: Any) -> None:
     browser = _browser(qtbot, seeded)
     top = browser.list.topLevelItem(0)
-    assert top.text(1) == "Edited by hand" and top.text(3) == "+1 −1 ~0"
+    assert top.text(1) == "Edited by you" and top.text(3) == "+1 −1 ~0"
     assert _row(browser, "removed", "Lives in Lyon")
     assert _row(browser, "added", "Works as a nurse")
     assert "Works as a nurse" in browser.text.toPlainText()

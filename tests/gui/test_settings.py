@@ -40,16 +40,25 @@ def test_refusing_keyring_is_reported(qtbot: Any, desktop: Any, keyring_backend:
     assert keyring_backend.store == {}
 
 
-def test_no_secure_keyring_is_said_plainly(qtbot: Any, desktop: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_secure_keyring_is_said_plainly_where_a_key_is_needed(
+    qtbot: Any, desktop: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from memtray.core.base import keys
 
     monkeypatch.setattr(keys, "backend_is_secure", lambda: False)
     form = _settings(desktop).model_form
     form.check_keyring()
+    qtbot.waitUntil(lambda: not form.store_btn.isEnabled(), timeout=10000)
+    qtbot.waitUntil(lambda: "environment" in form.key_status.text(), timeout=10000)
+    assert not form.keyring_warning.isVisibleTo(form)  # OPENAI_API_KEY is used: nothing to store
+    monkeypatch.delenv("OPENAI_API_KEY")
+    form.provider.setCurrentIndex(form.provider.findData("openai"))  # needs a key; the status is read again
     qtbot.waitUntil(lambda: form.keyring_warning.isVisibleTo(form), timeout=10000)
     assert "No secure keyring" in form.keyring_warning.text()
     assert "OPENAI_API_KEY" in form.keyring_warning.text()
-    assert not form.store_btn.isEnabled()
+    assert "keyring.backends" not in form.keyring_warning.text()  # the class name is no words
+    form.provider.setCurrentIndex(form.provider.findData("ollama"))  # a local server needs no key
+    qtbot.waitUntil(lambda: not form.keyring_warning.isVisibleTo(form), timeout=10000)
 
 
 def test_test_connection_uses_the_form_values(qtbot: Any, desktop: Any, llm_server: Any) -> None:

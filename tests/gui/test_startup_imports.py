@@ -141,10 +141,14 @@ def test_a_click_on_the_early_tray_icon_is_replayed_once_the_desktop_exists(
     try:
         d.start()
         assert d.tray is early.tray
-        qtbot.waitUntil(lambda: d.popup is not None and d.popup.isVisible(), timeout=5000)
         qtbot.waitUntil(lambda: d.window is not None and d.window.isVisible() and d.window.settings_built,
                         timeout=5000)
-        early.tray.toggle.emit()  # now the desktop's own slot: the popup hides again
+        # both clicks were replayed, in order: the popup opened, then gave way to the window
+        # asked for after it (on top of everything, it would hide the window)
+        assert d.popup is not None and not d.popup.isVisible()
+        early.tray.toggle.emit()  # now the desktop's own slot: the popup shows, then hides again
+        qtbot.waitUntil(d.popup.isVisible, timeout=5000)
+        early.tray.toggle.emit()
         qtbot.waitUntil(lambda: not d.popup.isVisible(), timeout=5000)
     finally:
         d.shutdown()
@@ -164,7 +168,9 @@ def test_the_early_window_keeps_the_page_picked_before_the_app_was_open(
     early = EarlyStart(HomeLock(configured_home).acquire(), tray=False)
     window = early.window
     assert window.isVisible() and not window.attached
-    window.nav.setCurrentRow(2)  # Settings, clicked while the App is still opening
+    from memtray.desktop.mainwindow import PAGES
+
+    window.nav.setCurrentRow(PAGES.index("settings"))  # Settings, clicked while the App is still opening
     early.release_lock()
     app = App.open(configured_home)
     d = Desktop(app, QApplication.instance(), early=early, show_dialogs=False, warm_up=False)

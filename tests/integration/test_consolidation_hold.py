@@ -17,6 +17,7 @@ from memtray.core.app import App
 from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
+from memtray.core.log.events import Message
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, tool_call
 from tests.support import run_cli
@@ -43,7 +44,7 @@ def open_app(home: Home, server: ScriptedLLMServer, model: str, **kw: Any) -> Ap
                  idle_consolidate_minutes=0, **kw)
     app = App.open(home, config=cfg, clock=clock, ids=seeded_ids(clock), start_services=False)
     app.memory.write(MEM0, reason="user-edit", source="user")
-    app.store.append_many([("message", {"role": r, "content": t}, "s", None) for r, t in CHAT])
+    app.store.append_many([(Message(role=r, content=t), "s", None) for r, t in CHAT])
     return app
 
 

@@ -98,12 +98,16 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
         yield seed(tmp_path_factory.mktemp("cli") / "home", server)
 
 
+def clone(seeded: Seeded, root: Path) -> Seeded:
+    """A private copy of the seeded home at ``root``, for commands that change it."""
+    shutil.copytree(seeded.home.root, root)
+    return Seeded(Home.resolve(root), seeded.shas, seeded.c1, seeded.c2, seeded.memories)
+
+
 @pytest.fixture
 def copy(seeded: Seeded, tmp_path: Path) -> Seeded:
     """A private copy of the seeded home, for commands that change it."""
-    root = tmp_path / "home"
-    shutil.copytree(seeded.home.root, root)
-    return Seeded(Home.resolve(root), seeded.shas, seeded.c1, seeded.c2, seeded.memories)
+    return clone(seeded, tmp_path / "home")
 
 
 def cli(home: Home, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

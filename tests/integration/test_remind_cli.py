@@ -216,3 +216,31 @@ def test_usage_errors(home: Path) -> None:
     out = run(home, "remind", "cancel", "NOSUCHID")
     assert out.returncode == 1 and "no reminder with id" in out.stderr
     assert not os.path.exists(home / "events") or reminder_types(home) == []
+
+
+def test_times_as_people_say_them_and_snooze(home: Path) -> None:
+    """`--at "in 2 minutes"`, `--at "tomorrow at noon"` and `--every "weekday at 9"` (refused
+    before: only `in 2m` was understood), then `remind snooze` moves the one-shot."""
+    soon = run(home, "remind", "add", "tea", "--at", "in 2 minutes", "--tz", "Europe/Berlin", "--json")
+    assert soon.returncode == 0, soon.stderr
+    tea = json.loads(soon.stdout)
+    left = datetime.fromisoformat(tea["next"]) - datetime.now().astimezone()
+    assert 60 < left.total_seconds() <= 120
+    noon = run(home, "remind", "add", "call mum", "--at", "tomorrow at noon", "--tz", "Europe/Berlin", "--json")
+    assert noon.returncode == 0, noon.stderr
+    assert datetime.fromisoformat(json.loads(noon.stdout)["next"]).strftime("%H:%M:%S") == "12:00:00"
+    daily = run(home, "remind", "add", "stand up", "--every", "weekday at 9", "--tz", "Europe/Berlin", "--json")
+    assert daily.returncode == 0, daily.stderr
+    row = json.loads(daily.stdout)
+    assert (row["kind"], row["spec"]) == ("cron", "0 9 * * mon-fri")
+    nxt = datetime.fromisoformat(row["next"])
+    assert nxt.strftime("%H:%M") == "09:00" and nxt.weekday() < 5
+    snoozed = run(home, "remind", "snooze", tea["id"], "--for", "1 hour", "--json")
+    assert snoozed.returncode == 0, snoozed.stderr
+    moved = json.loads(snoozed.stdout)
+    assert moved["text"] == "tea" and moved["id"] != tea["id"]
+    assert 55 * 60 < (datetime.fromisoformat(moved["next"]) - datetime.now().astimezone()).total_seconds() <= 3600
+    active = {r["text"]: r["id"] for r in json.loads(run(home, "remind", "list", "--json").stdout)}
+    assert active == {"tea": moved["id"], "call mum": active["call mum"], "stand up": row["id"]}
+    bad = run(home, "remind", "add", "x", "--at", "next tuesday-ish")
+    assert bad.returncode == 1 and "not a date and time" in bad.stderr and "tomorrow at noon" in bad.stderr

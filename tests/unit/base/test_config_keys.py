@@ -95,3 +95,34 @@ def test_provider_of() -> None:
     assert keys.provider_of("gpt-4o-mini") == "openai"
     assert keys.provider_of("claude-3-5-sonnet") == "anthropic"
     assert keys.provider_of("ollama_chat/llama3.2") == "ollama_chat"
+
+
+def test_set_values_merges_onto_the_file_as_it_is_now(home: Home) -> None:
+    """What another door wrote since this process last read the file stays (the desktop's
+    Save writes only the fields the user edited)."""
+    cfgmod.set_value(home, "model", "openai/from-the-terminal")
+    home.config.write_text(home.config.read_text() + 'api_base = "http://127.0.0.1:9/v1"\n')  # a hand edit
+    cfg = cfgmod.set_values(home, {"memory_window": 42, "drop_policy": "review"})
+    on_disk = cfgmod.load(home, env=False)
+    assert cfg == on_disk
+    assert (on_disk.model, on_disk.api_base, on_disk.memory_window, on_disk.drop_policy) == (
+        "openai/from-the-terminal", "http://127.0.0.1:9/v1", 42, "review")
+    before = home.config.read_bytes()
+    with pytest.raises(ConfigError):  # one bad value: nothing of the batch is written
+        cfgmod.set_values(home, {"memory_window": 50, "drop_policy": "forget"})
+    assert home.config.read_bytes() == before
+
+
+@pytest.mark.parametrize("op", ["write", "fsync", "replace"])
+def test_a_failed_save_leaves_config_toml_whole(home: Home, op: str) -> None:
+    import errno
+
+    from memtray.core.base.faults import Fault, fs_faults
+    from memtray.core.base.fsutil import DiskError
+
+    cfgmod.set_values(home, {"model": "openai/kept", "memory_window": 42})
+    before = home.config.read_bytes()
+    with fs_faults(Fault(op, errno.ENOSPC, partial=3 if op == "write" else None)), pytest.raises(DiskError):
+        cfgmod.set_values(home, {"memory_window": 60})
+    assert home.config.read_bytes() == before  # never empty, never torn
+    assert [p.name for p in home.config.parent.iterdir() if p.name.endswith(".tmp")] == []

@@ -81,4 +81,13 @@ def valid_event(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     """(type, payload) of a registered type (origin marks left out: sync adds those)."""
     t = draw(st.sampled_from(TYPES))
     data = draw(payload(SCHEMA.types[t]))
+    # what the door checks beyond the annotations: an attachment is named by its sha256
+    for ref in data.get("attachments") or ():
+        if isinstance(ref, dict) and "sha256" in ref:
+            ref["sha256"] = draw(SHA256)
+        if isinstance(ref, dict) and "size" in ref:
+            ref["size"] = draw(st.integers(0, 2**40))
     return t, data
+
+
+SHA256 = st.from_regex(r"[0-9a-f]{64}", fullmatch=True)

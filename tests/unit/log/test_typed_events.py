@@ -45,6 +45,7 @@ NOT_EVENT_TYPES = {
     ("core/search/index.py", "message"),  # a kind of search document
     ("core/llm/client.py", "message"),  # an exception's attribute
     ("core/llm/localmodel.py", "message"),  # the OpenAI reply's member
+    ("core/llm/localprovider.py", "message"),  # the OpenAI reply's member
     ("core/migrate/chatgpt.py", "message"),  # a ChatGPT export's member
 }
 
