@@ -61,7 +61,7 @@ def fuse(keyword: Sequence[Hit], semantic: Sequence[Hit], limit: int, k: int = R
         weight = PARTIAL_WEIGHT if h.mode == "partial" else 1.0
         fused[h.seq] = fused.get(h.seq, 0.0) + weight / (k + rank)
         first.setdefault(h.seq, h)  # keyword excerpts mark the words found
-        kw_score[h.seq] = h.keyword_score if h.keyword_score is not None else h.score
+        kw_score[h.seq] = h.keyword_score  # None: ranked for the messages around it (ranking.py)
     for rank, h in enumerate(semantic, 1):
         fused[h.seq] = fused.get(h.seq, 0.0) + semantic_weight / (k + rank)
         first.setdefault(h.seq, h)

@@ -355,7 +355,7 @@ class SearchIndex:
         """The seqs that pass the filters (None: no filter)."""
         if kind is None and session is None:
             return None
-        filters, params = _filters(kind, session)
+        filters, params = filter_sql(kind, session)
         with self.lock, self._translate():
             rows = self.db.execute(f"SELECT seq FROM documents AS d WHERE 1{filters}", params).fetchall()
         return {int(r[0]) for r in rows}
@@ -386,7 +386,7 @@ class SearchIndex:
             raise SearchError(f"the limit must be at least 1, not {limit}")
         if kind is not None and kind not in KINDS:
             raise SearchError(f"unknown kind {kind!r}", hint=f"Use one of: {', '.join(KINDS)}.")
-        filters, params = _filters(kind, session)
+        filters, params = filter_sql(kind, session)
         if regex:
             if not query:
                 return []
@@ -422,7 +422,7 @@ class SearchIndex:
         "new") and is left out of the second query, which is then ranked over all its
         matches rather than the newest few thousand. No substring fallback.
         """
-        filters, params = _filters(kind, session)
+        filters, params = filter_sql(kind, session)
         words = substring_pieces(query)
         match = fts_query(query)
         if match is None:
@@ -496,7 +496,8 @@ class SearchIndex:
         return [Hit(k, seq, s, r, ts, excerpt(text, pattern), 0.0) for seq, k, s, r, ts, text in rows]
 
 
-def _filters(kind: str | None, session: str | None) -> tuple[str, list[Any]]:
+def filter_sql(kind: str | None, session: str | None) -> tuple[str, list[Any]]:
+    """SQL conditions (`` AND d.kind = ?``...) on ``documents AS d`` for the filters, and their values."""
     sql, params = "", []
     if kind is not None:
         sql += " AND d.kind = ?"
