@@ -45,11 +45,13 @@ from memtray.core.search.text import (
 )
 
 #: passages scored per query at most (the sum of the document frequencies of the words used)
-POSTINGS = 20_000
+POSTINGS = 10_000
 #: when the rarest word alone is more common than POSTINGS: the newest passages with every word ranked
 WINDOW = 2000
 #: the best passages that lend their score to their neighbours
 SPREAD_FROM = 100
+#: passages taken by their own score before the neighbours' shares are added
+KEEP = 300
 #: share of a message's score lent to the message before and after it, and to those two away
 NEIGHBOUR = 0.5
 NEXT_NEIGHBOUR = 0.2
@@ -87,10 +89,11 @@ class Ranker:
         filters, params = filter_sql(kind, session)
         with self.index.lock:
             try:
-                own, match = self._bm25(terms, filters, params)
+                found, match = self._bm25(terms, filters, params, max(KEEP, limit))
             except sqlite3.OperationalError:  # a query we failed to make safe: no hits, not a crash
                 return [], ""
-            total = self._with_context(own) if kind in (None, "message") else dict(own)
+            own = {seq: f[0] for seq, f in found.items()}
+            total = self._with_context(own, found) if kind in (None, "message") else dict(own)
         order = sorted(total, key=lambda s: (-total[s], -s))[:limit]
         return [Scored(s, round(total[s], 6), round(own.get(s, 0.0), 6)) for s in order], match
 
@@ -132,7 +135,9 @@ class Ranker:
         ).fetchone()
         return int(n)
 
-    def _bm25(self, terms: Terms, filters: str, params: list[Any]) -> tuple[dict[int, float], str]:
+    def _bm25(self, terms: Terms, filters: str, params: list[Any],
+              keep: int) -> tuple[dict[int, tuple[float, str | None, str]], str]:
+        """``seq -> (BM25, session, kind)`` of the ``keep`` best passages, and the FTS5 match."""
         counted = sorted(((self._df(t, POSTINGS), t) for t in dict.fromkeys(terms.fts)), key=lambda x: x[0])
         used: list[str] = []
         budget = 0
@@ -145,38 +150,44 @@ class Ranker:
             budget += df
         if not used:
             return {}, ""
-        sql = ("SELECT d.seq, -bm25(docs) FROM docs JOIN documents AS d ON d.seq = docs.rowid "
-               f"WHERE docs MATCH ?{filters}")
+        cols = "SELECT d.seq, -bm25(docs) AS score, d.session, d.kind FROM docs JOIN documents AS d ON d.seq = docs.rowid"
         if budget > POSTINGS:  # even the rarest word is everywhere: the newest with every word
-            sql += " ORDER BY docs.rowid DESC LIMIT ?"
             match = " AND ".join(terms.fts)
-            rows = self.index.db.execute(sql, [match, *params, WINDOW]).fetchall()
+            sql = (f"SELECT * FROM ({cols} WHERE docs MATCH ?{filters} ORDER BY docs.rowid DESC LIMIT ?) "
+                   "ORDER BY score DESC, seq DESC LIMIT ?")
+            rows = self.index.db.execute(sql, [match, *params, WINDOW, keep]).fetchall()
         else:
             match = " OR ".join(used)
-            rows = self.index.db.execute(sql, [match, *params]).fetchall()
-        return {int(seq): float(score) for seq, score in rows if score > 0}, match
+            sql = f"{cols} WHERE docs MATCH ?{filters} ORDER BY score DESC, d.seq DESC LIMIT ?"
+            rows = self.index.db.execute(sql, [match, *params, keep]).fetchall()
+        return {int(seq): (float(score), sess, kind) for seq, score, sess, kind in rows if score > 0}, match
 
-    def _with_context(self, own: dict[int, float]) -> dict[int, float]:
+    def _with_context(self, own: dict[int, float], found: dict[int, tuple[float, str | None, str]],
+                      ) -> dict[int, float]:
         total = dict(own)
-        best = sorted(own, key=lambda s: (-own[s], -s))[:SPREAD_FROM]
+        best = [seq for seq in sorted(own, key=lambda s: (-own[s], -s))[:SPREAD_FROM] if found[seq][2] == "message"]
+        sessions = self._message_sessions({n for seq in best for n in range(seq - _REACH, seq + _REACH + 1)})
         for seq in best:
-            before, after = self._neighbours(seq)
+            same = [n for n in range(seq - _REACH, seq + _REACH + 1) if sessions.get(n, "\0") == found[seq][1]]
+            at = same.index(seq) if seq in same else -1
+            if at < 0:
+                continue
+            before, after = same[:at][::-1], same[at + 1 :]
             for lend, near in ((NEIGHBOUR, 0), (NEXT_NEIGHBOUR, 1)):
                 for side in (before, after):
                     if len(side) > near:
                         total[side[near]] = total.get(side[near], 0.0) + lend * own[seq]
         return total
 
-    def _neighbours(self, seq: int) -> tuple[list[int], list[int]]:
-        """The two messages before and after ``seq`` in its session (nearest first), within reach."""
-        rows = self.index.db.execute(
-            "SELECT seq, session, kind FROM documents WHERE seq BETWEEN ? AND ? ORDER BY seq",
-            (seq - _REACH, seq + _REACH),
-        ).fetchall()
-        mine = next(((s, k) for q, s, k in rows if q == seq), None)
-        if mine is None or mine[1] != "message":
-            return [], []
-        same = [int(q) for q, s, k in rows if s == mine[0] and k == "message"]
-        at = same.index(seq)
-        return same[:at][::-1][:2], same[at + 1 :][:2]
-
+    def _message_sessions(self, seqs: set[int]) -> dict[int, str | None]:
+        """``seq -> session`` of the messages among ``seqs``."""
+        wanted = sorted(seqs)
+        out: dict[int, str | None] = {}
+        for i in range(0, len(wanted), 900):
+            chunk = wanted[i : i + 900]
+            marks = ",".join("?" * len(chunk))
+            for seq, sess in self.index.db.execute(
+                f"SELECT seq, session FROM documents WHERE kind = 'message' AND seq IN ({marks})", chunk
+            ):
+                out[int(seq)] = sess
+        return out
