@@ -42,7 +42,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,10 +81,6 @@ _INDEXED_ROLES = frozenset({"user", "assistant"})
 _BATCH = 2000  # records per transaction (and between checks for "stop")
 _SNIPPET_TOKENS = 16
 _RANK_WINDOW = 2000  # newest full-text matches ranked per query
-#: a word in more than 1% of the documents (at least RARE_MIN, at most COMMON_DOCS) is too
-#: common to rank by on its own (see ranked())
-COMMON_DOCS = 3000
-RARE_MIN = 5
 
 
 def index_path(home: Home) -> Path:
@@ -411,47 +407,8 @@ class SearchIndex:
         pattern = words_pattern(pieces)
         return self._scan(" AND ".join(where), args, filters, params, pattern, limit)
 
-    def ranked(
-        self, query: str, *, limit: int = 20, kind: str | None = None, session: str | None = None
-    ) -> list[Hit]:
-        """The keyword half of hybrid search: documents with every word (BM25-ranked), then,
-        if those are fewer than ``limit``, documents with any of the informative words
-        (their hits have mode ``partial``; the fusion counts them less).
-
-        A word found in more than 1% of the documents is not informative ("the", "je",
-        "new") and is left out of the second query, which is then ranked over all its
-        matches rather than the newest few thousand. No substring fallback.
-        """
-        filters, params = filter_sql(kind, session)
-        words = substring_pieces(query)
-        match = fts_query(query)
-        if match is None:
-            return []
-        hits = self._fts(match, words, filters, params, limit)
-        if len(hits) >= limit or len(words) < 2:
-            return hits
-        cap = max(RARE_MIN, min(COMMON_DOCS, self.count() // 100))
-        terms = [t for t in (fts_query(w) for w in words) if t is not None and self._informative(t, cap)]
-        if not terms:
-            return hits
-        seen = {h.seq for h in hits}
-        extra = self._fts(" OR ".join(dict.fromkeys(terms)), words, filters, params, limit, windowed=False)
-        partial = [replace(h, mode="partial") for h in extra if h.seq not in seen]
-        return hits + partial[: limit - len(hits)]
-
-    def _informative(self, term: str, cap: int) -> bool:
-        with self.lock:
-            try:
-                (n,) = self.db.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ? LIMIT ?)", (term, cap + 1)
-                ).fetchone()
-            except sqlite3.OperationalError:
-                return False
-        return bool(0 < n <= cap)
-
     def _fts(
         self, match: str, query_words: list[str], filters: str, params: list[Any], limit: int,
-        windowed: bool = True,
     ) -> list[Hit]:
         # Rank (BM25) the newest _RANK_WINDOW matches only: a word found in most
         # documents would otherwise score every one of them (100 ms at 100 000
@@ -471,7 +428,7 @@ class SearchIndex:
         hits = []
         with self.lock:
             try:
-                rows = self.db.execute(top_sql, [match, *params, _RANK_WINDOW if windowed else -1, limit]).fetchall()
+                rows = self.db.execute(top_sql, [match, *params, _RANK_WINDOW, limit]).fetchall()
                 for seq, k, s, r, ts, score in rows:
                     (snip,) = self.db.execute(snippet_sql, (match, seq)).fetchone()
                     if OPEN not in snip and has_cjk(snip):  # pairs were matched, not the stored words

@@ -39,6 +39,7 @@ from memtray.core.log.store import Store
 from memtray.core.search.embed import SETUP_HINT, Embedder
 from memtray.core.search.hybrid import (
     CANDIDATES,
+    NEAR_SPREAD,
     WEAK_SEMANTIC_WEIGHT,
     fuse,
     keyword_first,
@@ -354,7 +355,8 @@ class SearchService:
         if mode == "semantic":
             return SearchResult(semantic[:limit], "semantic", notes)
         strong = self.embedder.strong
-        fused = fuse(keyword, semantic, want, semantic_weight=1.0 if strong else WEAK_SEMANTIC_WEIGHT)
+        fused = fuse(keyword, semantic, want, semantic_weight=1.0 if strong else WEAK_SEMANTIC_WEIGHT,
+                     noise=self.vectors.noise(vec, allowed=self.index.allowed(kind, session)))
         if not strong:  # weak vectors (the offline model): they never displace a keyword match
             return SearchResult(keyword_first(keyword, fused, limit), "hybrid", notes)
         return SearchResult(fused[:limit], "hybrid", notes)
@@ -373,10 +375,16 @@ class SearchService:
 
     def _semantic(self, vec: list[float], query: str, want: int, kind: str | None,
                   session: str | None, skip: set[int]) -> list[Hit]:
+        """The nearest passages that are near at all: a cosine :data:`NEAR_SPREAD` standard
+        deviations above the query's mean cosine with the history (VectorStore.noise), so
+        "zebra quantum" over a history without zebras finds nothing rather than the 20 least
+        far messages."""
         self.vectors.use_model(self.embedder.identity)
         allowed = self.index.allowed(kind, session)
         scored = self.vectors.search(vec, limit=want, allowed=allowed)
-        return semantic_hits(self.index, [(s, c) for s, c in scored if s not in skip], query)
+        mean, spread = self.vectors.noise(vec, allowed=allowed)
+        floor = mean + NEAR_SPREAD * spread
+        return semantic_hits(self.index, [(s, c) for s, c in scored if s not in skip and c >= floor], query)
 
     # --- recall in the turn --------------------------------------------------------
 
