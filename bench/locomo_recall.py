@@ -24,11 +24,11 @@ For each conversation, in a fresh data home:
    questions through the real command and checks it returns the same messages);
 3. the same questions are asked of two baselines over the same texts, in the same
    run: a plain Okapi BM25 (k1 1.2, b 0.75, lower-cased words, NLTK's English stop
-   words dropped, no stemming) and a plain dense retriever (the cosine of the
-   offline embedding model's vectors, memtray's ``--mode semantic``; only with
-   ``--embed``, which makes those vectors first with ``history embed``'s backfill,
-   the way a running instance makes them in the background, and then also measures
-   memtray's hybrid search with them).
+   words dropped, no stemming) and a plain dense retriever (the nearest by cosine of
+   the offline embedding model's vectors, as memtray stores them, with no similarity
+   floor; only with ``--embed``, which makes those vectors first with ``history
+   embed``'s backfill, the way a running instance makes them in the background, and
+   then memtray's hybrid search uses them too).
 
 Printed per retriever and category: recall@5 and recall@10 (the question counts if
 at least one of its evidence turns is in the top k) and the fraction of all
@@ -311,7 +311,10 @@ def run_conversation(conv: Conversation, home: Path, args: argparse.Namespace, r
             "bm25": lambda q: [ids[i] for i in bm25.top(q, max(KS))],
         }
         if args.embed:
-            retrievers["dense"] = ask("semantic")
+            def dense(question: str) -> list[str]:  # plain cosine, no noise floor: the baseline
+                (vec,) = app.run(svc.embedder.embed([question]))
+                return [turns[s] for s, _cos in svc.vectors.search(vec, limit=max(KS)) if s in turns]
+            retrievers["dense"] = dense
         for name, fn in retrievers.items():
             per_cat = results[name][conv.name]
             t0 = time.perf_counter()

@@ -75,7 +75,7 @@ from memtray.core.search.text import (
 log = logging.getLogger(__name__)
 
 INDEX_NAME = "search.sqlite"
-FORMAT = 2  # 2: porter stemming, CJK bigrams, memory documents
+FORMAT = 3  # 2: porter stemming, CJK bigrams, memory documents; 3: imported messages dated when sent
 KINDS = ("history", "memory", "message")
 _INDEXED_ROLES = frozenset({"user", "assistant"})
 _BATCH = 2000  # records per transaction (and between checks for "stop")
