@@ -75,8 +75,11 @@ from memtray.core.search.text import (
 log = logging.getLogger(__name__)
 
 INDEX_NAME = "search.sqlite"
-FORMAT = 3  # 2: porter stemming, CJK bigrams, memory documents; 3: imported messages dated when sent
+FORMAT = 2  # 2: porter stemming, CJK bigrams, memory documents
 KINDS = ("history", "memory", "message")
+#: how documents are dated (meta ``said_at``): 1 peers' events by their origin, 2 imported
+#: messages by their sent_at too; an index of an older rule that holds such messages is rebuilt
+SAID_AT = "2"
 _INDEXED_ROLES = frozenset({"user", "assistant"})
 _BATCH = 2000  # records per transaction (and between checks for "stop")
 _SNIPPET_TOKENS = 16
@@ -214,12 +217,19 @@ class SearchIndex:
 
     def _dated_by_import(self) -> bool:
         """An index from before imported messages were dated when said (origin.said_at) that
-        holds some (their sessions are ``name@<device>``): it is rebuilt once, vectors kept."""
-        if self.db.execute("SELECT 1 FROM meta WHERE key = 'said_at'").fetchone() is not None:
+        holds some (their sessions are ``name@<device>``, or ``chatgpt:``/``nanobot:`` ones
+        for ``memtray import``, dated when sent since ``said_at`` 2): it is rebuilt once,
+        vectors kept (a format change would drop them, and the offline model takes hours)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'said_at'").fetchone()
+        if row is not None and str(row[0]) == SAID_AT:
             return False
         with self._tx():
-            self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('said_at', '1')")
-        return self.db.execute("SELECT 1 FROM documents WHERE session GLOB '*@d*' LIMIT 1").fetchone() is not None
+            self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('said_at', ?)", (SAID_AT,))
+        if row is None and self.db.execute(
+                "SELECT 1 FROM documents WHERE session GLOB '*@d*' LIMIT 1").fetchone() is not None:
+            return True
+        return self.db.execute("SELECT 1 FROM documents WHERE session GLOB 'chatgpt:*' "
+                               "OR session GLOB 'nanobot:*' LIMIT 1").fetchone() is not None
 
     def rebuild(self, source: Store | EventLog) -> int:
         """Drop every document and index the whole log again."""
@@ -234,7 +244,7 @@ class SearchIndex:
             # vec_* keys belong to the vector table, which keeps its rows (see vectors.py)
             self.db.execute("DELETE FROM meta WHERE key != 'format' AND key NOT LIKE 'vec\\_%' ESCAPE '\\'")
             self.db.execute("INSERT INTO meta(key, value) VALUES ('generation', ?)", (os.urandom(8).hex(),))
-            self.db.execute("INSERT INTO meta(key, value) VALUES ('said_at', '1')")
+            self.db.execute("INSERT INTO meta(key, value) VALUES ('said_at', ?)", (SAID_AT,))
         self._validated = True
         return self._consume(elog, _Meta(), should_stop, rebuilding=True)
 
@@ -488,7 +498,7 @@ def _connect(path: Path) -> sqlite3.Connection:
             db.execute(stmt)
         db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('format', ?)", (str(FORMAT),))
         if stored is None:  # a new file dates imported messages when said from the start
-            db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('said_at', '1')")
+            db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('said_at', ?)", (SAID_AT,))
     except BaseException:
         db.close()
         raise

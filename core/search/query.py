@@ -40,7 +40,9 @@ anything thing things many much often one ones get got
 say says said saying tell tells told mention mentions mentioned talk talks talked discuss discussed
 share shares shared ask asks asked
 """
-STOP_WORDS = frozenset((_STOP + _ASKING).split()) | frozenset(
+#: NLTK's list as it is (the BM25 baseline of bench/locomo_recall.py uses it)
+NLTK_STOP_WORDS = frozenset(_STOP.split())
+STOP_WORDS = NLTK_STOP_WORDS | frozenset(_ASKING.split()) | frozenset(
     w.replace("'", "") for w in _STOP.split() if "'" in w
 )
 

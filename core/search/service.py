@@ -317,6 +317,13 @@ class SearchService:
                 raise SearchError(f"semantic search needs an embedding model: {self.embedder.keyword_only_reason}",
                                   hint=SETUP_HINT)
             notes.append(self.embedder.keyword_only_reason or "no embedding model: keyword search only")
+        elif not await asyncio.to_thread(self._has_vectors):
+            # nothing to compare a query vector with (a one-shot command before any backfill):
+            # making one would only cost the model's loading, seconds for the offline one
+            total = await asyncio.to_thread(self.index.count)
+            notes.append(f"{total} of {total} entries have no embedding yet (found by their words only)")
+            if mode == "semantic":
+                return SearchResult([], "semantic", notes)
         else:
             try:
                 await self.embedder.prepare()
@@ -373,6 +380,12 @@ class SearchService:
             self._sync_quietly()
             return Ranker(self.index).hits(query, kind=kind, session=session, limit=limit, exclude=exclude)
 
+    def _has_vectors(self) -> bool:
+        """Whether any entry has a vector of the current embedding model."""
+        with self._sync_lock:
+            self._sync_quietly()
+        return self.vectors.model == self.embedder.identity and self.vectors.count() > 0
+
     def _semantic(self, vec: list[float], query: str, want: int, kind: str | None,
                   session: str | None, skip: set[int]) -> list[Hit]:
         """The nearest passages that are near at all: a cosine :data:`NEAR_SPREAD` standard
@@ -383,7 +396,8 @@ class SearchService:
         allowed = self.index.allowed(kind, session)
         scored = self.vectors.search(vec, limit=want, allowed=allowed)
         mean, spread = self.vectors.noise(vec, allowed=allowed)
-        floor = mean + NEAR_SPREAD * spread
+        # a few dozen entries give a wide spread: halfway from the mean to the same text is near
+        floor = min(mean + NEAR_SPREAD * spread, (mean + 1.0) / 2)
         return semantic_hits(self.index, [(s, c) for s, c in scored if s not in skip and c >= floor], query)
 
     # --- recall in the turn --------------------------------------------------------

@@ -52,3 +52,27 @@ def test_nanobot_messages_are_dated_by_their_timestamps_in_the_local_zone(tmp_pa
     assert by_text["Ferry to Naxos booked."] == "2025-02-25T02:30:05.000Z"
     undated = by_text["And the hotel on Naxos?"]
     assert isinstance(undated, str) and not undated.startswith("2025-02-25")  # no usable time: the import's
+
+
+def test_an_index_that_dated_imports_by_the_import_is_redated_once_keeping_its_vectors(tmp_path: Path) -> None:
+    import sqlite3
+
+    home = tmp_path / "home"
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(export()))
+    assert _memtray(home, "import", "chatgpt", str(path)).returncode == 0
+    assert _search(home, "Vienna")  # the index exists
+    db = sqlite3.connect(home / "state" / "search.sqlite")
+    with db:  # as an index of the previous rule left it: import times, a vector made meanwhile
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'said_at'")
+        db.execute("UPDATE documents SET ts = '2026-12-03T14:17:00.000Z'")
+        db.execute("INSERT INTO vectors(seq, hash, norm, sig, vec) VALUES (1, x'00', 1.0, x'01', x'7f')")
+    db.close()
+    (vienna,) = [h for h in _search(home, "Vienna") if "Vienna" in str(h["snippet"])]
+    assert vienna["ts"] == "2023-11-14T22:14:00.000Z"
+    db = sqlite3.connect(home / "state" / "search.sqlite")
+    try:
+        assert db.execute("SELECT count(*) FROM vectors").fetchone() == (1,)  # kept: no re-embedding
+        assert db.execute("SELECT value FROM meta WHERE key = 'said_at'").fetchone() == ("2",)
+    finally:
+        db.close()
