@@ -194,3 +194,21 @@ def test_a_query_with_nothing_near_finds_nothing_by_meaning(store: Store) -> Non
         assert search("jogging", "hybrid")[:1] == [seqs[0]]
     finally:
         svc.close()
+
+
+# --- recall in a turn --------------------------------------------------------------------------
+
+
+def test_recall_by_words_needs_content_words(store: Store) -> None:
+    from memtray.core.base.config import Config
+    from memtray.core.search.embed import Embedder
+
+    okafor = say(store, "Ada's maths teacher is Mr Okafor", session="old")
+    say(store, "How are you today?", session="old")
+    svc = SearchService(store, SearchIndex.open(index_path(store.home)), Embedder(lambda: Config(embedding_model="none")))
+    try:
+        assert asyncio.run(svc.recall("now", "how are you?")) is None  # stop words only: nothing to recall
+        got = asyncio.run(svc.recall("now", "What did I say about Ada's teacher?"))
+        assert got is not None and got.seqs[0] == okafor and "Okafor" in got.text
+    finally:
+        svc.close()
