@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from memtray.core.log.events import MemoryWritten, Message
 from memtray.core.log.store import Store
 from memtray.core.search.index import SearchIndex, index_path
 from memtray.core.search.query import content_words, terms_of
@@ -17,7 +18,7 @@ from tests.fixtures.embeddings import embed
 
 
 def say(store: Store, content: str, role: str = "user", session: str = "cli") -> int:
-    return store.append("message", {"role": role, "content": content}, session=session).seq
+    return store.append(Message(role=role, content=content), session=session).seq
 
 
 def ranked(index: SearchIndex, store: Store, query: str, **kw: object) -> list[int]:
@@ -106,8 +107,8 @@ def test_context_stays_within_the_session(store: Store, index: SearchIndex) -> N
 def test_filters_and_exclusions(store: Store, index: SearchIndex) -> None:
     a = say(store, "piano lessons on Monday", session="a")
     b = say(store, "piano recital on Friday", session="b")
-    store.append("memory.written", {"memory": "# Memory\n", "reason": "consolidation",
-                                    "history_append": "[2026-03-01 10:00] Talked about piano practice."})
+    store.append(MemoryWritten(memory="# Memory\n", reason="consolidation",
+                               history_append="[2026-03-01 10:00] Talked about piano practice."))
     index.sync(store)
     assert ranked(index, store, "piano", session="a") == [a]
     assert set(ranked(index, store, "piano", kind="message")) == {a, b}
