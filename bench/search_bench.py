@@ -5,8 +5,10 @@ Run: .venv/bin/python bench/search_bench.py [--entries N] [--queries N] [--seed 
 Appends N ``memory.written`` events (each with a synthetic HISTORY.md entry
 drawn from a fixed-seed, Zipf-weighted vocabulary) to a real store in a temp
 data home, builds the index with ``SearchIndex.sync`` (timed), then times
-``SearchIndex.search`` for queries of 1–3 words and prints p50/p99 latency.
-Budget: p50 <= 50 ms at 100 000 entries.
+``SearchIndex.search`` (``--mode keyword``: every word) and ``Ranker.hits`` (what
+the default ``hybrid`` search runs by words: BM25 over any word, with context) for
+queries of 1–3 words, and prints p50/p99 latency. Budget: p50 <= 50 ms at 100 000
+entries, for both.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from memtray.core.base.home import Home
 from memtray.core.log.events import MemoryWritten
 from memtray.core.log.store import Store
 from memtray.core.search.index import SearchIndex, index_path
+from memtray.core.search.ranking import Ranker
 
 
 def make_vocabulary(rng: random.Random, size: int) -> list[str]:
@@ -95,8 +98,18 @@ def main() -> None:
                 hits += bool(found)
                 if not found or found[0].score == 0.0:
                     fallback.append(times[-1])
+            ranker = Ranker(index)
+            ranked: list[float] = []
+            ranked_cpu: list[float] = []
+            for q in queries:
+                t0, c0 = time.perf_counter(), time.process_time()
+                ranker.hits(q, limit=20)
+                ranked.append((time.perf_counter() - t0) * 1000)
+                ranked_cpu.append((time.process_time() - c0) * 1000)
             index.close()
 
+    ranked.sort()
+    ranked_cpu.sort()
     times.sort()
     cpu.sort()
     p99 = times[min(len(times) - 1, round(0.99 * (len(times) - 1)))]
@@ -110,7 +123,10 @@ def main() -> None:
     print(f"search CPU p50/p99 {statistics.median(cpu):.2f} / {cpu[round(0.99 * (len(cpu) - 1))]:.2f} ms")
     if fallback:
         print(f"substring fallback {len(fallback)} queries, median {statistics.median(fallback):.2f} ms")
-    print(f"budget p50 <= 50 ms: {'ok' if statistics.median(times) <= 50 else 'OVER'}")
+    print(f"ranked p50/p99     {statistics.median(ranked):.2f} / {ranked[round(0.99 * (len(ranked) - 1))]:.2f} ms"
+          f"  (CPU {statistics.median(ranked_cpu):.2f} / {ranked_cpu[round(0.99 * (len(ranked_cpu) - 1))]:.2f} ms)")
+    worst = max(statistics.median(times), statistics.median(ranked))
+    print(f"budget p50 <= 50 ms: {'ok' if worst <= 50 else 'OVER'}")
 
 
 if __name__ == "__main__":

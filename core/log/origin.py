@@ -42,6 +42,8 @@ from memtray.core.log.projections import KNOWN_TYPES
 from memtray.core.log.segments import list_segments
 
 ORIGIN_KEY = "origin"
+#: on a message imported from another assistant: when it was sent there (core/migrate)
+SENT_AT_KEY = "sent_at"
 
 #: events a device pushes in its own stream. ``memory.written`` travels but is not
 #: imported as-is: its peers hand it to the memory merge (``memory.merge``).
@@ -90,13 +92,25 @@ def origin_of(record: Record) -> Origin | None:
 
 
 def said_at(record: Record) -> str:
-    """When ``record`` was made: for an imported event the time on its device (the origin
-    mark), else its own ``ts``. Everything that shows or orders messages by time uses this.
+    """When ``record`` was made: for an event imported from a peer the time on its device
+    (the origin mark); for a message imported from another assistant (``memtray import``)
+    the time it was sent there (``sent_at``); else its own ``ts``. Everything that shows or
+    orders messages by time uses this.
 
     A peer's clock can be off. One that is ahead would date a message after it arrived
     here, which cannot be: such a time is capped at the import time (``record.ts``, this
     device's clock). One that is behind cannot be told from a message said long ago and
-    is shown as the peer said it (docs/SYNC.md, "Clocks")."""
+    is shown as the peer said it (docs/SYNC.md, "Clocks"). The same holds for ``sent_at``,
+    which is given in this log's own form (milliseconds, ``Z``)."""
+    data = record.data
+    sent = data.get(SENT_AT_KEY) if record.type == "message" and isinstance(data, Mapping) else None
+    if isinstance(sent, str):
+        try:
+            when = _parse(sent)
+            if when <= _parse(record.ts):
+                return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+        except ValueError:
+            pass
     origin = origin_of(record)
     if origin is None:
         return record.ts

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -171,12 +172,25 @@ def session(path: Path) -> Item | None:
             if role is None or not text.strip():
                 skipped += 1  # tool calls and results, system notes, empty turns
                 continue
-            stamp = obj.get("timestamp")
-            messages.append((role, text, str(stamp) if stamp else None))
+            messages.append((role, text, sent_at(obj.get("timestamp"))))
     notes += [f"{path.name} line {n} is longer than {MAX_LINE_BYTES >> 20} MiB; skipped" for n in long]
     if not messages and not skipped:
         return None if not notes else Item(key, "refused", notes=notes)
     return Item(key, "session", messages=messages, skipped=skipped, notes=notes)
+
+
+def sent_at(stamp: Any) -> str | None:
+    """nanobot's message ``timestamp`` (``datetime.now().isoformat()``: the local time, no
+    zone) as UTC ISO 8601; None when it is missing or not a time."""
+    if not isinstance(stamp, str) or not stamp.strip():
+        return None
+    try:
+        when = datetime.fromisoformat(stamp.strip())
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.astimezone()  # the local zone of this computer, where nanobot ran
+    return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def content_text(content: Any) -> str:

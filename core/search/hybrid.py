@@ -4,11 +4,18 @@ Owns the hybrid ranking rule. Each half ranks its own candidates (BM25 for
 keywords, cosine for vectors); a document's fused score is the sum over the
 halves that found it of ``1 / (RRF_K + rank)`` (rank from 1), the usual
 reciprocal rank fusion: it needs no calibration between BM25 and cosine, and a
-document both halves agree on rises. A keyword hit that has only some of the
-query's words counts half (weighted RRF): "my daughter's teacher" matching
-"teacher training" is weak evidence. Equal scores go to the newer document
-(recency is the tie-breaker, as a person asking "what did I say about X"
-usually means the latest time).
+document both halves agree on rises. Each rank is weighted by how sure its half
+is (weighted RRF): the keyword half (:mod:`ranking`, BM25 over *any* of the
+query's words) runs on into passages with one common word, so a keyword hit
+counts ``(score / best score) ** KEYWORD_CONFIDENCE``; a semantic hit counts
+more the further its cosine stands out of the query's noise (the mean and spread
+of its cosines with the history, :meth:`VectorStore.noise`), up to
+:data:`SEMANTIC_CONFIDENCE` times, and one that does not stand out by
+:data:`NEAR_SPREAD` deviations is no hit at all, so "zebra quantum" finds
+nothing. On the retrieval set with strong vectors hybrid reaches 0.857 recall@5
+(semantic alone 0.865; unweighted RRF over the any-word ranking 0.812). Equal
+scores go to the newer document (recency is the tie-breaker, as a person asking
+"what did I say about X" usually means the latest time).
 
 With weak vectors (the offline 135M model: :attr:`Embedder.strong` is False) the
 fusion must never do worse than keywords alone, so :func:`keyword_first` keeps
@@ -28,8 +35,12 @@ from memtray.core.search.index import SearchIndex
 from memtray.core.search.text import Hit, excerpt, substring_pieces, words_pattern
 
 RRF_K = 60
-#: weight of a keyword hit that has only some of the query's words (index.SearchIndex.ranked)
-PARTIAL_WEIGHT = 0.5
+#: how steeply a keyword hit's weight falls with its score below the best one's (module doc)
+KEYWORD_CONFIDENCE = 8
+#: a semantic hit counts up to this many times more for its distance above the noise (module doc)
+SEMANTIC_CONFIDENCE = 5.0
+#: standard deviations above the query's mean cosine that make a passage near at all
+NEAR_SPREAD = 3.0
 #: candidates each half contributes to the fusion (beyond the limit asked for)
 CANDIDATES = 50
 #: weight of a semantic rank when the vectors are weak (module doc)
@@ -51,19 +62,26 @@ def semantic_hits(index: SearchIndex, scored: Sequence[tuple[int, float]], query
 
 
 def fuse(keyword: Sequence[Hit], semantic: Sequence[Hit], limit: int, k: int = RRF_K,
-         semantic_weight: float = 1.0) -> list[Hit]:
+         semantic_weight: float = 1.0, noise: tuple[float, float] = (0.0, 0.0)) -> list[Hit]:
     """The reciprocal-rank fusion of two rankings (module doc), best first."""
     fused: dict[int, float] = {}
     first: dict[int, Hit] = {}
     kw_score: dict[int, float | None] = {}
     sem_score: dict[int, float | None] = {}
+    top = max((h.score for h in keyword), default=0.0)
     for rank, h in enumerate(keyword, 1):
-        weight = PARTIAL_WEIGHT if h.mode == "partial" else 1.0
+        # a keyword hit counts as far as it matches: the OR-ranked list runs on into passages
+        # with one common word, which are no evidence (module doc)
+        weight = (h.score / top) ** KEYWORD_CONFIDENCE if top > 0 else 0.0
         fused[h.seq] = fused.get(h.seq, 0.0) + weight / (k + rank)
         first.setdefault(h.seq, h)  # keyword excerpts mark the words found
-        kw_score[h.seq] = h.keyword_score if h.keyword_score is not None else h.score
+        kw_score[h.seq] = h.keyword_score  # None: ranked for the messages around it (ranking.py)
     for rank, h in enumerate(semantic, 1):
-        fused[h.seq] = fused.get(h.seq, 0.0) + semantic_weight / (k + rank)
+        # a passage far out of the query's noise (VectorStore.noise) counts more, up to 5 times
+        boost = 1.0
+        if noise[1] > 0:
+            boost = min(SEMANTIC_CONFIDENCE, max(1.0, (h.score - noise[0]) / (NEAR_SPREAD * noise[1])))
+        fused[h.seq] = fused.get(h.seq, 0.0) + semantic_weight * boost / (k + rank)
         first.setdefault(h.seq, h)
         sem_score[h.seq] = h.semantic_score if h.semantic_score is not None else h.score
     order = sorted(fused, key=lambda seq: (-fused[seq], -seq))[:limit]

@@ -42,7 +42,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,14 +77,13 @@ log = logging.getLogger(__name__)
 INDEX_NAME = "search.sqlite"
 FORMAT = 2  # 2: porter stemming, CJK bigrams, memory documents
 KINDS = ("history", "memory", "message")
+#: how documents are dated (meta ``said_at``): 1 peers' events by their origin, 2 imported
+#: messages by their sent_at too; an index of an older rule that holds such messages is rebuilt
+SAID_AT = "2"
 _INDEXED_ROLES = frozenset({"user", "assistant"})
 _BATCH = 2000  # records per transaction (and between checks for "stop")
 _SNIPPET_TOKENS = 16
 _RANK_WINDOW = 2000  # newest full-text matches ranked per query
-#: a word in more than 1% of the documents (at least RARE_MIN, at most COMMON_DOCS) is too
-#: common to rank by on its own (see ranked())
-COMMON_DOCS = 3000
-RARE_MIN = 5
 
 
 def index_path(home: Home) -> Path:
@@ -218,12 +217,19 @@ class SearchIndex:
 
     def _dated_by_import(self) -> bool:
         """An index from before imported messages were dated when said (origin.said_at) that
-        holds some (their sessions are ``name@<device>``): it is rebuilt once, vectors kept."""
-        if self.db.execute("SELECT 1 FROM meta WHERE key = 'said_at'").fetchone() is not None:
+        holds some (their sessions are ``name@<device>``, or ``chatgpt:``/``nanobot:`` ones
+        for ``memtray import``, dated when sent since ``said_at`` 2): it is rebuilt once,
+        vectors kept (a format change would drop them, and the offline model takes hours)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'said_at'").fetchone()
+        if row is not None and str(row[0]) == SAID_AT:
             return False
         with self._tx():
-            self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('said_at', '1')")
-        return self.db.execute("SELECT 1 FROM documents WHERE session GLOB '*@d*' LIMIT 1").fetchone() is not None
+            self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('said_at', ?)", (SAID_AT,))
+        if row is None and self.db.execute(
+                "SELECT 1 FROM documents WHERE session GLOB '*@d*' LIMIT 1").fetchone() is not None:
+            return True
+        return self.db.execute("SELECT 1 FROM documents WHERE session GLOB 'chatgpt:*' "
+                               "OR session GLOB 'nanobot:*' LIMIT 1").fetchone() is not None
 
     def rebuild(self, source: Store | EventLog) -> int:
         """Drop every document and index the whole log again."""
@@ -238,7 +244,7 @@ class SearchIndex:
             # vec_* keys belong to the vector table, which keeps its rows (see vectors.py)
             self.db.execute("DELETE FROM meta WHERE key != 'format' AND key NOT LIKE 'vec\\_%' ESCAPE '\\'")
             self.db.execute("INSERT INTO meta(key, value) VALUES ('generation', ?)", (os.urandom(8).hex(),))
-            self.db.execute("INSERT INTO meta(key, value) VALUES ('said_at', '1')")
+            self.db.execute("INSERT INTO meta(key, value) VALUES ('said_at', ?)", (SAID_AT,))
         self._validated = True
         return self._consume(elog, _Meta(), should_stop, rebuilding=True)
 
@@ -355,7 +361,7 @@ class SearchIndex:
         """The seqs that pass the filters (None: no filter)."""
         if kind is None and session is None:
             return None
-        filters, params = _filters(kind, session)
+        filters, params = filter_sql(kind, session)
         with self.lock, self._translate():
             rows = self.db.execute(f"SELECT seq FROM documents AS d WHERE 1{filters}", params).fetchall()
         return {int(r[0]) for r in rows}
@@ -386,7 +392,7 @@ class SearchIndex:
             raise SearchError(f"the limit must be at least 1, not {limit}")
         if kind is not None and kind not in KINDS:
             raise SearchError(f"unknown kind {kind!r}", hint=f"Use one of: {', '.join(KINDS)}.")
-        filters, params = _filters(kind, session)
+        filters, params = filter_sql(kind, session)
         if regex:
             if not query:
                 return []
@@ -411,47 +417,8 @@ class SearchIndex:
         pattern = words_pattern(pieces)
         return self._scan(" AND ".join(where), args, filters, params, pattern, limit)
 
-    def ranked(
-        self, query: str, *, limit: int = 20, kind: str | None = None, session: str | None = None
-    ) -> list[Hit]:
-        """The keyword half of hybrid search: documents with every word (BM25-ranked), then,
-        if those are fewer than ``limit``, documents with any of the informative words
-        (their hits have mode ``partial``; the fusion counts them less).
-
-        A word found in more than 1% of the documents is not informative ("the", "je",
-        "new") and is left out of the second query, which is then ranked over all its
-        matches rather than the newest few thousand. No substring fallback.
-        """
-        filters, params = _filters(kind, session)
-        words = substring_pieces(query)
-        match = fts_query(query)
-        if match is None:
-            return []
-        hits = self._fts(match, words, filters, params, limit)
-        if len(hits) >= limit or len(words) < 2:
-            return hits
-        cap = max(RARE_MIN, min(COMMON_DOCS, self.count() // 100))
-        terms = [t for t in (fts_query(w) for w in words) if t is not None and self._informative(t, cap)]
-        if not terms:
-            return hits
-        seen = {h.seq for h in hits}
-        extra = self._fts(" OR ".join(dict.fromkeys(terms)), words, filters, params, limit, windowed=False)
-        partial = [replace(h, mode="partial") for h in extra if h.seq not in seen]
-        return hits + partial[: limit - len(hits)]
-
-    def _informative(self, term: str, cap: int) -> bool:
-        with self.lock:
-            try:
-                (n,) = self.db.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ? LIMIT ?)", (term, cap + 1)
-                ).fetchone()
-            except sqlite3.OperationalError:
-                return False
-        return bool(0 < n <= cap)
-
     def _fts(
         self, match: str, query_words: list[str], filters: str, params: list[Any], limit: int,
-        windowed: bool = True,
     ) -> list[Hit]:
         # Rank (BM25) the newest _RANK_WINDOW matches only: a word found in most
         # documents would otherwise score every one of them (100 ms at 100 000
@@ -471,7 +438,7 @@ class SearchIndex:
         hits = []
         with self.lock:
             try:
-                rows = self.db.execute(top_sql, [match, *params, _RANK_WINDOW if windowed else -1, limit]).fetchall()
+                rows = self.db.execute(top_sql, [match, *params, _RANK_WINDOW, limit]).fetchall()
                 for seq, k, s, r, ts, score in rows:
                     (snip,) = self.db.execute(snippet_sql, (match, seq)).fetchone()
                     if OPEN not in snip and has_cjk(snip):  # pairs were matched, not the stored words
@@ -496,7 +463,8 @@ class SearchIndex:
         return [Hit(k, seq, s, r, ts, excerpt(text, pattern), 0.0) for seq, k, s, r, ts, text in rows]
 
 
-def _filters(kind: str | None, session: str | None) -> tuple[str, list[Any]]:
+def filter_sql(kind: str | None, session: str | None) -> tuple[str, list[Any]]:
+    """SQL conditions (`` AND d.kind = ?``...) on ``documents AS d`` for the filters, and their values."""
     sql, params = "", []
     if kind is not None:
         sql += " AND d.kind = ?"
@@ -530,7 +498,7 @@ def _connect(path: Path) -> sqlite3.Connection:
             db.execute(stmt)
         db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('format', ?)", (str(FORMAT),))
         if stored is None:  # a new file dates imported messages when said from the start
-            db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('said_at', '1')")
+            db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('said_at', ?)", (SAID_AT,))
     except BaseException:
         db.close()
         raise

@@ -48,6 +48,8 @@ from memtray.core.search.index import SearchIndex
 EXACT_BELOW = 4000
 #: candidates the signature prefilter keeps for exact re-ranking
 PREFILTER = 600
+#: stored vectors a query is compared with to learn its noise floor (:meth:`VectorStore.noise`)
+NOISE_SAMPLE = 256
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS vectors(seq INTEGER PRIMARY KEY, hash BLOB NOT NULL, "
@@ -303,3 +305,38 @@ class VectorStore:
                     scored.append((_dot(q, d) / (qn * norm), seq))
         best = heapq.nlargest(limit, scored)
         return [(seq, round(cos, 6)) for cos, seq in best]
+
+    def noise(self, vec: Sequence[float], *, allowed: set[int] | None = None) -> tuple[float, float]:
+        """The mean and standard deviation of the cosine between ``vec`` and the stored
+        vectors, from an even sample of :data:`NOISE_SAMPLE` of them: what "not near" looks
+        like for this query with this model. Cosines are not comparable between models (an
+        unrelated text scores 0.1 with one and 0.4 with another) nor between queries, but a
+        passage that is about the query stands out of this spread (the best tenth of the sample
+        is left out of it, so that passage does not widen it). ``(0.0, 0.0)`` when fewer than 8
+        vectors are stored."""
+        q = quantize(vec)
+        qn = math.sqrt(_dot(q, q))
+        seqs, _sigs = self._signatures()
+        pool = list(seqs) if allowed is None else [s for s in seqs if s in allowed]
+        if qn == 0 or len(pool) < 8:
+            return 0.0, 0.0
+        step = max(1, len(pool) // NOISE_SAMPLE)
+        chosen = pool[::step][:NOISE_SAMPLE]
+        cos: list[float] = []
+        with self.index.lock:
+            for i in range(0, len(chosen), 900):
+                part = chosen[i : i + 900]
+                marks = ",".join("?" * len(part))
+                for norm, blob in self.index.db.execute(
+                    f"SELECT norm, vec FROM vectors WHERE seq IN ({marks})", part
+                ):
+                    d = array("b")
+                    d.frombytes(blob)
+                    if len(d) == len(q) and norm:
+                        cos.append(_dot(q, d) / (qn * norm))
+        if len(cos) < 8:
+            return 0.0, 0.0
+        # the passages about the query are what should stand out: they are no part of the noise
+        cos = sorted(cos)[: len(cos) - max(1, len(cos) // 10)]
+        mean = sum(cos) / len(cos)
+        return mean, math.sqrt(sum((c - mean) ** 2 for c in cos) / len(cos))

@@ -179,6 +179,8 @@ def test_entries_without_vectors_are_said_and_still_found_by_words(
         result = run(svc.asearch("zurich"))
         assert [h.keyword_score is not None for h in result.hits] == [True]
         assert any("1 of 1 entries have no embedding yet" in n for n in result.notes)
+        assert llm_server.embedding_requests == []  # no vector to compare with: the query is not embedded
+        assert run(svc.asearch("zurich", mode="semantic")).hits == []
     finally:
         svc.close()
 
@@ -243,6 +245,7 @@ def test_a_failing_embedding_model_falls_back_to_keywords(store: Store, llm_serv
     seq = say(store, "Zürich trip in May")
     svc = service(store, embed_config(llm_server))
     try:
+        run(svc.backfill())  # with no vector at all the query is not embedded (nothing to compare)
         llm_server.script_embeddings(*down())
         result = run(svc.asearch("zurich"))
         assert result.mode == "keyword" and [h.seq for h in result.hits] == [seq]

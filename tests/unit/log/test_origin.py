@@ -88,3 +88,23 @@ def test_a_reminders_cancel_or_firing_imported_before_the_reminder_itself_still_
         assert st.reminders["R2"].active and st.reminders["R2"].fired == ["2026-12-02T10:00:00Z"]
         assert st.early == {}
     assert State.from_json(backward.to_json()).to_json() == backward.to_json()
+
+
+def test_a_message_imported_from_another_assistant_is_dated_when_it_was_sent() -> None:
+    from memtray.core.log.origin import said_at
+
+    at = "2026-12-03T14:17:00.000Z"  # when memtray import ran
+    chatgpt = Record(5, "IDS5", at, "message", 1, "chatgpt:c-1",
+                     {"role": "user", "content": "x", "sent_at": "2024-10-04T01:20:00Z"})
+    assert said_at(chatgpt) == "2024-10-04T01:20:00.000Z"  # the log's own form
+    offset = Record(6, "IDS6", at, "message", 1, "nanobot:s", {"role": "user", "content": "y",
+                                                              "sent_at": "2025-02-25T10:30:00.250+01:00"})
+    assert said_at(offset) == "2025-02-25T09:30:00.250Z"
+    future = Record(7, "IDS7", at, "message", 1, "nanobot:s", {"role": "user", "content": "z",
+                                                              "sent_at": "2027-01-01T00:00:00Z"})
+    assert said_at(future) == at  # never after it arrived here
+    for bad in ("yesterday", "", "2024-13-45T00:00:00Z"):
+        junk = Record(8, "IDS8", at, "message", 1, "nanobot:s", {"role": "user", "content": "w", "sent_at": bad})
+        assert said_at(junk) == at
+    reset = Record(9, "IDS9", at, "session.reset", 1, "nanobot:s", {"reason": "import", "sent_at": "2024-01-01T00:00Z"})
+    assert said_at(reset) == at  # only messages carry the time they were sent

@@ -1,0 +1,100 @@
+"""What a search query asks for: its content words, with the words of the asking left out.
+
+Owns the query side of the ranked search (:mod:`ranking`): a question such as
+"When did Caroline go to the LGBTQ support group?" is searched for *caroline,
+lgbtq, support, group*, each word on its own (OR, ranked by BM25), never all of
+them AND-ed. Dropped are English stop words (NLTK's list), the words a question
+is made of ("when", "did", "would", "kind of"), and the words that ask about a
+conversation rather than its subject ("say", "mention", "talk"): they are in
+almost every message or in none, and either way say nothing about which one is
+meant. A possessive "'s" is cut ("Caroline's" -> "caroline"). Chinese runs lose
+the question words and particles (什么, 怎么, 吗, 的 ...) and are then split into
+their overlapping character pairs like the index (:func:`text.cjk_split`), each
+pair a term. A query made only of such words ("who is it?") is searched by all of
+them rather than by none.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memtray.core.search.text import cjk_split, has_cjk
+
+# NLTK's English stop words (nltk.corpus.stopwords), apostrophes as typed or not
+_STOP = """
+i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he him
+his himself she she's her hers herself it it's its itself they them their theirs themselves what which who
+whom this that that'll these those am is are was were be been being have has had having do does did doing
+a an the and but if or because as until while of at by for with about against between into through during
+before after above below to from up down in out on off over under again further then once here there when
+where why how all any both each few more most other some such no nor not only own same so than too very s
+t can will just don don't should should've now d ll m o re ve y ain aren aren't couldn couldn't didn didn't
+doesn doesn't hadn hadn't hasn hasn't haven haven't isn isn't ma mightn mightn't mustn mustn't needn needn't
+shan shan't shouldn shouldn't wasn wasn't weren weren't won won't wouldn wouldn't
+"""
+# how questions are asked, and how a conversation is referred to
+_ASKING = """
+whose would could might may must shall ever also kind kinds sort type types likely lot lots something
+anything thing things many much often one ones get got
+say says said saying tell tells told mention mentions mentioned talk talks talked discuss discussed
+share shares shared ask asks asked
+"""
+#: NLTK's list as it is (the BM25 baseline of bench/locomo_recall.py uses it)
+NLTK_STOP_WORDS = frozenset(_STOP.split())
+STOP_WORDS = NLTK_STOP_WORDS | frozenset(_ASKING.split()) | frozenset(
+    w.replace("'", "") for w in _STOP.split() if "'" in w
+)
+
+#: Chinese question words and particles, removed from a query before it is split into pairs
+_CJK_ASKING = re.compile("什么时候|为什么|什么|怎么样|怎么|怎样|哪里|哪儿|哪个|哪些|多少|是不是|有没有|谁|吗|呢|吧|的")
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*\*?")
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The searchable terms of a query: ``words`` as typed (lower case, for marking the
+    excerpts) and ``fts`` (each one a quoted FTS5 string, a CJK pair or a ``word*`` prefix)."""
+
+    words: tuple[str, ...]
+    fts: tuple[str, ...]
+
+
+def content_words(query: str, *, fallback: bool = True) -> list[str]:
+    """The query's content words, lower case, in order, each once (module doc). With
+    ``fallback`` a query of stop words only is all its words, else it is none."""
+    text = query.replace("\x00", " ")
+    if has_cjk(text):
+        text = cjk_split(_CJK_ASKING.sub(" ", text))
+    found: list[str] = []
+    every: list[str] = []
+    for piece in text.split():
+        if has_cjk(piece):  # a character pair (or a lone character, which no pair matches)
+            if len(piece) > 1:
+                found.append(piece)
+            every.append(piece)
+            continue
+        for m in _WORD.finditer(piece.lower()):
+            word = m.group().replace("\u2019", "'")
+            prefix = "*" if word.endswith("*") else ""
+            stem = word.rstrip("*")
+            if stem.endswith("'s"):
+                stem = stem[:-2]
+            if not stem:
+                continue
+            every.append(stem + prefix)
+            if stem not in STOP_WORDS and stem.replace("'", "") not in STOP_WORDS:
+                found.append(stem + prefix)
+    return list(dict.fromkeys(found or (every if fallback else [])))
+
+
+def terms_of(query: str) -> Terms:
+    """:func:`content_words` as FTS5 strings: each quoted, a trailing ``*`` kept outside."""
+    words = content_words(query)
+    fts = []
+    for w in words:
+        core = w.rstrip("*")
+        quoted = '"' + core.replace('"', '""') + '"'
+        fts.append(quoted + "*" if core != w else quoted)
+    return Terms(tuple(w.rstrip("*") for w in words), tuple(fts))

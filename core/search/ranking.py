@@ -1,0 +1,193 @@
+"""The ranked keyword search behind ``hybrid``: BM25 over any of the query's words, with context.
+
+Owns the ranking that the default search (hybrid, and its keyword-only form when
+there are no vectors) and recall in a turn use. ``--mode keyword`` keeps the
+strict rules of :mod:`index` (every word, then substrings).
+
+1. **Terms**: the query's content words (:mod:`query`: stop words and question
+   words dropped), each one on its own, OR-ed: a passage that has the rare words
+   of a question ranks high without having all of them.
+2. **BM25** over every passage that has any of them (SQLite FTS5's ``bm25()``:
+   k1 1.2, b 0.75, the porter stems of the index). Each word costs a score per
+   passage holding it, so the words are taken rarest first while the passages
+   they hold stay within :data:`POSTINGS` (a word in a tenth of 100 000 entries
+   is left out once rarer words are there: its idf would add little anyway). When
+   even the rarest word is that common, the newest :data:`WINDOW` passages that
+   have *every* word are ranked instead.
+3. **Context**: a message is read with the ones around it. Of the best
+   :data:`SPREAD_FROM` messages, each lends :data:`NEIGHBOUR` of its score to the
+   message before and after it in its session and :data:`NEXT_NEIGHBOUR` to the
+   ones two away: the answer to "where did Maria go hiking?" is often the turn
+   after the one that says "hiking" ("Mount Rainier, last week!"). On the LoCoMo
+   conversations this is worth 0.09 of recall@5 (bench/BENCHMARKS.md).
+
+Scores are comparable within one query only. Equal scores go to the newer passage.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from memtray.core.search.index import SearchIndex, filter_sql
+from memtray.core.search.query import Terms, terms_of
+from memtray.core.search.text import (
+    CLOSE,
+    ELLIPSIS,
+    OPEN,
+    Hit,
+    excerpt,
+    has_cjk,
+    tidy,
+    words_pattern,
+)
+
+#: passages scored per query at most (the sum of the document frequencies of the words used)
+POSTINGS = 10_000
+#: when the rarest word alone is more common than POSTINGS: the newest passages with every word ranked
+WINDOW = 2000
+#: the best passages that lend their score to their neighbours
+SPREAD_FROM = 100
+#: passages taken by their own score before the neighbours' shares are added
+KEEP = 300
+#: share of a message's score lent to the message before and after it, and to those two away
+NEIGHBOUR = 0.5
+NEXT_NEIGHBOUR = 0.2
+_SNIPPET_SQL = (f"SELECT snippet(docs, 0, '{OPEN}', '{CLOSE}', '{ELLIPSIS}', 16) "
+                "FROM docs WHERE docs MATCH ? AND rowid = ?")
+#: how far (in seqs) a neighbour in the same session is looked for
+_REACH = 12
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A passage's score: its own BM25 (``own``, 0 when only its neighbours matched) plus
+    what its neighbours lent it."""
+
+    seq: int
+    score: float
+    own: float
+
+
+class Ranker:
+    """BM25-with-context ranking over a :class:`SearchIndex` (module doc)."""
+
+    def __init__(self, index: SearchIndex) -> None:
+        self.index = index
+
+    def scores(self, query: str | Terms, *, kind: str | None = None, session: str | None = None,
+               limit: int = 20) -> list[Scored]:
+        """The ``limit`` best passages for ``query``, best first (module doc)."""
+        return self._rank(terms_of(query) if isinstance(query, str) else query, kind, session, limit)[0]
+
+    def _rank(self, terms: Terms, kind: str | None, session: str | None,
+              limit: int) -> tuple[list[Scored], str]:
+        if not terms.fts:
+            return [], ""
+        filters, params = filter_sql(kind, session)
+        with self.index.lock:
+            try:
+                found, match = self._bm25(terms, filters, params, max(KEEP, limit))
+            except sqlite3.OperationalError:  # a query we failed to make safe: no hits, not a crash
+                return [], ""
+            own = {seq: f[0] for seq, f in found.items()}
+            total = self._with_context(own, found) if kind in (None, "message") else dict(own)
+        order = sorted(total, key=lambda s: (-total[s], -s))[:limit]
+        return [Scored(s, round(total[s], 6), round(own.get(s, 0.0), 6)) for s in order], match
+
+    def hits(self, query: str, *, kind: str | None = None, session: str | None = None,
+             limit: int = 20, exclude: Iterable[int] = (), mode: str = "keyword") -> list[Hit]:
+        """:meth:`scores` as hits, their excerpts around the query's words (FTS5's own
+        snippet, which marks every form of a word: "Zürich" for "zurich", "running" for "run")."""
+        skip = set(exclude)
+        terms = terms_of(query)
+        ranked, match = self._rank(terms, kind, session, limit + len(skip))
+        scored = [s for s in ranked if s.seq not in skip][:limit]
+        docs = self.index.documents(s.seq for s in scored)
+        pattern = words_pattern(list(terms.words))
+        out = []
+        for s in scored:
+            doc = docs.get(s.seq)
+            if doc is None:
+                continue
+            k, sess, role, ts, text = doc
+            snip = self._snippet(match, s.seq) if s.own else None
+            if snip is None or (OPEN not in snip and has_cjk(snip)):  # CJK pairs were matched, not words
+                snip = excerpt(text, pattern)
+            out.append(Hit(k, s.seq, sess, role, ts, tidy(snip), s.score, mode, s.own or None))
+        return out
+
+    def _snippet(self, match: str, seq: int) -> str | None:
+        with self.index.lock:
+            try:
+                row = self.index.db.execute(_SNIPPET_SQL, (match, seq)).fetchone()
+            except sqlite3.OperationalError:
+                return None
+        return None if row is None else str(row[0])
+
+    # --- the parts -------------------------------------------------------------------
+
+    def _df(self, term: str, cap: int) -> int:
+        (n,) = self.index.db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ? LIMIT ?)", (term, cap + 1)
+        ).fetchone()
+        return int(n)
+
+    def _bm25(self, terms: Terms, filters: str, params: list[Any],
+              keep: int) -> tuple[dict[int, tuple[float, str | None, str]], str]:
+        """``seq -> (BM25, session, kind)`` of the ``keep`` best passages, and the FTS5 match."""
+        counted = sorted(((self._df(t, POSTINGS), t) for t in dict.fromkeys(terms.fts)), key=lambda x: x[0])
+        used: list[str] = []
+        budget = 0
+        for df, term in counted:
+            if df == 0:
+                continue
+            if budget + df > POSTINGS and used:
+                break
+            used.append(term)
+            budget += df
+        if not used:
+            return {}, ""
+        cols = "SELECT d.seq, -bm25(docs) AS score, d.session, d.kind FROM docs JOIN documents AS d ON d.seq = docs.rowid"
+        if budget > POSTINGS:  # even the rarest word is everywhere: the newest with every word
+            match = " AND ".join(terms.fts)
+            sql = (f"SELECT * FROM ({cols} WHERE docs MATCH ?{filters} ORDER BY docs.rowid DESC LIMIT ?) "
+                   "ORDER BY score DESC, seq DESC LIMIT ?")
+            rows = self.index.db.execute(sql, [match, *params, WINDOW, keep]).fetchall()
+        else:
+            match = " OR ".join(used)
+            sql = f"{cols} WHERE docs MATCH ?{filters} ORDER BY score DESC, d.seq DESC LIMIT ?"
+            rows = self.index.db.execute(sql, [match, *params, keep]).fetchall()
+        return {int(seq): (float(score), sess, kind) for seq, score, sess, kind in rows if score > 0}, match
+
+    def _with_context(self, own: dict[int, float], found: dict[int, tuple[float, str | None, str]],
+                      ) -> dict[int, float]:
+        total = dict(own)
+        best = [seq for seq in sorted(own, key=lambda s: (-own[s], -s))[:SPREAD_FROM] if found[seq][2] == "message"]
+        sessions = self._message_sessions({n for seq in best for n in range(seq - _REACH, seq + _REACH + 1)})
+        for seq in best:
+            same = [n for n in range(seq - _REACH, seq + _REACH + 1) if sessions.get(n, "\0") == found[seq][1]]
+            at = same.index(seq) if seq in same else -1
+            if at < 0:
+                continue
+            before, after = same[:at][::-1], same[at + 1 :]
+            for lend, near in ((NEIGHBOUR, 0), (NEXT_NEIGHBOUR, 1)):
+                for side in (before, after):
+                    if len(side) > near:
+                        total[side[near]] = total.get(side[near], 0.0) + lend * own[seq]
+        return total
+
+    def _message_sessions(self, seqs: set[int]) -> dict[int, str | None]:
+        """``seq -> session`` of the messages among ``seqs``."""
+        wanted = sorted(seqs)
+        out: dict[int, str | None] = {}
+        for i in range(0, len(wanted), 900):
+            chunk = wanted[i : i + 900]
+            marks = ",".join("?" * len(chunk))
+            for seq, sess in self.index.db.execute(
+                f"SELECT seq, session FROM documents WHERE kind = 'message' AND seq IN ({marks})", chunk
+            ):
+                out[int(seq)] = sess
+        return out
