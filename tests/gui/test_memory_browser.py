@@ -172,7 +172,7 @@ def test_review_and_redo_after_a_consolidation(qtbot: Any, desktop: Any, llm_ser
         "removed_facts": [{"fact": "Lives in Lyon", "reason": "moved"}],
     }))
     browser.redo_model.setCurrentText("openai/test-model")
-    with qtbot.waitSignal(browser.changed, timeout=20000) as sig:
+    with qtbot.waitSignal(browser.changed, timeout=60000) as sig:
         browser.redo_btn.click()
     assert sig.args[0].reason == "redo"
     # a redo that fails is shown at the top of the list, not left behind the revision under it

@@ -39,7 +39,11 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*on TypedDict class .* using th
 
 BATCH = 5
 SAMPLES = [sample for _kind, sample, _secret in CORPUS]
-SECRETS = [secret for _kind, _sample, secret in CORPUS]
+# Every secret of the corpus, but a short number (a PIN): it is a secret only beside its name
+# ("PIN is 4711", redacted there), and the scripted model repeats each secret bare ("rotated
+# 4711"), where no rule can tell it from any other number. The PIN's own sample is checked
+# like the rest (its redacted form must reach the log, not the digits beside their name).
+SECRETS = [secret for _kind, _sample, secret in CORPUS if not (secret.isdigit() and len(secret) < 8)]
 CONFIGURED_KEY = "memtray-configured-provider-key-of-words"
 
 
@@ -167,7 +171,9 @@ def test_no_secret_reaches_the_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     leaks = []
     assert len(SECRETS) >= 150
-    for secret in [*SECRETS, CONFIGURED_KEY]:
+    # a short number is looked for beside its name: the sample as the user wrote it
+    in_context = [sample for _kind, sample, secret in CORPUS if secret not in SECRETS]
+    for secret in [*SECRETS, *in_context, CONFIGURED_KEY]:
         needle = secret.encode()
         escaped = json.dumps(secret)[1:-1].encode()
         for name, data in [*files.items(), ("git objects", git_bytes), ("model requests", sent)]:
