@@ -131,12 +131,24 @@ class ModelForm(QWidget):
         return provider_of(self.model_string() or self.current_provider().prefix + "x")
 
     def _fill_models(self, p: providers.Provider) -> None:
-        text = self.model.currentText()
+        self._replace_models(list(p.models), self.model.currentText())
+
+    def _replace_models(self, ids: list[str], text: str) -> None:
+        """The list under the model field, its text kept, without a signal: the combo's
+        own line edit is silenced too (its text passes through "" on clear(), which an
+        open Settings page took for an edit and then cleared its "Saved.")."""
+        edit = self.model.lineEdit()
         self.model.blockSignals(True)
-        self.model.clear()
-        self.model.addItems(list(p.models))
-        self.model.setCurrentText(text)
-        self.model.blockSignals(False)
+        if edit is not None:
+            edit.blockSignals(True)
+        try:
+            self.model.clear()
+            self.model.addItems(ids)
+            self.model.setCurrentText(text)
+        finally:
+            if edit is not None:
+                edit.blockSignals(False)
+            self.model.blockSignals(False)
 
     def _provider_changed(self) -> None:
         p = self.current_provider()
@@ -181,11 +193,7 @@ class ModelForm(QWidget):
 
     def _show_served(self, base: str, ids: list[str]) -> None:
         text = self.model.currentText()
-        self.model.blockSignals(True)
-        self.model.clear()
-        self.model.addItems(ids)
-        self.model.setCurrentText(text or (ids[0] if ids else ""))
-        self.model.blockSignals(False)
+        self._replace_models(ids, text or (ids[0] if ids else ""))
         if not text and ids:
             self.changed.emit()
         n = len(ids)

@@ -103,7 +103,7 @@ def said_at(record: Record) -> str:
     is shown as the peer said it (docs/SYNC.md, "Clocks"). The same holds for ``sent_at``,
     which is given in this log's own form (milliseconds, ``Z``)."""
     data = record.data
-    sent = data.get(SENT_AT_KEY) if record.type == "message" and isinstance(data, Mapping) else None
+    sent = data.get(SENT_AT_KEY) if record.type == Message.TYPE and isinstance(data, Mapping) else None
     if isinstance(sent, str):
         try:
             when = _parse(sent)

@@ -43,6 +43,7 @@ CLASSES = {cls.__name__: cls for cls in SCHEMA.types.values()}
 #: string constants equal to an event type that are not event types
 NOT_EVENT_TYPES = {
     ("core/search/index.py", "message"),  # a kind of search document
+    ("core/search/ranking.py", "message"),  # a kind of search document
     ("core/llm/client.py", "message"),  # an exception's attribute
     ("core/llm/localmodel.py", "message"),  # the OpenAI reply's member
     ("core/llm/localprovider.py", "message"),  # the OpenAI reply's member
