@@ -123,7 +123,9 @@ class RecalledLink(QWidget):
         self._loaded = False
 
     def toggle(self) -> None:
-        if self.panel.isVisible():
+        # the panel's own state, not the window's: isVisible() is False while the popup is
+        # hidden, and a click then showed the panel again instead of hiding it
+        if not self.panel.isHidden():
             self.panel.hide()
             return
         self.panel.show()
