@@ -17,7 +17,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memtray.core.agent.loop import Agent
 from memtray.core.base import config as configmod
@@ -36,6 +36,10 @@ from memtray.core.memory.service import MemoryService
 from memtray.core.reminders.service import ReminderService
 from memtray.core.reminders.tools import register_tools as register_reminder_tools
 from memtray.core.sync.service import SyncService
+
+if TYPE_CHECKING:
+    from memtray.core.mcp.client import McpTools
+    from memtray.core.search.service import SearchService
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -60,9 +64,9 @@ class App:
     notifier: NotifierSlot
     memory: MemoryService
     consolidation: ConsolidationService
-    search: Any  # memtray.core.search's SearchService, or None when the index cannot open
+    search: SearchService | None  # None when the index cannot open
     reminders: ReminderService
-    mcp: Any = None  # memtray.core.mcp.client.McpTools: other MCP servers' tools, from the first turn
+    mcp: McpTools | None = None  # other MCP servers' tools, from the first turn
     sync: SyncService | None = None  # sync with the user's other devices through a git remote
 
     @property
@@ -124,9 +128,9 @@ class App:
         return self.settings.refresh()
 
     def close(self) -> None:
-        for close in (getattr(self.mcp, "close", None), self.reminders.close, self.consolidation.close,
-                      self.memory.close, getattr(self.search, "close", None)):
-            if close is not None:
+        for close in (self.mcp and self.mcp.close, self.reminders.close, self.consolidation.close,
+                      self.memory.close, self.search and self.search.close):
+            if close:
                 with contextlib.suppress(Exception):
                     close()
         self.worker.stop()
@@ -204,7 +208,7 @@ def _prime_key(cfg: Config) -> None:
 def _build_search(
     home: Home, store: Store, settings: Settings, worker: Worker, tools: ToolRegistry, agent: Agent,
     *, start: bool,
-) -> Any:
+) -> SearchService | None:
     """The history search service with its tool (and recall for the agent); None when
     its index cannot be opened: search then says so, nothing else is affected."""
     from memtray.core.search.service import build

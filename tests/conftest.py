@@ -12,6 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # make `tests.fixtures` importable
 
+pytest_plugins = ["tests.noskip"]  # MEMTRAY_NO_SKIPS=1 (CI): a skipped test is a failure
+
 # Loopback must never go through a proxy; litellm must stay offline and quiet.
 os.environ["NO_PROXY"] = "127.0.0.1,localhost"
 os.environ["no_proxy"] = "127.0.0.1,localhost"

@@ -362,8 +362,7 @@ def preview(home: Home, m: Matcher) -> tuple[LogPlan, dict[str, int]]:
 
 def purge(app: App, m: Matcher, *, by: str = "user") -> Report:
     """Purge ``m`` from the home of a running ``app`` (see the module docstring)."""
-    cons = app.consolidation
-    if cons is not None and getattr(cons, "in_flight", None):
+    if app.consolidation.in_flight:
         raise PurgeError("a memory consolidation is running; its reply could bring the text back",
                          hint="Try again in a minute.")
     if app.store.readonly:
@@ -462,13 +461,9 @@ def _rebuild_memory(app: App, memory: Any) -> None:
         with contextlib.suppress(FileNotFoundError):
             (root / name).unlink()
     memory.reconcile()
-    try:
-        from memtray.core.audit import rebuild
-    except ImportError:  # pragma: no cover - the rebuild feature is optional
-        return
-    sync_all = getattr(rebuild, "sync_all", None)
-    if sync_all is not None:
-        sync_all(app)
+    from memtray.core.audit import rebuild
+
+    rebuild.sync_all(app)
 
 
 def _scrub_files(home: Home, m: Matcher) -> int:

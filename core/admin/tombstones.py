@@ -140,8 +140,7 @@ def apply_tombstones(app: App, tombstones: list[Record]) -> Applied:
     Refused (:class:`PurgeError`, the sync keeps it pending) while a consolidation runs."""
     if not tombstones:
         return Applied()
-    cons = app.consolidation
-    if cons is not None and getattr(cons, "in_flight", None):
+    if app.consolidation.in_flight:
         raise PurgeError("a purge from another device waits: a consolidation is running",
                          hint="It is applied at the next sync.")
     store_ = attachments.AttachmentStore(app.home.root)

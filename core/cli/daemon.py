@@ -178,8 +178,7 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
 
 
 def _busy(app: Any) -> bool:
-    cons = getattr(app, "consolidation", None)
-    return bool(getattr(cons, "in_flight", False))
+    return bool(app.consolidation.in_flight)
 
 
 def _quietly(fn: Callable[[], Any]) -> None:

@@ -381,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_remind.add_commands(sub)
     cli_admin.add_commands(sub)
     cli_daemon.add_commands(sub, serve)
-    cli_mcp.add_commands(sub, entry=main, parser=build_parser)
+    cli_mcp.add_commands(sub, entry=main)
     cli_importing.add_commands(sub)
     cli_sync.add_commands(sub)
     cli_model.add_commands(sub)

@@ -10,8 +10,6 @@ gets the command forwarded (one writer). Commands run one at a time.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
 import secrets
 import threading
@@ -49,27 +47,14 @@ def runner(home: Home, entry: Callable[[list[str]], int]) -> Any:
     return run
 
 
-def has_undo(parser: argparse.ArgumentParser) -> bool:
-    """True when this memtray has ``memory undo`` (offered as the undo_consolidation tool)."""
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            parser.parse_args(["memory", "undo", "--help"])
-    except SystemExit as exc:
-        return exc.code == 0
-    return False
-
-
 def cmd_mcp(args: argparse.Namespace, home: Home) -> int:
     from memtray.core.cli.console import served_app
 
     if served_app() is not None:
         raise MemtrayError("`memtray mcp` talks to its client over stdin/stdout; it cannot run inside another instance")
-    try:
-        from memtray.core.mcp import server as mcpserver
-    except ImportError as exc:
-        raise MemtrayError(f"the MCP server is not available ({exc})", hint="Install memtray with its dependencies (pip install memtray).") from None
-    srv = mcpserver.build(runner(home, args.mcp_entry), read_only=args.read_only,
-                          undo=not args.read_only and has_undo(args.mcp_parser()))
+    from memtray.core.mcp import server as mcpserver
+
+    srv = mcpserver.build(runner(home, args.mcp_entry), read_only=args.read_only, undo=not args.read_only)
     if args.http is None:
         _err("memtray mcp: serving " + str(home.root) + " over stdio" + (" (read-only)" if args.read_only else ""))
         srv.run("stdio")
@@ -147,20 +132,19 @@ def cmd_allow(args: argparse.Namespace, home: Home) -> int:
 
 
 def _memory(app: Any) -> Any:
-    mem = getattr(app, "memory", None) or app.memory
+    mem = app.memory
     if mem is None:
         raise MemtrayError("memory is unavailable (the data home is open read-only)", hint="Run `memtray doctor`.")
     return mem
 
 
-def add_commands(sub: Any, *, entry: Callable[[list[str]], int], parser: Callable[[], Any]) -> None:
-    """Add ``mcp``; the server runs its tools through ``entry`` (the CLI's ``main``) and asks
-    ``parser`` (``build_parser``) which commands this memtray has."""
+def add_commands(sub: Any, *, entry: Callable[[list[str]], int]) -> None:
+    """Add ``mcp``; the server runs its tools through ``entry`` (the CLI's ``main``)."""
     m = sub.add_parser("mcp", help="serve memory to MCP clients (Claude Desktop, Cursor, VS Code)")
     m.add_argument("--read-only", action="store_true", help="offer no tool that changes memory")
     m.add_argument("--http", type=_port, metavar="PORT", nargs="?", const=8765, default=None,
                    help="streamable HTTP on 127.0.0.1:PORT (default 8765) with a token, instead of stdio")
-    m.set_defaults(fn=cmd_mcp, mcp_entry=entry, mcp_parser=parser)
+    m.set_defaults(fn=cmd_mcp, mcp_entry=entry)
     ms = m.add_subparsers(dest="mcp_cmd", metavar="SUBCOMMAND")
     r = ms.add_parser("remember", help="add a fact as an MCP client (Source: mcp)")
     r.add_argument("--client", required=True, help="the client's name, recorded with the change")

@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.clock import Clock, format_ts, parse_ts
 from memtray.core.base.config import Settings
@@ -61,6 +61,7 @@ from memtray.core.log.origin import (
 from memtray.core.log.segments import Position
 from memtray.core.log.store import Entry, Store, record_ending_at
 from memtray.core.log.tombstone import Applied
+from memtray.core.memory.merge import PeerHead
 from memtray.core.sync import attach
 from memtray.core.sync.gitcli import Git, SyncError, has_password, safe_url
 from memtray.core.sync.history import git_date, purged_to, republished
@@ -74,6 +75,9 @@ from memtray.core.sync.stream import (
     memory_ref,
     tracking_ref,
 )
+
+if TYPE_CHECKING:
+    from memtray.core.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +123,7 @@ def check_remote(url: str) -> str:
 class SyncService:
     """Sync of one open store with git remotes. Built by the App (``app.sync``)."""
 
-    def __init__(self, home: Home, store: Store, memory: Any, settings: Settings, clock: Clock, *,
+    def __init__(self, home: Home, store: Store, memory: MemoryService, settings: Settings, clock: Clock, *,
                  exported: frozenset[str] = EXPORTED) -> None:
         self.home = home
         #: the event types this device publishes (a newer version's list is longer)
@@ -259,9 +263,10 @@ class SyncService:
         # 4. import: every peer's memory revisions to the merge in one call first (a merge one
         # peer made names revisions of a third device: the merge knows them when it comes)
         heads = [(p.device, r) for p in peers for r in p.records if r.type == MemoryWritten.TYPE]
-        merged = not heads or self._merge(heads, rep)
+        if heads:
+            self._merge(heads, rep)
         for peer in peers:
-            self._import(repo, peer, rep, merged)
+            self._import(repo, peer, rep)
         self._apply_tombstones(peers, rep)
         if rep.purges:  # the files a purge rewrote, from the device that purged (its new stream)
             for peer in peers:
@@ -380,25 +385,16 @@ class SyncService:
 
     # --- importing ------------------------------------------------------------------
 
-    def _merge(self, heads: Sequence[tuple[str, Record]], rep: SyncReport) -> bool:
-        merge = getattr(self.memory, "merge_peer_heads", None)
-        if merge is None:
-            return False
-        try:
-            from memtray.core.memory.merge import PeerHead  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            return False
-        outcome = merge([PeerHead(device, r.id, r.ts, dict(r.data)) for device, r in heads])
+    def _merge(self, heads: Sequence[tuple[str, Record]], rep: SyncReport) -> None:
+        outcome = self.memory.merge_peer_heads([PeerHead(device, r.id, r.ts, dict(r.data)) for device, r in heads])
         crash_point("sync.merged")
         if outcome.summary:
             rep.merges.append(str(outcome.summary))
         rep.conflicts.extend(list(outcome.conflicts))
-        return True
 
-    def _import(self, repo: LocalRepo, peer: PeerEvents, rep: SyncReport, merged: bool) -> None:
+    def _import(self, repo: LocalRepo, peer: PeerEvents, rep: SyncReport) -> None:
         """The peer's events with the cursor, IMPORT_BATCH a write, after its memory heads went
-        to the merge (``merged``: with every peer's, in one call that reads the memory history
-        once). A crash in between hands the same heads again next time, which the merge
+        to the merge (with every peer's, in one call that reads the memory history once). A crash in between hands the same heads again next time, which the merge
         recognises."""
         dev = peer.device
         records = peer.records
@@ -406,16 +402,7 @@ class SyncService:
         # a cursor names the peer's commit only once everything up to it is in; until then the
         # commit imported before, so the next sync neither skips the rest nor loses the check
         before = str((self.store.state.sync.get(dev) or {}).get("commit") or "")
-        complete = True
-        heads = [r for r in records if r.type == MemoryWritten.TYPE]
-        if heads and merged:
-            rep.merged_heads += len(heads)
-        elif heads:
-            # no merge here: stop before the first head so nothing is skipped for good
-            cut = records.index(heads[0])
-            records, last, complete = records[:cut], heads[0].seq - 1, False
-            rep.pending_heads += len(heads)
-            rep.notes.append(f"memory of {dev} not merged: this memtray cannot merge memory yet")
+        rep.merged_heads += sum(1 for r in records if r.type == MemoryWritten.TYPE)
         # the files first: a message is never shown before its attachment is here
         rep.attachments += attach.take(self.attachments, repo, peer.commit, attach.payloads(records))
         imported = 0
@@ -427,7 +414,7 @@ class SyncService:
             # kept with the version it was written in
             batch: list[Entry] = [(Verbatim(r.type, marked(r, dev), r.v), peer_session(r.session, dev), r.id)
                                   for r in chunk if r.type != MemoryWritten.TYPE]
-            commit = peer.commit if final and complete else before
+            commit = peer.commit if final else before
             batch.append((SyncPulled(device=dev, commit=commit, through=through), None, None))
             self.store.append_many(batch)
             crash_point("sync.imported")

@@ -39,7 +39,7 @@ class SyncReport:
     merges: list[str] = field(default_factory=list)  # MergeOutcome summaries
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    pending_heads: int = 0  # peer memory heads not merged (this memtray cannot merge)
+    pending_heads: int = 0  # kept in the --json shape (docs/CLI.md); every memtray since 0.3 merges, so 0
     purges: int = 0  # purge tombstones of other devices applied now
     republished: bool = False  # this device's stream was published again as a new history (a purge)
     pending_purges: list[str] = field(default_factory=list)  # tombstone event ids not applied yet

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.gui
 
 
 def _messages(pane: Any) -> list[MessageView]:
-    return [m for m in pane.view.messages() if not m.isHidden() or True]
+    return list(pane.view.messages())
 
 
 def _errors(pane: Any) -> list[ErrorView]:
@@ -28,7 +28,7 @@ def test_send_shows_streamed_markdown_reply(qtbot: Any, desktop: Any, llm_server
     desktop.show_popup()
     qtbot.waitUntil(popup.isVisible)
     pane = popup.pane
-    assert QApplication.focusWidget() is pane.input or popup.isActiveWindow() is False
+    assert popup.focusWidget() is pane.input  # the input is the focus of the popup when it opens
     qtbot.keyClicks(pane.input, "hello there")
     # the first turn of a process imports litellm (slow on a busy machine)
     with qtbot.waitSignal(pane.turn_done, timeout=60000) as sig:

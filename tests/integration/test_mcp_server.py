@@ -140,14 +140,12 @@ def test_malformed_json_rpc_does_not_kill_the_server(tmp_path: Path) -> None:
     assert b"Traceback" not in proc.stdout
 
 
-def test_undo_is_offered_exactly_when_memory_undo_exists(tmp_path: Path) -> None:
-    from memtray.core.cli.main import build_parser
-    from memtray.core.cli.mcp import has_undo
-
+def test_undo_is_offered_to_a_writing_client_and_not_to_a_read_only_one(tmp_path: Path) -> None:
     async def names(s: ClientSession) -> list[str]:
         return [tool.name for tool in (await s.list_tools()).tools]
 
-    assert ("undo_consolidation" in anyio.run(_session, tmp_path / "home", names)) == has_undo(build_parser())
+    assert "undo_consolidation" in anyio.run(_session, tmp_path / "home", names)
+    assert "undo_consolidation" not in anyio.run(_session, tmp_path / "home", names, "--read-only")
 
 
 def test_http_needs_the_token(tmp_path: Path) -> None:
@@ -233,12 +231,6 @@ def test_with_a_running_daemon_everything_goes_through_it(tmp_path: Path) -> Non
 
 
 def test_undo_takes_back_one_change_and_keeps_the_later_ones(tmp_path: Path) -> None:
-    from memtray.core.cli.main import build_parser
-    from memtray.core.cli.mcp import has_undo
-
-    if not has_undo(build_parser()):
-        pytest.skip("this memtray has no `memory undo`")
-
     async def body(s: ClientSession) -> tuple[Any, str]:
         await s.call_tool("remember", {"fact": "The user likes tea"})
         await s.call_tool("remember", {"fact": "The user likes trains"})

@@ -279,24 +279,6 @@ def test_a_sync_stopped_between_import_writes_imports_the_rest_next_time(
         assert digest(a) == digest(b)
 
 
-def test_peer_memory_this_memtray_cannot_merge_is_kept_for_later(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memtray.core.sync.service import SyncService
-
-    remote = bare(tmp_path / "remote.git")
-    with homes(tmp_path, "ab") as (a, b):
-        say(b, "before")
-        b.write(lambda: b.memory.write("# Memory\n\n- User likes tea\n", reason="user-edit", source="user"))
-        say(b, "after")
-        b.sync.sync(str(remote))
-        monkeypatch.setattr(SyncService, "_merge", lambda self, heads, rep: False)
-        rep = a.sync.sync(str(remote))
-        assert rep.pending_heads == 1 and rep.imported == 2  # "before" and its echo, nothing past the head
-        monkeypatch.undo()
-        rep = a.sync.sync(str(remote))
-        assert rep.imported == 2 and rep.pending_heads == 0
-        assert {"before", "after"} <= contents(a)
-
-
 def _copied(tmp_path: Path, remote: Path, said: str) -> tuple[App, App]:
     """Home ``a`` says ``said`` and syncs, then is copied to ``copy`` (the README's backup: copy
     the folder, device id and all); both open, for the caller to close."""

@@ -14,17 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from memtray.core.app import App
 from memtray.core.log.events import Message
-from memtray.core.memory.service import MemoryService
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, tool_call
 from tests.integration.sync_support import bare, digest, open_app
-
-if not hasattr(MemoryService, "merge_peer_heads"):  # pending on the memory merge only
-    pytest.skip("pending: MemoryService.merge_peer_heads (the memory merge) has not landed",
-                allow_module_level=True)
 
 JSON = dict[str, Any]
 FACT = re.compile(r"Remember this: (User [^.\n]+)\.")
