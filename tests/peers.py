@@ -29,7 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -41,6 +41,7 @@ INSTALL_ENV = ROOT / "packaging" / "install-env"
 BOOTSTRAP_LOCK = ROOT / "packaging" / "requirements-bootstrap.lock"
 STAMP = ".memtray-peer-built"  # written last: a directory without it is a build that did not finish
 TAIL = 40  # lines of the install log shown when a build fails
+_failed: dict[Path, str] = {}  # a build that failed is tried once per process, not once per test
 
 
 class PeerBuildError(Exception):
@@ -100,6 +101,8 @@ def _build(name: str, key: str, what: Path, steps: list[list[str]], files: tuple
     there; older builds of ``name`` are removed."""
     root = cache_root()
     target = root / f"{name}-{key}"
+    if target in _failed:
+        raise PeerBuildError(_failed[target])
     with _exclusive(root, name):
         if (target / STAMP).exists():
             return target
@@ -118,7 +121,8 @@ def _build(name: str, key: str, what: Path, steps: list[list[str]], files: tuple
             shutil.copy(f, target / f.name)
         for argv in steps:
             if not _run(argv, log, cwd=target):
-                raise PeerBuildError(f"could not build the peer {name!r} from {what} (full log: {log}):\n{_tail(log)}")
+                _failed[target] = f"could not build the peer {name!r} from {what} (full log: {log}):\n{_tail(log)}"
+                raise PeerBuildError(_failed[target])
         (target / STAMP).write_text(f"{what}\n")
         return target
 
@@ -152,20 +156,22 @@ def build_npm(name: str, locks: Path = LOCKS) -> Path:
                   [[npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"]], files=tuple(files))
 
 
+def _for_test(build: Callable[[str], Path], name: str) -> Path:
+    try:
+        return build(name)
+    except PeerBuildError as e:
+        failure = str(e)
+    pytest.fail(failure, pytrace=False)  # outside the except: the message alone, no exception chain
+
+
 def peer_python(name: str) -> Path:
     """For a test: the peer's python; a peer that cannot be built fails the test (never a skip)."""
-    try:
-        return build_python(name)
-    except PeerBuildError as e:
-        pytest.fail(str(e), pytrace=False)
+    return _for_test(build_python, name)
 
 
 def npm_peer(name: str) -> Path:
     """For a test: the folder of the npm peer; a peer that cannot be built fails the test."""
-    try:
-        return build_npm(name)
-    except PeerBuildError as e:
-        pytest.fail(str(e), pytrace=False)
+    return _for_test(build_npm, name)
 
 
 def main() -> int:
