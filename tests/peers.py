@@ -156,22 +156,22 @@ def build_npm(name: str, locks: Path = LOCKS) -> Path:
                   [[npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"]], files=tuple(files))
 
 
-def _for_test(build: Callable[[str], Path], name: str) -> Path:
+def _for_test(build: Callable[[str, Path], Path], name: str, locks: Path) -> Path:
     try:
-        return build(name)
+        return build(name, locks)
     except PeerBuildError as e:
         failure = str(e)
     pytest.fail(failure, pytrace=False)  # outside the except: the message alone, no exception chain
 
 
-def peer_python(name: str) -> Path:
+def peer_python(name: str, locks: Path = LOCKS) -> Path:
     """For a test: the peer's python; a peer that cannot be built fails the test (never a skip)."""
-    return _for_test(build_python, name)
+    return _for_test(build_python, name, locks)
 
 
-def npm_peer(name: str) -> Path:
+def npm_peer(name: str, locks: Path = LOCKS) -> Path:
     """For a test: the folder of the npm peer; a peer that cannot be built fails the test."""
-    return _for_test(build_npm, name)
+    return _for_test(build_npm, name, locks)
 
 
 def main() -> int:
