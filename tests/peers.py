@@ -31,6 +31,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -176,16 +177,12 @@ def npm_peer(name: str, locks: Path = LOCKS) -> Path:
 
 def main() -> int:
     """Build every peer (``.ci/test`` runs this before pytest); exit 1 naming each that failed."""
+    jobs: list[tuple[str, Callable[[], Path]]] = [(n, partial(build_python, n)) for n in python_peers()]
+    jobs += [(f"npm {n}", partial(build_npm, n)) for n in npm_peers()]
     failed = 0
-    for name in python_peers():
+    for name, build in jobs:
         try:
-            print(f"peer {name}: {build_python(name).parent.parent}", flush=True)
-        except PeerBuildError as e:
-            print(e, file=sys.stderr, flush=True)
-            failed += 1
-    for name in npm_peers():
-        try:
-            print(f"peer npm {name}: {build_npm(name)}", flush=True)
+            print(f"peer {name}: {build()}", flush=True)
         except PeerBuildError as e:
             print(e, file=sys.stderr, flush=True)
             failed += 1
