@@ -8,8 +8,8 @@ client on its side):
              first starts the warm instance, the next ones are forwarded to it;
 * warm    -- the instance is already warm: every call is forwarded;
 * oneshot -- `memtray --no-daemon ask`: every call imports litellm (the old way);
-* nanobot -- `nanobot agent -m` (nanobot-ai from bench/peer_nanobot's venv, or
-             $NANOBOT), every call a fresh process.
+* nanobot -- `nanobot agent -m` (nanobot-ai from the venv built from
+             packaging/peers/nanobot.lock, or $NANOBOT), every call a fresh process.
 
 Usage: bench/warm_cli.py [--rounds 3] [--burst 10] [--calls 5]
 """
@@ -31,16 +31,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.fixtures.llm_server import ScriptedLLMServer  # noqa: E402
+from tests.peers import PeerBuildError, build_python  # noqa: E402
 
 PY = sys.executable
 
 
-def _nanobot() -> str | None:
-    for cand in (os.environ.get("NANOBOT"), ROOT / "bench/peer_nanobot/.venv/bin/nanobot",
-                 Path.home() / ".cache/memtray-ci/nanobot-ai-0.3.5/bin/nanobot", shutil.which("nanobot")):
-        if cand and Path(cand).exists():
-            return str(cand)
-    return None
+def _nanobot() -> str:
+    """$NANOBOT, or the `nanobot` of the venv built from packaging/peers/nanobot.lock (tests/peers.py)."""
+    if os.environ.get("NANOBOT"):
+        return os.environ["NANOBOT"]
+    try:
+        return str(build_python("nanobot").parent / "nanobot")
+    except PeerBuildError as e:
+        raise SystemExit(str(e)) from None
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
@@ -93,7 +96,7 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="mtwarmbench"))
     home = base / "home"
     res: dict[str, list[float]] = {"burst_first": [], "burst_next": [], "warm": [], "oneshot": [], "nanobot": []}
-    print(f"load average at start: {os.getloadavg()[0]:.1f}; nanobot: {nanobot or 'not found'}", flush=True)
+    print(f"load average at start: {os.getloadavg()[0]:.1f}; nanobot: {nanobot}", flush=True)
     try:
         with ScriptedLLMServer() as srv:
             env = _env(home)
@@ -115,9 +118,8 @@ def main() -> None:
                 res["burst_next"] += times[1:]
                 res["warm"] += [_timed(_memtray("ask", f"warm {r}.{i}"), env) for i in range(args.burst)]
                 _stop_instance(home)
-                if nanobot:
-                    res["nanobot"] += [_timed([nanobot, "agent", "-m", f"nanobot {r}.{i}", "-c", str(nb_cfg),
-                                               "--no-markdown"], nb_env) for i in range(args.calls)]
+                res["nanobot"] += [_timed([nanobot, "agent", "-m", f"nanobot {r}.{i}", "-c", str(nb_cfg),
+                                           "--no-markdown"], nb_env) for i in range(args.calls)]
                 res["oneshot"] += [_timed(_memtray("--no-daemon", "ask", f"oneshot {r}.{i}"), env)
                                    for i in range(args.calls)]
                 print(f"round {r + 1}/{args.rounds} done (load {os.getloadavg()[0]:.1f})", flush=True)

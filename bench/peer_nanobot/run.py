@@ -1,7 +1,7 @@
 """memtray vs nanobot (nanobot-ai from PyPI): persistence and prompt building on one conversation.
 
-Each side runs in its own process (memtray in memtray's venv, nanobot in a
-throwaway venv at ``bench/peer_nanobot/.venv``, never a memtray dependency) and
+Each side runs in its own process (memtray in memtray's venv, nanobot in a venv
+of its own built from ``packaging/peers/nanobot.lock``, never a memtray dependency) and
 calls its own project's real code; this driver only sends them requests over
 JSON lines and interleaves them (memtray, nanobot, nanobot, memtray, ...) so both
 see the same machine load. For each N (messages already in the session):
@@ -21,7 +21,8 @@ Both sides hold the same unconsolidated tail (memtray's policy: window 100,
 keep 50). Ratio = median over interleaved pairs of memtray time / nanobot time.
 
 Usage: python bench/peer_nanobot/run.py [--sizes 100,1000,10000,100000] [--repeat 9] [--turns 200]
-First run creates the nanobot venv (pip install nanobot-ai==VERSION).
+The first run builds the nanobot venv from packaging/peers/nanobot.lock (hash-checked,
+by tests/peers.py, into $MEMTRAY_CI_CACHE/peers; CI builds the same one).
 """
 
 from __future__ import annotations
@@ -38,23 +39,17 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-NANOBOT_VERSION = "0.3.5"
-VENV = HERE / ".venv"
+sys.path.insert(0, str(HERE.parent.parent))
+
+from tests.peers import PeerBuildError, build_python  # noqa: E402
 
 
 def nanobot_python() -> Path:
-    py = VENV / "bin" / "python"
-    probe = "import importlib.metadata as m; print(m.version('nanobot-ai'))"
-    if py.exists():
-        got = subprocess.run([str(py), "-c", probe], capture_output=True, text=True)
-        if got.returncode == 0 and got.stdout.strip() == NANOBOT_VERSION:
-            return py
-    print(f"setting up {VENV} with nanobot-ai=={NANOBOT_VERSION} (once) ...", flush=True)
-    shutil.rmtree(VENV, ignore_errors=True)
-    base = shutil.which("python3.11") or sys.executable
-    subprocess.run([base, "-m", "venv", str(VENV)], check=True)
-    subprocess.run([str(py), "-m", "pip", "install", "-q", f"nanobot-ai=={NANOBOT_VERSION}"], check=True)
-    return py
+    """nanobot-ai's venv, built from packaging/peers/nanobot.lock (hash-checked) on first use."""
+    try:
+        return build_python("nanobot")
+    except PeerBuildError as e:
+        raise SystemExit(str(e)) from None
 
 
 class Worker:

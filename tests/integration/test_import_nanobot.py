@@ -1,4 +1,5 @@
-"""`memtray import nanobot` on a workspace written by nanobot-ai's own code (in a throwaway venv)."""
+"""`memtray import nanobot` on a workspace written by nanobot-ai's own code (its venv built from
+packaging/peers/nanobot.lock by tests/peers.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ from typing import Any
 
 import pytest
 
-NANOBOT_VERSION = "0.3.5"
-VENV = Path(os.environ.get("MEMTRAY_CI_CACHE", "~/.cache/memtray-ci")).expanduser() / f"nanobot-ai-{NANOBOT_VERSION}"
+from tests.peers import peer_python
 
 WRITER = textwrap.dedent('''
     import sys
@@ -39,22 +39,6 @@ WRITER = textwrap.dedent('''
 ''')
 
 
-def _nanobot_python() -> Path:
-    py = VENV / "bin" / "python"
-    probe = "import importlib.metadata as m; print(m.version('nanobot-ai'))"
-    if py.exists() and subprocess.run([str(py), "-c", probe], capture_output=True, text=True).stdout.strip() == NANOBOT_VERSION:
-        return py
-    shutil.rmtree(VENV, ignore_errors=True)
-    base = shutil.which("python3.11") or sys.executable
-    made = subprocess.run([base, "-m", "venv", str(VENV)], capture_output=True, text=True)
-    got = made.returncode == 0 and subprocess.run(
-        [str(py), "-m", "pip", "install", "-q", f"nanobot-ai=={NANOBOT_VERSION}"], capture_output=True, text=True,
-        timeout=900).returncode == 0
-    if not got:
-        pytest.skip(f"could not install nanobot-ai=={NANOBOT_VERSION} into a throwaway venv (offline?)")
-    return py
-
-
 def _memtray(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, MEMTRAY_HOME=str(home), MEMTRAY_NO_DESKTOP="1")
     return subprocess.run([sys.executable, "-m", "memtray.core.cli", *args], env=env, capture_output=True,
@@ -67,7 +51,7 @@ def _events(home: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    py = _nanobot_python()
+    py = peer_python("nanobot")
     root = tmp_path_factory.mktemp("nanobot")
     ws, sessions_root = root / "workspace", root / "sessions"
     made = subprocess.run([str(py), "-c", WRITER, str(ws), str(sessions_root)], capture_output=True, text=True,
@@ -137,7 +121,7 @@ SECRET_WRITER = textwrap.dedent('''
 def test_a_secret_in_a_session_key_never_reaches_the_disk(tmp_path: Path) -> None:
     """nanobot names sessions by channel and chat id; a token pasted as one is redacted in the
     import record's key as in the session name, and a rerun still finds the item imported."""
-    py = _nanobot_python()
+    py = peer_python("nanobot")
     ws, root = tmp_path / "ws", tmp_path / "sessions"
     made = subprocess.run([str(py), "-c", SECRET_WRITER, str(ws), str(root), SECRET], capture_output=True,
                           text=True, timeout=300)

@@ -10,51 +10,22 @@ with a local package index of small wheels and the oldest pip a supported Python
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import re
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.fixtures.wheels import sha256 as _sha
+from tests.fixtures.wheels import wheel as _wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL = ROOT / "packaging" / "install-env"
 BOOTSTRAP_LOCK = ROOT / "packaging" / "requirements-bootstrap.lock"
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a bash script")
-
-
-def _wheel(dist: Path, name: str, version: str, requires: list[str], extras: list[str] = ()) -> Path:
-    """A real, installable wheel of an empty module ``name``."""
-    tag = "py3-none-any"
-    path = dist / f"{name}-{version}-{tag}.whl"
-    info = f"{name}-{version}.dist-info"
-    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
-    meta += [f"Provides-Extra: {e}" for e in extras]
-    meta += [f"Requires-Dist: {r}" for r in requires]
-    files = {
-        f"{name}/__init__.py": f"VERSION = {version!r}\n",
-        f"{info}/METADATA": "\n".join(meta) + "\n",
-        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: {tag}\n",
-    }
-    record = []
-    for fname, body in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(body.encode()).digest()).rstrip(b"=").decode()
-        record.append(f"{fname},sha256={digest},{len(body.encode())}")
-    record.append(f"{info}/RECORD,,")
-    files[f"{info}/RECORD"] = "\n".join(record) + "\n"
-    with zipfile.ZipFile(path, "w") as zf:
-        for fname, body in files.items():
-            zf.writestr(fname, body)
-    return path
-
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pytest.fixture(scope="module")

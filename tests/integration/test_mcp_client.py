@@ -1,15 +1,14 @@
 """memtray as an MCP client: a scripted model calls real MCP servers' tools through the agent.
 
-Peers: the reference server `mcp-server-time` (PyPI, in a throwaway venv) and a hostile
-server (tests/fixtures/mcp_hostile.py) that hangs, floods, answers with instructions or exits.
+Peers: the reference servers `mcp-server-time` (PyPI) and `@modelcontextprotocol/server-everything`
+(npm), built from their locks under packaging/peers/ by tests/peers.py, and a hostile server
+(tests/fixtures/mcp_hostile.py) that hangs, floods, answers with instructions or exits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,25 +24,14 @@ from memtray.core.mcp import client as mcpclient
 from memtray.core.mcp import servers
 
 from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
+from tests.peers import npm_peer, peer_python
 from tests.support import run_cli
 
-TIME_VERSION = "2026.10.19"
-CACHE = Path("~/.cache/memtray-ci").expanduser() / f"mcp-server-time-{TIME_VERSION}"
 HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_hostile.py"
 
 
 def _time_server() -> Path:
-    exe = CACHE / "bin" / "mcp-server-time"
-    if exe.exists():
-        return exe
-    shutil.rmtree(CACHE, ignore_errors=True)
-    base = shutil.which("python3.11") or sys.executable
-    ok = subprocess.run([base, "-m", "venv", str(CACHE)], capture_output=True).returncode == 0 and subprocess.run(
-        [str(CACHE / "bin" / "python"), "-m", "pip", "install", "-q", f"mcp-server-time=={TIME_VERSION}"],
-        capture_output=True, timeout=900).returncode == 0
-    if not ok or not exe.exists():
-        pytest.skip(f"could not install mcp-server-time=={TIME_VERSION} into a throwaway venv (offline?)")
-    return exe
+    return peer_python("mcp-server-time").parent / "mcp-server-time"
 
 
 def _app(home: Home, server: ScriptedLLMServer) -> App:
@@ -165,22 +153,8 @@ def test_servers_start_at_the_first_turn_only(home: Home, llm_server: ScriptedLL
         app.close()
 
 
-NPM_CACHE = Path("~/.cache/memtray-ci/npm-everything").expanduser()
-
-
 def _everything_server() -> Path:
-    exe = NPM_CACHE / "node_modules" / ".bin" / "mcp-server-everything"
-    if exe.exists():
-        return exe
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        pytest.skip("Node.js is not installed: @modelcontextprotocol/server-everything cannot run here")
-    NPM_CACHE.mkdir(parents=True, exist_ok=True)
-    got = subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund",
-                          "@modelcontextprotocol/server-everything"], cwd=NPM_CACHE, capture_output=True, timeout=600)
-    if got.returncode != 0 or not exe.exists():
-        pytest.skip("could not install @modelcontextprotocol/server-everything from npm (offline?)")
-    return exe
+    return npm_peer("everything") / "node_modules" / ".bin" / "mcp-server-everything"
 
 
 def test_reference_everything_server_through_the_agent(home: Home, llm_server: ScriptedLLMServer) -> None:
