@@ -13,10 +13,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-pytest.importorskip("mcp")
-
 from memtray.core.app import App
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home

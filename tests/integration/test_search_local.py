@@ -12,10 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import llama_cpp  # noqa: F401  (the [local] extra: .ci/test installs it)
 import pytest
-
-pytest.importorskip("llama_cpp")
-
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.llm import localmodel
