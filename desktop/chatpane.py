@@ -357,7 +357,8 @@ class ChatPane(QWidget):
         text = self.input.toPlainText()
         if (not text.strip() and not self.attach.items) or self.busy:
             return
-        refused = self.attach.refusal(self.ctx.app.agent.llm.model)
+        agent = self.ctx.app.agent
+        refused = self.attach.refusal(agent.model_for(self.session), agent.reads_images)
         if refused:  # said before anything is sent or logged; the text and files stay
             self.attach.say(refused)
             return
