@@ -7,6 +7,7 @@ hotkey (or ``memtray toggle``) toggles. Its session key is ``"quick"``.
 from __future__ import annotations
 
 from .chatpane import ChatPane
+from .model_switch import ModelSwitch
 from .context import Context
 from .qt import (
     QCursor,
@@ -88,6 +89,10 @@ class QuickChat(QWidget):
         hl.addWidget(close)
         lay.addWidget(head)
         self.pane = ChatPane(ctx, SESSION, compact=True)
+        # which model this conversation's turns go to (remembered per session: session.model)
+        self.model_switch = ModelSwitch(ctx, lambda: self.pane.session, head)
+        self.model_switch.failed.connect(self.pane.attach.say)
+        hl.insertWidget(hl.count() - 1, self.model_switch)
         self.pane.escaped.connect(self.hide)
         self.pane.open_main.connect(self._open_main)
         lay.addWidget(self.pane, 1)
