@@ -7,8 +7,8 @@ hotkey (or ``memtray toggle``) toggles. Its session key is ``"quick"``.
 from __future__ import annotations
 
 from .chatpane import ChatPane
-from .model_switch import ModelSwitch
 from .context import Context
+from .model_switch import ModelSwitch
 from .qt import (
     QCursor,
     QFrame,
