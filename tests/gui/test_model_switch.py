@@ -11,6 +11,7 @@ import pytest
 from memtray.core.base import config
 from memtray.core.log import chats
 from memtray.core.log.attachments import prepare
+from memtray.desktop.qt import Qt
 
 from tests.fixtures.llm_server import reply
 from tests.fixtures.tiny_files import png
@@ -92,3 +93,34 @@ def test_an_image_reaches_a_model_marked_reads_images(qtbot: Any, configured_hom
         assert [p["type"] for p in parts] == ["text", "image_url"]
     finally:
         close_desktop(d)
+
+
+def test_settings_marks_the_model_as_reading_images(qtbot: Any, desktop: Any, llm_server: Any) -> None:
+    desktop.open("settings")
+    page = desktop.window.settings
+    form = page.model_form
+    assert form.model_string() == "openai/test-model" and not form.vision.isChecked()
+    form.vision.setChecked(True)
+    assert "Reads images" in page.result.text()  # an unsaved change, named
+    with qtbot.waitSignal(page.saved, timeout=10000):
+        qtbot.mouseClick(page.save_btn, Qt.MouseButton.LeftButton)
+    assert config.load(desktop.app.home, env=False).vision_models == "openai/test-model"
+    # each model keeps its own mark: another one typed shows unmarked, and marking it keeps both
+    form.model.setCurrentText("llava:13b")
+    assert not form.vision.isChecked()
+    form.vision.setChecked(True)
+    form.model.setCurrentText("test-model")
+    assert form.vision.isChecked()
+    assert page.edits()["vision_models"] == "openai/test-model,openai/llava:13b"
+    page.revert_btn.click()
+    assert page.edits() == {} and form.vision.isChecked()
+    # the quick chat sends an image to the configured model now
+    desktop.show_popup()
+    pane = desktop.popup.pane
+    pane.attach.add(prepare(png(), "red.png"))
+    pane.input.setPlainText("what is this?")
+    llm_server.script(reply("A red square."))
+    with qtbot.waitSignal(pane.turn_done, timeout=60000):
+        pane.submit()
+    parts = [m for m in llm_server.chat_requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
+    assert [p["type"] for p in parts] == ["text", "image_url"]
