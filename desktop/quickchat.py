@@ -25,6 +25,7 @@ from .qt import (
     QWidget,
     Signal,
 )
+from .wheel import guard_wheel
 
 SESSION = "quick"
 
@@ -93,6 +94,7 @@ class QuickChat(QWidget):
         self.model_switch = ModelSwitch(ctx, lambda: self.pane.session, head)
         self.model_switch.failed.connect(self.pane.attach.say)
         hl.insertWidget(hl.count() - 1, self.model_switch)
+        guard_wheel(head)  # a wheel passing over the header never switches the model
         self.pane.escaped.connect(self.hide)
         self.pane.open_main.connect(self._open_main)
         lay.addWidget(self.pane, 1)

@@ -124,3 +124,19 @@ def test_settings_marks_the_model_as_reading_images(qtbot: Any, desktop: Any, ll
         pane.submit()
     parts = [m for m in llm_server.chat_requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
     assert [p["type"] for p in parts] == ["text", "image_url"]
+
+
+def test_the_wheel_over_the_switch_changes_nothing(qtbot: Any, configured_home: Any, llm_server: Any,
+                                                   runtime_dir: Any) -> None:
+    from tests.gui.test_settings_live import _wheel
+
+    llm_server.models = ["test-model", "vision-7b"]
+    d = make_desktop(qtbot, configured_home)
+    try:
+        switch = _switch(qtbot, d)
+        d.popup.pane.input.setFocus()
+        for notches in (-3, 3, -3):
+            _wheel(switch, notches)
+        assert switch.currentData() == "" and "quick" not in d.app.store.state.sessions
+    finally:
+        close_desktop(d)
