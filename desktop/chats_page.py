@@ -229,7 +229,7 @@ class ChatsPage(QWidget):
         split.addWidget(self.pane)
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 1)
-        split.setSizes([260, 700])
+        split.setSizes([300, 700])
         lay.addWidget(split)
         #: conversations started here that have no message in the log yet
         self._started: list[str] = []
@@ -314,6 +314,8 @@ class ChatsPage(QWidget):
             self.deleted.addItem(item)
             self.deleted.setItemWidget(item, row)
         self.restore_btn.setEnabled(self.deleted.currentItem() is not None)
+        # as tall as its rows (three at most): the conversations above keep the room
+        self.deleted.setFixedHeight(height * max(1, min(len(gone), 3)) + 2 * self.deleted.frameWidth() + 4)
 
     def _show_deleted(self, on: bool) -> None:
         self.deleted.setVisible(on)
