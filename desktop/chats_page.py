@@ -215,13 +215,13 @@ class ChatsPage(QWidget):
         self.deleted.itemDoubleClicked.connect(lambda item: self.restore(str(item.data(Qt.ItemDataRole.UserRole))))
         self.deleted.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.deleted.customContextMenuRequested.connect(self._deleted_menu)
-        self.deleted.currentItemChanged.connect(lambda *_: self.restore_btn.setEnabled(
-            self.deleted.currentItem() is not None))
         self.deleted.hide()
         ll.addWidget(self.deleted)
         self.restore_btn = QPushButton("Restore")
         self.restore_btn.setEnabled(False)
         self.restore_btn.clicked.connect(self._restore_current)
+        self.deleted.currentItemChanged.connect(lambda *_: self.restore_btn.setEnabled(
+            self.deleted.currentItem() is not None))
         self.restore_btn.hide()
         ll.addWidget(self.restore_btn)
         split.addWidget(left)
