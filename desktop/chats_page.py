@@ -265,32 +265,33 @@ class ChatsPage(QWidget):
         current = self.pane.session
         self.sessions.blockSignals(True)
         self.sessions.clear()
-        width = self.sessions.viewport().width()
-        # two lines and the row's margins: the row's own size hint is not laid out yet here
-        height = self.sessions.fontMetrics().lineSpacing() * 2 + 22
         for key in names:
             info = self.infos.get(key)
-            item = QListWidgetItem()
-            item.setData(Qt.ItemDataRole.UserRole, key)
-            row = ConversationItem(self.ctx, key, info)
-            row.elide(width)
-            item.setSizeHint(QSize(width, height))
+            item = self._add_row(self.sessions, key, info)
             if info is not None and info.first_ts:
                 item.setToolTip(f"{title_of(info, key)}\nstarted {info.first_ts[:16].replace('T', ' ')}"
                                 f" · last message {str(info.last_ts)[:16].replace('T', ' ')}")
-            self.sessions.addItem(item)
-            self.sessions.setItemWidget(item, row)
             if key == current:
                 self.sessions.setCurrentItem(item)
         self.sessions.blockSignals(False)
 
+    def _add_row(self, lst: QListWidget, key: str, info: transcript.SessionInfo | None) -> QListWidgetItem:
+        """A conversation's two-line row at the end of ``lst``."""
+        width = lst.viewport().width()
+        # two lines and the row's margins: the row's own size hint is not laid out yet here
+        height = lst.fontMetrics().lineSpacing() * 2 + 22
+        item = QListWidgetItem()
+        item.setData(Qt.ItemDataRole.UserRole, key)
+        row = ConversationItem(self.ctx, key, info)
+        row.elide(width)
+        item.setSizeHint(QSize(width, height))
+        lst.addItem(item)
+        lst.setItemWidget(item, row)
+        return item
+
     def item_for(self, key: str) -> ConversationItem | None:
-        for i in range(self.sessions.count()):
-            item = self.sessions.item(i)
-            if item is not None and item.data(Qt.ItemDataRole.UserRole) == key:
-                w = self.sessions.itemWidget(item)
-                return w if isinstance(w, ConversationItem) else None
-        return None
+        """The row of ``key`` in the list, if it is there."""
+        return _row_in(self.sessions, key)
 
     def _picked(self, item: QListWidgetItem | None, _prev: Any = None) -> None:
         if item is not None:
@@ -303,18 +304,11 @@ class ChatsPage(QWidget):
         if not gone and self.deleted_btn.isChecked():
             self.deleted_btn.setChecked(False)
         self.deleted.clear()
-        width = self.deleted.viewport().width()
-        height = self.deleted.fontMetrics().lineSpacing() * 2 + 22
         for info in gone:
-            item = QListWidgetItem()
-            item.setData(Qt.ItemDataRole.UserRole, info.key)
-            row = ConversationItem(self.ctx, info.key, info)
-            row.elide(width)
-            item.setSizeHint(QSize(width, height))
-            self.deleted.addItem(item)
-            self.deleted.setItemWidget(item, row)
+            self._add_row(self.deleted, info.key, info)
         self.restore_btn.setEnabled(self.deleted.currentItem() is not None)
         # as tall as its rows (three at most): the conversations above keep the room
+        height = self.deleted.fontMetrics().lineSpacing() * 2 + 22
         self.deleted.setFixedHeight(height * max(1, min(len(gone), 3)) + 2 * self.deleted.frameWidth() + 4)
 
     def _show_deleted(self, on: bool) -> None:
@@ -323,12 +317,7 @@ class ChatsPage(QWidget):
 
     def deleted_item(self, key: str) -> ConversationItem | None:
         """The row of ``key`` under "Recently deleted", if it is there."""
-        for i in range(self.deleted.count()):
-            item = self.deleted.item(i)
-            if item is not None and item.data(Qt.ItemDataRole.UserRole) == key:
-                w = self.deleted.itemWidget(item)
-                return w if isinstance(w, ConversationItem) else None
-        return None
+        return _row_in(self.deleted, key)
 
     def _menu(self, pos: QPoint) -> None:
         item = self.sessions.itemAt(pos)
@@ -427,3 +416,12 @@ class ChatsPage(QWidget):
     def new_conversation(self) -> None:
         self.refresh(select=time.strftime("chat-%Y%m%d-%H%M%S"))
         self.pane.focus_input()
+
+
+def _row_in(lst: QListWidget, key: str) -> ConversationItem | None:
+    for i in range(lst.count()):
+        item = lst.item(i)
+        if item is not None and item.data(Qt.ItemDataRole.UserRole) == key:
+            w = lst.itemWidget(item)
+            return w if isinstance(w, ConversationItem) else None
+    return None

@@ -5,8 +5,6 @@ old logs (which have none of these events) replay as before."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from memtray.core.base.home import Home
@@ -17,18 +15,6 @@ from memtray.core.log.projections import replay
 from memtray.core.log.store import Store
 
 from tests.unit.log.test_golden import _records
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Home:
-    return Home.resolve(tmp_path / "home")
-
-
-@pytest.fixture
-def store(home: Home) -> Iterator[Store]:
-    s = Store.open(home)
-    yield s
-    s.close()
 
 
 def _keys(store: Store, *, deleted: bool = False) -> list[str]:
