@@ -4,7 +4,8 @@ restore it, pin it, choose its model. Each is one local event on the session
 folded into its :class:`~memtray.core.log.projections.SessionState`.
 
 Deleting hides a conversation, it erases nothing: its messages stay in the log, in the
-memory consolidated from them and in search, so a restore brings it back whole. Text
+memory consolidated from them and in search (recall leaves it out meanwhile), so a
+restore brings it back whole. Text
 goes for good only through ``memtray purge`` (core/admin/purge.py), the one exception
 to append-only. Like :mod:`~memtray.core.log.transcript`, these run where the state is
 written (the worker).
