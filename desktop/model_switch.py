@@ -4,7 +4,7 @@ A combo box in the quick chat's header. Its first entry is the configured model
 ("Default"); the others are the models the user has named (the fallback model, the
 models marked "Reads images"), the preset's models of the configured provider and, for
 a server the user runs (``api_base``), the models that server lists (``GET /v1/models``,
-asked once per address, off the GUI thread). Choosing one appends ``session.model``
+asked once per address when the popup is first shown, off the GUI thread). Choosing one appends ``session.model``
 (core/log/chats.py) on the worker; the agent then sends that conversation's turns to it,
 and the choice is remembered per session across restarts. The switch follows the log,
 so a choice made elsewhere (``memtray chats model``) shows at once.
@@ -55,6 +55,7 @@ class ModelSwitch(QComboBox):
         self.current = ""
         #: a server's model list by address, asked once
         self._served: dict[str, list[str]] = {}
+        self._asked = False
         self.activated.connect(self._activated)
         self.feed = Follower(ctx.bridge, self._query, self._show, name="session-model", parent=self,
                              wants=lambda change: self.session() in change.sessions)
@@ -94,17 +95,24 @@ class ModelSwitch(QComboBox):
             self.setCurrentIndex(max(self.findData(self.current), 0))
         finally:
             self.blockSignals(False)
-        self._ask_server(cfg)
+        if self._asked:
+            self.ask_server()  # the address may have changed
 
-    def _ask_server(self, cfg: Config) -> None:
-        base = cfg.api_base.strip()
+    def ask_server(self) -> None:
+        """Ask the configured server for its models, once per address (the quick chat calls
+        this when it is first shown, so starting the app sends no request)."""
+        self._asked = True
+        base = self.ctx.app.config.api_base.strip()
         if not base or base in self._served:
             return
         self._served[base] = []  # asked: once per address, whatever the answer
+        from memtray.core.base.keys import get_key, provider_of
         from memtray.core.llm.models import list_models
 
-        def ask() -> list[str]:  # the network: in a thread, never on the GUI thread or the worker's loop
-            return list_models(base, None)
+        model = self.ctx.app.config.model
+
+        def ask() -> list[str]:  # the keyring and the network: in a thread, never the GUI thread or the worker's loop
+            return list_models(base, get_key(provider_of(model)) if model else None)
 
         def got(ids: list[str]) -> None:
             self._served[base] = ids

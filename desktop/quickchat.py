@@ -139,6 +139,7 @@ class QuickChat(QWidget):
 
     def showEvent(self, e: QShowEvent) -> None:
         super().showEvent(e)
+        self.model_switch.ask_server()
         self.pane.focus_input()
         self.shown.emit()
 
