@@ -66,6 +66,8 @@ class ChatPane(QWidget):
     #: after each reply, failure or stop: ("finished"|"failed"|"cancelled", text)
     turn_done = Signal(str, str)
     busy_changed = Signal(bool)
+    #: the pane shows another session now (its key)
+    session_changed = Signal(str)
 
     def __init__(self, ctx: Context, session: str, *, compact: bool = False,
                  parent: QWidget | None = None) -> None:
@@ -184,6 +186,7 @@ class ChatPane(QWidget):
             self.view.clear()
             self.view.more.setVisible(False)  # until this session's snapshot arrives
             self.feed.request()
+            self.session_changed.emit(session)
 
     def reload(self) -> None:
         """Render the session again from the log (the next snapshot rebuilds the view)."""

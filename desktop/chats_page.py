@@ -22,6 +22,7 @@ from .bridge import Follower
 from .chatpane import ChatPane
 from .context import Context
 from .forms import error_text, label
+from .model_switch import ModelSwitch
 from .qt import (
     QAction,
     QDialog,
@@ -35,6 +36,7 @@ from .qt import (
     QMenu,
     QPoint,
     QPushButton,
+    QShowEvent,
     QSize,
     QSplitter,
     Qt,
@@ -42,6 +44,7 @@ from .qt import (
     QVBoxLayout,
     QWidget,
 )
+from .wheel import guard_wheel
 
 #: the long-running sessions of the front ends: named for where they are, not their first line
 SESSION_NAMES = {"quick": "Quick chat", "cli": "Terminal", "default": "Default"}
@@ -226,7 +229,23 @@ class ChatsPage(QWidget):
         ll.addWidget(self.restore_btn)
         split.addWidget(left)
         self.pane = ChatPane(ctx, "quick")
-        split.addWidget(self.pane)
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.setSpacing(0)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(12, 8, 12, 0)
+        bar.addStretch(1)
+        bar.addWidget(label("Model", muted=True))
+        # the open conversation's own model, as in the quick chat (session.model)
+        self.model_switch = ModelSwitch(ctx, lambda: self.pane.session, right)
+        self.model_switch.failed.connect(self.pane.attach.say)
+        self.pane.session_changed.connect(lambda _key: self.model_switch.refresh())
+        bar.addWidget(self.model_switch)
+        rl.addLayout(bar)
+        rl.addWidget(self.pane, 1)
+        guard_wheel(right)
+        split.addWidget(right)
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 1)
         split.setSizes([300, 700])
@@ -239,6 +258,10 @@ class ChatsPage(QWidget):
         self.feed = Follower(ctx.bridge, self._query, self._show_sessions, name="sessions", parent=self,
                              wants=lambda change: bool(change.sessions))
         self.feed.request()
+
+    def showEvent(self, e: QShowEvent) -> None:
+        super().showEvent(e)
+        self.model_switch.ask_server()
 
     def refresh(self, select: str | None = None) -> None:
         """Show ``select`` (or the current session) and list the sessions again."""

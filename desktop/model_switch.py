@@ -1,10 +1,10 @@
 """The per-chat model switch: which model this conversation's turns go to.
 
-A combo box in the quick chat's header. Its first entry is the configured model
+A combo box in the quick chat's header and above the Chats page's conversation. Its first entry is the configured model
 ("Default"); the others are the models the user has named (the fallback model, the
 models marked "Reads images"), the preset's models of the configured provider and, for
 a server the user runs (``api_base``), the models that server lists (``GET /v1/models``,
-asked once per address when the popup is first shown, off the GUI thread). Choosing one appends ``session.model``
+asked once per address when its view is first shown, off the GUI thread). Choosing one appends ``session.model``
 (core/log/chats.py) on the worker; the agent then sends that conversation's turns to it,
 and the choice is remembered per session across restarts. The switch follows the log,
 so a choice made elsewhere (``memtray chats model``) shows at once.

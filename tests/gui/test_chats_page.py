@@ -180,3 +180,35 @@ def test_a_delete_from_the_terminal_shows_at_once(qtbot: Any, desktop: Any) -> N
     chats.delete("chat-x")  # a second delete (a stale menu): said in words, nothing changes
     qtbot.waitUntil(lambda: chats.status.isVisibleTo(chats), timeout=10000)
     assert "already deleted" in chats.status.text()
+
+
+def test_the_open_conversation_has_its_own_model(qtbot: Any, configured_home: Any, llm_server: Any,
+                                                 runtime_dir: Any) -> None:
+    from tests.gui.conftest import close_desktop, make_desktop
+
+    llm_server.models = ["test-model", "coder-1.5b"]  # before the window shows (it asks then)
+    desktop = make_desktop(qtbot, configured_home)
+    try:
+        _own_model(qtbot, desktop)
+    finally:
+        close_desktop(desktop)
+
+
+def _own_model(qtbot: Any, desktop: Any) -> None:
+    app = desktop.app
+    _say(app, "chat-a", "first", "one")
+    _say(app, "chat-b", "second", "two")
+    chats = _chats(qtbot, desktop)
+    switch = chats.model_switch
+    qtbot.waitUntil(lambda: "openai/coder-1.5b" in switch.models(), timeout=15000)
+    chats.refresh(select="chat-a")
+    index = switch.findData("openai/coder-1.5b")
+    with qtbot.waitSignal(switch.chosen, timeout=10000):
+        switch.setCurrentIndex(index)
+        switch.activated.emit(index)
+    assert app.store.state.sessions["chat-a"].model == "openai/coder-1.5b"
+    chats.refresh(select="chat-b")  # another conversation: its own (the default)
+    qtbot.waitUntil(lambda: switch.currentData() == "", timeout=10000)
+    chats.refresh(select="chat-a")
+    qtbot.waitUntil(lambda: switch.currentData() == "openai/coder-1.5b", timeout=10000)
+    assert app.store.state.sessions["chat-b"].model is None
