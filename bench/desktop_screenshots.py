@@ -256,7 +256,7 @@ def main() -> int:
             QTimer.singleShot(500, lambda: (grab(w, "settings-unsaved"), qapp.quit()))
 
         QTimer.singleShot(300, step1)
-        QTimer.singleShot(120_000, qapp.quit)  # never hang
+        QTimer.singleShot(300_000, qapp.quit)  # never hang (a loaded machine takes minutes)
         qapp.exec()
         d.shutdown()
         app.close()

@@ -235,6 +235,7 @@ class ChatsPage(QWidget):
         rl.setSpacing(0)
         bar = QHBoxLayout()
         bar.setContentsMargins(12, 8, 12, 0)
+        bar.setSpacing(8)
         bar.addStretch(1)
         bar.addWidget(label("Model", muted=True))
         # the open conversation's own model, as in the quick chat (session.model)
