@@ -1,13 +1,16 @@
 """Take the README screenshots of the desktop app under a real X server (Xvfb).
 
     xvfb-run -a -s "-screen 0 1440x900x24" .venv/bin/python bench/desktop_screenshots.py [--dark]
+    xvfb-run -a -s "-screen 0 2880x1800x24" .venv/bin/python bench/desktop_screenshots.py --scale 2
 
 Builds an isolated data home with a short conversation (answered by the
 scripted test server, so nothing leaves the machine) and a few memory
 revisions, then saves docs/screenshots/quick-chat.png, memory-browser.png,
 settings.png, settings-sync.png (the Sync card after a sync with a bare
-repository), chats.png (titles, dates, previews, a failed turn), reminders.png,
-memory-facts.png (editing one fact) and settings-unsaved.png (with --dark: *-dark.png).
+repository), chats.png (titles, dates, previews, a failed turn, a pinned one, "Recently
+deleted" open), reminders.png, memory-facts.png (editing one fact) and settings-unsaved.png
+(with --dark: *-dark.png). With ``--scale 2`` (QT_SCALE_FACTOR, as on a 200 % screen) only
+the Chats list, the Reminders page and memory editing are saved, as *@2x.png.
 """
 
 from __future__ import annotations
@@ -63,7 +66,11 @@ MEM2 = """# About the user
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dark", action="store_true")
+    ap.add_argument("--scale", type=int, default=1, choices=(1, 2), help="2: as on a 200 %% screen")
     args = ap.parse_args()
+    if args.scale != 1:
+        os.environ["QT_SCALE_FACTOR"] = str(args.scale)
+        os.environ["QT_ENABLE_HIGHDPI_SCALING"] = "1"
     if os.environ.get("QT_QPA_PLATFORM", "xcb") != "xcb" or not os.environ.get("DISPLAY"):
         print("run under Xvfb: xvfb-run -a -s '-screen 0 1440x900x24' python bench/desktop_screenshots.py",
               file=sys.stderr)
@@ -88,7 +95,8 @@ def main() -> int:
     from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
 
     home = Home.resolve(os.environ["MEMTRAY_HOME"])
-    suffix = "-dark" if args.dark else ""
+    suffix = ("-dark" if args.dark else "") + (f"@{args.scale}x" if args.scale != 1 else "")
+    scaled_only = {"chats", "reminders", "memory-facts"} if args.scale != 1 else None
     with ScriptedLLMServer() as server:
         config.set_value(home, "model", "openai/gpt-4o-mini")
         config.set_value(home, "api_base", server.base_url)
@@ -115,6 +123,8 @@ def main() -> int:
         shots: list[tuple[str, object]] = []
 
         def grab(widget: object, name: str) -> None:
+            if scaled_only is not None and name not in scaled_only:
+                return
             QApplication.processEvents()
             screen = QGuiApplication.primaryScreen()
             pix = screen.grabWindow(0, widget.x(), widget.y(), widget.width(), widget.height())  # type: ignore[attr-defined]
@@ -176,25 +186,31 @@ def main() -> int:
 
         def step6() -> None:
             # the Chats list: titles (first line, imported, renamed), dates, previews, a failed turn
-            from memtray.core.log import transcript
+            from memtray.core.log import chats, transcript
+            from memtray.core.log.events import ImportItem, TurnFailed
 
-            say = app.store.append
-            say("message", {"role": "user", "content": "Can you compare ClickHouse and DuckDB for tidewater?"},
-                session="chat-20261201-091500")
-            say("message", {"role": "assistant", "content": "For tidewater's write-heavy logs, ClickHouse…"},
-                session="chat-20261201-091500")
-            say("message", {"role": "user", "content": "hola, ¿cómo se dice 'log shipper'?"}, session="chatgpt:c1")
-            say("import.item", {"import_id": "I", "source": "chatgpt", "key": "c1", "kind": "conversation",
-                                "digest": "d", "session": "chatgpt:c1", "messages": 1, "title": "Spanish lessons"},
-                session="chatgpt:c1")
-            say("message", {"role": "user", "content": "Draft the tidewater README intro"}, session="chat-readme")
-            transcript.rename(app.store, "chat-readme", "tidewater README")
-            say("message", {"role": "user", "content": "Summarise yesterday's incident notes"}, session="chat-incident")
-            say("turn.failed", {"error": "openai/gpt-4o-mini: cannot connect to the provider",
-                                "kind": "LLMConnectionError"}, session="chat-incident")
+            def say(session: str, role: str, text: str) -> None:
+                app.store.append(Message(role=role, content=text), session=session)
+
+            say("chat-old", "user", "Shopping list for Saturday: bread, tomatoes, coffee")
+            say("chat-20261201-091500", "user", "Can you compare ClickHouse and DuckDB for tidewater?")
+            say("chat-20261201-091500", "assistant", "For tidewater's write-heavy logs, ClickHouse…")
+            say("chatgpt:c1", "user", "hola, ¿cómo se dice 'log shipper'?")
+            app.store.append(ImportItem(import_id="I", source="chatgpt", key="c1", kind="conversation", digest="d",
+                                        session="chatgpt:c1", messages=1, title="Spanish lessons"),
+                             session="chatgpt:c1")
+            say("chat-readme", "user", "Draft the tidewater README intro")
+            say("chat-readme", "assistant", "tidewater ships your logs where they belong, in order.")
+            app.worker.call(lambda: transcript.rename(app.store, "chat-readme", "tidewater README"))
+            app.worker.call(lambda: chats.pin(app.store, "chat-readme"))
+            app.worker.call(lambda: chats.delete(app.store, "chat-old"))
+            say("chat-incident", "user", "Summarise yesterday's incident notes")
+            app.store.append(TurnFailed(error="openai/gpt-4o-mini: cannot connect to the provider",
+                                        kind="LLMConnectionError"), session="chat-incident")
             w = d.window
             w.resize(1280, 720)
             w.open("chat", "chat-incident")
+            w.chats.deleted_btn.setChecked(True)
             QTimer.singleShot(900, lambda: (grab(w, "chats"), step7()))
 
         def step7() -> None:
@@ -240,13 +256,13 @@ def main() -> int:
             QTimer.singleShot(500, lambda: (grab(w, "settings-unsaved"), qapp.quit()))
 
         QTimer.singleShot(300, step1)
-        QTimer.singleShot(120_000, qapp.quit)  # never hang
+        QTimer.singleShot(300_000, qapp.quit)  # never hang (a loaded machine takes minutes)
         qapp.exec()
         d.shutdown()
         app.close()
     for name, _w in shots:
         print(OUT / f"{name}{suffix}.png")
-    return 0 if len(shots) == 8 else 1
+    return 0 if len(shots) == (8 if scaled_only is None else len(scaled_only)) else 1
 
 
 if __name__ == "__main__":

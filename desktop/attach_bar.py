@@ -10,6 +10,7 @@ and the other attachments stay.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from memtray.core.base.errors import MemtrayError
@@ -152,14 +153,14 @@ class AttachBar(QWidget):
         except MemtrayError as exc:
             self.say(f"{exc}. {exc.hint}".strip())
 
-    def refusal(self, model: str) -> str | None:
-        """Why the attachments cannot go to ``model`` (images to a model without vision)."""
-        from memtray.core.agent.loop import supports_vision
-
+    def refusal(self, model: str, reads_images: Callable[[str], bool]) -> str | None:
+        """Why the attachments cannot go to ``model`` (images to a model that does not read
+        them, by ``reads_images``: the agent's rule, the user's "Reads images" first)."""
         images = [i.ref.name for i in self.items if i.ref.kind == "image"]
-        if images and not supports_vision(model):
+        if images and not reads_images(model):
             return (f"The model {model} cannot read images ({', '.join(images)}). Remove the image, "
-                    "or choose a model that reads images (e.g. openai/gpt-4o) in Settings.")
+                    "choose a model that reads images (e.g. openai/gpt-4o), or mark this one "
+                    "\"Reads images\" in Settings.")
         return None
 
     # --- paste and drop on the watched input --------------------------------------------

@@ -66,6 +66,8 @@ class ChatPane(QWidget):
     #: after each reply, failure or stop: ("finished"|"failed"|"cancelled", text)
     turn_done = Signal(str, str)
     busy_changed = Signal(bool)
+    #: the pane shows another session now (its key)
+    session_changed = Signal(str)
 
     def __init__(self, ctx: Context, session: str, *, compact: bool = False,
                  parent: QWidget | None = None) -> None:
@@ -184,6 +186,7 @@ class ChatPane(QWidget):
             self.view.clear()
             self.view.more.setVisible(False)  # until this session's snapshot arrives
             self.feed.request()
+            self.session_changed.emit(session)
 
     def reload(self) -> None:
         """Render the session again from the log (the next snapshot rebuilds the view)."""
@@ -357,7 +360,8 @@ class ChatPane(QWidget):
         text = self.input.toPlainText()
         if (not text.strip() and not self.attach.items) or self.busy:
             return
-        refused = self.attach.refusal(self.ctx.app.agent.llm.model)
+        agent = self.ctx.app.agent
+        refused = self.attach.refusal(agent.model_for(self.session), agent.reads_images)
         if refused:  # said before anything is sent or logged; the text and files stay
             self.attach.say(refused)
             return

@@ -17,7 +17,7 @@ from . import providers
 from .bridge import Task
 from .context import Context
 from .forms import align_labels, error_text, label, section_form, set_state
-from .qt import QComboBox, QHBoxLayout, QLineEdit, QPushButton, QWidget, Signal
+from .qt import QCheckBox, QComboBox, QHBoxLayout, QLineEdit, QPushButton, QWidget, Signal
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,14 @@ class ModelForm(QWidget):
         self.models_status = label("", muted=True)
         self.models_status.hide()
         f.addRow("", self.models_status)
+        # the user's word over litellm's list, which knows hosted models only (a local llava or
+        # qwen-vl through api_base is never in it): setting vision_models
+        self.vision = QCheckBox("Reads images")
+        self.vision.setToolTip("Send pictures to this model even if memtray does not know it reads them "
+                               "(a local vision model: llava, qwen-vl, gemma 3…)")
+        f.addRow("", self.vision)
+        #: the models marked "Reads images" (config vision_models), this form's model among them or not
+        self._vision: list[str] = []
         self.api_base = QLineEdit()
         self.api_base.setPlaceholderText("https://… (empty: the provider's default)")
         f.addRow("API base URL", self.api_base)
@@ -94,6 +102,8 @@ class ModelForm(QWidget):
         self._key_source = ""
         self.provider.currentIndexChanged.connect(self._provider_changed)
         self.model.currentTextChanged.connect(lambda _t: self._refresh_key_status())
+        self.model.currentTextChanged.connect(lambda _t: self._show_vision())
+        self.vision.toggled.connect(self._vision_toggled)
         self.model.currentTextChanged.connect(lambda _t: self.changed.emit())
         self.api_base.textChanged.connect(lambda _t: self.changed.emit())
         self.api_base.editingFinished.connect(self.fetch_models)
@@ -115,6 +125,8 @@ class ModelForm(QWidget):
         self._fill_models(p)
         self.model.setCurrentText(name)
         self.api_base.setText(cfg.api_base)
+        self._vision = cfgmod.split_models(cfg.vision_models)
+        self._show_vision()
         self._update_fields(p)
         self._refresh_key_status()
         self.fetch_models()
@@ -123,7 +135,19 @@ class ModelForm(QWidget):
         return providers.model_string(self.current_provider(), self.model.currentText())
 
     def values(self) -> dict[str, Any]:
-        return {"model": self.model_string(), "api_base": self.api_base.text().strip()}
+        return {"model": self.model_string(), "api_base": self.api_base.text().strip(),
+                "vision_models": ",".join(self._vision)}
+
+    def _vision_toggled(self, on: bool) -> None:
+        model = self.model_string()
+        self._vision = [m for m in self._vision if m != model] + ([model] if on and model else [])
+
+    def _show_vision(self) -> None:
+        """The box says whether the model in the field is marked (it follows the field; each
+        model keeps its own mark), without counting as an edit."""
+        self.vision.blockSignals(True)
+        self.vision.setChecked(self.model_string() in self._vision)
+        self.vision.blockSignals(False)
 
     def key_provider(self) -> str:
         from memtray.core.base.keys import provider_of

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .chatpane import ChatPane
 from .context import Context
+from .model_switch import ModelSwitch
 from .qt import (
     QCursor,
     QFrame,
@@ -24,6 +25,7 @@ from .qt import (
     QWidget,
     Signal,
 )
+from .wheel import guard_wheel
 
 SESSION = "quick"
 
@@ -88,6 +90,11 @@ class QuickChat(QWidget):
         hl.addWidget(close)
         lay.addWidget(head)
         self.pane = ChatPane(ctx, SESSION, compact=True)
+        # which model this conversation's turns go to (remembered per session: session.model)
+        self.model_switch = ModelSwitch(ctx, lambda: self.pane.session, head)
+        self.model_switch.failed.connect(self.pane.attach.say)
+        hl.insertWidget(hl.count() - 1, self.model_switch)
+        guard_wheel(head)  # a wheel passing over the header never switches the model
         self.pane.escaped.connect(self.hide)
         self.pane.open_main.connect(self._open_main)
         lay.addWidget(self.pane, 1)
@@ -132,6 +139,7 @@ class QuickChat(QWidget):
 
     def showEvent(self, e: QShowEvent) -> None:
         super().showEvent(e)
+        self.model_switch.ask_server()
         self.pane.focus_input()
         self.shown.emit()
 

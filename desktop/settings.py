@@ -56,6 +56,7 @@ FIELD_NAMES = {
     "model": "Model", "api_base": "API base URL", "hotkey": "Hotkey", "memory_window": "Consolidate after",
     "drop_policy": "When a fact is dropped", "launch_at_login": "Start at login", "recall": "Recall",
     "recall_limit": "Recall limit", "embedding_model": "Embedding model", "embedding_api_base": "Embedding API base",
+    "vision_models": "Reads images",
     "sync_remote": "Sync remote", "sync_enabled": "Sync automatically", "sync_interval_minutes": "Sync interval",
 }
 

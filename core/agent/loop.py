@@ -37,6 +37,7 @@ from memtray.core.base.redact import redact, redact_obj
 from memtray.core.llm import localmodel
 from memtray.core.llm.client import DeltaCallback, LLMClient, Request
 from memtray.core.llm.tools import ToolContext, ToolRegistry
+from memtray.core.log import chats
 from memtray.core.log.attachments import AttachmentStore, Prepared
 from memtray.core.log.events import (
     ContextChanged,
@@ -204,12 +205,25 @@ class Agent:
         for fn in self.before_turn:
             fn()
         images = [a.ref.name for a in attachments if a.ref.kind == "image"]
-        if images and not supports_vision(self.llm.model):
-            raise NoVision(f"the model {self.llm.model} cannot read images ({', '.join(images)})")
+        model = self.model_for(session)
+        if images and not self.reads_images(model):
+            raise NoVision(f"the model {model} cannot read images ({', '.join(images)})")
         async with self._lock(session):
             recall = await self._recall(session, text)
             user = self.log_user(session, text, recall, attachments)
             return await self._run(session, [user], on_delta, stream, tool_ctx)
+
+    def model_for(self, session: str) -> str:
+        """The model ``session``'s turns go to: the one chosen for it (``session.model``),
+        else the configured one (else the offline one)."""
+        return chats.model_of(self.store.state, session) or self.llm.model
+
+    def reads_images(self, model: str) -> bool:
+        """Whether ``model`` takes images: the user's word (setting ``vision_models``) first,
+        else litellm's list."""
+        if localmodel.is_local(model):  # the offline models read text only, whatever is said
+            return False
+        return model in self.config.vision_model_list or supports_vision(model)
 
     async def _recall(self, session: str, text: str) -> Recall | None:
         """Past snippets for this turn when ``recall`` is on; never fails the turn."""
@@ -238,7 +252,8 @@ class Agent:
     ) -> TurnResult:
         ctx = tool_ctx or ToolContext(session=session)
         tools = self.tools.specs() if self.tools else None
-        model = self.llm.model  # the configured model, else the offline one (what the request goes to)
+        chosen = chats.model_of(self.store.state, session)
+        model = chosen or self.llm.model  # this conversation's, else the configured one, else the offline one
         rounds = 0
         partial: list[str] = []
 
@@ -259,7 +274,7 @@ class Agent:
                 partial.clear()
                 try:
                     result = await self.llm.complete(
-                        Request(messages=messages, tools=tools, stream=stream), delta if stream else None
+                        Request(messages=messages, tools=tools, stream=stream, model=chosen), delta if stream else None
                     )
                 except LLMError as exc:
                     records.append(

@@ -62,6 +62,24 @@ class Config:
     sync_interval_minutes: float = 15.0
     #: where `memtray model download` fetches from (empty: https://huggingface.co; a mirror)
     model_hub: str = ""
+    #: models that read images whatever litellm's list says (a local vision model through
+    #: api_base: LM Studio, Ollama's llava or qwen-vl), comma-separated litellm model strings
+    vision_models: str = ""
+
+    @property
+    def vision_model_list(self) -> frozenset[str]:
+        """The models of :attr:`vision_models`."""
+        return frozenset(split_models(self.vision_models))
+
+
+def split_models(text: str) -> list[str]:
+    """The model strings of a comma-separated list, in order, blanks and repeats dropped."""
+    out: list[str] = []
+    for name in text.split(","):
+        name = name.strip()
+        if name and name not in out:
+            out.append(name)
+    return out
 
 
 _CHOICES = {"drop_policy": ("keep", "review"), "hold_consolidations": ("auto", "always", "never")}
@@ -128,6 +146,13 @@ def coerce(key: str, value: Any) -> Any:
                           "provides them.")
     if key == "model_hub" and out and not out.startswith(("https://", "http://")):
         raise ConfigError("model_hub must be an http(s) address", hint="e.g. https://huggingface.co or a mirror.")
+    if key == "vision_models" and out:
+        names = split_models(out)
+        bad = next((n for n in names if len(n) > 200 or any(c.isspace() for c in n) or not n.isprintable()), None)
+        if bad is not None:
+            raise ConfigError(f"vision_models: {bad[:60]!r} is not a model name",
+                              hint="Comma-separated litellm model strings, e.g. openai/llava,ollama/qwen2.5vl.")
+        out = ",".join(names)
     if key == "timezone" and out:
         from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 

@@ -366,6 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     # so `memtray --version` stays fast).
     from memtray.core.cli import admin as cli_admin
     from memtray.core.cli import audit as cli_audit
+    from memtray.core.cli import chats as cli_chats
     from memtray.core.cli import daemon as cli_daemon
     from memtray.core.cli import importing as cli_importing
     from memtray.core.cli import mcp as cli_mcp
@@ -379,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_audit.add_commands(sub)  # after cli_memory: adds memory rebuild/compare/adopt
     cli_search.add_commands(sub)
     cli_remind.add_commands(sub)
+    cli_chats.add_commands(sub)
     cli_admin.add_commands(sub)
     cli_daemon.add_commands(sub, serve)
     cli_mcp.add_commands(sub, entry=main)

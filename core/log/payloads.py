@@ -141,6 +141,45 @@ class SessionTitled(Payload):
 
 @SCHEMA.register
 @dataclass(frozen=True)
+class SessionDeleted(Payload):
+    """The user deleted a conversation: it leaves the Chats list for "Recently deleted".
+    Nothing is erased: its messages stay in the log, so ``session.restored`` brings it back
+    whole, until ``memtray purge`` removes their text (``transcript.delete``; local)."""
+
+    TYPE: ClassVar[str] = "session.deleted"
+    reason: str = "user"
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class SessionRestored(Payload):
+    """A deleted conversation is back in the Chats list (``transcript.restore``; local)."""
+
+    TYPE: ClassVar[str] = "session.restored"
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class SessionPinned(Payload):
+    """The user pinned (or unpinned) a conversation: pinned ones head the Chats list
+    (``transcript.pin``; local)."""
+
+    TYPE: ClassVar[str] = "session.pinned"
+    pinned: bool = True
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class SessionModel(Payload):
+    """The model this conversation's turns go to, chosen for it ("" again: the configured
+    model) (``transcript.choose_model``; local: another device may not have it)."""
+
+    TYPE: ClassVar[str] = "session.model"
+    model: str = ""
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
 class TurnFailed(Payload):
     """A turn ended with a provider error; the user's message stays in the log."""
 

@@ -32,16 +32,21 @@ from memtray.core.log.events import (
     ReminderCancelled,
     ReminderFired,
     ReminderScheduled,
+    SessionDeleted,
+    SessionModel,
+    SessionPinned,
     SessionReset,
+    SessionRestored,
     SessionTitled,
     SyncPulled,
     TurnFailed,
 )
 from memtray.core.log.integrations import ImportItem
 
-STATE_VERSION = 7  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
+STATE_VERSION = 8  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
 # 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events;
-# 6: unfoldable records, purges; 7: sessions' titles, first message time, last words and failed turn
+# 6: unfoldable records, purges; 7: sessions' titles, first message time, last words and failed turn;
+# 8: sessions deleted, pinned, their own model
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
 #: grows. Older ones are read back from the log when asked for (Store.consolidation).
@@ -75,6 +80,11 @@ class SessionState:
     last_words: str | None = None
     #: the turn that failed last, until a reply: {"seq": the user message, "error": why, "kind": its class}
     failed: dict[str, Any] | None = None
+    #: when the user deleted it (it is listed under "Recently deleted"), None while it is listed
+    deleted: str | None = None
+    pinned: bool = False
+    #: the model chosen for this conversation (None: the configured one)
+    model: str | None = None
 
     @property
     def preview(self) -> str | None:
@@ -87,8 +97,10 @@ class SessionState:
             self.first_ts = ts
         if role not in ("user", "assistant") or not content or content.isspace():
             return
-        if role == "user" and self.title is None:
-            self.title = first_line(content, 80)
+        if role == "user":
+            self.deleted = None  # a deleted conversation written in again is back in the list
+            if self.title is None:
+                self.title = first_line(content, 80)
         self.last_words = content[:_LAST_WORDS]
         if reply and role == "assistant":
             self.failed = None
@@ -121,6 +133,9 @@ class SessionState:
             "first_ts": self.first_ts,
             "last_words": self.last_words,
             "failed": self.failed,
+            "deleted": self.deleted,
+            "pinned": self.pinned,
+            "model": self.model,
         }
 
     @classmethod
@@ -129,6 +144,7 @@ class SessionState:
             obj["key"], list(obj["messages"]), obj["base"], obj["last_consolidated"],
             obj.get("resets", 0), obj.get("last_ts"), obj.get("title"), obj.get("titled", ""),
             obj.get("first_ts"), obj.get("last_words"), obj.get("failed"),
+            obj.get("deleted"), bool(obj.get("pinned", False)), obj.get("model"),
         )
 
 
@@ -383,6 +399,23 @@ def _session_titled(state: State, rec: Record) -> None:
     s.title, s.titled = SessionTitled.of(rec).title, "user"
 
 
+def _session_deleted(state: State, rec: Record) -> None:
+    SessionDeleted.of(rec)
+    state.session(rec.session or "default").deleted = rec.ts
+
+
+def _session_restored(state: State, rec: Record) -> None:
+    state.session(rec.session or "default").deleted = None
+
+
+def _session_pinned(state: State, rec: Record) -> None:
+    state.session(rec.session or "default").pinned = SessionPinned.of(rec).pinned
+
+
+def _session_model(state: State, rec: Record) -> None:
+    state.session(rec.session or "default").model = SessionModel.of(rec).model or None
+
+
 def _import_item(state: State, rec: Record) -> None:
     title = ImportItem.of(rec).title
     if rec.session and title:
@@ -504,6 +537,10 @@ _FOLDS: dict[str, Callable[[State, Record], None]] = {
     SyncPulled.TYPE: _sync_pulled,
     TurnFailed.TYPE: _turn_failed,
     SessionTitled.TYPE: _session_titled,
+    SessionDeleted.TYPE: _session_deleted,
+    SessionRestored.TYPE: _session_restored,
+    SessionPinned.TYPE: _session_pinned,
+    SessionModel.TYPE: _session_model,
     ImportItem.TYPE: _import_item,
 }
 

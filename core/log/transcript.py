@@ -40,6 +40,9 @@ class SessionInfo:
     first_ts: str | None = None
     preview: str | None = None  # the first line of the last thing said
     failed: bool = False  # its last turn failed and has no reply yet
+    pinned: bool = False
+    deleted: str | None = None  # when it was deleted (listed under "Recently deleted")
+    model: str | None = None  # the model chosen for it (None: the configured one)
 
 
 @dataclass(frozen=True)
@@ -84,10 +87,13 @@ def visible(msg: Shown) -> bool:
 
 
 def sessions(state: State) -> list[SessionInfo]:
-    """Every session, the most recently active first."""
-    items = [SessionInfo(key, s.last_ts, s.title, s.titled, s.first_ts, s.preview, s.failed is not None)
+    """Every session, deleted ones included (``deleted`` says): the pinned ones first,
+    then the most recently active first."""
+    items = [SessionInfo(key, s.last_ts, s.title, s.titled, s.first_ts, s.preview, s.failed is not None,
+                         s.pinned, s.deleted, s.model)
              for key, s in list(state.sessions.items())]
     items.sort(key=lambda i: i.last_ts or "", reverse=True)
+    items.sort(key=lambda i: not i.pinned)  # stable: each group keeps its order by date
     return items
 
 

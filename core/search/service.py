@@ -424,12 +424,19 @@ class SearchService:
         except (MemtrayError, TimeoutError) as exc:
             log.info("no recall for this turn: %s", exc or "search timed out")
             return None
-        hits = [h for h in found.hits if h.keyword_score is not None
-                or (strong and (h.semantic_score or 0.0) >= RECALL_MIN_SIMILARITY)][:limit]
+        # a conversation the user deleted is not brought back into another one (it stays
+        # findable by `history search` until a purge)
+        gone = self.deleted_sessions()
+        hits = [h for h in found.hits if h.session not in gone and (h.keyword_score is not None
+                or (strong and (h.semantic_score or 0.0) >= RECALL_MIN_SIMILARITY))][:limit]
         if not hits:
             return None
         docs = await asyncio.to_thread(self.index.documents, [h.seq for h in hits])
         return Recall(format_recall(hits, docs, zone), [h.seq for h in hits])
+
+    def deleted_sessions(self) -> frozenset[str]:
+        """The conversations the user deleted (core/log/chats.py): recall leaves them out."""
+        return frozenset(k for k, st in list(self.store.state.sessions.items()) if st.deleted is not None)
 
     # --- the tool ------------------------------------------------------------------
 

@@ -121,3 +121,94 @@ def test_a_failed_turn_keeps_its_mark_and_retry(qtbot: Any, desktop: Any, llm_se
     assert sig.args[0] == "finished"
     qtbot.waitUntil(lambda: pane._error is None and "Hi!" in _texts(pane), timeout=10000)
     assert isinstance(card, ErrorView)
+
+
+def _keys(lst: Any) -> list[str]:
+    return [lst.item(i).data(Qt.ItemDataRole.UserRole) for i in range(lst.count())]
+
+
+def test_delete_undo_restore_and_pin(qtbot: Any, desktop: Any) -> None:
+    app = desktop.app
+    _say(app, "quick", "what's the weather like in Lyon?", "Mild.")
+    _say(app, "chat-trip", "Plan the trip to Lisbon", "Flights first.")
+    _say(app, "chat-monad", "What is a monad?", "A burrito.")
+    chats = _chats(qtbot, desktop)
+    qtbot.waitUntil(lambda: _keys(chats.sessions)[:3] == ["chat-monad", "chat-trip", "quick"], timeout=10000)
+    # pin: on top, marked, and it stays there when another conversation moves
+    chats.pin("chat-trip")
+    qtbot.waitUntil(lambda: _keys(chats.sessions)[0] == "chat-trip", timeout=10000)
+    assert chats.item_for("chat-trip").date.text().startswith("Pinned")
+    _say(app, "quick", "and tomorrow?")
+    qtbot.waitUntil(lambda: _keys(chats.sessions)[:2] == ["chat-trip", "quick"], timeout=10000)
+    assert [a.text() for a in chats.menu_for("chat-trip").actions()] == ["Rename…", "Unpin", "Delete"]
+    # delete the open conversation: it leaves the list, the pane moves on, Undo is offered
+    chats.refresh(select="chat-monad")
+    chats.delete("chat-monad")
+    qtbot.waitUntil(lambda: "chat-monad" not in _keys(chats.sessions), timeout=10000)
+    qtbot.waitUntil(lambda: chats.undo_bar.isVisibleTo(chats), timeout=10000)
+    assert "What is a monad?" in chats.undo_text.text() and chats.pane.session != "chat-monad"
+    assert chats.deleted_btn.isVisibleTo(chats) and chats.deleted_btn.text() == "Recently deleted (1)"
+    assert app.store.state.sessions["chat-monad"].deleted is not None
+    qtbot.mouseClick(chats.undo_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "chat-monad" in _keys(chats.sessions), timeout=10000)
+    assert not chats.undo_bar.isVisibleTo(chats) and not chats.deleted_btn.isVisibleTo(chats)
+    qtbot.waitUntil(lambda: chats.pane.session == "chat-monad", timeout=10000)
+    qtbot.waitUntil(lambda: "A burrito." in _texts(chats.pane), timeout=10000)  # every message back
+    # the Delete key deletes the current one; "Recently deleted" lists it; Restore brings it back
+    chats.sessions.setFocus()
+    chats.sessions.setCurrentRow(_keys(chats.sessions).index("quick"))
+    qtbot.keyClick(chats.sessions, Qt.Key.Key_Delete)
+    qtbot.waitUntil(lambda: "quick" not in _keys(chats.sessions), timeout=10000)
+    chats.deleted_btn.click()
+    assert chats.deleted.isVisibleTo(chats) and _keys(chats.deleted) == ["quick"]
+    assert chats.deleted_item("quick").date.text().startswith("deleted")
+    chats.deleted.setCurrentRow(0)
+    qtbot.mouseClick(chats.restore_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "quick" in _keys(chats.sessions), timeout=10000)
+    assert app.store.state.sessions["quick"].deleted is None and not chats.deleted_btn.isVisibleTo(chats)
+
+
+def test_a_delete_from_the_terminal_shows_at_once(qtbot: Any, desktop: Any) -> None:
+    from memtray.core.log import chats as chat_ops
+
+    _say(desktop.app, "chat-x", "hello", "hi")
+    chats = _chats(qtbot, desktop)
+    qtbot.waitUntil(lambda: "chat-x" in _keys(chats.sessions), timeout=10000)
+    desktop.app.worker.call(lambda: chat_ops.delete(desktop.app.store, "chat-x"))  # what `chats delete` runs
+    qtbot.waitUntil(lambda: "chat-x" not in _keys(chats.sessions), timeout=10000)
+    assert chats.deleted_btn.text() == "Recently deleted (1)"
+    chats.delete("chat-x")  # a second delete (a stale menu): said in words, nothing changes
+    qtbot.waitUntil(lambda: chats.status.isVisibleTo(chats), timeout=10000)
+    assert "already deleted" in chats.status.text()
+
+
+def test_the_open_conversation_has_its_own_model(qtbot: Any, configured_home: Any, llm_server: Any,
+                                                 runtime_dir: Any) -> None:
+    from tests.gui.conftest import close_desktop, make_desktop
+
+    llm_server.models = ["test-model", "coder-1.5b"]  # before the window shows (it asks then)
+    desktop = make_desktop(qtbot, configured_home)
+    try:
+        _own_model(qtbot, desktop)
+    finally:
+        close_desktop(desktop)
+
+
+def _own_model(qtbot: Any, desktop: Any) -> None:
+    app = desktop.app
+    _say(app, "chat-a", "first", "one")
+    _say(app, "chat-b", "second", "two")
+    chats = _chats(qtbot, desktop)
+    switch = chats.model_switch
+    qtbot.waitUntil(lambda: "openai/coder-1.5b" in switch.models(), timeout=15000)
+    chats.refresh(select="chat-a")
+    index = switch.findData("openai/coder-1.5b")
+    with qtbot.waitSignal(switch.chosen, timeout=10000):
+        switch.setCurrentIndex(index)
+        switch.activated.emit(index)
+    assert app.store.state.sessions["chat-a"].model == "openai/coder-1.5b"
+    chats.refresh(select="chat-b")  # another conversation: its own (the default)
+    qtbot.waitUntil(lambda: switch.currentData() == "", timeout=10000)
+    chats.refresh(select="chat-a")
+    qtbot.waitUntil(lambda: switch.currentData() == "openai/coder-1.5b", timeout=10000)
+    assert app.store.state.sessions["chat-b"].model is None

@@ -90,3 +90,21 @@ def test_recall_is_off_by_default_and_never_fails_a_turn(home: Home, llm_server:
         assert "Okafor, wants to meet us" in sent  # keyword recall still works without vectors
     finally:
         app.close()
+
+
+def test_a_deleted_conversation_is_not_recalled_until_restored(home: Home, llm_server: ScriptedLLMServer) -> None:
+    from memtray.core.log import chats
+
+    app = App.open(home, config=config(llm_server, recall=True))
+    try:
+        append(app, "Ada's maths teacher, Mr Okafor, wants to meet us on Thursday.", "user", "chat-school")
+        app.run(app.search.backfill())
+        app.worker.call(lambda: chats.delete(app.store, "chat-school"))
+        app.run(app.agent.turn("cli", "What is my daughter's teacher called?", stream=False))
+        assert "Okafor" not in last_user_content(llm_server)
+        assert app.search.search("Okafor")  # still found by an explicit search
+        app.worker.call(lambda: chats.restore(app.store, "chat-school"))
+        app.run(app.agent.turn("cli", "And her teacher's name again?", stream=False))
+        assert "session chat-school · user: Ada's maths teacher, Mr Okafor" in last_user_content(llm_server)
+    finally:
+        app.close()

@@ -5,8 +5,6 @@ last words, and the turn that failed until a reply; the same after a full replay
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from memtray.core.base.errors import MemtrayError
@@ -17,18 +15,6 @@ from memtray.core.log.projections import first_line
 from memtray.core.log.store import Store
 
 from tests.unit.log.test_golden import _records
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Home:
-    return Home.resolve(tmp_path / "home")
-
-
-@pytest.fixture
-def store(home: Home) -> Iterator[Store]:
-    s = Store.open(home)
-    yield s
-    s.close()
 
 
 def _info(store: Store, key: str) -> transcript.SessionInfo:
