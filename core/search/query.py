@@ -18,7 +18,10 @@ year asks about what was said then: :attr:`Terms.when` holds those periods as
 prefixes of the index's UTC timestamps (``"2023-06"``, or ``"-06-"`` for a month
 of any year, ``"2023-"`` for a year) and the ranking favours the passages dated
 in them (:mod:`ranking`). "May" counts as the month only when written with a
-capital inside the sentence or next to a number ("May I ask" does not).
+capital inside the sentence or next to a number ("May I ask" does not). A
+question that asks when ("When did…", "How long…", "What year…", "什么时候…")
+sets :attr:`Terms.asks_when`: the ranking then favours the passages that say
+when (a date, "yesterday", "two weeks ago").
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ class Terms:
     fts: tuple[str, ...]
     #: the periods the query names, as prefixes of ISO timestamps (module doc)
     when: tuple[str, ...] = ()
+    #: the query asks when something happened (module doc)
+    asks_when: bool = False
 
 
 def content_words(query: str, *, fallback: bool = True) -> list[str]:
@@ -106,7 +111,17 @@ def terms_of(query: str) -> Terms:
         core = w.rstrip("*")
         quoted = '"' + core.replace('"', '""') + '"'
         fts.append(quoted + "*" if core != w else quoted)
-    return Terms(tuple(w.rstrip("*") for w in words), tuple(fts), periods(query))
+    return Terms(tuple(w.rstrip("*") for w in words), tuple(fts), periods(query), asks_when(query))
+
+
+_ASKS_WHEN = re.compile(
+    r"^\W*(?:when\b|since when\b|how long\b|what (?:time|date|day|month|year)\b|which (?:day|month|year)\b)"
+    r"|什么时候|几时|哪天|哪年|多久", re.IGNORECASE)
+
+
+def asks_when(query: str) -> bool:
+    """Whether ``query`` asks when something happened (module doc)."""
+    return _ASKS_WHEN.search(query.strip()) is not None
 
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",

@@ -9,7 +9,7 @@ import pytest
 from memtray.core.log.events import MemoryWritten, Message
 from memtray.core.log.store import Store
 from memtray.core.search.index import SearchIndex, index_path
-from memtray.core.search.query import content_words, dated_in, periods, terms_of
+from memtray.core.search.query import asks_when, content_words, dated_in, periods, terms_of
 from memtray.core.search.ranking import Ranker
 from memtray.core.search.service import SearchService
 from memtray.core.search.vectors import VectorStore
@@ -62,7 +62,26 @@ def test_a_named_month_or_year_is_a_period_and_may_the_verb_is_not() -> None:
     assert terms_of("camping in June").when == ("-06-",)
 
 
+def test_questions_that_ask_when() -> None:
+    for q in ("When did Melanie go camping?", "how long has she had the dog", "What year did they move?",
+              "Since when do you run?", "她什么时候去的北京？"):
+        assert asks_when(q) and terms_of(q).asks_when, q
+    for q in ("Where did Melanie go camping?", "what did she say when we met", "the time we met"):
+        assert not asks_when(q), q
+
+
 # --- ranking -------------------------------------------------------------------------------
+
+
+def test_a_when_question_favours_the_passage_that_says_when(store: Store, index: SearchIndex) -> None:
+    """The turn that asks about camping is shorter (BM25 likes it); the one that says when
+    the camping was is what a "when" question wants."""
+    for i in range(10):
+        say(store, f"the weather and the weekend, day {i}", session=f"s{i}")
+    asks = say(store, "What's your best camping memory with the kids?", session="a")
+    tells = say(store, "We went camping at the lake with the kids two weekends ago", session="b")
+    assert ranked(index, store, "Where did Melanie go camping?")[0] == asks
+    assert ranked(index, store, "When did Melanie go camping?")[0] == tells
 
 
 def test_a_named_month_favours_what_was_said_then(store: Store, index: SearchIndex) -> None:
