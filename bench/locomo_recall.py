@@ -317,7 +317,7 @@ def run_conversation(conv: Conversation, home: Path, args: argparse.Namespace, r
             per_cat = results[name][conv.name]
             t0 = time.perf_counter()
             for q in conv.questions:
-                ranked = fn(q.text)
+                ranked = fn(without_names(q.text, conv.speakers) if args.drop_names else q.text)
                 per_cat[q.category].add(ranked, q.evidence)
                 if name == "memtray" and args.show_misses and not q.evidence & set(ranked[:5]):
                     text = {t.dia_id: t.text for t in conv.turns}
@@ -332,6 +332,14 @@ def run_conversation(conv: Conversation, home: Path, args: argparse.Namespace, r
                 raise SystemExit(f"`memtray history search` and the in-process search differ on {q.text!r}")
     finally:
         app.close()
+
+
+def without_names(question: str, speakers: tuple[str, str]) -> str:
+    """``question`` without the two speakers' names (``--drop-names``: an analysis of what
+    the names cost, never the figure reported as recall)."""
+    for name in speakers:
+        question = re.sub(rf"\b{re.escape(name)}(?:'s)?\b", " ", question)
+    return question
 
 
 def pct(values: Sequence[float], p: float) -> float:
@@ -420,6 +428,8 @@ def main() -> int:
                     help="also run the first N questions of each conversation through `memtray history search`")
     ap.add_argument("--workdir", help="keep the data homes here and reuse them (default: a temp dir)")
     ap.add_argument("--show-misses", type=int, default=0, metavar="N", help="print N of memtray's misses at 5")
+    ap.add_argument("--drop-names", action="store_true",
+                    help="analysis: ask every retriever the questions without the speakers' names")
     ap.add_argument("--latency", action="store_true",
                     help="time the search over all the conversations in one data home instead")
     args = ap.parse_args()

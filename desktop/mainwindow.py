@@ -220,7 +220,8 @@ class MainWindow(QMainWindow):
 
         self.ctx = ctx
         self.search_field.setEnabled(True)
-        QShortcut(QKeySequence(SEARCH_KEY), self, activated=self.focus_search)
+        self.search_key = QShortcut(QKeySequence(SEARCH_KEY), self)
+        self.search_key.activated.connect(self.focus_search)
         self.chats: ChatsPage = ChatsPage(ctx)
         self._replace(0, self.chats)
         row, self._row = self._row, -1
