@@ -65,6 +65,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _common import pct  # noqa: E402
 from memtray.core.search.query import NLTK_STOP_WORDS  # noqa: E402
 
 CATEGORIES = {1: "single-hop", 2: "temporal", 3: "multi-hop", 4: "open-domain"}
@@ -342,11 +343,6 @@ def without_names(question: str, speakers: tuple[str, str]) -> str:
     return question
 
 
-def pct(values: Sequence[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p * (len(ordered) - 1)))]
-
-
 def latency(convs: Sequence[Conversation], home: Path) -> None:
     """Time the default search over all ``convs`` in one data home (module doc)."""
     from memtray.core.app import App
@@ -382,11 +378,11 @@ def latency(convs: Sequence[Conversation], home: Path) -> None:
     load_after = os.getloadavg()
     print(f"LoCoMo latency: {len(questions)} questions over one index of {documents} documents "
           f"({len(convs)} conversations)")
-    print(f"  in-process wall ms  p50 {pct(walls, 0.5):.1f}  p90 {pct(walls, 0.9):.1f}  "
-          f"p99 {pct(walls, 0.99):.1f}  max {max(walls):.1f}")
-    print(f"  in-process CPU ms   p50 {pct(cpus, 0.5):.1f}  p90 {pct(cpus, 0.9):.1f}  p99 {pct(cpus, 0.99):.1f}")
+    print(f"  in-process wall ms  p50 {pct(walls, 50):.1f}  p90 {pct(walls, 90):.1f}  "
+          f"p99 {pct(walls, 99):.1f}  max {max(walls):.1f}")
+    print(f"  in-process CPU ms   p50 {pct(cpus, 50):.1f}  p90 {pct(cpus, 90):.1f}  p99 {pct(cpus, 99):.1f}")
     print(f"  `memtray history search` wall ms (10 questions, a new process each)  "
-          f"p50 {pct(cli, 0.5):.0f}  max {max(cli):.0f}")
+          f"p50 {pct(cli, 50):.0f}  max {max(cli):.0f}")
     print(f"  load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
           f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} ({os.cpu_count()} CPUs)")
 

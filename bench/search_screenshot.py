@@ -13,28 +13,16 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _common import ROOT, screenshot_home
+
 OUT = ROOT / "docs" / "screenshots"
 QUERY = "when did we talk about the lighthouse in Brittany?"
 
 
 def main() -> int:
-    if os.environ.get("QT_QPA_PLATFORM", "xcb") != "xcb" or not os.environ.get("DISPLAY"):
-        print("run under Xvfb: xvfb-run -a -s '-screen 0 1440x900x24' python bench/search_screenshot.py",
-              file=sys.stderr)
+    if screenshot_home("search_screenshot.py", "mtsearch") is None:
         return 2
-    tmp = Path(tempfile.mkdtemp(prefix="mtsearch"))
-    os.environ["MEMTRAY_HOME"] = str(tmp / "home")
-    os.environ["XDG_RUNTIME_DIR"] = str(tmp)
-    os.environ["XDG_CONFIG_HOME"] = str(tmp / "config")
-    os.environ["OPENAI_API_KEY"] = "sk-screenshot"
-    os.environ["MEMTRAY_HOTKEY_BACKEND"] = "none"
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     from memtray.core.app import App
     from memtray.core.base import config
     from memtray.core.base.home import Home
