@@ -36,6 +36,7 @@ from .qt import (
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QResizeEvent,
     QSize,
     Qt,
     QTimer,
@@ -233,6 +234,16 @@ class SearchPage(QWidget):
             more = " (the first 30)" if n >= LIMIT else ""
             self.status.setText(f"{n} result{'s' if n != 1 else ''}{more} for “{found.query}”.")
         self.shown.emit()
+
+    def resizeEvent(self, e: QResizeEvent) -> None:
+        """Rows wrap their excerpts to the list's width: laid out again when it changes."""
+        super().resizeEvent(e)
+        width = self.results.viewport().width()
+        for i in range(self.results.count()):
+            w, item = self.item_widget(i), self.results.item(i)
+            if w is not None and item is not None:
+                w.setFixedWidth(max(width - 4, 200))
+                item.setSizeHint(QSize(width, w.sizeHint().height()))
 
     def item_widget(self, row: int) -> ResultItem | None:
         item = self.results.item(row)

@@ -147,3 +147,16 @@ def test_an_answer_to_an_older_query_is_dropped(qtbot: Any, desktop: Any) -> Non
     QApplication.processEvents()
     assert shown == ["lighthouse Ouessant"]  # the slow answer to "lightweight" was never shown
     assert "Ouessant" in page.item_widget(0).hit.snippet
+
+
+def test_results_follow_the_width_of_the_window(qtbot: Any, desktop: Any) -> None:
+    desktop.app.store.append(Message(role="user", content="the lighthouse at Ouessant " + "and the sea " * 40),
+                             session="quick")
+    win = _window(qtbot, desktop)
+    win.resize(1200, 700)
+    page = _search(qtbot, win, "lighthouse")
+    win.resize(800, 700)
+    qtbot.waitUntil(lambda: abs(page.item_widget(0).width() - (page.results.viewport().width() - 4)) <= 1,
+                    timeout=5000)
+    item = page.results.item(0)
+    assert item.sizeHint().height() == page.item_widget(0).sizeHint().height()  # taller: the excerpt wraps more
