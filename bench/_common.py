@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -87,3 +89,22 @@ def median(values: list[float]) -> float:
 
 def ms(x: float) -> str:
     return f"{x * 1000:.2f} ms"
+
+
+def screenshot_home(script: str, prefix: str = "mtshot") -> Path | None:
+    """For the screenshot scripts: None (and how to run it) unless under an X server
+    (Xvfb); else a fresh temporary folder with the data home, runtime and config
+    folders pointed into it, a fake API key, no global hotkey, litellm offline."""
+    if os.environ.get("QT_QPA_PLATFORM", "xcb") != "xcb" or not os.environ.get("DISPLAY"):
+        print(f"run under Xvfb: xvfb-run -a -s '-screen 0 1440x900x24' python bench/{script}", file=sys.stderr)
+        return None
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ["MEMTRAY_HOME"] = str(tmp / "home")
+    os.environ["XDG_RUNTIME_DIR"] = str(tmp)
+    os.environ["XDG_CONFIG_HOME"] = str(tmp / "config")
+    os.environ["OPENAI_API_KEY"] = "sk-screenshot"
+    os.environ["MEMTRAY_HOTKEY_BACKEND"] = "none"
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+    os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+    return tmp

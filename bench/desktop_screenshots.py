@@ -18,9 +18,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
+from _common import screenshot_home
 from memtray.core.log.events import Message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,19 +71,9 @@ def main() -> int:
     if args.scale != 1:
         os.environ["QT_SCALE_FACTOR"] = str(args.scale)
         os.environ["QT_ENABLE_HIGHDPI_SCALING"] = "1"
-    if os.environ.get("QT_QPA_PLATFORM", "xcb") != "xcb" or not os.environ.get("DISPLAY"):
-        print("run under Xvfb: xvfb-run -a -s '-screen 0 1440x900x24' python bench/desktop_screenshots.py",
-              file=sys.stderr)
+    tmp = screenshot_home("desktop_screenshots.py")
+    if tmp is None:
         return 2
-    tmp = Path(tempfile.mkdtemp(prefix="mtshot"))
-    os.environ["MEMTRAY_HOME"] = str(tmp / "home")
-    os.environ["XDG_RUNTIME_DIR"] = str(tmp)
-    os.environ["XDG_CONFIG_HOME"] = str(tmp / "config")
-    os.environ["OPENAI_API_KEY"] = "sk-screenshot"
-    os.environ["MEMTRAY_HOTKEY_BACKEND"] = "none"
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-    os.environ["NO_PROXY"] = "127.0.0.1,localhost"
     if args.dark:
         os.environ["QT_QPA_PLATFORMTHEME"] = ""
     from memtray.core.app import App

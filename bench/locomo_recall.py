@@ -1,7 +1,7 @@
 """Recall of history search on real conversations: LoCoMo, against BM25 and a dense baseline.
 
 Run: nice -n 10 .venv/bin/python bench/locomo_recall.py [--data DIR] [--convs 26,30,41,42,43]
-     [--tune 26,30,41] [--embed] [--cli N] [--workdir DIR] [--show-misses N]
+     [--tune 26,30,41] [--embed] [--cli N] [--workdir DIR] [--show-misses N] [--latency]
 
 LoCoMo (Maharana et al., ACL 2024; snap-research/locomo) is a set of very long
 two-person conversations whose questions name the dialog turns that hold each
@@ -29,6 +29,13 @@ For each conversation, in a fresh data home:
    floor; only with ``--embed``, which makes those vectors first with ``history
    embed``'s backfill, the way a running instance makes them in the background, and
    then memtray's hybrid search uses them too).
+
+``--latency`` measures time instead: every conversation imported into *one* data
+home (all sessions of all of them, the index a person with that history has), then
+every question asked of the default search in-process (wall and CPU time per
+question, p50/p90/p99) and the first ten through the real ``memtray history search``
+command (wall time, the Python start included), with the load average beside them
+(the machine may be shared: wall times grow with the load, CPU times much less).
 
 Printed per retriever and category: recall@5 and recall@10 (the question counts if
 at least one of its evidence turns is in the top k) and the fraction of all
@@ -58,6 +65,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _common import pct  # noqa: E402
 from memtray.core.search.query import NLTK_STOP_WORDS  # noqa: E402
 
 CATEGORIES = {1: "single-hop", 2: "temporal", 3: "multi-hop", 4: "open-domain"}
@@ -310,7 +318,7 @@ def run_conversation(conv: Conversation, home: Path, args: argparse.Namespace, r
             per_cat = results[name][conv.name]
             t0 = time.perf_counter()
             for q in conv.questions:
-                ranked = fn(q.text)
+                ranked = fn(without_names(q.text, conv.speakers) if args.drop_names else q.text)
                 per_cat[q.category].add(ranked, q.evidence)
                 if name == "memtray" and args.show_misses and not q.evidence & set(ranked[:5]):
                     text = {t.dia_id: t.text for t in conv.turns}
@@ -325,6 +333,58 @@ def run_conversation(conv: Conversation, home: Path, args: argparse.Namespace, r
                 raise SystemExit(f"`memtray history search` and the in-process search differ on {q.text!r}")
     finally:
         app.close()
+
+
+def without_names(question: str, speakers: tuple[str, str]) -> str:
+    """``question`` without the two speakers' names (``--drop-names``: an analysis of what
+    the names cost, never the figure reported as recall)."""
+    for name in speakers:
+        question = re.sub(rf"\b{re.escape(name)}(?:'s)?\b", " ", question)
+    return question
+
+
+def latency(convs: Sequence[Conversation], home: Path) -> None:
+    """Time the default search over all ``convs`` in one data home (module doc)."""
+    from memtray.core.app import App
+    from memtray.core.base.home import Home
+
+    export = home.parent / "all-conversations.json"
+    export.write_text(json.dumps([c for conv in convs for c in chatgpt_export(conv)], ensure_ascii=False),
+                      encoding="utf-8")
+    if not (home / "events").exists():
+        summary = json.loads(memtray(home, "import", "chatgpt", str(export), "--json"))
+        print(f"  one home: imported {summary['messages']} messages in {summary['items']} sessions", file=sys.stderr)
+    questions = [q.text for conv in convs for q in conv.questions]
+    load_before = os.getloadavg()
+    app = App.open(Home.resolve(home))
+    try:
+        svc = app.search
+        app.run(svc.asearch(questions[0], mode="hybrid", limit=10, kind="message"))  # the index caught up
+        walls: list[float] = []
+        cpus: list[float] = []
+        for q in questions:
+            w0, c0 = time.perf_counter(), time.process_time()
+            app.run(svc.asearch(q, mode="hybrid", limit=10, kind="message"))
+            walls.append((time.perf_counter() - w0) * 1000)
+            cpus.append((time.process_time() - c0) * 1000)
+        documents = svc.index.count()
+    finally:
+        app.close()
+    cli: list[float] = []
+    for q in questions[:10]:
+        w0 = time.perf_counter()
+        memtray(home, "history", "search", q, "--json", "--limit", "10", "--kind", "message")
+        cli.append((time.perf_counter() - w0) * 1000)
+    load_after = os.getloadavg()
+    print(f"LoCoMo latency: {len(questions)} questions over one index of {documents} documents "
+          f"({len(convs)} conversations)")
+    print(f"  in-process wall ms  p50 {pct(walls, 50):.1f}  p90 {pct(walls, 90):.1f}  "
+          f"p99 {pct(walls, 99):.1f}  max {max(walls):.1f}")
+    print(f"  in-process CPU ms   p50 {pct(cpus, 50):.1f}  p90 {pct(cpus, 90):.1f}  p99 {pct(cpus, 99):.1f}")
+    print(f"  `memtray history search` wall ms (10 questions, a new process each)  "
+          f"p50 {pct(cli, 50):.0f}  max {max(cli):.0f}")
+    print(f"  load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
+          f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} ({os.cpu_count()} CPUs)")
 
 
 def table(results: Results, convs: Sequence[str], title: str) -> list[str]:
@@ -364,6 +424,10 @@ def main() -> int:
                     help="also run the first N questions of each conversation through `memtray history search`")
     ap.add_argument("--workdir", help="keep the data homes here and reuse them (default: a temp dir)")
     ap.add_argument("--show-misses", type=int, default=0, metavar="N", help="print N of memtray's misses at 5")
+    ap.add_argument("--drop-names", action="store_true",
+                    help="analysis: ask every retriever the questions without the speakers' names")
+    ap.add_argument("--latency", action="store_true",
+                    help="time the search over all the conversations in one data home instead")
     args = ap.parse_args()
 
     data = find_data(args.data)
@@ -378,6 +442,12 @@ def main() -> int:
     convs = [load(data / f"{n}.json") for n in names]
     results: Results = defaultdict(lambda: defaultdict(lambda: defaultdict(Tally)))
     misses: list[str] = []
+    if args.latency:
+        with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
+            root = Path(args.workdir) if args.workdir else Path(tmp)
+            root.mkdir(parents=True, exist_ok=True)
+            latency(convs, root / "home-all")
+        return 0
     with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
         root = Path(args.workdir) if args.workdir else Path(tmp)
         root.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,9 @@ drawn from a fixed-seed, Zipf-weighted vocabulary) to a real store in a temp
 data home, builds the index with ``SearchIndex.sync`` (timed), then times
 ``SearchIndex.search`` (``--mode keyword``: every word) and ``Ranker.hits`` (what
 the default ``hybrid`` search runs by words: BM25 over any word, with context) for
-queries of 1–3 words, and prints p50/p99 latency. Budget: p50 <= 50 ms at 100 000
+queries of 1–3 words, and the same words asked as a question about a month ("When
+did we … in March?": the ranking's two time rules, ranking.py step 4, read the
+dates and texts of its best passages too), and prints p50/p99 latency. Budget: p50 <= 50 ms at 100 000
 entries, for both.
 """
 
@@ -106,8 +108,17 @@ def main() -> None:
                 ranker.hits(q, limit=20)
                 ranked.append((time.perf_counter() - t0) * 1000)
                 ranked_cpu.append((time.process_time() - c0) * 1000)
+            asked: list[float] = []
+            asked_cpu: list[float] = []
+            for q in queries:
+                t0, c0 = time.perf_counter(), time.process_time()
+                ranker.hits(f"When did we {q} in March?", limit=20)
+                asked.append((time.perf_counter() - t0) * 1000)
+                asked_cpu.append((time.process_time() - c0) * 1000)
             index.close()
 
+    asked.sort()
+    asked_cpu.sort()
     ranked.sort()
     ranked_cpu.sort()
     times.sort()
@@ -125,7 +136,10 @@ def main() -> None:
         print(f"substring fallback {len(fallback)} queries, median {statistics.median(fallback):.2f} ms")
     print(f"ranked p50/p99     {statistics.median(ranked):.2f} / {ranked[round(0.99 * (len(ranked) - 1))]:.2f} ms"
           f"  (CPU {statistics.median(ranked_cpu):.2f} / {ranked_cpu[round(0.99 * (len(ranked_cpu) - 1))]:.2f} ms)")
-    worst = max(statistics.median(times), statistics.median(ranked))
+    print(f"asked p50/p99      {statistics.median(asked):.2f} / {asked[round(0.99 * (len(asked) - 1))]:.2f} ms"
+          f"  (CPU {statistics.median(asked_cpu):.2f} / {asked_cpu[round(0.99 * (len(asked_cpu) - 1))]:.2f} ms;"
+          " 'When did we … in March?')")
+    worst = max(statistics.median(times), statistics.median(ranked), statistics.median(asked))
     print(f"budget p50 <= 50 ms: {'ok' if worst <= 50 else 'OVER'}")
 
 

@@ -58,6 +58,19 @@ def compose(text: str, clip: str) -> str:
     return f"Context (from my clipboard):\n{fence}\n{clip}\n{fence}\n\n{text}"
 
 
+#: pages of earlier messages loaded at most to reach a message opened from search
+GOTO_PAGES = 200
+#: how long an opened message stays marked
+MARK_MS = 4000
+
+
+def _unmark(view: MessageView) -> None:
+    try:
+        view.mark(False)
+    except RuntimeError:  # the view was deleted meanwhile (another session shown)
+        pass
+
+
 class ChatPane(QWidget):
     """Drives one session: the view, the input box and the turn on the worker."""
 
@@ -89,6 +102,9 @@ class ChatPane(QWidget):
         self._live: list[QWidget] = []
         #: counts turn starts and ends: a snapshot asked for across one is stale
         self._epoch = 0
+        #: a message to show once loaded (a search result opened here): its seq, pages left to load
+        self._goto: int | None = None
+        self._goto_pages = 0
         t = ctx.theme
 
         lay = QVBoxLayout(self)
@@ -242,6 +258,8 @@ class ChatPane(QWidget):
         self.view.scroll_to_end()
         if len(msgs) < PAGE and snap.base > 0:
             self._fill()
+        else:
+            self._seek()
 
     def _fill(self) -> None:
         """A consolidation took what was on screen into memory: the log still has it, so the
@@ -261,6 +279,7 @@ class ChatPane(QWidget):
             if page.at_start and cut < 0:
                 self._at_start = True
                 self.view.more.setVisible(False)
+            self._seek()
 
         self.ctx.bridge.call(transcript.earlier, self.ctx.app.store.log, session, self._oldest_seq, PAGE,
                              name="history-fill", on_result=filled, on_error=lambda e: log.warning(
@@ -308,14 +327,46 @@ class ChatPane(QWidget):
             return divider(self.ctx, f"used {names}")
         tag = "stopped" if m.get("stop") == "cancelled" else ("not answered" if m.get("failed") else "")
         view = MessageView(self.ctx, role, logged_text(m), tag=tag)
+        if "seq" in m:
+            view.seq = int(m["seq"])
         if role == "assistant":
             recall_view.attach(self.ctx, view, m.get("recalled"))  # "recalled: N messages"
         return view
+
+    def show_message(self, seq: int) -> None:
+        """Scroll to the logged message ``seq`` of this session and mark it for a moment,
+        loading earlier pages until it is there (a search result opened here)."""
+        self._goto, self._goto_pages = seq, GOTO_PAGES
+        if self._shown is not None and self._shown.session == self.session:
+            self._seek()  # already showing this session; else its snapshot's rebuild seeks
+
+    def _seek(self) -> None:
+        if self._goto is None:
+            return
+        view = next((v for v in self.view.messages() if v.seq == self._goto), None)
+        if view is not None:
+            self._goto = None
+            for other in self.view.messages():
+                if other.marked:
+                    other.mark(False)
+            view.mark()
+            self.view.reveal(view)
+            QTimer.singleShot(MARK_MS, lambda: _unmark(view))
+            return
+        earlier = bool(self._held) or (not self._at_start and not self.view.more.isHidden())
+        oldest = min((v.seq for v in self.view.messages() if v.seq is not None), default=None)
+        if not earlier or self._goto_pages <= 0 or (oldest is not None and oldest < self._goto):
+            self._goto = None  # not in this conversation any more (purged, or another session's)
+            self.status.setText("That message is no longer in this conversation.")
+            return
+        self._goto_pages -= 1
+        self.load_older()
 
     def load_older(self) -> None:
         if self._held:
             page, self._held = self._held[-PAGE:], self._held[:-PAGE]
             self.view.prepend([w for w in (self._widget_for(m) for m in page) if w is not None])
+            self._seek()
             return
         if self._at_start:
             return
@@ -335,8 +386,10 @@ class ChatPane(QWidget):
         self.view.more.setEnabled(True)
         self.view.more.setText("Show earlier messages")
         self.view.more.setVisible(not page.at_start)
+        self._seek()
 
     def _older_failed(self, exc: BaseException) -> None:
+        self._goto = None
         self.view.more.setEnabled(True)
         self.view.more.setText("Show earlier messages")
         self._show_error(exc, can_retry=False)

@@ -77,14 +77,15 @@ class MessageView(QFrame):
         self.ctx = ctx
         self.role = role
         self.text = text
+        #: the logged message's seq (None for one not logged yet: typed here, streaming)
+        self.seq: int | None = None
         self.codes: list[str] = []
         self.streaming = streaming
         t = ctx.theme
         self.setObjectName("msg")
-        bg = t.user_bg if role == "user" else "transparent"
-        self.setStyleSheet(
-            f"QFrame#msg {{ background: {bg}; border-radius: 10px; }}"
-        )
+        self._bg = t.user_bg if role == "user" else "transparent"
+        self.marked = False
+        self.setStyleSheet(f"QFrame#msg {{ background: {self._bg}; border-radius: 10px; }}")
         lay = QVBoxLayout(self)
         lay.setContentsMargins(12, 8, 12, 6)
         lay.setSpacing(2)
@@ -125,6 +126,12 @@ class MessageView(QFrame):
         cur = QTextCursor(self.body.document())
         cur.movePosition(QTextCursor.MoveOperation.End)
         cur.insertText(delta)
+
+    def mark(self, on: bool = True) -> None:
+        """Outline the message (a search result opened here), or not."""
+        self.marked = on
+        border = f" border: 2px solid {self.ctx.theme.accent};" if on else ""
+        self.setStyleSheet(f"QFrame#msg {{ background: {self._bg}; border-radius: 10px;{border} }}")
 
     def finish(self, text: str | None = None, tag: str = "") -> None:
         if text is not None:
@@ -352,6 +359,16 @@ class ChatView(QScrollArea):
             if isinstance(w, MessageView):
                 out.append(w)
         return out
+
+    def reveal(self, w: QWidget) -> None:
+        """Scroll so that ``w`` is in view (after the layout placed it), and stay there."""
+        self._stick = False
+
+        def go() -> None:
+            self._stick = False
+            self.ensureWidgetVisible(w, 0, 60)
+
+        QTimer.singleShot(0, go)
 
     def scroll_to_end(self) -> None:
         self._stick = True

@@ -19,11 +19,15 @@ from .qt import (
     QFrame,
     QGuiApplication,
     QHBoxLayout,
+    QKeyEvent,
+    QKeySequence,
     QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QMainWindow,
     QPushButton,
+    QShortcut,
     QSize,
     QStackedWidget,
     QTimer,
@@ -40,10 +44,40 @@ if TYPE_CHECKING:
     from .context import Context
     from .memory_browser import MemoryBrowser
     from .reminders_view import RemindersPage
+    from .search_view import SearchPage
     from .settings import SettingsPage
 
 PAGES = ("chat", "memory", "reminders", "settings")
 NAV_LABELS = ("Chats", "Memory", "Reminders", "Settings")
+#: the stack's page of search results (not in the navigation: the field above it shows it)
+SEARCH_PAGE = len(PAGES)
+SEARCH_KEY = "Ctrl+K"
+
+
+class SearchField(QLineEdit):
+    """The search field above the navigation: Esc clears it (and leaves the results),
+    Down moves to the results, Enter searches at once."""
+
+    escaped = Signal()
+    down = Signal()
+    entered = Signal()
+
+    def keyPressEvent(self, e: QKeyEvent) -> None:
+        # Qt's namespace not at import: the window's frame paints before it is built
+        from .qt import Qt
+
+        key = e.key()
+        if key == Qt.Key.Key_Escape:
+            self.escaped.emit()
+            return
+        if key == Qt.Key.Key_Down:
+            self.down.emit()
+            return
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.entered.emit()
+            return
+        super().keyPressEvent(e)
+
 class Banner(QFrame):
     action = Signal(str)
     invoked = Signal(str, str)  # (action key, target): one of the notification's extra actions
@@ -128,7 +162,29 @@ class MainWindow(QMainWindow):
         )
         for label in NAV_LABELS:
             self.nav.addItem(QListWidgetItem(label))
-        outer.addWidget(self.nav)
+        left = QWidget()
+        left.setObjectName("navColumn")
+        left.setFixedWidth(168)
+        left.setStyleSheet(f"QWidget#navColumn {{ background: {t.surface}; border-right: 1px solid {t.border}; }}")
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(8, 10, 0, 0)
+        ll.setSpacing(0)
+        self.search_field = SearchField()
+        self.search_field.setPlaceholderText("Search…")
+        self.search_field.setToolTip(f"Search conversations, diary and memory ({SEARCH_KEY})")
+        self.search_field.setClearButtonEnabled(True)
+        self.search_field.setEnabled(ctx is not None)  # searching needs the App (attach)
+        self.search_field.textChanged.connect(self._search_typed)
+        self.search_field.escaped.connect(self.leave_search)
+        self.search_field.down.connect(lambda: self._search_page().focus_results())
+        self.search_field.entered.connect(lambda: self._search_typed(self.search_field.text(), now=True))
+        ll.addWidget(self.search_field)
+        self.nav.setStyleSheet(self.nav.styleSheet().replace(f"border-right: 1px solid {t.border};", ""))
+        ll.addWidget(self.nav, 1)
+        outer.addWidget(left)
+        self._search: SearchPage | None = None
+        #: the page shown before the search results (Esc goes back to it)
+        self._before_search = 0
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
@@ -144,7 +200,7 @@ class MainWindow(QMainWindow):
         self._settings: SettingsPage | None = None
         self._reminders: RemindersPage | None = None
         self._row = 0  # the page asked for, shown once attached
-        for _page in PAGES:
+        for _page in (*PAGES, "search"):
             self.stack.addWidget(QWidget())
         rl.addWidget(self.stack, 1)
         outer.addWidget(right, 1)
@@ -163,6 +219,9 @@ class MainWindow(QMainWindow):
         from .chats_page import ChatsPage
 
         self.ctx = ctx
+        self.search_field.setEnabled(True)
+        self.search_key = QShortcut(QKeySequence(SEARCH_KEY), self)
+        self.search_key.activated.connect(self.focus_search)
         self.chats: ChatsPage = ChatsPage(ctx)
         self._replace(0, self.chats)
         row, self._row = self._row, -1
@@ -212,6 +271,64 @@ class MainWindow(QMainWindow):
             self._replace(PAGES.index("reminders"), self._reminders)
             self.page_created.emit("reminders", self._reminders)
         return self._reminders
+
+    # --- search -----------------------------------------------------------------------
+
+    def _search_page(self) -> SearchPage:
+        if self._search is None:
+            from .search_view import SearchPage
+
+            assert self.ctx is not None, "the search page needs the App (attach first)"
+            self._search = SearchPage(self.ctx)
+            self._search.open_hit.connect(self.open_hit)
+            self._search.results.back_to_field.connect(self.search_field.setFocus)
+            self._replace(SEARCH_PAGE, self._search)
+        return self._search
+
+    def focus_search(self) -> None:
+        """The shortcut: the field focused, its text selected (typing replaces it)."""
+        self.present()
+        self.search_field.setFocus()
+        self.search_field.selectAll()
+
+    def _search_typed(self, text: str, now: bool = False) -> None:
+        if self.ctx is None:
+            return
+        if not text.strip():
+            if self.stack.currentIndex() == SEARCH_PAGE:
+                self.leave_search(clear=False)
+            return
+        page = self._search_page()
+        if self.stack.currentIndex() != SEARCH_PAGE:
+            self._before_search = max(self.nav.currentRow(), 0)
+            self.nav.blockSignals(True)
+            self.nav.setCurrentRow(-1)
+            self.nav.blockSignals(False)
+            self.stack.setCurrentWidget(page)
+        page.ask(text, now=now)
+
+    def leave_search(self, clear: bool = True) -> None:
+        """Back to the page shown before the search, the field emptied."""
+        if clear and self.search_field.text():
+            self.search_field.blockSignals(True)
+            self.search_field.clear()
+            self.search_field.blockSignals(False)
+        if self.stack.currentIndex() == SEARCH_PAGE:
+            self.nav.setCurrentRow(self._before_search)
+            self._page(self._before_search)
+
+    @property
+    def search_shown(self) -> bool:
+        return self._search is not None and self.stack.currentIndex() == SEARCH_PAGE
+
+    def open_hit(self, kind: str, session: str, seq: int) -> None:
+        """A search result: a message in its conversation, scrolled to and marked; a diary
+        entry or memory change at its memory revision."""
+        if kind == "message" and session:
+            self.open("chat", session)
+            self.chats.pane.show_message(seq)
+        else:
+            self.open("memory", f"memory:seq:{seq}")
 
     @property
     def settings_built(self) -> bool:

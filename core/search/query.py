@@ -12,6 +12,16 @@ the question words and particles (什么, 怎么, 吗, 的 ...) and are then spl
 their overlapping character pairs like the index (:func:`text.cjk_split`), each
 pair a term. A query made only of such words ("who is it?") is searched by all of
 them rather than by none.
+
+A query that names a month ("in June", "on October 13, 2023", "May 2023") or a
+year asks about what was said then: :attr:`Terms.when` holds those periods as
+prefixes of the index's UTC timestamps (``"2023-06"``, or ``"-06-"`` for a month
+of any year, ``"2023-"`` for a year) and the ranking favours the passages dated
+in them (:mod:`ranking`). "May" counts as the month only when written with a
+capital inside the sentence or next to a number ("May I ask" does not). A
+question that asks when ("When did…", "How long…", "What year…", "什么时候…")
+sets :attr:`Terms.asks_when`: the ranking then favours the passages that say
+when (a date, "yesterday", "two weeks ago").
 """
 
 from __future__ import annotations
@@ -59,6 +69,10 @@ class Terms:
 
     words: tuple[str, ...]
     fts: tuple[str, ...]
+    #: the periods the query names, as prefixes of ISO timestamps (module doc)
+    when: tuple[str, ...] = ()
+    #: the query asks when something happened (module doc)
+    asks_when: bool = False
 
 
 def content_words(query: str, *, fallback: bool = True) -> list[str]:
@@ -97,4 +111,46 @@ def terms_of(query: str) -> Terms:
         core = w.rstrip("*")
         quoted = '"' + core.replace('"', '""') + '"'
         fts.append(quoted + "*" if core != w else quoted)
-    return Terms(tuple(w.rstrip("*") for w in words), tuple(fts))
+    return Terms(tuple(w.rstrip("*") for w in words), tuple(fts), periods(query), asks_when(query))
+
+
+_ASKS_WHEN = re.compile(
+    r"^\W*(?:when\b|since when\b|how long\b|what (?:time|date|day|month|year)\b|which (?:day|month|year)\b)"
+    r"|什么时候|几时|哪天|哪年|多久", re.IGNORECASE)
+
+
+def asks_when(query: str) -> bool:
+    """Whether ``query`` asks when something happened (module doc)."""
+    return _ASKS_WHEN.search(query.strip()) is not None
+
+
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+           "october", "november", "december")
+_MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b", re.IGNORECASE)
+_YEAR = re.compile(r"(?<![\d.:/-])(19\d\d|20\d\d)(?![\d.:/-])")
+#: "May" the month rather than the verb: next to a number ("May 2023", "3 May") or capital inside a sentence
+_MAY_NUMBER = re.compile(r"\d\s*(?:st|nd|rd|th)?\s*(?:of\s+)?may\b|\bmay\s+\d", re.IGNORECASE)
+
+
+def periods(query: str) -> tuple[str, ...]:
+    """The months and years a query names, as timestamp prefixes (module doc)."""
+    years = list(dict.fromkeys(_YEAR.findall(query)))
+    months: list[int] = []
+    for m in _MONTH.finditer(query):
+        name = m.group(1)
+        if name.lower() == "may":
+            before = query[: m.start()].rstrip()
+            if not (_MAY_NUMBER.search(query) or (name == "May" and before and before[-1] not in ".!?")):
+                continue
+        months.append(_MONTHS.index(name.lower()) + 1)
+    months = list(dict.fromkeys(months))
+    if months:
+        if years:
+            return tuple(f"{y}-{m:02d}" for y in years for m in months)
+        return tuple(f"-{m:02d}-" for m in months)
+    return tuple(f"{y}-" for y in years)
+
+
+def dated_in(ts: str, when: tuple[str, ...]) -> bool:
+    """Whether the ISO timestamp ``ts`` falls in one of the periods of :func:`periods`."""
+    return any(ts[4:8] == p if p.startswith("-") else ts.startswith(p) for p in when)

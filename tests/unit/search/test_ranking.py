@@ -9,7 +9,7 @@ import pytest
 from memtray.core.log.events import MemoryWritten, Message
 from memtray.core.log.store import Store
 from memtray.core.search.index import SearchIndex, index_path
-from memtray.core.search.query import content_words, terms_of
+from memtray.core.search.query import asks_when, content_words, dated_in, periods, terms_of
 from memtray.core.search.ranking import Ranker
 from memtray.core.search.service import SearchService
 from memtray.core.search.vectors import VectorStore
@@ -46,7 +46,55 @@ def test_chinese_questions_lose_their_question_words_and_become_pairs() -> None:
     assert terms_of('say "hi" NEAR(a b)').fts == ('"hi"', '"near"', '"b"')
 
 
+def test_a_named_month_or_year_is_a_period_and_may_the_verb_is_not() -> None:
+    assert periods("When did Melanie go camping in June?") == ("-06-",)
+    assert periods("What painting did she show on October 13, 2023?") == ("2023-10",)
+    assert periods("What did John host for the veterans in May 2023?") == ("2023-05",)
+    assert periods("what happened on 3 May") == ("-05-",)
+    assert periods("We met in May.") == ("-05-",)
+    assert periods("May I ask what she said in June?") == ("-06-",)  # "May" opens the sentence: the verb
+    assert periods("it may rain") == ()
+    assert periods("How many times has Melanie gone to the beach in 2023?") == ("2023-",)
+    assert periods("the flat at 12:2023 or v2023.1 or 1/2023") == ()  # numbers that only look like years
+    assert dated_in("2023-06-09T10:00:00.000Z", ("-06-",))
+    assert not dated_in("2024-07-06T10:00:00.000Z", ("-06-",))
+    assert dated_in("2023-10-13T10:00:00.000Z", ("2023-10",)) and not dated_in("2022-10-13T10:00:00.000Z", ("2023-10",))
+    assert terms_of("camping in June").when == ("-06-",)
+
+
+def test_questions_that_ask_when() -> None:
+    for q in ("When did Melanie go camping?", "how long has she had the dog", "What year did they move?",
+              "Since when do you run?", "她什么时候去的北京？"):
+        assert asks_when(q) and terms_of(q).asks_when, q
+    for q in ("Where did Melanie go camping?", "what did she say when we met", "the time we met"):
+        assert not asks_when(q), q
+
+
 # --- ranking -------------------------------------------------------------------------------
+
+
+def test_a_when_question_favours_the_passage_that_says_when(store: Store, index: SearchIndex) -> None:
+    """The turn that asks about camping is shorter (BM25 likes it); the one that says when
+    the camping was is what a "when" question wants."""
+    for i in range(10):
+        say(store, f"the weather and the weekend, day {i}", session=f"s{i}")
+    asks = say(store, "What's your best camping memory with the kids?", session="a")
+    tells = say(store, "We went camping at the lake with the kids two weekends ago", session="b")
+    assert ranked(index, store, "Where did Melanie go camping?")[0] == asks
+    assert ranked(index, store, "When did Melanie go camping?")[0] == tells
+
+
+def test_a_named_month_favours_what_was_said_then(store: Store, index: SearchIndex) -> None:
+    """Two camping trips told with the same words: "in June" ranks the one said in June
+    first, "in July" the other; without a month the newer comes first."""
+    june = store.append(Message(role="user", content="We went camping by the lake with the kids",
+                                sent_at="2023-06-20T18:00:00.000Z"), session="a").seq
+    july = store.append(Message(role="user", content="We went camping in the hills with the kids",
+                                sent_at="2023-07-15T18:00:00.000Z"), session="b").seq
+    assert ranked(index, store, "When did Melanie go camping in June?")[0] == june
+    assert ranked(index, store, "When did Melanie go camping in July?")[0] == july
+    assert ranked(index, store, "When did Melanie go camping?")[0] == july  # equal words: the newer
+    assert ranked(index, store, "camping in December") == [july, june]  # a period favours, never filters
 
 
 def test_a_question_finds_the_passage_keyword_search_misses(store: Store, index: SearchIndex) -> None:
