@@ -53,6 +53,8 @@ class FactOps(MemoryBrowsing):
 
     #: the service's write (see :meth:`MemoryService.write`)
     write: Callable[..., list[Record]]
+    #: the held changes kept out in review (see :meth:`ReviewOps.kept_out`)
+    kept_out: Callable[[], list[dict[str, Any]]]
 
     def ledger(self) -> Ledger:
         """The current memory's facts with their ids."""
@@ -109,10 +111,13 @@ class FactOps(MemoryBrowsing):
 
     # --- undo -------------------------------------------------------------------------
 
-    def undo_changes(self, target: str) -> UndoResult:
+    def undo_changes(self, target: str, *, flagged: list[dict[str, Any]] | None = None,
+                     reopened: list[str] | None = None) -> UndoResult:
         """Undo exactly the fact changes of one revision (a consolidation id or a revision):
         re-add what it dropped, restore what it reworded, remove what it added, as one new
-        revision that keeps everything after it. Says what it could not undo and why."""
+        revision that keeps everything after it. Says what it could not undo and why.
+        ``flagged`` / ``reopened`` go with that revision (the undo of a review choice holds
+        its item again)."""
         sha = self.resolve(target)
         rev = self.revision(sha)
         parents = self.git.info(sha).parents
@@ -130,7 +135,7 @@ class FactOps(MemoryBrowsing):
         prov = {d["id"]: {"restored_from": parents[0] if parents else None} for d in out.done
                 if d["action"] in ("restored", "reverted")}
         self.write(out.memory, reason="undo", source="user", dropped_reasons=reasons, provenance=prov or None,
-                   facts=out.ledger)
+                   facts=out.ledger, flagged=flagged, reopened=reopened)
         return UndoResult(self.revision("HEAD"), rev, out.done, out.not_done)
 
     # --- by id ------------------------------------------------------------------------
@@ -189,7 +194,7 @@ class FactOps(MemoryBrowsing):
                         "reason": SILENT_HELD, "by": w.reason,
                         "present_now": held["fact_id"] in live or factdiff.normalize(held["text"]) in norms,
                     })
-        return out
+        return sorted(out + self.kept_out(), key=lambda r: r["event_seq"])
 
     def pending_review(self) -> list[dict[str, Any]]:
         """Items held for review that are still pending: derived from the state, so a fact
