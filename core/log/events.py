@@ -92,7 +92,7 @@ from memtray.core.log.payloads_memory import (
     ProvenanceOrigin,
     ReviewItem,
 )
-from memtray.core.log.payloads_sync import LogDamaged, SyncPulled, SyncPurge
+from memtray.core.log.payloads_sync import DeviceNamed, LogDamaged, SyncPulled, SyncPurge
 from memtray.core.log.schema import (
     SCHEMA,
     BadPayload,
@@ -116,6 +116,7 @@ __all__ = [
     "ConsolidationFailed",
     "ConsolidationStarted",
     "ContextChanged",
+    "DeviceNamed",
     "DiffChange",
     "DiffFact",
     "FactDiffData",

@@ -1,4 +1,4 @@
-"""Payloads of sync and of the log's own repairs: ``sync.purge``, ``sync.pulled``, ``log.damaged``.
+"""Payloads of sync and of the log's own repairs: ``sync.purge``, ``sync.pulled``, ``device.named``, ``log.damaged``.
 
 Registered in the one :data:`~memtray.core.log.schema.SCHEMA` (conventions: core/log/payloads.py).
 See docs/SYNC.md for what travels between devices.
@@ -52,3 +52,16 @@ class LogDamaged(Payload):
     TYPE: ClassVar[str] = "log.damaged"
     side_file: str
     lines: int
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class DeviceNamed(Payload):
+    """The user named a device ("Laptop"): shown wherever the device is (merge conflicts, where a
+    fact came from, sync status), its id only as detail. It travels, so every device shows the
+    same name; the newest naming of a device in a log wins (an empty ``name`` clears it)."""
+
+    TYPE: ClassVar[str] = "device.named"
+    device: str
+    name: str
+    origin: OriginMark | None = None

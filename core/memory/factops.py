@@ -209,7 +209,13 @@ class FactOps(MemoryBrowsing):
 
     def why(self, fact: str) -> dict[str, Any]:
         """Where a fact of the current memory came from: the revision that gave it its present
-        words and the messages it names as sources (by id; also after rollback and restore)."""
+        words and the messages it names as sources (by id; also after rollback and restore),
+        and the name the user gave the device it came from (``device_name``, None: no name)."""
+        info = self._why(fact)
+        info["device_name"] = self.store.state.device_names.get(str(info.get("device")))
+        return info
+
+    def _why(self, fact: str) -> dict[str, Any]:
         led = self.ledger()
         key = facts.id_key(fact)
         target = led.get(key) if key else None
