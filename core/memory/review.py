@@ -21,11 +21,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from memtray.core.log.events import MemoryReviewed, MemoryWritten, Payload, Record, ReviewItem
+from memtray.core.log.events import (
+    MemoryReviewed,
+    MemoryWritten,
+    Message,
+    Payload,
+    Record,
+    ReviewItem,
+)
 from memtray.core.memory import factdiff
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory import hold as held
-from memtray.core.memory.browse import MemoryError_
+from memtray.core.memory.browse import MemoryError_, msg_json, said
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.merge import CONFLICT
 from memtray.core.memory.revisions import Revision
@@ -73,6 +80,8 @@ class ReviewOps:
     revision: Callable[[str], Revision]
     undo_changes: Callable[..., Any]
     ledgers: Any
+    device: str
+    pending_review: Callable[[], list[dict[str, Any]]]
 
     # --- choosing ---------------------------------------------------------------------
 
@@ -177,6 +186,50 @@ class ReviewOps:
         if len(matches) == 1:
             return dict(items[matches[0]])
         raise MemoryError_(f"no review item {item_id!r}", hint="See `memtray memory review`.")
+
+    # --- what the review shows ---------------------------------------------------------
+
+    def review_view(self) -> dict[str, Any]:
+        """Everything the review shows, in one read (the browser calls it on the worker): the
+        items waiting (each with its ``actions``, its candidate ``sources`` -- the messages it
+        cites, else the user's messages of the consolidation that held it closest to its words --
+        and, for a merge conflict, its two ``versions``), the device names, and what was kept out."""
+        led = self.ledger()
+        items = []
+        for it in self.pending_review():
+            row = {**it, "actions": actions(it), "sources": self.review_sources(it)}
+            if it.get("kind") == CONFLICT:
+                now = led.get(str(it.get("fact_id")))
+                row["versions"] = versions(it, now.text if now is not None else None)
+            items.append(row)
+        return {"items": items, "kept_out": self.kept_out(), "device": self.device,
+                "device_names": dict(self.store.state.device_names)}
+
+    def review_sources(self, item: dict[str, Any], limit: int = 3) -> list[dict[str, Any]]:
+        """The messages a held item comes from: those it cites (``messages``), else the user's
+        messages of the consolidation whose revision held it, those closest to its words first
+        (at most ``limit``), in the order they were said."""
+        cited = {int(m) for m in item.get("messages") or ()}
+        if cited:
+            return [msg_json(r) for r in self.store.log.records(min(cited) - 1) if r.seq in cited
+                    and r.type == Message.TYPE][:20]
+        rec = self.ledgers.record(int(item.get("seq", 0))) if item.get("seq") else None
+        if rec is None or rec.type != MemoryWritten.TYPE:
+            return []
+        w = MemoryWritten.of(rec)
+        span = w.messages
+        first, last, session = (span["first_seq"], span["last_seq"], span["session"]) if span else (None, None, None)
+        if first is None and w.consolidation and (c := self.store.consolidation(w.consolidation)) is not None:
+            first, last, session = c.first_seq, c.last_seq, c.session
+        if first is None:
+            return []
+        end = last if last is not None else rec.seq
+        cands = [(r, t) for r in self.store.log.records(first - 1) if r.seq <= end and r.session == session
+                 and (t := said(r)) and Message.of(r).role == "user"]
+        if len(cands) > 200:
+            cands = cands[-200:]
+        ranked = sorted(cands, key=lambda c: -factdiff.similarity(c[1], str(item.get("text", ""))))[:limit]
+        return [msg_json(r) for r, _t in sorted(ranked, key=lambda c: c[0].seq)]
 
     # --- undoing ----------------------------------------------------------------------
 
