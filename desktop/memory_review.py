@@ -20,11 +20,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from memtray.core.base.clock import parse_ts
 from memtray.core.sync.names import label as device_label
 from memtray.core.sync.names import named
 
 from .context import Context
 from .forms import clear_column, error_text, label
+from .memory_rows import local_time
 from .qt import (
     QFrame,
     QGridLayout,
@@ -83,6 +85,14 @@ def _wrapped(text: str, **props: Any) -> QLabel:
     lab.setMinimumWidth(40)
     lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     return lab
+
+
+def _when(ts: Any) -> str:
+    """A log time in the user's local time ("03 Dec, 18:19"); "" when there is none."""
+    try:
+        return local_time(parse_ts(str(ts)))
+    except ValueError:
+        return ""
 
 
 def _button(text: str, fn: Callable[[], None], *, primary: bool = False, tip: str = "") -> QPushButton:
@@ -150,7 +160,7 @@ class HeldCard(_Card):
             body, hit = highlight(str(m.get("content") or ""), quote, ctx.theme.changed_bg)
             self.found_quote = self.found_quote or hit
             parts.append(f'<p style="margin: 2px 0;"><span style="color: {ctx.theme.muted};">#{m.get("seq")} · {who} · '
-                         f'{str(m.get("ts", ""))[:16].replace("T", " ")}</span><br>{body}</p>')
+                         f'{_when(m.get("ts"))}</span><br>{body}</p>')
         head = f'<span style="color: {ctx.theme.muted};">{title}:</span>'
         if quote and not self.found_quote:
             head += f'<br><span style="color: {ctx.theme.muted};">Quoted: “{html.escape(str(quote))}”</span>'
@@ -211,8 +221,7 @@ class KeptOutRow(QFrame):
         col.setSpacing(0)
         self.text = _wrapped(str(entry.get("text", "")))
         col.addWidget(self.text)
-        self.reason = _wrapped(f"Kept out: {entry.get('reason', '')} · {str(entry.get('time', ''))[:16].replace('T', ' ')}",
-                               muted=True)
+        self.reason = _wrapped(f"Kept out: {entry.get('reason', '')} · {_when(entry.get('time'))}", muted=True)
         col.addWidget(self.reason)
         lay.addLayout(col, 1)
         self.button = _button("Review again", lambda: undo(str(entry["review"])),
