@@ -62,16 +62,20 @@ class FactOps(MemoryBrowsing):
 
     def current_facts(self) -> list[dict[str, Any]]:
         """The facts in memory now, in document order: id, section, text, and who wrote them
-        (``by``: a chat, you, an MCP client by name, an import, another device; from the
-        provenance trace of the log, so it reads the log's memory events once)."""
+        (``by``: a chat, you, an MCP client by name, an import, another device by the name the
+        user gave it, else its id; from the provenance trace of the log, so it reads the log's
+        memory events once)."""
         from memtray.core.memory.provenance import trace
 
         _text, origins = trace(self.store.log.records())
+        names = self.store.state.device_names
         out = []
         for f in self.ledger().facts:
             o = origins.get(f.id)
+            name = names.get(o.device) if o is not None and o.device else None
             out.append({"id": f.id, "section": f.section, "text": f.text,
-                        "by": o.written_by() if o is not None else "unknown",
+                        "by": name if name else o.written_by() if o is not None else "unknown",
+                        "device_name": name,
                         "reason": o.reason if o is not None else None, "client": o.client if o is not None else None,
                         "device": o.device if o is not None else None,
                         "event_seq": o.event_seq if o is not None else None,

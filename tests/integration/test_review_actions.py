@@ -146,3 +146,22 @@ def test_a_merge_conflict_kept_either_way_reaches_the_other_device_and_its_undo_
         sync(url, a, b, a)
         assert [i["id"] for i in a.memory.merge_conflicts()] == [item["id"]], "a later sync settled it again"
         assert [i["id"] for i in b.memory.merge_conflicts()] == [item["id"]]
+
+
+def test_a_device_name_travels_and_shows_where_a_fact_came_from(tmp_path: Path) -> None:
+    from memtray.core.sync.names import name_device
+
+    url = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "ab") as (a, b):
+        a.write(lambda: name_device(a.store, a.memory.device, "Laptop"))
+        sync_support.remember(a, "User keeps bees", "General")
+        sync(url, a, b)
+        assert b.store.state.device_names == {a.memory.device: "Laptop"}
+        info = b.memory.why("User keeps bees")
+        assert info["device"] == a.memory.device and info["device_name"] == "Laptop"
+        [fact] = [f for f in b.memory.current_facts() if f["text"] == "User keeps bees"]
+        assert fact["by"] == "Laptop" and fact["device_name"] == "Laptop" and fact["device"] == a.memory.device
+        # renamed on the other device: the newest name reaches the first one too
+        b.write(lambda: name_device(b.store, a.memory.device, "Old laptop"))
+        sync(url, b, a)
+        assert a.store.state.device_names[a.memory.device] == "Old laptop"
