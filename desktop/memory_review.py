@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from memtray.core.base.clock import parse_ts
@@ -202,7 +203,7 @@ class ConflictCard(_Card):
             box.addStretch(1)
             grid.addWidget(frame, 0, col)
             grid.setColumnStretch(col, 1)
-            b = _button(button, lambda a=action: act(item, a, ""), primary=key == "this")
+            b = _button(button, partial(act, item, action, ""), primary=key == "this")
             self.buttons[action] = b
             grid.addWidget(b, 1, col, Qt.AlignmentFlag.AlignLeft)
             self.columns[key] = body

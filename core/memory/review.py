@@ -29,12 +29,16 @@ from memtray.core.log.events import (
     Record,
     ReviewItem,
 )
+from memtray.core.log.store import Store
 from memtray.core.memory import factdiff
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory import hold as held
 from memtray.core.memory.browse import MemoryError_, msg_json, said
+from memtray.core.memory.factops import UndoResult
 from memtray.core.memory.facts import Ledger
+from memtray.core.memory.ledgers import Ledgers
 from memtray.core.memory.merge import CONFLICT
+from memtray.core.memory.projection import GitProjection
 from memtray.core.memory.revisions import Revision
 from memtray.core.memory.wording import clean_controls
 
@@ -73,13 +77,13 @@ def _entry(item: dict[str, Any]) -> ReviewItem:
 class ReviewOps:
     """The review choices of :class:`~memtray.core.memory.service.MemoryService`."""
 
-    store: Any
-    projection: Any
+    store: Store
+    projection: GitProjection
     write: Callable[..., list[Record]]
     ledger: Callable[[], Ledger]
     revision: Callable[[str], Revision]
-    undo_changes: Callable[..., Any]
-    ledgers: Any
+    undo_changes: Callable[..., UndoResult]
+    ledgers: Ledgers
     device: str
     pending_review: Callable[[], list[dict[str, Any]]]
 
@@ -265,14 +269,14 @@ class ReviewOps:
         conflict = entry.get("kind") == CONFLICT
         reopen = {"reopened": [key]} if conflict else {}
         self.projection.adopt_worktree()
-        wrote = p.action in ("add", "restore", "keep-other") or (p.action == "accept" and conflict)
+        wrote = p.action in ("add", "restore", "keep-other")
         if wrote and p.memory_seq is not None:
             written = self.ledgers.record(p.memory_seq)
             w = MemoryWritten.of(written) if written is not None else None
-            if w is not None and w.history_append and held.is_history(entry):
+            head = self.projection.git.head()
+            if w is not None and w.history_append and held.is_history(entry) and head is not None:
                 self.write(self.store.state.memory, reason="undo", source="user", facts=self.ledger(),
-                           history=_without(self.projection.git.read(self.projection.git.head(), "HISTORY.md"),
-                                            w.history_append),
+                           history=_without(self.projection.git.read(head, "HISTORY.md"), w.history_append),
                            flagged=[entry], **reopen)
                 return self.revision("HEAD")
             if w is not None and w.diff and (w.diff["added"] or w.diff["dropped"] or w.diff["changed"]):
@@ -281,7 +285,7 @@ class ReviewOps:
                     why = "; ".join(f"{d['text']} ({d['why']})" for d in out.not_done)
                     raise MemoryError_(f"undoing the choice for {key} changes nothing in memory now: {why}",
                                        hint="Its fact was changed again since; edit it in `memtray memory facts`.")
-                return cast(Revision, out.revision)
+                return out.revision
         self.write(self.store.state.memory, reason="undo", source="user", facts=self.ledger(), flagged=[entry], **reopen)
         return self.revision("HEAD")
 

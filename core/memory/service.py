@@ -38,7 +38,7 @@ from memtray.core.memory.factdiff import Fact
 from memtray.core.memory.factops import FactOps, UndoResult
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.gitrepo import GitRepo
-from memtray.core.memory.guard import review_item
+from memtray.core.memory.items import review_item
 from memtray.core.memory.ledgers import diff_by_id
 from memtray.core.memory.merge import renamed
 from memtray.core.memory.merging import PeerMerging, SyncFields
