@@ -60,14 +60,12 @@ MEM2 = """# About the user
 """
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dark", action="store_true")
-    args = ap.parse_args()
+def isolated_env(script: str) -> Path | None:
+    """Point memtray at a fresh data home and runtime dir (returned), offline, with no real key
+    or hotkey; None (and a note) when not under an X server (Xvfb)."""
     if os.environ.get("QT_QPA_PLATFORM", "xcb") != "xcb" or not os.environ.get("DISPLAY"):
-        print("run under Xvfb: xvfb-run -a -s '-screen 0 1440x900x24' python bench/desktop_screenshots.py",
-              file=sys.stderr)
-        return 2
+        print(f"run under Xvfb: xvfb-run -a -s '-screen 0 1440x900x24' python bench/{script}", file=sys.stderr)
+        return None
     tmp = Path(tempfile.mkdtemp(prefix="mtshot"))
     os.environ["MEMTRAY_HOME"] = str(tmp / "home")
     os.environ["XDG_RUNTIME_DIR"] = str(tmp)
@@ -77,6 +75,16 @@ def main() -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+    return tmp
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dark", action="store_true")
+    args = ap.parse_args()
+    tmp = isolated_env("desktop_screenshots.py")
+    if tmp is None:
+        return 2
     if args.dark:
         os.environ["QT_QPA_PLATFORMTHEME"] = ""
     from memtray.core.app import App

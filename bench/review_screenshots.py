@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-OUT = ROOT / "docs" / "screenshots"
+sys.path.insert(0, str(ROOT / "bench"))
+from desktop_screenshots import OUT, isolated_env  # noqa: E402  (the scripts' shared set-up)
 
 MEM = """# About the user
 
@@ -35,18 +35,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dark", action="store_true")
     args = ap.parse_args()
-    if os.environ.get("QT_QPA_PLATFORM", "xcb") != "xcb" or not os.environ.get("DISPLAY"):
-        print("run under Xvfb: xvfb-run -a -s '-screen 0 1440x900x24' python bench/review_screenshots.py",
-              file=sys.stderr)
+    if isolated_env("review_screenshots.py") is None:
         return 2
-    tmp = Path(tempfile.mkdtemp(prefix="mtshot"))
-    os.environ["MEMTRAY_HOME"] = str(tmp / "home")
-    os.environ["XDG_RUNTIME_DIR"] = str(tmp)
-    os.environ["XDG_CONFIG_HOME"] = str(tmp / "config")
-    os.environ["OPENAI_API_KEY"] = "sk-screenshot"
-    os.environ["MEMTRAY_HOTKEY_BACKEND"] = "none"
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     from memtray.core.app import App
     from memtray.core.base import config
     from memtray.core.base.home import Home

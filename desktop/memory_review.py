@@ -230,6 +230,17 @@ class KeptOutRow(QFrame):
         lay.addWidget(self.button, 0, Qt.AlignmentFlag.AlignTop)
 
 
+def _column(outer: QVBoxLayout, spacing: int) -> QVBoxLayout:
+    """A list column in ``outer`` (rows go before its closing stretch, see ``clear_column``)."""
+    box = QWidget()
+    col = QVBoxLayout(box)
+    col.setContentsMargins(0, 0, 0, 0)
+    col.setSpacing(spacing)
+    col.addStretch(1)
+    outer.addWidget(box)
+    return col
+
+
 class ReviewTab(QScrollArea):
     """The review queue, the last choice's Undo, and what was kept out."""
 
@@ -257,20 +268,10 @@ class ReviewTab(QScrollArea):
         bar.addWidget(self.undo_btn, 0, Qt.AlignmentFlag.AlignVCenter)
         self.undo_bar.hide()
         outer.addWidget(self.undo_bar)
-        cards = QWidget()
-        self.col = QVBoxLayout(cards)
-        self.col.setContentsMargins(0, 0, 0, 0)
-        self.col.setSpacing(8)
-        self.col.addStretch(1)
-        outer.addWidget(cards)
+        self.col = _column(outer, 8)
         self.kept_head = label("Kept out", subheading=True)
         outer.addWidget(self.kept_head)
-        kept = QWidget()
-        self.kept_col = QVBoxLayout(kept)
-        self.kept_col.setContentsMargins(0, 0, 0, 0)
-        self.kept_col.setSpacing(2)
-        self.kept_col.addStretch(1)
-        outer.addWidget(kept)
+        self.kept_col = _column(outer, 2)
         outer.addStretch(1)
         self.setWidget(inner)
         self.cards: list[_Card] = []
