@@ -16,6 +16,7 @@ from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope, out
 from memtray.core.sync.digest import state_digest
 from memtray.core.sync.gitcli import safe_url
+from memtray.core.sync.names import named
 from memtray.core.sync.service import SyncService
 from memtray.core.sync.status import complete, read_status, status_file
 
@@ -68,12 +69,14 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
         assert svc is not None
         follow_tombstones(app)  # a purge made on another device is applied here too
         rep = svc.sync(remote, init=args.init, new_device=args.new_device, republish=args.republish)
+        names = dict(app.store.state.device_names)  # a name imported by this sync counts too
     if args.json:
         out(json.dumps(rep.to_json(), ensure_ascii=False, sort_keys=True))
         return 0
     if rep.new_device:
         out(f"this home is now device {rep.new_device}; its own events are published under that id")
-    peers = ", ".join(f"{d}: {n}" for d, n in sorted(rep.peers.items())) or "no new events"
+    peers = ", ".join(f"{names[d]} ({d}): {n}" if d in names else f"{d}: {n}"
+                      for d, n in sorted(rep.peers.items())) or "no new events"
     out(f"synced with {rep.remote}: pushed {rep.pushed} event(s), imported {rep.imported} ({peers})")
     if rep.republished:
         out("  this device's stream was published again as a new history (all its events counted as pushed)")
@@ -81,7 +84,7 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
         out(f"  {rep.merged_heads} memory revision(s) of other devices merged into memory "
             "(they travel with the events but are not imported as events)")
     for line in rep.merges:
-        out(f"  memory: {line}")
+        out(f"  memory: {named(line, names)}")
     if rep.conflicts:
         out(f"  {len(rep.conflicts)} conflict(s) kept for review: memtray memory review")
     if rep.purges:

@@ -100,3 +100,23 @@ def test_naming_devices(home: Home, tmp_path: Path) -> None:
     assert out.returncode != 0 and "cannot look like a device id" in out.stderr
     out = run_cli(home.root, "device", "name", "Nobody", "x")
     assert out.returncode != 0 and "no device 'Nobody'" in out.stderr
+
+
+def test_sync_says_the_devices_names(tmp_path: Path) -> None:
+    from tests.integration.sync_support import bare
+
+    remote = bare(tmp_path / "main.git")
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run_cli(a, "device", "name", "Laptop").returncode == 0
+    assert run_cli(a, "remind", "add", "water the plants", "--at", "in 5h").returncode == 0
+    assert run_cli(a, "sync", str(remote)).returncode == 0
+    first = run_cli(b, "sync", str(remote))
+    assert first.returncode == 0, first.stderr
+    [row_a] = [r for r in json.loads(run_cli(a, "device", "--json").stdout) if r["this"]]
+    assert f"Laptop ({row_a['device']}):" in first.stdout  # the name imported by this very sync
+    status = run_cli(b, "sync", str(remote), "--status")
+    assert f"other devices: Laptop ({row_a['device']})" in status.stdout
+    body = json.loads(run_cli(b, "sync", str(remote), "--status", "--json").stdout)
+    assert body["device_names"] == {row_a["device"]: "Laptop"}
+    assert [(r["name"], r["this"]) for r in json.loads(run_cli(b, "device", "--json").stdout)] == [
+        (None, True), ("Laptop", False)]
