@@ -157,3 +157,20 @@ def test_conflict_side_by_side_wrapped_named_and_both_choices_undone(qtbot: Any,
         qtbot.mouseClick(tab.undo_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: len(tab.cards) == 3, timeout=10000)
     assert [i["id"] for i in queued.app.memory.merge_conflicts()] == ["c0ffee0001"]
+
+
+def test_why_names_the_device_a_fact_came_from(qtbot: Any, desktop: Any) -> None:
+    from memtray.desktop.memory_rows import WhyDialog
+
+    info = {"fact": {"id": "F3", "section": "About", "text": "Keeps bees"}, "revision": {"rev": "abc", "time": ""},
+            "source": "model", "messages": [], "device": PEER, "device_revision": "01JREV", "device_name": "Desktop"}
+    dlg = WhyDialog(desktop.ctx, info)
+    qtbot.addWidget(dlg)
+    assert dlg.device_line is not None and dlg.device_line.text() == "From the device Desktop"
+    assert PEER in dlg.device_line.toolTip() and "01JREV" in dlg.device_line.toolTip()
+    unnamed = WhyDialog(desktop.ctx, {**info, "device_name": None})
+    qtbot.addWidget(unnamed)
+    assert unnamed.device_line is not None and unnamed.device_line.text() == f"From the device {PEER}"
+    own = WhyDialog(desktop.ctx, {**info, "device_revision": None})  # this device's own fact: no line
+    qtbot.addWidget(own)
+    assert own.device_line is None

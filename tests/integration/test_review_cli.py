@@ -120,3 +120,39 @@ def test_sync_says_the_devices_names(tmp_path: Path) -> None:
     assert body["device_names"] == {row_a["device"]: "Laptop"}
     assert [(r["name"], r["this"]) for r in json.loads(run_cli(b, "device", "--json").stdout)] == [
         (None, True), ("Laptop", False)]
+
+
+def test_a_merge_conflict_in_the_terminal(home: Home) -> None:
+    from memtray.core.sync.names import name_device
+
+    peer, other = "d0123456789ab", "Lives in Paris"
+    clock = FakeClock()
+    app = App.open(home, config=Config(), clock=clock, ids=seeded_ids(clock), start_services=False)
+    try:
+        app.memory.write(MEM0, reason="user-edit", source="user")
+        here, fact = app.memory.device, app.memory.ledger().facts[0]
+        conflict = {"id": "c0ffee0001", "kind": "merge-conflict", "text": other, "section": "About",
+                    "fact_id": fact.id, "conflict": "reworded",
+                    "reason": f"reworded on {here} and on {peer}; {here}'s words kept, these are {peer}'s",
+                    "words": {here: fact.text, peer: other}}
+        app.memory.write(MEM0, reason="merge", source="memtray", flagged=[conflict])
+        name_device(app.store, peer, "Desktop")
+    finally:
+        app.close()
+    text = cli(home, "memory", "review")
+    assert f"this version (in memory now) from {here}: Lives in Graz" in text  # this one has no name: its id
+    assert "the other version from Desktop: Lives in Paris" in text
+    assert f"reworded on {here} and on Desktop" in text
+    assert "keep the other:    memtray memory review keep c0ffee0001 --version other" in text
+    [row] = listed(home)
+    assert row["actions"] == ["keep-this", "keep-other"] and row["device_names"] == {peer: "Desktop"}
+    assert row["versions"] == {"this": {"text": "Lives in Graz", "device": here}, "other": {"text": other, "device": peer}}
+    out = run_cli(home.root, "memory", "review", "keep", "c0ffee0001")
+    assert out.returncode != 0 and "--version this or --version other" in out.stderr
+    assert "memory now says 'Lives in Paris'" in cli(home, "memory", "review", "keep", "c0ffee", "--version", "other")
+    assert "- Lives in Paris" in (home.memory / "MEMORY.md").read_text(encoding="utf-8") and listed(home) == []
+    cli(home, "memory", "review", "undo", "c0ffee0001")
+    assert "- Lives in Graz" in (home.memory / "MEMORY.md").read_text(encoding="utf-8")
+    assert [r["id"] for r in listed(home)] == ["c0ffee0001"]
+    assert "memory is unchanged" in cli(home, "memory", "review", "keep", "c0ffee0001", "--version", "this")
+    assert listed(home) == []
