@@ -80,8 +80,9 @@ def highlight(content: str, quote: str | None, colour: str) -> tuple[str, bool]:
 
 
 def _wrapped(text: str, **props: Any) -> QLabel:
-    """A label that wraps and never asks for more width than it is given."""
+    """A plain-text label that wraps and never asks for more width than it is given."""
     lab = label(text, **props)
+    lab.setTextFormat(Qt.TextFormat.PlainText)  # a model's words or a peer's device name are never markup
     lab.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
     lab.setMinimumWidth(40)
     lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -124,6 +124,7 @@ class WhyDialog(QDialog):
         lay.addWidget(meta)
         if info.get("device_revision") and info.get("device"):  # written on another device: its name, the id as detail
             dev = QLabel(f"From the device {info.get('device_name') or info['device']}")
+            dev.setTextFormat(Qt.TextFormat.PlainText)
             dev.setProperty("muted", True)
             dev.setToolTip(f"device {info['device']}, its revision {info['device_revision']}")
             lay.addWidget(dev)

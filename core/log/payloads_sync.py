@@ -4,6 +4,7 @@ Registered in the one :data:`~memtray.core.log.schema.SCHEMA` (conventions: core
 See docs/SYNC.md for what travels between devices.
 """
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -52,6 +53,11 @@ class LogDamaged(Payload):
     TYPE: ClassVar[str] = "log.damaged"
     side_file: str
     lines: int
+
+
+#: a device id (core/base/home.py ``device_id``), and the longest name a device is given
+DEVICE_ID = re.compile(r"d[0-9a-f]{12}")
+DEVICE_NAME_MAX = 40
 
 
 @SCHEMA.register

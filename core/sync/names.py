@@ -16,11 +16,12 @@ from typing import Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.log.events import DeviceNamed
+from memtray.core.log.payloads_sync import DEVICE_ID, DEVICE_NAME_MAX
 from memtray.core.log.store import Store
 from memtray.core.memory.wording import clean_controls
 
-MAX_NAME = 40
-_DEVICE_ID = re.compile(r"\bd[0-9a-f]{12}\b")
+MAX_NAME = DEVICE_NAME_MAX
+_IN_TEXT = re.compile(rf"\b{DEVICE_ID.pattern}\b")
 
 
 class DeviceNameError(MemtrayError):
@@ -35,7 +36,7 @@ def known_devices(store: Store, here: str) -> list[str]:
     for item in state.review.values():
         others |= set(item.get("words") or ())
     others.discard(here)
-    return [here, *sorted(d for d in others if _DEVICE_ID.fullmatch(d))]
+    return [here, *sorted(d for d in others if DEVICE_ID.fullmatch(d))]
 
 
 def resolve(store: Store, here: str, device: str | None) -> str:
@@ -48,7 +49,7 @@ def resolve(store: Store, here: str, device: str | None) -> str:
         or [d for d in devices if d.startswith(device)]
     if len(hits) == 1:
         return hits[0]
-    if _DEVICE_ID.fullmatch(device):
+    if DEVICE_ID.fullmatch(device):
         return device  # a device this home has not heard from yet: it may be named ahead
     raise DeviceNameError(f"no device {device!r}" if not hits else f"{device!r} names {len(hits)} devices",
                           hint="`memtray device` lists the devices this home knows.")
@@ -56,12 +57,12 @@ def resolve(store: Store, here: str, device: str | None) -> str:
 
 def name_device(store: Store, device: str, name: str) -> None:
     """Record that ``device`` is called ``name`` (an empty name removes it). Call on the writer."""
-    if not _DEVICE_ID.fullmatch(device):
+    if not DEVICE_ID.fullmatch(device):
         raise DeviceNameError(f"{device!r} is not a device id", hint="A device id is d and 12 hex digits.")
     name = " ".join(clean_controls(name).split())
     if len(name) > MAX_NAME:
         raise DeviceNameError(f"the name is {len(name)} characters; at most {MAX_NAME}")
-    if _DEVICE_ID.fullmatch(name):
+    if DEVICE_ID.fullmatch(name):
         raise DeviceNameError("a device's name cannot look like a device id")
     if store.state.device_names.get(device, "") == name:
         return
@@ -77,7 +78,7 @@ def label(names: Mapping[str, str], device: str | None) -> str:
 
 def named(text: str, names: Mapping[str, str]) -> str:
     """``text`` with every device id it spells replaced by that device's name (if it has one)."""
-    return _DEVICE_ID.sub(lambda m: names.get(m.group(0)) or m.group(0), text)
+    return _IN_TEXT.sub(lambda m: names.get(m.group(0)) or m.group(0), text)
 
 
 def listing(store: Store, here: str) -> list[dict[str, Any]]:

@@ -40,6 +40,8 @@ def queued(desktop: Any) -> Any:
         mem.write(MEM0, reason="consolidation", source="model", flagged=[*held, conflict])
         name_device(app.store, mem.device, "Laptop")
         name_device(app.store, PEER, "Desktop")
+        mem.write(MEM0, reason="consolidation", source="model", flagged=[review_item(
+            "instruction", "<b>Always</b> obey <img src='x'>", "About", None, "looks like an instruction")])
 
     app.worker.call(seed)
     return desktop
@@ -50,7 +52,7 @@ def _review(qtbot: Any, desktop: Any) -> Any:
     window.resize(1280, 720)
     desktop.open("memory")
     browser = window.memory
-    qtbot.waitUntil(lambda: len(browser.review_tab.cards) == 3, timeout=10000)
+    qtbot.waitUntil(lambda: len(browser.review_tab.cards) == 4, timeout=10000)
     browser.show_review()
     QApplication.processEvents()
     return window, browser
@@ -74,17 +76,19 @@ def test_add_to_memory_and_its_undo(qtbot: Any, queued: Any) -> None:
     assert card.found_quote and "background" in card.sources.text() and "play the cello" in card.sources.text()
     assert "#" in card.sources.text() and "You" in card.sources.text()
     assert tab.card("Keeps bees").sources.text().count("No source message") == 1
+    markup = tab.card("Always")  # a model's words are shown as they are, never as markup
+    assert markup.text.textFormat() == Qt.TextFormat.PlainText and markup.text.text().startswith("<b>Always</b>")
     assert [b.text() for b in card.buttons.values()] == ["Add to memory", "Keep out"]
     assert all(_inside(window, b) for b in card.buttons.values())
     with qtbot.waitSignal(browser.changed, timeout=10000) as sig:
         qtbot.mouseClick(card.buttons["add"], Qt.MouseButton.LeftButton)
     assert sig.args[0].reason == "review" and "- Is a cellist" in _memory(queued)
     assert tab.undo_bar.isVisible() and "Added “Is a cellist” to memory" in tab.undo_text.text()
-    qtbot.waitUntil(lambda: len(tab.cards) == 2, timeout=10000)
+    qtbot.waitUntil(lambda: len(tab.cards) == 3, timeout=10000)
     with qtbot.waitSignal(browser.changed, timeout=10000) as sig:
         qtbot.mouseClick(tab.undo_btn, Qt.MouseButton.LeftButton)
     assert sig.args[0].reason == "undo" and "Is a cellist" not in _memory(queued)
-    qtbot.waitUntil(lambda: len(tab.cards) == 3, timeout=10000)
+    qtbot.waitUntil(lambda: len(tab.cards) == 4, timeout=10000)
     assert tab.card("Is a cellist").found_quote  # back, with its receipt
     assert not tab.undo_btn.isVisible()
 
@@ -107,14 +111,14 @@ def test_keep_out_is_listed_with_its_reason_and_undone(qtbot: Any, queued: Any) 
     # the bar's Undo puts it back in the queue
     with qtbot.waitSignal(browser.changed, timeout=10000):
         qtbot.mouseClick(tab.undo_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: len(tab.cards) == 3 and not tab.kept, timeout=10000)
+    qtbot.waitUntil(lambda: len(tab.cards) == 4 and not tab.kept, timeout=10000)
     # kept out again without a reason, then "Review again" on its row in the kept-out list
     qtbot.mouseClick(tab.card("Keeps bees").buttons["keep-out"], Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: len(tab.kept) == 1, timeout=10000)
     assert "Kept out: kept out in review" in tab.kept[0].reason.text()
     with qtbot.waitSignal(browser.changed, timeout=10000):
         qtbot.mouseClick(tab.kept[0].button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: len(tab.cards) == 3 and not tab.kept, timeout=10000)
+    qtbot.waitUntil(lambda: len(tab.cards) == 4 and not tab.kept, timeout=10000)
 
 
 def test_conflict_side_by_side_wrapped_named_and_both_choices_undone(qtbot: Any, queued: Any) -> None:
@@ -142,20 +146,20 @@ def test_conflict_side_by_side_wrapped_named_and_both_choices_undone(qtbot: Any,
     with qtbot.waitSignal(browser.changed, timeout=10000):
         qtbot.mouseClick(card.buttons["keep-other"], Qt.MouseButton.LeftButton)
     assert OTHER in _memory(queued)
-    qtbot.waitUntil(lambda: len(tab.cards) == 2, timeout=10000)
+    qtbot.waitUntil(lambda: len(tab.cards) == 3, timeout=10000)
     with qtbot.waitSignal(browser.changed, timeout=10000):
         qtbot.mouseClick(tab.undo_btn, Qt.MouseButton.LeftButton)
     assert OTHER not in _memory(queued) and "Lives in Lyon" in _memory(queued)
-    qtbot.waitUntil(lambda: len(tab.cards) == 3, timeout=10000)
+    qtbot.waitUntil(lambda: len(tab.cards) == 4, timeout=10000)
 
     before = _memory(queued)
     with qtbot.waitSignal(browser.changed, timeout=10000):
         qtbot.mouseClick(tab.card(OTHER).buttons["keep-this"], Qt.MouseButton.LeftButton)
     assert _memory(queued) == before and queued.app.memory.merge_conflicts() == []
-    qtbot.waitUntil(lambda: len(tab.cards) == 2, timeout=10000)
+    qtbot.waitUntil(lambda: len(tab.cards) == 3, timeout=10000)
     with qtbot.waitSignal(browser.changed, timeout=10000):
         qtbot.mouseClick(tab.undo_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: len(tab.cards) == 3, timeout=10000)
+    qtbot.waitUntil(lambda: len(tab.cards) == 4, timeout=10000)
     assert [i["id"] for i in queued.app.memory.merge_conflicts()] == ["c0ffee0001"]
 
 
