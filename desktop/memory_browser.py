@@ -19,8 +19,9 @@ from memtray.core.base.clock import parse_ts
 
 from .bridge import Follower
 from .context import Context
-from .forms import ask, clear_column
+from .forms import ask
 from .memory_facts import FactsTab
+from .memory_review import ReviewTab
 from .memory_rows import Blank, FactRow, WhyDialog, local_time, revision_label
 from .qt import (
     QAbstractItemView,
@@ -198,13 +199,9 @@ class MemoryBrowser(QWidget):
         self.tabs.addTab(self.diff_area, "Changes")
         self.text = QTextBrowser()
         self.tabs.addTab(self.text, "Full text")
-        self.review_tab = QScrollArea()
-        self.review_tab.setWidgetResizable(True)
-        self.review_inner = QWidget()
-        self.review_col = QVBoxLayout(self.review_inner)
-        self.review_col.setSpacing(6)
-        self.review_col.addStretch(1)
-        self.review_tab.setWidget(self.review_inner)
+        self.review_tab = ReviewTab(ctx)
+        self.review_tab.changed.connect(self._reviewed)
+        self.review_tab.message.connect(lambda text, error: self._status(text, error=error))
         self.tabs.addTab(self.review_tab, "Review")
         self.facts_tab = FactsTab(ctx)
         self.facts_tab.changed.connect(self._changed)
@@ -258,13 +255,13 @@ class MemoryBrowser(QWidget):
             self._pending_select = select
         self.feed.request()
 
-    def _query(self) -> Callable[[], tuple[list[Any], list[dict[str, Any]], list[Any]]]:
+    def _query(self) -> Callable[[], tuple[list[Any], dict[str, Any], list[Any]]]:
         mem = self.memory
         store = self.ctx.app.store
 
-        def query() -> tuple[list[Any], list[dict[str, Any]], list[Any]]:  # on the worker
+        def query() -> tuple[list[Any], dict[str, Any], list[Any]]:  # on the worker
             revisions = mem.revisions(limit=REVISION_PAGE)
-            return revisions, mem.pending_review(), failed_redos(store.state, revisions)
+            return revisions, mem.review_view(), failed_redos(store.state, revisions)
 
         return query
 
@@ -290,7 +287,7 @@ class MemoryBrowser(QWidget):
         more = " (the newest; “Show older revisions” loads more)" if self.more_btn.isVisibleTo(self) else ""
         return f"{len(self.revisions)} revisions{more}. Removed facts are red, added green, reworded amber."
 
-    def _loaded(self, result: tuple[list[Any], list[dict[str, Any]], list[Any]]) -> None:
+    def _loaded(self, result: tuple[list[Any], dict[str, Any], list[Any]]) -> None:
         revisions, review, failed = result
         self.revisions = revisions
         self.failed_redos = failed
@@ -300,8 +297,9 @@ class MemoryBrowser(QWidget):
         self._add_items(revisions)
         self.list.blockSignals(False)
         self.more_btn.setVisible(len(revisions) == REVISION_PAGE)
-        self._fill_review(review)
-        self.review_btn.setText(f"Review ({len(review)})" if review else "Review")
+        self.review_tab.fill(review)
+        waiting = len(review["items"])
+        self.review_btn.setText(f"Review ({waiting})" if waiting else "Review")
         self._load_timeline(revisions)
         if not revisions:
             self._status("No memory yet. Facts appear here as memtray learns them from your chats.")
@@ -458,21 +456,6 @@ class MemoryBrowser(QWidget):
             self.diff_col.insertWidget(self.diff_col.count() - 1, w)
         self.rows = items
 
-    def _fill_review(self, review: list[dict[str, Any]]) -> None:
-        clear_column(self.review_col)
-        if not review:
-            lab = QLabel("Nothing is waiting for review.")
-            lab.setProperty("muted", True)
-            self.review_col.insertWidget(0, lab)
-            return
-        for n, it in enumerate(review):
-            fact = Blank(text=it.get("text", ""), section=f"{it.get('kind', '')} · {it.get('reason', '')}")
-            row = FactRow(self.ctx, "flagged", None, fact, [
-                ("Accept", partial(self.review_action, it["id"], "accept")),
-                ("Restore", partial(self.review_action, it["id"], "restore")),
-            ])
-            self.review_col.insertWidget(n, row)
-
     def show_review(self) -> None:
         self.tabs.setCurrentWidget(self.review_tab)
 
@@ -561,18 +544,10 @@ class MemoryBrowser(QWidget):
 
         self.ctx.bridge.submit(run(), name="memory-redo", on_result=self._changed, on_error=failed)
 
-    def review_action(self, item_id: str, action: str) -> None:
-        mem = self.memory
-        if mem is None:
-            return
-
-        def run() -> Any:
-            if action == "accept":
-                mem.accept_review(item_id)
-                return mem.revision("HEAD")
-            return mem.restore_review(item_id)
-
-        self._call(run, self._changed, f"memory-review-{action}")
+    def _reviewed(self, rev: Any) -> None:
+        """A review choice or its undo is done (the tab says what it did; keep out writes no revision)."""
+        self.changed.emit(rev)
+        self.refresh(select=rev.rev if rev is not None else None)
 
     def why(self, fact: Any) -> None:
         mem = self.memory

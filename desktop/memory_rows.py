@@ -122,6 +122,15 @@ class WhyDialog(QDialog):
         meta.setProperty("muted", True)
         meta.setWordWrap(True)
         lay.addWidget(meta)
+        if info.get("device_revision") and info.get("device"):  # written on another device: its name, the id as detail
+            dev = QLabel(f"From the device {info.get('device_name') or info['device']}")
+            dev.setTextFormat(Qt.TextFormat.PlainText)
+            dev.setProperty("muted", True)
+            dev.setToolTip(f"device {info['device']}, its revision {info['device_revision']}")
+            lay.addWidget(dev)
+            self.device_line: QLabel | None = dev
+        else:
+            self.device_line = None
         body = QTextBrowser()
         msgs = info.get("messages") or []
         if not msgs:

@@ -21,6 +21,7 @@ from typing import Any
 from memtray.core.base import config as cfgmod
 from memtray.core.base.clock import format_ts
 from memtray.core.base.errors import MemtrayError
+from memtray.core.sync.names import MAX_NAME, name_device
 from memtray.core.sync.service import check_remote
 
 from . import texts
@@ -59,6 +60,8 @@ class SyncSection(QWidget):
     status_changed = Signal(object)
     #: "Sync now"'s thread ended: {} or the error it ended with (queued to the GUI thread)
     sync_ended = Signal(object)
+    #: this device was named (the name; "" when removed)
+    named = Signal(str)
 
     def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -84,9 +87,26 @@ class SyncSection(QWidget):
         box = QWidget()
         box.setLayout(every)
         f.addRow("Every", box)
+        # the name the user gives this device ("Laptop"): a device.named event, which syncs, so every
+        # device shows it (conflicts, where a fact came from); the id stays as detail below it
+        naming = QHBoxLayout()
+        naming.setContentsMargins(0, 0, 0, 0)
+        self.device_name = QLineEdit()
+        self.device_name.setPlaceholderText("A name for this device, e.g. Laptop")
+        self.device_name.setMaxLength(MAX_NAME)
+        self.device_name.returnPressed.connect(self.save_name)
+        naming.addWidget(self.device_name, 1)
+        self.name_btn = QPushButton("Set name")
+        self.name_btn.setToolTip("Shown on your other devices after the next sync, instead of the id")
+        self.name_btn.clicked.connect(self.save_name)
+        naming.addWidget(self.name_btn)
+        box = QWidget()
+        box.setLayout(naming)
+        f.addRow("This device", box)
         self.device = label("…", muted=True)
         self.device.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        f.addRow("This device", self.device)
+        self.device.setToolTip("This device's id: how sync tells it apart")
+        f.addRow("", self.device)
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         self.status = label("", muted=True)
@@ -156,15 +176,41 @@ class SyncSection(QWidget):
             pass
 
     def _read_device(self) -> None:
-        def read() -> str:
+        app = self.ctx.app
+
+        def read() -> tuple[str, str]:
             if self.sync is not None:
-                return str(self.sync.device)
-            from memtray.core.base.home import device_id
+                ident = str(self.sync.device)
+            else:
+                from memtray.core.base.home import device_id
 
-            return device_id(self.ctx.app.home)
+                ident = device_id(app.home)
+            return ident, app.store.state.device_names.get(ident, "")
 
-        self.ctx.bridge.call(read, name="sync-device", on_result=self.device.setText,
+        def show(found: tuple[str, str]) -> None:
+            self.device.setText(found[0])
+            if not self.device_name.hasFocus():
+                self.device_name.setText(found[1])
+
+        self.ctx.bridge.call(read, name="sync-device", on_result=show,
                              on_error=lambda e: self.device.setText(f"unknown ({e})"))
+
+    def save_name(self) -> None:
+        """Name this device (an empty name removes it): recorded at once, as its own event."""
+        app, ident, name = self.ctx.app, self.device.text(), self.device_name.text()
+        self.name_btn.setEnabled(False)
+
+        def done(_r: Any) -> None:
+            self.name_btn.setEnabled(True)
+            self.named.emit(name.strip())
+
+        def failed(exc: BaseException) -> None:
+            self.name_btn.setEnabled(True)
+            self.detail.setText(str(exc))
+            self.detail.show()
+
+        self.ctx.bridge.call(lambda: name_device(app.store, ident, name), name="device-name", on_result=done,
+                             on_error=failed)
 
     def _read_status(self) -> None:
         if self.sync is None:

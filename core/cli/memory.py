@@ -292,8 +292,10 @@ def cmd_why(args: argparse.Namespace, home: Home) -> int:
         _out(f"fact:      {info['fact']['text']}  (id {info['fact']['id']}, section {info['fact']['section']})")
         _out(f"added by:  revision {rev['rev'][:8]} at {rev['time']} ({rev['reason']}, model {rev['model']})")
         if info.get("device") and info["device"] != app.memory.device:  # another device's fact, merged here
-            its = f" (its revision {str(info['device_revision'])[:12]})" if info.get("device_revision") else ""
-            _out(f"from device: {info['device']}{its}")
+            its = f", its revision {str(info['device_revision'])[:12]}" if info.get("device_revision") else ""
+            name = info.get("device_name")
+            _out(f"from device: {name} ({info['device']}{its})" if name else f"from device: {info['device']}"
+                 + (f" ({its[2:]})" if its else ""))
         if info["consolidation"]:
             _out(f"consolidation: {info['consolidation']}")
         if info["source"] == "user":
@@ -307,28 +309,104 @@ def cmd_why(args: argparse.Namespace, home: Home) -> int:
 
 
 def cmd_review(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.memory.review import actions, versions
+    from memtray.core.sync.names import names_of
+
+    action = args.action
+    if action != "list" and not args.item:
+        raise MemtrayError(f"`memory review {args.action}` needs the item's id", hint="See `memtray memory review`.")
     with app_scope(home) as app:
         mem = app.memory
-        if args.action == "accept":
-            mem.accept_review(args.item)
-            _out(f"accepted {args.item}: the change stands")
-            return 0
-        if args.action == "restore":
-            item: dict[str, Any] = next((i for i in mem.pending_review() if i["id"] == args.item), {})
-            rev = mem.restore_review(args.item)
-            if item.get("conflict") == "removed-reworded":  # the other way is the removal
-                _out(f"resolved {args.item}: removed {item.get('text')!r} from memory (the removal "
-                     f"stands over the rewording; revision {rev.short})")
-            elif item.get("kind") == "merge-conflict":
-                _out(f"resolved {args.item}: memory now says {item.get('text')!r} (revision {rev.short})")
-            elif item.get("kind") == "proposal" and item.get("section") == "History" and not item.get("replaces"):
-                _out(f"restored {args.item}: the diary entry is in HISTORY.md now (revision {rev.short})")
+        item: dict[str, Any] = next((i for i in mem.pending_review() if str(i["id"]).startswith(args.item or "\0")), {})
+        if action == "list":
+            rows = []
+            for it in mem.pending_review():
+                row = {**it, "actions": actions(it)}
+                if it.get("kind") == "merge-conflict":
+                    now = mem.ledger().get(str(it.get("fact_id")))
+                    row["versions"] = versions(it, now.text if now is not None else None)
+                    row["device_names"] = names_of(mem.store, row.get("words") or {})
+                rows.append(row)
+            return listing(rows, args.json, "nothing waiting for review",
+                           lambda it: _review_line(it, mem.store.state.device_names))
+        if action in ("accept", "restore"):
+            return _old_review(args, mem, item)
+        if action == "undo":
+            rev = mem.undo_review(args.item)
+            return _did(args, args.item, "undo", rev, f"undone: {args.item} is waiting for review again "
+                                                        f"(revision {rev.short})")
+        if action == "keep-out":
+            mem.keep_out(args.item, args.reason or "")
+            return _did(args, item.get("id", args.item), "keep-out", None,
+                        f"kept out {item.get('id', args.item)}: {item.get('text', '')!r} is not in memory; "
+                        "`memtray memory dropped` lists it, `memtray memory review undo ID` puts it back in review")
+        if action == "keep":
+            if args.version not in ("this", "other"):
+                raise MemtrayError("`memory review keep` needs --version this or --version other",
+                                   hint="this: the words memory holds now; other: the other device's.")
+            rev = mem.keep_version(args.item, args.version)
+            if args.version == "this":
+                msg = f"kept this version of {item.get('id', args.item)}: memory is unchanged (revision {rev.short})"
+            elif item.get("conflict") == "removed-reworded":
+                msg = (f"kept the other version of {item.get('id', args.item)}: removed {item.get('text')!r} "
+                       f"from memory (revision {rev.short})")
             else:
-                _out(f"restored {args.item} into memory (revision {rev.short})")
-            return 0
-        return listing(mem.pending_review(), args.json, "nothing waiting for review",
-                       lambda it: f"{it['id']}  {it['kind']:<12} [{it.get('section', '')}] {it['text']}\n"
-                                  f"            {it.get('reason', '')}")
+                msg = f"kept the other version of {item.get('id', args.item)}: memory now says {item.get('text')!r} " \
+                      f"(revision {rev.short})"
+            return _did(args, item.get("id", args.item), f"keep-{args.version}", rev, msg)
+        rev = mem.add_review(args.item)
+        if item.get("kind") == "proposal" and item.get("section") == "History" and not item.get("replaces"):
+            msg = f"added {item.get('id', args.item)}: the diary entry is in HISTORY.md now (revision {rev.short})"
+        else:
+            msg = f"added {item.get('id', args.item)} to memory (revision {rev.short})"
+        return _did(args, item.get("id", args.item), "add", rev, msg)
+
+
+def _old_review(args: argparse.Namespace, mem: Any, item: dict[str, Any]) -> int:
+    """``accept`` (keep out / keep this version) and ``restore`` (add / keep the other), the
+    names docs/CLI.md gave first, with the words they always printed."""
+    if args.action == "accept":
+        mem.accept_review(args.item)
+        _out(f"accepted {args.item}: the change stands")
+        return 0
+    rev = mem.restore_review(args.item)
+    if item.get("conflict") == "removed-reworded":  # the other way is the removal
+        _out(f"resolved {args.item}: removed {item.get('text')!r} from memory (the removal "
+             f"stands over the rewording; revision {rev.short})")
+    elif item.get("kind") == "merge-conflict":
+        _out(f"resolved {args.item}: memory now says {item.get('text')!r} (revision {rev.short})")
+    elif item.get("kind") == "proposal" and item.get("section") == "History" and not item.get("replaces"):
+        _out(f"restored {args.item}: the diary entry is in HISTORY.md now (revision {rev.short})")
+    else:
+        _out(f"restored {args.item} into memory (revision {rev.short})")
+    return 0
+
+
+def _did(args: argparse.Namespace, item: str, action: str, rev: Any, text: str) -> int:
+    if args.json:
+        _out(_dumps({"item": item, "action": action, "revision": rev.to_json() if rev is not None else None}))
+    else:
+        _out(text)
+    return 0
+
+
+def _review_line(it: dict[str, Any], names: dict[str, str]) -> str:
+    from memtray.core.sync.names import label, named
+
+    head = f"{it['id']}  {it['kind']:<12} [{it.get('section', '')}] {it['text']}\n            {named(str(it.get('reason', '')), names)}"
+    if it.get("quote"):
+        head += f"\n            quote: \"{it['quote']}\"" + (f" (message {', '.join(f'#{m}' for m in it.get('messages', []))})"
+                                                                 if it.get("messages") else "")
+    if it["kind"] == "merge-conflict":
+        v = it["versions"]
+        for key, title in (("this", "this version (in memory now)"), ("other", "the other version")):
+            words = v[key]["text"]
+            who = label(names, v[key]["device"])
+            head += f"\n            {title}{' from ' + who if who else ''}: {words if words is not None else '(removed)'}"
+        return head + f"\n            keep this version: memtray memory review keep {it['id']} --version this" \
+                      f"\n            keep the other:    memtray memory review keep {it['id']} --version other"
+    return head + f"\n            add to memory: memtray memory review add {it['id']}" \
+                  f"\n            keep out:      memtray memory review keep-out {it['id']} [--reason WHY]"
 
 
 def add_commands(sub: Any) -> None:
@@ -391,8 +469,17 @@ def add_commands(sub: Any) -> None:
     w.add_argument("fact", nargs="+")
     w.add_argument("--json", action="store_true")
     w.set_defaults(fn=cmd_why)
-    rv = ms.add_parser("review", help="facts held for review: list, accept or restore")
-    rv.add_argument("action", nargs="?", choices=["list", "accept", "restore"], default="list")
+    rv = ms.add_parser("review", help="changes held for review: list, add to memory or keep out, keep a version of a "
+                                      "merge conflict, undo a choice")
+    rv.add_argument("action", nargs="?", default="list",
+                    choices=["list", "add", "keep-out", "keep", "undo", "accept", "restore"],
+                    help="add: write the held change into memory; keep-out: leave it out (memory dropped lists it); "
+                         "keep: a merge conflict's version (--version this|other); undo: undo the last choice for ID "
+                         "(it waits for review again); accept / restore: the older names (keep out or keep this "
+                         "version / add or keep the other)")
     rv.add_argument("item", nargs="?")
+    rv.add_argument("--reason", default="", help="keep-out: why it stays out (shown by memory dropped)")
+    rv.add_argument("--version", choices=["this", "other"],
+                    help="keep: this = the words memory holds now, other = the other device's")
     rv.add_argument("--json", action="store_true")
     rv.set_defaults(fn=cmd_review)

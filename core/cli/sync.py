@@ -16,6 +16,7 @@ from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope, out
 from memtray.core.sync.digest import state_digest
 from memtray.core.sync.gitcli import safe_url
+from memtray.core.sync.names import named
 from memtray.core.sync.service import SyncService
 from memtray.core.sync.status import complete, read_status, status_file
 
@@ -40,6 +41,15 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(fn=cmd_sync)
 
+    d = sub.add_parser("device", help="the devices this home syncs with, and their names",
+                       description="List the devices this home knows (this one first), or name one: "
+                       "`memtray device name Laptop` names this device, `memtray device name DEVICE Desktop` another "
+                       "(by id, a prefix of it, or its current name). A name travels with sync; an empty name removes it.")
+    d.add_argument("action", nargs="?", choices=["list", "name"], default="list")
+    d.add_argument("words", nargs="*", help="name: [DEVICE] NAME")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(fn=cmd_device)
+
 
 def _remote_arg(remote: str | None) -> str | None:
     if remote is None:
@@ -59,12 +69,14 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
         assert svc is not None
         follow_tombstones(app)  # a purge made on another device is applied here too
         rep = svc.sync(remote, init=args.init, new_device=args.new_device, republish=args.republish)
+        names = dict(app.store.state.device_names)  # a name imported by this sync counts too
     if args.json:
         out(json.dumps(rep.to_json(), ensure_ascii=False, sort_keys=True))
         return 0
     if rep.new_device:
         out(f"this home is now device {rep.new_device}; its own events are published under that id")
-    peers = ", ".join(f"{d}: {n}" for d, n in sorted(rep.peers.items())) or "no new events"
+    peers = ", ".join(f"{names[d]} ({d}): {n}" if d in names else f"{d}: {n}"
+                      for d, n in sorted(rep.peers.items())) or "no new events"
     out(f"synced with {rep.remote}: pushed {rep.pushed} event(s), imported {rep.imported} ({peers})")
     if rep.republished:
         out("  this device's stream was published again as a new history (all its events counted as pushed)")
@@ -72,7 +84,7 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
         out(f"  {rep.merged_heads} memory revision(s) of other devices merged into memory "
             "(they travel with the events but are not imported as events)")
     for line in rep.merges:
-        out(f"  memory: {line}")
+        out(f"  memory: {named(line, names)}")
     if rep.conflicts:
         out(f"  {len(rep.conflicts)} conflict(s) kept for review: memtray memory review")
     if rep.purges:
@@ -88,6 +100,28 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
     return 0
 
 
+def cmd_device(args: argparse.Namespace, home: Home) -> int:
+    from memtray.core.base.errors import MemtrayError
+    from memtray.core.sync.names import listing, name_device, resolve
+
+    with app_scope(home) as app:
+        here = app.memory.device
+        if args.action == "name":
+            if not args.words or len(args.words) > 2:
+                raise MemtrayError("`memtray device name` takes [DEVICE] NAME",
+                                   hint='e.g. `memtray device name Laptop` or `memtray device name d1a2b3 "Desktop"`.')
+            device = resolve(app.store, here, args.words[0] if len(args.words) == 2 else None)
+            name = args.words[-1]
+            app.write(lambda: name_device(app.store, device, name))
+        rows = listing(app.store, here)
+    if args.json:
+        out(json.dumps(rows, ensure_ascii=False))
+        return 0
+    for r in rows:
+        out(f"{r['device']}  {r['name'] or '(no name)'}{'  (this device)' if r['this'] else ''}")
+    return 0
+
+
 def _status(args: argparse.Namespace, home: Home) -> int:
     """``--status``: the last sync with the configured remote, or with REMOTE (its own file)."""
     asked = (_remote_arg(args.remote) or "").strip() or None
@@ -97,8 +131,10 @@ def _status(args: argparse.Namespace, home: Home) -> int:
         # the conflicts waiting now (a review since the last sync resolved some): from the state
         pending = len(app.write(app.memory.merge_conflicts)) if st else 0
         digest = app.write(lambda: state_digest(app.store))
+        names = dict(app.store.state.device_names)
     if args.json:  # every documented key, known or not (docs/CLI.md)
-        body = {**complete(st), "conflicts_pending": pending, "digest": digest}
+        body = {**complete(st), "conflicts_pending": pending, "digest": digest,
+                "device_names": {d: n for d, n in names.items() if d == st.get("device") or d in (st.get("peers") or [])}}
         if not st and asked:
             body["remote"] = safe_url(asked)
         out(json.dumps(body, ensure_ascii=False, sort_keys=True))
@@ -106,7 +142,10 @@ def _status(args: argparse.Namespace, home: Home) -> int:
     if not st:
         out(f"never synced with {safe_url(asked)}" if asked else "never synced")
         return 0
-    out(f"remote: {st.get('remote')}  device: {st.get('device')}")
+    me = st.get("device")
+    out(f"remote: {st.get('remote')}  device: {names[me] + ' (' + me + ')' if me in names else me}")
+    if st.get("peers"):
+        out("other devices: " + ", ".join(f"{names[p]} ({p})" if p in names else p for p in st["peers"]))
     out(f"last sync: {st.get('last_success') or 'never succeeded'}")
     if st.get("last_error"):
         out(f"last attempt {st.get('last_attempt')} failed: {st['last_error']}")

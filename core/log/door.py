@@ -55,6 +55,7 @@ from memtray.core.base.redact import find_secrets, is_secret_name, redact, redac
 from memtray.core.log.attachments import is_hash
 from memtray.core.log.events import (
     SCHEMA,
+    DeviceNamed,
     Message,
     Payload,
     Record,
@@ -62,6 +63,7 @@ from memtray.core.log.events import (
     find_invalid,
     verify_line,
 )
+from memtray.core.log.payloads_sync import DEVICE_ID, DEVICE_NAME_MAX
 from memtray.core.log.validate import (
     LIMITS,
     Invalid,
@@ -268,12 +270,22 @@ def _attachment_refs(data: Mapping[str, Any]) -> None:
             raise Invalid(f"data.attachments[{i}].size", "is negative")
 
 
+def _device_name(data: Mapping[str, Any]) -> None:
+    """A device's name is shown where its id was: a short line, for a real device id."""
+    if not DEVICE_ID.fullmatch(data["device"]):
+        raise Invalid("data.device", "is not a device id")
+    name = data["name"]
+    if len(name) > DEVICE_NAME_MAX or any(c < " " or c == "\x7f" for c in name) or DEVICE_ID.fullmatch(name.strip()):
+        raise Invalid("data.name", f"is not a device name (one line, at most {DEVICE_NAME_MAX} characters, no id)")
+
+
 def _no_format(data: Mapping[str, Any]) -> None:
     return None
 
 
 #: what a type's annotations cannot say (a text that must be a hash), checked after them
-_FORMATS: dict[str, Callable[[Mapping[str, Any]], None]] = {Message.TYPE: _attachment_refs}
+_FORMATS: dict[str, Callable[[Mapping[str, Any]], None]] = {Message.TYPE: _attachment_refs,
+                                                             DeviceNamed.TYPE: _device_name}
 
 
 def _check_text(data: Any) -> None:

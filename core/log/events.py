@@ -96,7 +96,7 @@ from memtray.core.log.payloads_memory import (
     ProvenanceOrigin,
     ReviewItem,
 )
-from memtray.core.log.payloads_sync import LogDamaged, SyncPulled, SyncPurge
+from memtray.core.log.payloads_sync import DeviceNamed, LogDamaged, SyncPulled, SyncPurge
 from memtray.core.log.schema import (
     SCHEMA,
     BadPayload,
@@ -120,6 +120,7 @@ __all__ = [
     "ConsolidationFailed",
     "ConsolidationStarted",
     "ContextChanged",
+    "DeviceNamed",
     "DiffChange",
     "DiffFact",
     "FactDiffData",

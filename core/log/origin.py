@@ -26,6 +26,7 @@ from typing import Any
 
 from memtray.core.log.events import (
     BadRecord,
+    DeviceNamed,
     MemoryPeerHead,
     MemoryWritten,
     Message,
@@ -55,6 +56,7 @@ EXPORTED = frozenset({
     ReminderCancelled.TYPE,
     MemoryWritten.TYPE,
     SyncPurge.TYPE,
+    DeviceNamed.TYPE,
 })
 
 #: exported events a peer appends to its own log (with the origin mark)

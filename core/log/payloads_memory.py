@@ -66,6 +66,9 @@ class ReviewItem(TypedDict):
     conflict: NotRequired[str]  # reworded | removed-reworded | ...
     #: each device's words for the fact (None: removed there)
     words: NotRequired[dict[str, str | None]]
+    #: the message numbers (seqs) the held change cites, and the words it quotes from them
+    messages: NotRequired[list[int]]
+    quote: NotRequired[str]
 
 
 class MessageSpan(TypedDict):
@@ -143,6 +146,8 @@ class MemoryWritten(Payload):
     reviewed: list[str] | None = None
     #: a consolidation's: the messages it read
     messages: MessageSpan | None = None
+    #: the review items (merge conflicts) this revision opens again: the undo of a review choice
+    reopened: list[str] | None = None
 
 
 @SCHEMA.register
@@ -165,13 +170,21 @@ class MemoryPeerHead(Payload):
 @SCHEMA.register
 @dataclass(frozen=True)
 class MemoryReviewed(Payload):
-    """The user resolved a flagged item: ``accept`` (the change stands) or ``restore``;
-    ``synced``: another device's revision resolved it."""
+    """The user resolved a flagged item. A held change: ``add`` (written into memory) or
+    ``keep-out`` (left out, with the user's ``why``); a merge conflict: ``keep-this`` (this
+    device's version stands) or ``keep-other``. Older events say ``accept`` (the change
+    stands: kept out, or this version) or ``restore`` (added, or the other version);
+    ``synced``: another device's revision resolved it.
+
+    ``entry`` is the item as it was reviewed (absent in older events), so the choice can be
+    listed (``memory dropped``) and undone: the undo is a revision that holds it again."""
 
     TYPE: ClassVar[str] = "memory.reviewed"
     item: str
-    action: str  # accept | restore | synced
+    action: str  # add | keep-out | keep-this | keep-other | accept | restore | synced
     memory_seq: int | None = None
+    entry: ReviewItem | None = None
+    why: str | None = None
 
 
 @SCHEMA.register

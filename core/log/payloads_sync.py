@@ -1,9 +1,10 @@
-"""Payloads of sync and of the log's own repairs: ``sync.purge``, ``sync.pulled``, ``log.damaged``.
+"""Payloads of sync and of the log's own repairs: ``sync.purge``, ``sync.pulled``, ``device.named``, ``log.damaged``.
 
 Registered in the one :data:`~memtray.core.log.schema.SCHEMA` (conventions: core/log/payloads.py).
 See docs/SYNC.md for what travels between devices.
 """
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -52,3 +53,21 @@ class LogDamaged(Payload):
     TYPE: ClassVar[str] = "log.damaged"
     side_file: str
     lines: int
+
+
+#: a device id (core/base/home.py ``device_id``), and the longest name a device is given
+DEVICE_ID = re.compile(r"d[0-9a-f]{12}")
+DEVICE_NAME_MAX = 40
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class DeviceNamed(Payload):
+    """The user named a device ("Laptop"): shown wherever the device is (merge conflicts, where a
+    fact came from, sync status), its id only as detail. It travels, so every device shows the
+    same name; the newest naming of a device in a log wins (an empty ``name`` clears it)."""
+
+    TYPE: ClassVar[str] = "device.named"
+    device: str
+    name: str
+    origin: OriginMark | None = None

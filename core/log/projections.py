@@ -24,6 +24,7 @@ from memtray.core.log.events import (
     ConsolidationFailed,
     ConsolidationStarted,
     ContextChanged,
+    DeviceNamed,
     MemoryPurged,
     MemoryReviewed,
     MemoryWritten,
@@ -43,10 +44,10 @@ from memtray.core.log.events import (
 )
 from memtray.core.log.integrations import ImportItem
 
-STATE_VERSION = 8  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
+STATE_VERSION = 9  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
 # 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events;
 # 6: unfoldable records, purges; 7: sessions' titles, first message time, last words and failed turn;
-# 8: sessions deleted, pinned, their own model
+# 8: sessions deleted, pinned, their own model; 9: device names
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
 #: grows. Older ones are read back from the log when asked for (Store.consolidation).
@@ -229,6 +230,8 @@ class State:
     unfoldable_count: int = 0
     #: the newest purges (``memory.purged``: this home's and other devices' applied here)
     purges: list[dict[str, Any]] = field(default_factory=list)
+    #: the names the user gave devices (``device.named``): device id -> name
+    device_names: dict[str, str] = field(default_factory=dict)
 
     def session(self, key: str) -> SessionState:
         s = self.sessions.get(key)
@@ -254,6 +257,7 @@ class State:
             "unfoldable": dict(sorted(self.unfoldable.items())),
             "unfoldable_count": self.unfoldable_count,
             "purges": self.purges,
+            "device_names": dict(sorted(self.device_names.items())),
         }
 
     @classmethod
@@ -276,6 +280,7 @@ class State:
             unfoldable=dict(obj.get("unfoldable", {})),
             unfoldable_count=int(obj.get("unfoldable_count", 0)),
             purges=list(obj.get("purges", [])),
+            device_names=dict(obj.get("device_names", {})),
         )
 
     def copy(self) -> State:
@@ -516,6 +521,14 @@ def _reminder_cancelled(state: State, rec: Record) -> None:
         state.early.setdefault(p.reminder, {})["cancelled"] = True
 
 
+def _device_named(state: State, rec: Record) -> None:
+    p = DeviceNamed.of(rec)
+    if p.name:
+        state.device_names[p.device] = p.name
+    else:
+        state.device_names.pop(p.device, None)
+
+
 def _sync_pulled(state: State, rec: Record) -> None:
     p = SyncPulled.of(rec)
     state.sync[p.device] = {"commit": p.commit, "through": p.through}
@@ -535,6 +548,7 @@ _FOLDS: dict[str, Callable[[State, Record], None]] = {
     ReminderFired.TYPE: _reminder_fired,
     ReminderCancelled.TYPE: _reminder_cancelled,
     SyncPulled.TYPE: _sync_pulled,
+    DeviceNamed.TYPE: _device_named,
     TurnFailed.TYPE: _turn_failed,
     SessionTitled.TYPE: _session_titled,
     SessionDeleted.TYPE: _session_deleted,

@@ -69,10 +69,10 @@ from memtray.core.memory.guard import (
     format_messages,
     hold_history,
     parse_reply,
-    review_item,
     shown_messages,
 )
 from memtray.core.memory.hold import hold
+from memtray.core.memory.items import review_item
 from memtray.core.memory.ledgers import diff_by_id
 from memtray.core.memory.proposal import apply_reply
 from memtray.core.memory.service import MemoryService

@@ -53,6 +53,8 @@ class FactOps(MemoryBrowsing):
 
     #: the service's write (see :meth:`MemoryService.write`)
     write: Callable[..., list[Record]]
+    #: the held changes kept out in review (see :meth:`ReviewOps.kept_out`)
+    kept_out: Callable[[], list[dict[str, Any]]]
 
     def ledger(self) -> Ledger:
         """The current memory's facts with their ids."""
@@ -60,16 +62,20 @@ class FactOps(MemoryBrowsing):
 
     def current_facts(self) -> list[dict[str, Any]]:
         """The facts in memory now, in document order: id, section, text, and who wrote them
-        (``by``: a chat, you, an MCP client by name, an import, another device; from the
-        provenance trace of the log, so it reads the log's memory events once)."""
+        (``by``: a chat, you, an MCP client by name, an import, another device by the name the
+        user gave it, else its id; from the provenance trace of the log, so it reads the log's
+        memory events once)."""
         from memtray.core.memory.provenance import trace
 
         _text, origins = trace(self.store.log.records())
+        names = self.store.state.device_names
         out = []
         for f in self.ledger().facts:
             o = origins.get(f.id)
+            name = names.get(o.device) if o is not None and o.device else None
             out.append({"id": f.id, "section": f.section, "text": f.text,
-                        "by": o.written_by() if o is not None else "unknown",
+                        "by": name if name else o.written_by() if o is not None else "unknown",
+                        "device_name": name,
                         "reason": o.reason if o is not None else None, "client": o.client if o is not None else None,
                         "device": o.device if o is not None else None,
                         "event_seq": o.event_seq if o is not None else None,
@@ -109,10 +115,13 @@ class FactOps(MemoryBrowsing):
 
     # --- undo -------------------------------------------------------------------------
 
-    def undo_changes(self, target: str) -> UndoResult:
+    def undo_changes(self, target: str, *, flagged: list[dict[str, Any]] | None = None,
+                     reopened: list[str] | None = None) -> UndoResult:
         """Undo exactly the fact changes of one revision (a consolidation id or a revision):
         re-add what it dropped, restore what it reworded, remove what it added, as one new
-        revision that keeps everything after it. Says what it could not undo and why."""
+        revision that keeps everything after it. Says what it could not undo and why.
+        ``flagged`` / ``reopened`` go with that revision (the undo of a review choice holds
+        its item again)."""
         sha = self.resolve(target)
         rev = self.revision(sha)
         parents = self.git.info(sha).parents
@@ -130,7 +139,7 @@ class FactOps(MemoryBrowsing):
         prov = {d["id"]: {"restored_from": parents[0] if parents else None} for d in out.done
                 if d["action"] in ("restored", "reverted")}
         self.write(out.memory, reason="undo", source="user", dropped_reasons=reasons, provenance=prov or None,
-                   facts=out.ledger)
+                   facts=out.ledger, flagged=flagged, reopened=reopened)
         return UndoResult(self.revision("HEAD"), rev, out.done, out.not_done)
 
     # --- by id ------------------------------------------------------------------------
@@ -189,7 +198,7 @@ class FactOps(MemoryBrowsing):
                         "reason": SILENT_HELD, "by": w.reason,
                         "present_now": held["fact_id"] in live or factdiff.normalize(held["text"]) in norms,
                     })
-        return out
+        return sorted(out + self.kept_out(), key=lambda r: r["event_seq"])
 
     def pending_review(self) -> list[dict[str, Any]]:
         """Items held for review that are still pending: derived from the state, so a fact
@@ -204,7 +213,13 @@ class FactOps(MemoryBrowsing):
 
     def why(self, fact: str) -> dict[str, Any]:
         """Where a fact of the current memory came from: the revision that gave it its present
-        words and the messages it names as sources (by id; also after rollback and restore)."""
+        words and the messages it names as sources (by id; also after rollback and restore),
+        and the name the user gave the device it came from (``device_name``, None: no name)."""
+        info = self._why(fact)
+        info["device_name"] = self.store.state.device_names.get(str(info.get("device")))
+        return info
+
+    def _why(self, fact: str) -> dict[str, Any]:
         led = self.ledger()
         key = facts.id_key(fact)
         target = led.get(key) if key else None

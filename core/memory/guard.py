@@ -16,7 +16,6 @@ silent drop like any other.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 
 from memtray.core.llm.client import tool_spec
 from memtray.core.memory import factdiff
+from memtray.core.memory.items import review_item
 from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
 from memtray.core.memory.wording import clean_obj
 
@@ -289,11 +289,3 @@ def hold_history(entry: str, flagged: list[dict[str, Any]]) -> str:
     entry, held = hold_flagged("", entry)
     flagged += [review_item("instruction", h.text, "History", None, f"in the history entry: {h.reason}") for h in held]
     return entry
-
-
-def review_item(kind: str, text: str, section: str, fact_id: str | None, reason: str) -> dict[str, Any]:
-    """One entry of the review queue: a fact the guard held back, and why."""
-    norm = factdiff.normalize(text)
-    item_id = hashlib.sha1(f"{kind}:{norm}".encode()).hexdigest()[:10]
-    return {"id": item_id, "kind": kind, "text": text, "section": section,
-            "fact_id": fact_id or hashlib.sha1(norm.encode()).hexdigest()[:8], "reason": reason}

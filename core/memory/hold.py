@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtray.core.memory.facts import Ledger
-from memtray.core.memory.guard import review_item
+from memtray.core.memory.items import review_item
 from memtray.core.memory.ledgers import diff_by_id
 
 KIND = "proposal"

@@ -258,7 +258,11 @@ class PeerMerging:
         from memtray.core.memory.factops import waiting
 
         nodes = sorted((dag.nodes[i] for i in every if i in dag), key=lambda n: (n.seq, n.ts, n.id))
-        reviewed = {r for n in nodes for r in n.written.reviewed or ()}
+        settled: dict[str, bool] = {}  # an undo of a choice (``reopened``) opens it again
+        for n in nodes:
+            settled.update({r: True for r in n.written.reviewed or ()})
+            settled.update({r: False for r in n.written.reopened or ()})
+        reviewed = {r for r, done in settled.items() if done}
         texts = {f.id: f for f in ledger.facts}
         by_norm = {f.norm: f.id for f in ledger.facts}
         out = {str(i.get("id")): i for i in own if str(i.get("id")) not in reviewed}

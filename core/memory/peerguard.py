@@ -28,7 +28,7 @@ from typing import Any
 from memtray.core.log.events import MemoryWritten
 from memtray.core.memory import factdiff
 from memtray.core.memory.facts import Ledger, new_id
-from memtray.core.memory.guard import review_item
+from memtray.core.memory.items import review_item
 from memtray.core.memory.merge import Node
 from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
 

@@ -39,6 +39,7 @@ from memtray import resources
 from memtray.core.memory import factdiff, facts
 from memtray.core.memory.factdiff import Fact
 from memtray.core.memory.facts import Ledger
+from memtray.core.memory.items import review_item
 from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
 
 SHRINK_LIMIT = 0.5  # silently dropping more than half of the facts is a broken reply, not a policy case
@@ -73,12 +74,6 @@ class Applied:
 
     def of(self, kind: str) -> list[Verdict]:
         return [v for v in self.verdicts if v.kind == kind]
-
-
-def review_item(kind: str, text: str, section: str, fact_id: str | None, reason: str) -> dict[str, Any]:
-    from memtray.core.memory.guard import review_item as item
-
-    return item(kind, text, section, fact_id, reason)
 
 
 # --- support ---------------------------------------------------------------------------

@@ -33,17 +33,17 @@ from memtray.core.log.events import (
 from memtray.core.log.store import Entry, Store
 from memtray.core.memory import factdiff
 from memtray.core.memory import facts as fact_ids
-from memtray.core.memory import hold as held
 from memtray.core.memory.browse import SILENT_HELD, MemoryError_
 from memtray.core.memory.factdiff import Fact
 from memtray.core.memory.factops import FactOps, UndoResult
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.gitrepo import GitRepo
-from memtray.core.memory.guard import review_item
+from memtray.core.memory.items import review_item
 from memtray.core.memory.ledgers import diff_by_id
 from memtray.core.memory.merge import renamed
 from memtray.core.memory.merging import PeerMerging, SyncFields
 from memtray.core.memory.projection import GitProjection
+from memtray.core.memory.review import ReviewOps
 from memtray.core.memory.revisions import Revision
 from memtray.core.memory.wording import clean_controls
 
@@ -56,7 +56,7 @@ MAX_MEMORY_CHARS = 200_000
 __all__ = ["MAX_MEMORY_CHARS", "REASONS", "SILENT_HELD", "MemoryError_", "MemoryService", "UndoResult"]
 
 
-class MemoryService(FactOps, PeerMerging):
+class MemoryService(ReviewOps, FactOps, PeerMerging):
     def __init__(self, store: Store, home: Home, clock: Clock) -> None:
         self.store = store
         self.projection = GitProjection(store, home, clock, self.write)
@@ -117,6 +117,7 @@ class MemoryService(FactOps, PeerMerging):
         client: str | None = None,
         sync: SyncFields | None = None,
         reviewed: list[str] | None = None,
+        reopened: list[str] | None = None,
     ) -> list[Record]:
         """Append ``memory.written`` (+ ``extra`` events) in one write; git follows.
 
@@ -137,7 +138,8 @@ class MemoryService(FactOps, PeerMerging):
         Every event names its device and the revision it follows (``parents``); a merge
         gives its own (``sync``: event id, parents, writer, ids renamed since, events to
         log before it). ``reviewed`` names the merge conflicts this revision resolves (an
-        accept or a restore): it travels with the revision, so they are resolved on every device.
+        accept or a restore): it travels with the revision, so they are resolved on every device;
+        ``reopened`` names those an undo of such a choice holds for review again.
         """
         if reason not in REASONS:
             raise MemoryError_(f"unknown memory change reason {reason!r}")
@@ -194,6 +196,7 @@ class MemoryService(FactOps, PeerMerging):
                 client=redact(client)[:80] if client else None, facts=facts_json,
                 relabeled=dict(sync.relabeled) if sync is not None and sync.relabeled else None,
                 reviewed=list(reviewed) if reviewed else None, messages=span,
+                reopened=list(reopened) if reopened else None,
                 device=sync.device if sync is not None and sync.device else self.device, parents=parents,
             )
             items: list[Entry] = [*before, (ev, session, sync.event_id if sync is not None else None)]
@@ -336,85 +339,31 @@ class MemoryService(FactOps, PeerMerging):
                    dropped_reasons={found.id: " ".join(clean_controls(why).split()) or "edited by the user"})
         return self.revision("HEAD")
 
-    # --- review -----------------------------------------------------------------------
+    # --- review (the choices are core/memory/review.py's; each runs on the writer) -----------
+
+    @on_writer
+    def add_review(self, item_id: str) -> Revision:
+        return ReviewOps.add_review(self, item_id)
+
+    @on_writer
+    def keep_out(self, item_id: str, why: str = "") -> None:
+        ReviewOps.keep_out(self, item_id, why)
+
+    @on_writer
+    def keep_version(self, item_id: str, which: str) -> Revision:
+        return ReviewOps.keep_version(self, item_id, which)
 
     @on_writer
     def accept_review(self, item_id: str) -> None:
-        """The change stands (a silent drop stays dropped; an instruction stays out)."""
-        item = self._review(item_id)
-        done = MemoryReviewed(item=item["id"], action="accept")
-        if item.get("kind") == "merge-conflict":  # the merge's choice stands on every device: a revision that syncs
-            self.projection.adopt_worktree()
-            self.write(self.store.state.memory, reason="review", source="user", facts=self.ledger(),
-                       reviewed=[item["id"]], extra=[(done, None)])
-            return
-        self.store.append(done)
+        ReviewOps.accept_review(self, item_id)
 
     @on_writer
     def restore_review(self, item_id: str) -> Revision:
-        """Put the held fact (back) into memory."""
-        item = self._review(item_id)
-        self.projection.adopt_worktree()
-        if item.get("kind") == "merge-conflict":
-            return self._resolve_conflict(item)
-        if item.get("kind") == held.KIND:
-            return self._take_proposal(item)
-        new = factdiff.add_fact(self.store.state.memory, item["text"], item.get("section") or None)
-        keep = {factdiff.normalize(item["text"]): item["fact_id"]} if item.get("kind") == "silent-drop" else None
-        self.write(new, reason="review", source="user", facts=fact_ids.attach(self.ledger(), new, keep=keep),
-                   extra=[(MemoryReviewed(item=item["id"], action="restore",
-                                                               memory_seq=self.store.state.memory_seq + 1), None)])
-        return self.revision("HEAD")
+        return ReviewOps.restore_review(self, item_id)
 
-    def _resolve_conflict(self, item: dict[str, Any]) -> Revision:
-        """A merge conflict the other way: the other device's words, or its removal."""
-        led = self.ledger()
-        fact = led.get(str(item["fact_id"]))
-        if fact is None:
-            raise MemoryError_(f"fact {item['fact_id']} is no longer in memory; nothing to resolve",
-                               hint="Accept the item: `memtray memory review accept ID`.")
-        k = led.facts.index(fact)
-        current = self.store.state.memory
-        done = MemoryReviewed(item=item["id"], action="restore", memory_seq=self.store.state.memory_seq + 1)
-        if item.get("conflict") == "removed-reworded":
-            new = factdiff.remove_fact(current, factdiff.parse(current)[k])
-            self.write(new, reason="review", source="user", dropped_reasons={fact.id: str(item.get("reason", "merge conflict"))},
-                       facts=Ledger(tuple(f for f in led.facts if f.id != fact.id), led.next),
-                       extra=[(done, None)], reviewed=[item["id"]])
-        else:
-            new = factdiff.replace_fact(current, k, str(item["text"]))
-            ids = Ledger.with_ids(new, led.ids, led.next) if len(factdiff.parse(new)) == len(led.facts) else None
-            self.write(new, reason="review", source="user", facts=ids, extra=[(done, None)],
-                       reviewed=[item["id"]])
-        return self.revision("HEAD")
-
-    def _take_proposal(self, item: dict[str, Any]) -> Revision:
-        """A held proposal of a small model, made the user's: the diary entry goes to HISTORY.md,
-        a rewording replaces its fact's words (by id), a new fact is added."""
-        done: list[tuple[Payload, str | None]] = [(MemoryReviewed(
-            item=item["id"], action="restore", memory_seq=self.store.state.memory_seq + 1), None)]
-        current, led = self.store.state.memory, self.ledger()
-        if held.is_history(item):
-            self.write(current, reason="review", source="user", history_append=str(item["text"]), facts=led, extra=done)
-            return self.revision("HEAD")
-        fact = led.get(str(item.get("replaces") or ""))
-        if fact is None:  # a new fact, or one whose fact has gone since: added
-            new = factdiff.add_fact(current, item["text"], item.get("section") or None)
-            self.write(new, reason="review", source="user", facts=fact_ids.attach(led, new), extra=done)
-        else:
-            new = factdiff.replace_fact(current, led.facts.index(fact), str(item["text"]))
-            ids = Ledger.with_ids(new, led.ids, led.next) if len(factdiff.parse(new)) == len(led.facts) else None
-            self.write(new, reason="review", source="user", facts=ids, extra=done)
-        return self.revision("HEAD")
-
-    def _review(self, item_id: str) -> dict[str, Any]:
-        items = self.store.state.review
-        if item_id in items:
-            return items[item_id]
-        matches = [k for k in items if k.startswith(item_id)]
-        if len(matches) == 1:
-            return items[matches[0]]
-        raise MemoryError_(f"no review item {item_id!r}", hint="See `memtray memory review`.")
+    @on_writer
+    def undo_review(self, item_id: str) -> Revision:
+        return ReviewOps.undo_review(self, item_id)
 
     @on_writer
     def undo(self, target: str) -> UndoResult:

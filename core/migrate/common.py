@@ -33,7 +33,7 @@ from memtray.core.log.integrations import ImportCompleted, ImportFailed, ImportI
 from memtray.core.log.schema import Payload
 from memtray.core.log.store import Entry
 from memtray.core.memory import factdiff
-from memtray.core.memory.guard import review_item
+from memtray.core.memory.items import review_item
 from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
 
 MAX_MESSAGE_CHARS = 100_000

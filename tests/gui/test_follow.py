@@ -106,7 +106,7 @@ def test_a_consolidation_updates_the_open_memory_browser(qtbot: Any, desktop: An
     assert browser.list.topLevelItem(0).text(1) == "Consolidation"
     assert [r.reason for r in browser.revisions] == ["consolidation", "agent"]
     qtbot.waitUntil(lambda: len(browser.timeline.points) == 2, timeout=10000)
-    assert any("Lives in Lyon" in str(r.fact.text) for r in browser.review_inner.findChildren(type(browser.rows[0])))
+    assert any("Lives in Lyon" in str(c.item["text"]) for c in browser.review_tab.cards)
 
     # accepting the review from the terminal (`memtray memory review accept`) empties the count here
     item = app.memory.pending_review()[0]

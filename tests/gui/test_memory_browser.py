@@ -156,9 +156,9 @@ def test_review_and_redo_after_a_consolidation(qtbot: Any, desktop: Any, llm_ser
     browser = _browser(qtbot, desktop)
     assert browser.review_btn.text() == "Review (1)"
     assert browser.redo_btn.isEnabled()  # the head revision came from a consolidation
-    restore = next(r for r in browser.review_inner.findChildren(type(browser.rows[0])) if r.kind == "flagged")
+    held = browser.review_tab.card("Lives in Lyon")
     with qtbot.waitSignal(browser.changed, timeout=10000):
-        restore.buttons["Restore"].click()
+        held.buttons["add"].click()
     assert "Lives in Lyon" in _memory_md(desktop)
     # redo that consolidation with another model string, through core's redo
     qtbot.waitUntil(lambda: browser.review_btn.text() == "Review", timeout=10000)

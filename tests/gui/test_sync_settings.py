@@ -176,3 +176,20 @@ def test_the_tray_sync_now_follows_a_remote_saved_in_the_card(qtbot: Any, config
         assert card.intro.isVisibleTo(card) and not card.now_btn.isEnabled()
     finally:
         close_desktop(d)
+
+
+def test_naming_this_device_in_the_card(qtbot: Any, desktop: Any) -> None:
+    page, card = _card(desktop)
+    ident = device_id(desktop.app.home)
+    qtbot.waitUntil(lambda: card.device.text() == ident, timeout=10_000)
+    assert card.device_name.text() == "" and "Laptop" in card.device_name.placeholderText()
+    card.device_name.setText("  Laptop ")
+    with qtbot.waitSignal(card.named, timeout=10_000) as sig:
+        qtbot.mouseClick(card.name_btn, Qt.MouseButton.LeftButton)
+    assert sig.args == ["Laptop"]
+    assert desktop.app.store.state.device_names == {ident: "Laptop"}
+    assert not page.revert_btn.isEnabled()  # a name is recorded at once: nothing left to save
+    card.device_name.setText("d0123456789ab")  # refused, said in the card, nothing recorded
+    qtbot.mouseClick(card.name_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "cannot look like a device id" in card.detail.text(), timeout=10_000)
+    assert desktop.app.store.state.device_names == {ident: "Laptop"}

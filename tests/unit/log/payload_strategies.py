@@ -5,6 +5,7 @@ arbitrary JSON for hostile input."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from typing import Any, Literal, Union
@@ -87,7 +88,12 @@ def valid_event(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
             ref["sha256"] = draw(SHA256)
         if isinstance(ref, dict) and "size" in ref:
             ref["size"] = draw(st.integers(0, 2**40))
+    if t == "device.named":  # a real device id, and a name of one short line that is not an id
+        data["device"] = draw(DEVICE)
+        data["name"] = draw(st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=40)
+                            .filter(lambda n: not re.fullmatch(r"d[0-9a-f]{12}", n.strip())))
     return t, data
 
 
 SHA256 = st.from_regex(r"[0-9a-f]{64}", fullmatch=True)
+DEVICE = st.from_regex(r"d[0-9a-f]{12}", fullmatch=True)

@@ -68,3 +68,12 @@ def test_upcaster_chain_and_newer_version() -> None:
         schema.upcast(Record(2, "j", "t", "note", 4, None, {}))
     unknown = Record(3, "k", "t", "other", 7, None, {"a": 1})
     assert schema.upcast(unknown) is unknown
+
+
+def test_review_choices_and_device_names_fixture_replays() -> None:
+    recs = _records("v1-review.jsonl")
+    state = replay(SCHEMA.upcast(r) for r in recs)
+    assert state.device_names == {"d000000000001": "Laptop", "d000000000002": "Desktop"}
+    assert list(state.review) == ["5ecb9946c0"]  # the undo's revision holds the conflict again
+    kept = SCHEMA.payload(recs[2])
+    assert kept is not None and kept.to_data()["entry"]["quote"] == "I play the cello"

@@ -156,3 +156,15 @@ def test_the_quarantine_keeps_a_refusal_once_capped_and_redacted(tmp_path: Any) 
     assert entry["source"]["name"] == "d0123456789ab" and "seq" in entry["reason"]
     assert len(entry["raw"]) <= 4096 + 100 and "AKIAIOSFODNN7EXAMPLE" not in entry["raw"]
     assert (tmp_path / "quarantine").stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.parametrize(("data", "said"), [
+    ({"device": "laptop", "name": "Laptop"}, "data.device: is not a device id"),
+    ({"device": "d0123456789ab", "name": "x" * 41}, "data.name: is not a device name"),
+    ({"device": "d0123456789ab", "name": "Lap\ntop"}, "data.name: is not a device name"),
+    ({"device": "d0123456789ab", "name": "d000000000001"}, "data.name: is not a device name"),
+])
+def test_a_peers_device_name_is_one_short_line_for_a_real_device(data: dict[str, Any], said: str) -> None:
+    assert said in reason(Door().line(line_of(event(type="device.named", data=data)), SRC))
+    good = Door().line(line_of(event(type="device.named", data={"device": "d0123456789ab", "name": "Laptop"})), SRC)
+    assert isinstance(good, Record)
