@@ -162,6 +162,7 @@ _NUMWORD_RE = re.compile(r"\b(?:(" + "|".join(_TENS) + r")(?:[\s-](" + "|".join(
                          + "|".join(_UNITS) + r"))\b", re.I)
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _ZH_NUM_RE = re.compile("[零〇一二两三四五六七八九十]+")
+_ZH_ARTICLE_RE = re.compile("(?<![零〇一二两三四五六七八九十])一(?=[个名只位件本条张家辆份])")
 _AMPM = r"(a\.?\s?m\.?|p\.?\s?m\.?)(?![a-z])"
 _CLOCK_RE = re.compile(r"\b(\d{1,2}):(\d{2})(?:\s*" + _AMPM + ")?", re.I)
 _HOUR_RE = re.compile(r"\b(\d{1,2})\s*" + _AMPM, re.I)
@@ -201,6 +202,7 @@ def normalize(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
     for pat, rep in _CONTRACTIONS:
         text = pat.sub(rep, text)
+    text = _ZH_ARTICLE_RE.sub("", text)  # 一个, 一只: "a", no number (as "a cat" has none)
     text = _ZH_NUM_RE.sub(_zh_number, text)
     text = _NUMWORD_RE.sub(lambda m: f" {_TENS[m[1].lower()] + (_UNITS[m[2].lower()] if m[2] else 0)} " if m[1]
                            else f" {_UNITS[m[3].lower()]} ", text)
@@ -236,7 +238,7 @@ def _tokens(text: str, *, names: bool = True) -> list[_Tok]:
         if w in _MONTH_OF and (len(w) > 3 or raw[:1].isupper()):
             w = _MONTH_OF[w]
         before = norm[:m.start()].rstrip()
-        initial = not before or before[-1] in ".!?;\n\"'(-–—*•#>[。！？" or before.endswith("- ")
+        initial = not before or before[-1] in ".!?;\n-–—*•#>。！？" or before.endswith("- ")
         is_name = (names and raw[:1].isupper() and not raw.isupper() and not initial and w not in table.stop
                    and _stem(w) not in table.words and w not in table.words) or (
             names and len(raw) > 1 and raw.isupper() and raw.isalpha() and raw.isascii() and w not in table.stop
@@ -434,11 +436,12 @@ def _covered(unit: _Unit, ev: Claims) -> bool:
     return bool(unit.stems) and all(_has_stem(x, ev.stems) for x in unit.stems)
 
 
-def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok] = (),
+def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok] = (), words: bool = True,
             similarity: Callable[[str, str], float | None] | None = None) -> str:
     """Why ``fact`` does not follow from ``evidence`` (the words a quote matched, and the
     old wording of a fact it rewords), or "" when it does. ``context``: the rest of the cited
-    messages, which may supply an anchor the quote leaves out when the quote names none."""
+    messages, which may supply an anchor the quote leaves out when the quote names none.
+    ``words=False``: only anchors and negation count (a rewording of a fact by its id)."""
     ev_toks = _tokens(evidence) if isinstance(evidence, str) else list(evidence)
     f, ev = claims(fact), _claims(ev_toks)
     ctx = _claims(context) if context else None
@@ -463,6 +466,8 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
     if (f.negated or bool(f.neg_groups - shared)) != (ev.negated or bool(ev.neg_groups - shared)):
         return ("the fact says 'not', the quote does not" if f.negated or f.neg_groups - shared
                 else "the quote says 'not', the fact does not")
+    if not words:
+        return ""
     table = _table()
     missing = [u.shown for u in f.units if not _covered(u, ev) and not (u.stems and u.stems <= table.framing)]
     cjk = [b for b in f.bigrams if len(b) == 2]
@@ -481,14 +486,21 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
 
 
 def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]], *,
-          known: Sequence[str] = (), similarity: Callable[[str, str], float | None] | None = None) -> Check:
+          known: Sequence[str] = (), reworded: bool = False,
+          similarity: Callable[[str, str], float | None] | None = None) -> Check:
     """Decide one fact on its receipt. ``messages``: (role, text) of the consolidated messages,
     numbered from 1 as the prompt shows them. ``known``: what memory already says of it (the old
     wording of the fact an update rewords, the facts a merge joins): a fact that says no more
-    than that needs no receipt (``kind`` ``stated``, no ``messages``). Pure."""
-    if known and not follows(fact, _join(*(_tokens(k) for k in known))):
+    than that needs no receipt (``kind`` ``stated``, no ``messages``). ``reworded``: the fact
+    is ``known`` reworded by its id; without a receipt it may change words, but no name,
+    number, date, place or negation. Pure."""
+    old = _join(*(_tokens(k) for k in known))
+    if known and not follows(fact, old):
         return Check("stated")
     if receipt is None:
+        if reworded and known:
+            why = follows(fact, old, words=False)
+            return Check("held", f"no receipt, and {why}") if why else Check("stated")
         return Check("held", "no receipt")
     if receipt.problem:
         return Check("held", receipt.problem, receipt.messages, receipt.quote)
