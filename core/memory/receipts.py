@@ -92,7 +92,7 @@ def read_receipt(raw: object, *, sources: object = None) -> Receipt | None:
         return None
     if not isinstance(raw, Mapping):
         return Receipt((), "", "the receipt is not an object {messages, quote}")
-    nums, problem = _numbers(raw.get("messages", raw.get("message")))
+    nums, problem = _numbers(raw.get("messages"))
     if not nums and not problem and sources is not None:
         nums, problem = _numbers(sources)
     quote = raw.get("quote")
