@@ -267,7 +267,8 @@ class Claims:
     stems: frozenset[str]  # every word and stem, stop words included
     groups: frozenset[int]
     bigrams: frozenset[str]
-    negated: bool  # a "not" outside any paraphrase
+    #: what each "not" outside a paraphrase denies: the stems of the few words after it
+    negations: tuple[frozenset[str], ...]
     neg_groups: frozenset[int]  # groups matched by a phrase with a "not" in it ("can not stand")
 
 
@@ -317,13 +318,19 @@ def _claims(toks: Sequence[_Tok]) -> Claims:
                 else:
                     units.append(_Unit(frozenset({g}), frozenset(), entry))
             start = cjk_text.find(entry, start + 1)
-    negated = False
+    negations: list[frozenset[str]] = []
+
+    def scope(at: int) -> frozenset[str]:  # the next three words that say something
+        words = [x for x in toks[at + 1:at + 8] if x.word not in table.stop and x.word not in _NEGATORS]
+        return frozenset(x.stem for x in words[:3])
+
     i = 0
     pos = 0
     while i < len(toks):
         t = toks[i]
         if _CJK_RE.fullmatch(t.word):
-            negated = negated or (pos not in consumed and t.word in _NEGATORS)
+            if pos not in consumed and t.word in _NEGATORS:
+                negations.append(scope(i))
             pos += 1
             i += 1
             continue
@@ -343,7 +350,7 @@ def _claims(toks: Sequence[_Tok]) -> Claims:
             continue
         i += 1
         if t.word in _NEGATORS:
-            negated = True
+            negations.append(scope(i - 1))
         elif t.word.isdigit() or t.word in _MONTHS or t.name:
             anchors[t.word if t.word.isdigit() else t.stem] = t.raw
         elif t.word not in table.stop and t.stem not in table.stop and len(t.word) > 1:
@@ -352,7 +359,7 @@ def _claims(toks: Sequence[_Tok]) -> Claims:
     for left, right in table.implies:
         if any(w in stems or (_CJK_RE.search(w) and w in cjk_text) for w in left):
             groups.update(g for p, g in table.phrases.get(right, ()) if p == (right,))
-    return Claims(anchors, units, stems, frozenset(groups), frozenset(_bigrams(cjk_text)), negated,
+    return Claims(anchors, units, stems, frozenset(groups), frozenset(_bigrams(cjk_text)), tuple(negations),
                   frozenset(neg_groups))
 
 
@@ -463,9 +470,10 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
         return f"the fact says '{shown}', the quote does not"
     # a "not" inside a paraphrase both sides share ("can not stand" = "dislikes") is no negation
     shared = f.groups & ev.groups
-    if (f.negated or bool(f.neg_groups - shared)) != (ev.negated or bool(ev.neg_groups - shared)):
-        return ("the fact says 'not', the quote does not" if f.negated or f.neg_groups - shared
-                else "the quote says 'not', the fact does not")
+    f_not = bool(f.neg_groups - shared) or any(n & ev.stems for n in f.negations)
+    ev_not = bool(ev.neg_groups - shared) or any(n & f.stems for n in ev.negations)
+    if f_not != ev_not:
+        return "the fact says 'not', the quote does not" if f_not else "the quote says 'not', the fact does not"
     if not words:
         return ""
     table = _table()
