@@ -33,6 +33,7 @@ from memtray import resources
 from memtray.core.memory import facts
 from memtray.core.memory.guard import SAVE_MEMORY
 from memtray.core.memory.proposal import apply_reply
+from memtray.core.memory.receipts import read_receipts
 
 NAMES = ["Mia", "Omar", "Ingrid", "Kenji", "Lucia", "Tobias", "Zara", "Pedro", "Yusuf", "Greta", "Ravi", "Noor"]
 CITIES = ["Paris", "Rome", "Kyoto", "Lisbon", "Oslo", "Quito", "Hanoi", "Dakar", "Perth", "Tallinn", "Cusco"]
@@ -98,12 +99,14 @@ def main() -> None:
         ours_in = template.replace("{memory}", facts.render(led)).replace("{conversation}", numbered)
         ours_in += "\nYou consolidate memory by calling save_memory." + json.dumps(SAVE_MEMORY)
         new3 = f3.text.replace(f3.text.split(" lives in ")[1].split()[0], "Lyon", 1)
+        q3, q8, q5 = (conv[0][1].removeprefix("Quick update: ").rstrip("."), conv[2][1].removeprefix("And ")
+                      .split(",")[0], conv[4][1].removeprefix("Also ").rstrip("."))
         edits = {"history_entry": entry, "removed_facts": [], "edits": [
-            {"op": "update", "id": f3.id, "text": new3, "sources": [1]},
-            {"op": "update", "id": f8.id, "text": f8.text + ", and climbing", "sources": [3]},
-            {"op": "add", "text": "Has a cat called Pixel", "section": "Pets", "sources": [5]},
+            {"op": "update", "id": f3.id, "text": new3, "receipt": {"messages": [1], "quote": q3}},
+            {"op": "update", "id": f8.id, "text": f8.text + ", and climbing", "receipt": {"messages": [3], "quote": q8}},
+            {"op": "add", "text": "Has a cat called Pixel", "section": "Pets", "receipt": {"messages": [5], "quote": q5}},
             {"op": "remove", "id": f5.id, "reason": "user lost touch (message 7)"},
-            {"op": "update", "id": f2.id, "text": f2.text, "section": "Work", "sources": [9]},
+            {"op": "update", "id": f2.id, "text": f2.text, "section": "Work"},
         ]}
         full_lines = []
         for f in led.facts:
@@ -117,7 +120,9 @@ def main() -> None:
             sections.setdefault(s, []).append(line)
         body = "".join(f"## {s}\n" + "\n".join(ls) + "\n\n" for s, ls in sections.items())
         full = {"history_entry": entry, "memory_update": body,
-                "removed_facts": [{"fact": f5.id, "reason": "user lost touch"}]}
+                "removed_facts": [{"fact": f5.id, "reason": "user lost touch"}],
+                "receipts": [{"fact": f3.id, "messages": [1], "quote": q3}, {"fact": f8.id, "messages": [3], "quote": q8},
+                             {"fact": "Has a cat called Pixel", "messages": [5], "quote": q5}]}
         nano_body = "".join(f"## {s}\n" + "\n".join(
             "- " + line.removeprefix("- ").split("] ", 1)[-1].split(" [#")[0] for line in ls) + "\n\n" for s, ls in sections.items())
         nano = {"history_entry": entry, "memory_update": nano_body}
@@ -127,7 +132,8 @@ def main() -> None:
         # the replies do what they say
         for reply in (edits, full):
             out = apply_reply(led, text, memory_update=reply.get("memory_update"), edits=reply.get("edits"),
-                              removed=reply["removed_facts"], messages=msgs)
+                              removed=reply["removed_facts"], messages=msgs, roles=[r for r, _c in conv],
+                              receipts=read_receipts(reply.get("receipts")))
             kinds = sorted(v.kind for v in out.verdicts if v.kind not in ("kept",))
             assert kinds == ["added", "removed", "reworded", "reworded"], kinds
             assert len(out.ledger.facts) == n
