@@ -543,10 +543,10 @@ def _apply_edits(current: Ledger, text: str, edits: Sequence[Mapping[str, Any]],
         assert k is not None
         old = ledger.facts[k]
         if (new_text and factdiff.normalize(new_text) != old.norm) or kind == "merge":
-            olds = [f.text for i in ids_ok if (f := ledger.get(i)) is not None]
+            olds = [g.text for i in ids_ok if (g := ledger.get(i)) is not None]
             c = judge.change(new_text or " . ".join(olds), receipt, olds, ids_ok)
             if judge.held(c) is not None:
-                held.append(held_item("unsupported", new_text, section or old.section, survivor, c))
+                held.append(held_item("unsupported", new_text or " . ".join(olds), section or old.section, survivor, c))
                 notes.append(f"edit {n}: {kind} of {survivor} held: {c.reason}")
                 continue
             if c.messages:
