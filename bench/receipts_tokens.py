@@ -33,7 +33,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from consolidation_tokens import CONVERSATION, memory, tokens
+from consolidation_tokens import scenario, tokens
 from memtray import resources
 from memtray.core.memory import facts
 from memtray.core.memory.guard import SAVE_MEMORY
@@ -91,17 +91,10 @@ def main() -> None:
 
 def one(n: int, template: str, before: str) -> None:
     """The rows of one memory size."""
-    text = memory(n)
-    led = facts.attach(facts.Ledger(()), text)
-    f3, f8, f2, f5 = (next(f for f in led.facts if f"no. {k})" in f.text) for k in (3, 8, 2, 5))
-    conv = [(r, c.format(c3=f3.text.split(" lives in ")[1].split()[0], t8=f8.text.split(" into ")[1].split()[0]))
-            for r, c in CONVERSATION]
-    numbered = "\n".join(f"#{i} [2026-12-01 09:{i:02d}] {r.upper()}: {c}" for i, (r, c) in enumerate(conv, 1))
-    entry = "[2026-12-01 09:01] Friend 3 moved to Lyon, friend 8 climbs, a new cat Pixel, friend 5 forgotten."
-    new3 = f3.text.replace(f3.text.split(" lives in ")[1].split()[0], "Lyon", 1)
-    q3 = conv[0][1].removeprefix("Quick update: ").rstrip(".")
-    q8 = conv[2][1].removeprefix("And ").split(",")[0]
-    q5 = conv[4][1].removeprefix("Also ").rstrip(".")
+    sc = scenario(n)
+    text, led, conv, numbered, entry, new3 = sc.text, sc.led, sc.conv, sc.numbered, sc.entry, sc.new3
+    f2, f3, f5, f8 = sc.f2, sc.f3, sc.f5, sc.f8
+    q3, q8, q5 = sc.quotes
     changes = [(f3.id, new3, 1, q3), (f8.id, f8.text + ", and climbing", 3, q8), (None, "Has a cat called Pixel", 5, q5)]
 
     def edits(receipts: bool) -> dict[str, Any]:
