@@ -508,7 +508,8 @@ def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]
     if receipt is None:
         if reworded and known:
             why = follows(fact, old, words=False)
-            return Check("held", f"no receipt, and {why}") if why else Check("stated")
+            return Check("held", f"no receipt, and {why.replace('the quote', 'the old wording')}") if why else (
+                Check("stated"))
         return Check("held", "no receipt")
     if receipt.problem:
         return Check("held", receipt.problem, receipt.messages, receipt.quote)
