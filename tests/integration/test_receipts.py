@@ -95,6 +95,10 @@ def test_reworded_facts_with_receipts_are_written_and_invented_ones_held(
         assert [Message.of(seqs[s]).content for s in info["receipt"]["source_seqs"]] == [CHAT[0][1]]
         by_text = {f["text"]: f for f in app.memory.current_facts()}
         assert by_text["Is a cellist"]["receipt"]["stated"] is True
+        # the user confirms the guess: one action writes it
+        app.memory.restore_review(guess["id"])
+        assert "- Is a morning person\n" in app.store.state.memory
+        assert "Is a morning person" not in {i["text"] for i in app.memory.pending_review()}
     finally:
         app.close()
     shown = run_cli(home.root, "memory", "why", "Is a hobby beekeeper")
@@ -108,7 +112,7 @@ def test_reworded_facts_with_receipts_are_written_and_invented_ones_held(
     assert "(stated, #" in line and "\u201cSam keeps bees in the garden\u201d" in line
     review = run_cli(home.root, "memory", "review", "--json")
     kinds = {i["text"]: i["kind"] for i in json.loads(review.stdout)}
-    assert kinds["Is a morning person"] == "inferred"
+    assert kinds == {"Has a cat named Miso": "unsupported", "Wakes up at 6 am": "unsupported"}
 
 
 def test_under_inferred_facts_write_a_guess_is_written_and_marked(home: Home, llm_server: ScriptedLLMServer) -> None:
