@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -33,6 +34,7 @@ from memtray import resources
 from memtray.core.memory import facts
 from memtray.core.memory.guard import SAVE_MEMORY
 from memtray.core.memory.proposal import apply_reply
+from memtray.core.memory.receipts import read_receipts
 
 NAMES = ["Mia", "Omar", "Ingrid", "Kenji", "Lucia", "Tobias", "Zara", "Pedro", "Yusuf", "Greta", "Ravi", "Noor"]
 CITIES = ["Paris", "Rome", "Kyoto", "Lisbon", "Oslo", "Quito", "Hanoi", "Dakar", "Perth", "Tallinn", "Cusco"]
@@ -73,6 +75,36 @@ CONVERSATION = [
 ]
 
 
+@dataclass(frozen=True)
+class Scenario:
+    """One memory size's case: the memory, the 10 messages, the 4 facts they change."""
+
+    text: str
+    led: facts.Ledger
+    conv: list[tuple[str, str]]
+    numbered: str  # the messages as the prompt numbers them
+    f2: facts.Fact
+    f3: facts.Fact
+    f5: facts.Fact
+    f8: facts.Fact
+    new3: str  # f3 moved to Lyon
+    quotes: tuple[str, str, str]  # the receipts' quotes: the move, the climbing, the cat
+    entry: str = "[2026-12-01 09:01] Friend 3 moved to Lyon, friend 8 climbs, a new cat Pixel, friend 5 forgotten."
+
+
+def scenario(n: int) -> Scenario:
+    text = memory(n)
+    led = facts.attach(facts.Ledger(()), text)
+    f3, f8, f2, f5 = (next(f for f in led.facts if f"no. {k})" in f.text) for k in (3, 8, 2, 5))
+    conv = [(r, c.format(c3=f3.text.split(" lives in ")[1].split()[0], t8=f8.text.split(" into ")[1].split()[0]))
+            for r, c in CONVERSATION]
+    numbered = "\n".join(f"#{i} [2026-12-01 09:{i:02d}] {r.upper()}: {c}" for i, (r, c) in enumerate(conv, 1))
+    new3 = f3.text.replace(f3.text.split(" lives in ")[1].split()[0], "Lyon", 1)
+    quotes = (conv[0][1].removeprefix("Quick update: ").rstrip("."), conv[2][1].removeprefix("And ").split(",")[0],
+              conv[4][1].removeprefix("Also ").rstrip("."))
+    return Scenario(text, led, conv, numbered, f2, f3, f5, f8, new3, quotes)
+
+
 def tokens(text: str) -> int:
     import litellm
 
@@ -86,24 +118,20 @@ def main() -> None:
     template = resources.text("prompts/consolidation.md")
     print(f"{'facts':>5} {'protocol':<22} {'sent':>7} {'received':>9} {'total':>7}")
     for n in (int(x) for x in args.sizes.split(",")):
-        text = memory(n)
-        led = facts.attach(facts.Ledger(()), text)
-        f3, f8, f2, f5 = (next(f for f in led.facts if f"no. {k})" in f.text) for k in (3, 8, 2, 5))
-        conv = [(r, c.format(c3=f3.text.split(" lives in ")[1].split()[0], t8=f8.text.split(" into ")[1].split()[0]))
-                for r, c in CONVERSATION]
-        numbered = "\n".join(f"#{i} [2026-12-01 09:{i:02d}] {r.upper()}: {c}" for i, (r, c) in enumerate(conv, 1))
+        sc = scenario(n)
+        text, led, conv, numbered, entry, new3 = sc.text, sc.led, sc.conv, sc.numbered, sc.entry, sc.new3
+        f2, f3, f5, f8 = sc.f2, sc.f3, sc.f5, sc.f8
+        q3, q8, q5 = sc.quotes
         plain = "\n".join(f"[2026-12-01 09:{i:02d}] {r.upper()}: {c}" for i, (r, c) in enumerate(conv, 1))
         msgs = [c for _r, c in conv]
-        entry = "[2026-12-01 09:01] Friend 3 moved to Lyon, friend 8 climbs, a new cat Pixel, friend 5 forgotten."
         ours_in = template.replace("{memory}", facts.render(led)).replace("{conversation}", numbered)
         ours_in += "\nYou consolidate memory by calling save_memory." + json.dumps(SAVE_MEMORY)
-        new3 = f3.text.replace(f3.text.split(" lives in ")[1].split()[0], "Lyon", 1)
         edits = {"history_entry": entry, "removed_facts": [], "edits": [
-            {"op": "update", "id": f3.id, "text": new3, "sources": [1]},
-            {"op": "update", "id": f8.id, "text": f8.text + ", and climbing", "sources": [3]},
-            {"op": "add", "text": "Has a cat called Pixel", "section": "Pets", "sources": [5]},
+            {"op": "update", "id": f3.id, "text": new3, "receipt": {"messages": [1], "quote": q3}},
+            {"op": "update", "id": f8.id, "text": f8.text + ", and climbing", "receipt": {"messages": [3], "quote": q8}},
+            {"op": "add", "text": "Has a cat called Pixel", "section": "Pets", "receipt": {"messages": [5], "quote": q5}},
             {"op": "remove", "id": f5.id, "reason": "user lost touch (message 7)"},
-            {"op": "update", "id": f2.id, "text": f2.text, "section": "Work", "sources": [9]},
+            {"op": "update", "id": f2.id, "text": f2.text, "section": "Work"},
         ]}
         full_lines = []
         for f in led.facts:
@@ -117,7 +145,9 @@ def main() -> None:
             sections.setdefault(s, []).append(line)
         body = "".join(f"## {s}\n" + "\n".join(ls) + "\n\n" for s, ls in sections.items())
         full = {"history_entry": entry, "memory_update": body,
-                "removed_facts": [{"fact": f5.id, "reason": "user lost touch"}]}
+                "removed_facts": [{"fact": f5.id, "reason": "user lost touch"}],
+                "receipts": [{"fact": f3.id, "messages": [1], "quote": q3}, {"fact": f8.id, "messages": [3], "quote": q8},
+                             {"fact": "Has a cat called Pixel", "messages": [5], "quote": q5}]}
         nano_body = "".join(f"## {s}\n" + "\n".join(
             "- " + line.removeprefix("- ").split("] ", 1)[-1].split(" [#")[0] for line in ls) + "\n\n" for s, ls in sections.items())
         nano = {"history_entry": entry, "memory_update": nano_body}
@@ -127,7 +157,8 @@ def main() -> None:
         # the replies do what they say
         for reply in (edits, full):
             out = apply_reply(led, text, memory_update=reply.get("memory_update"), edits=reply.get("edits"),
-                              removed=reply["removed_facts"], messages=msgs)
+                              removed=reply["removed_facts"], messages=msgs, roles=[r for r, _c in conv],
+                              receipts=read_receipts(reply.get("receipts")))
             kinds = sorted(v.kind for v in out.verdicts if v.kind not in ("kept",))
             assert kinds == ["added", "removed", "reworded", "reworded"], kinds
             assert len(out.ledger.facts) == n

@@ -83,6 +83,7 @@ def main() -> int:
     from memtray.desktop.qt import QApplication, QGuiApplication, Qt, QTimer
 
     from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
+    from tests.fixtures.receipting import receipted
 
     home = Home.resolve(os.environ["MEMTRAY_HOME"])
     suffix = ("-dark" if args.dark else "") + (f"@{args.scale}x" if args.scale != 1 else "")
@@ -100,10 +101,10 @@ def main() -> int:
         app.store.append(Message(role="user", content="I moved to Paris last month, and I write Go now too."),
                          session="quick")
         app.store.append(Message(role="assistant", content="Noted — Paris and Go."), session="quick")
-        server.script(tool_call("save_memory", {
+        server.script(receipted(tool_call("save_memory", {
             "history_entry": "User moved to Paris; evaluating ClickHouse.", "memory_update": MEM2,
             "removed_facts": [{"fact": "Lives in Lyon", "reason": "moved to Paris"}],
-        }))
+        })))
         app.run(app.consolidation.archive("quick"))
         d = Desktop(app, qapp, tray_available=False, show_dialogs=False, warm_up=False)
         d.start()

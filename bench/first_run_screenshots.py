@@ -75,6 +75,7 @@ def main() -> int:
     from memtray.desktop.qt import QApplication, QMessageBox, QTimer
 
     from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
+    from tests.fixtures.receipting import receipted
 
     qapp = QApplication(["memtray"])
     qapp.setQuitOnLastWindowClosed(False)  # as the app does; two runs share this QApplication
@@ -127,10 +128,10 @@ def main() -> int:
         app.worker.call(lambda: app.memory.write(BEFORE, reason="agent", source="model", model="openai/gpt-4o-mini"))
         app.store.append(Message(role="user", content="My friend Ada owns a sailing yacht; we went out on it today."), session="quick")
         app.store.append(Message(role="assistant", content="Sounds lovely!"), session="quick")
-        server.script(tool_call("save_memory", {
+        server.script(receipted(tool_call("save_memory", {
             "history_entry": "User went sailing.", "memory_update": BAD,
             "removed_facts": [{"fact": "Has a cat named Mo", "reason": "not mentioned lately"}],
-        }))
+        })))
         app.run(app.consolidation.archive("quick"))
         server.script(reply("ok"))
         d = Desktop(app, qapp, tray_available=False, show_dialogs=True, warm_up=False, deliver=False)

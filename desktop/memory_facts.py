@@ -139,10 +139,13 @@ class FactsTab(QScrollArea):
                 section = fact["section"]
                 self.col.insertWidget(self.col.count() - 1, label(section or "No section", subheading=True))
             by = fact["by"] + (", edited" if fact["edited"] else "")
-            row = FactRow(self.ctx, "current", None, Blank(fact["text"], f"{fact['id']} · by {by}"), [
+            receipt = fact.get("receipt")
+            said = "" if receipt is None else " · you said it" if receipt["stated"] else " · inferred, not said by you"
+            row = FactRow(self.ctx, "current", None, Blank(fact["text"], f"{fact['id']} · by {by}{said}"), [
                 ("Edit", partial(self.edit, fact)), ("Forget", partial(self.forget, fact)),
             ])
-            row.setToolTip(f"Fact {fact['id']}, written by {by}")
+            row.setToolTip(f"Fact {fact['id']}, written by {by}" + ("" if receipt is None else (
+                f"\n{'You said' if receipt['stated'] else 'Only the assistant said'}: \u201c{receipt['quote']}\u201d")))
             self.rows.append(row)
             self.col.insertWidget(self.col.count() - 1, row)
         self.shown.emit()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -131,6 +132,16 @@ class WhyDialog(QDialog):
             self.device_line: QLabel | None = dev
         else:
             self.device_line = None
+        receipt = info.get("receipt")
+        self.receipt: QLabel | None = None
+        if receipt:
+            said = ("You said it" if receipt.get("stated") else
+                    "Inferred: only memtray said this, you did not")
+            self.receipt = QLabel(f"{said}: \u201c{receipt.get('quote', '')}\u201d")
+            self.receipt.setTextFormat(Qt.TextFormat.PlainText)  # the model's words, never markup
+            self.receipt.setWordWrap(True)
+            self.receipt.setStyleSheet(f"color: {ctx.theme.ok_text if receipt.get('stated') else ctx.theme.error_text};")
+            lay.addWidget(self.receipt)
         body = QTextBrowser()
         msgs = info.get("messages") or []
         if not msgs:
@@ -138,17 +149,32 @@ class WhyDialog(QDialog):
                               "(it was written by hand, restored, or predates provenance).")
         else:
             parts = []
+            quoted = set(receipt.get("source_seqs", [])) if receipt else set()
             for m in msgs:
                 who = "You" if m.get("role") == "user" else "memtray"
-                parts.append(f"**{who}** · #{m.get('seq')} · {str(m.get('ts', ''))[:16].replace('T', ' ')}\n\n"
-                             f"{m.get('content') or ''}\n")
-            body.setMarkdown("\n\n---\n\n".join(parts))
+                content = html.escape(str(m.get("content") or ""))
+                if m.get("seq") in quoted and receipt:
+                    content = mark_quote(content, html.escape(str(receipt.get("quote", ""))))
+                parts.append(f"<p><b>{who}</b> · #{m.get('seq')} · {str(m.get('ts', ''))[:16].replace('T', ' ')}</p>"
+                             f"<p>{content}</p>")
+            body.setHtml("<hr>".join(parts))
+        self.body = body
         lay.addWidget(body, 1)
         box = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         box.rejected.connect(self.reject)
         box.accepted.connect(self.accept)
         lay.addWidget(box)
         self.info = info
+
+
+def mark_quote(text: str, quote: str) -> str:
+    """``text`` (HTML) with ``quote`` highlighted where it is, case and spacing aside."""
+    q = " ".join(quote.split())
+    at = text.casefold().find(q.casefold()) if q else -1
+    if at < 0:
+        return text
+    end = at + len(q)
+    return f"{text[:at]}<span style=\"background: #fff3a3; color: #000;\">{text[at:end]}</span>{text[end:]}"
 
 
 class Blank:

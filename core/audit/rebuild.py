@@ -428,8 +428,10 @@ async def _consolidate(
     update = redact(reply.memory_update) if reply.memory_update is not None else None
     edits = [{k: redact(v) if isinstance(v, str) else v for k, v in e.items()} for e in reply.edits or []]
     texts = [str(m.get("content") or "") for m in shown_messages(messages)]
+    roles = [str(m.get("role") or "") for m in shown_messages(messages)]
     a = apply_reply(ledger, memory, memory_update=update, edits=edits or None, removed=reply.removed,
-                    messages=texts, policy=app.config.drop_policy)
+                    messages=texts, policy=app.config.drop_policy, roles=roles, receipts=reply.receipts,
+                    inferred=app.config.inferred_facts)
     entry = hold_history(redact(reply.history_entry), a.flagged)
     silent = [{"id": v.id, "text": v.text} for v in a.verdicts if v.kind in ("silent-kept", "silent-held")]
     return ({"memory": a.memory, "history_append": entry or None, "reasons": a.reasons or None,

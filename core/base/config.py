@@ -36,6 +36,9 @@ class Config:
     memory_window: int = 100
     context_tokens: int = 0  # 0: ask litellm for the model's window
     drop_policy: str = "keep"  # keep | review
+    #: a fact only the assistant's own words support (its receipt quotes no user message):
+    #: hold for the user's confirmation (review kind "inferred"), or write it marked inferred
+    inferred_facts: str = "hold"  # hold | write
     #: auto: a model too small to judge facts (resources/models/capability.toml) has its
     #: consolidations held for review; always: every model's; never: none (core/llm/capability.py)
     hold_consolidations: str = "auto"
@@ -82,7 +85,8 @@ def split_models(text: str) -> list[str]:
     return out
 
 
-_CHOICES = {"drop_policy": ("keep", "review"), "hold_consolidations": ("auto", "always", "never")}
+_CHOICES = {"drop_policy": ("keep", "review"), "hold_consolidations": ("auto", "always", "never"),
+            "inferred_facts": ("hold", "write")}
 _RANGES: dict[str, tuple[float, float]] = {
     "llm_timeout": (1, 3600),
     "llm_retries": (0, 10),

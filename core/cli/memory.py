@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope, con, listing
 from memtray.core.cli.console import dumps as _dumps
 from memtray.core.cli.console import out as _out
+
+if TYPE_CHECKING:
+    from memtray.core.memory.service import MemoryService
 
 
 def _parse_when(text: str) -> datetime:
@@ -66,9 +69,31 @@ def cmd_show(args: argparse.Namespace, home: Home) -> int:
             sha = mem.resolve(args.rev)
         app_text = mem.git.read(sha, "HISTORY.md" if args.history else "MEMORY.md")
         con_text = app_text if app_text.endswith("\n") or not app_text else app_text + "\n"
-
+        if args.sources and not args.history:
+            con_text = with_sources(mem, sha, con_text)
         con().write(con_text)
     return 0
+
+
+def with_sources(mem: MemoryService, sha: str, text: str) -> str:
+    """MEMORY.md with each fact's id and where it comes from after it: ``stated`` (a user
+    message says it, with the quote), ``inferred`` (only the assistant's words) or ``no
+    receipt`` (written before receipts, by hand or by the agent). The current revision only."""
+    from memtray.core.memory import factdiff
+
+    if sha != mem.resolve("HEAD"):
+        raise MemtrayError("--sources shows the current memory only", hint="Drop REV/--at, or use `memory why`.")
+    ids = {f.norm: f.id for f in mem.ledger().facts}
+    receipts = mem.receipts()
+    lines = text.split("\n")
+    for f, _first, end in factdiff.spans(text):
+        fid = ids.get(f.norm, "?")
+        r = receipts.get(fid)
+        tag = "no receipt" if r is None else (
+            f"{'stated' if r['stated'] else 'inferred'}, #{','.join(map(str, r['source_seqs']))}: "
+            f"\u201c{r['quote']}\u201d")
+        lines[end - 1] += f"  [{fid}] ({tag})"
+    return "\n".join(lines)
 
 
 def cmd_log(args: argparse.Namespace, home: Home) -> int:
@@ -300,12 +325,28 @@ def cmd_why(args: argparse.Namespace, home: Home) -> int:
             _out(f"consolidation: {info['consolidation']}")
         if info["source"] == "user":
             _out("source:    written by the user")
+        receipt = info.get("receipt")
+        if receipt:
+            kind = "stated by the user" if receipt["stated"] else "inferred (only the assistant said it)"
+            _out(f"receipt:   {kind}: \u201c{receipt['quote']}\u201d")
         if info["messages"]:
             _out("from these messages:")
             for m in info["messages"]:
                 text = " ".join(str(m["content"]).split())
-                _out(f"  #{m['seq']} {m['ts'][:16].replace('T', ' ')} {m['role']}: {text[:200]}")
+                if receipt and m["seq"] in receipt["source_seqs"]:
+                    text = quoted(text, receipt["quote"])
+                _out(f"  #{m['seq']} {m['ts'][:16].replace('T', ' ')} {m['role']}: {text[:300]}")
     return 0
+
+
+def quoted(text: str, quote: str) -> str:
+    """``text`` with the receipt's quote marked \u00bb like this\u00ab where it is (case and spacing
+    aside; a quote with an elision or the model's slips is left unmarked)."""
+    at = text.casefold().find(" ".join(quote.split()).casefold())
+    if at < 0:
+        return text
+    end = at + len(" ".join(quote.split()))
+    return f"{text[:at]}\u00bb{text[at:end]}\u00ab{text[end:]}"
 
 
 def cmd_review(args: argparse.Namespace, home: Home) -> int:
@@ -394,9 +435,10 @@ def _review_line(it: dict[str, Any], names: dict[str, str]) -> str:
     from memtray.core.sync.names import label, named
 
     head = f"{it['id']}  {it['kind']:<12} [{it.get('section', '')}] {it['text']}\n            {named(str(it.get('reason', '')), names)}"
+    cited = it.get("messages") or it.get("source_seqs") or []
     if it.get("quote"):
-        head += f"\n            quote: \"{it['quote']}\"" + (f" (message {', '.join(f'#{m}' for m in it.get('messages', []))})"
-                                                                 if it.get("messages") else "")
+        head += f"\n            quote: \"{it['quote']}\"" + (f" (message {', '.join(f'#{m}' for m in cited)})"
+                                                                 if cited else "")
     if it["kind"] == "merge-conflict":
         v = it["versions"]
         for key, title in (("this", "this version (in memory now)"), ("other", "the other version")):
@@ -421,6 +463,8 @@ def add_commands(sub: Any) -> None:
     s.add_argument("rev", nargs="?", default="HEAD")
     s.add_argument("--at", metavar="DATETIME")
     s.add_argument("--history", action="store_true", help="show HISTORY.md instead")
+    s.add_argument("--sources", action="store_true",
+                   help="each fact's id and receipt: stated by the user (with the quote), inferred, or none")
     s.set_defaults(fn=cmd_show)
     lg = ms.add_parser("log", help="one line per revision (and failed consolidations)")
     lg.add_argument("--limit", type=int, default=20)

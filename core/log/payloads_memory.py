@@ -58,7 +58,7 @@ class ReviewItem(TypedDict):
     a merge conflict, core/memory/merge.py, adds ``conflict`` and ``words``)."""
 
     id: str
-    kind: str  # silent-drop | instruction | unsupported | merge-conflict
+    kind: str  # silent-drop | instruction | unsupported | inferred | merge-conflict
     text: str
     section: str
     fact_id: str
@@ -66,9 +66,12 @@ class ReviewItem(TypedDict):
     conflict: NotRequired[str]  # reworded | removed-reworded | ...
     #: each device's words for the fact (None: removed there)
     words: NotRequired[dict[str, str | None]]
-    #: the message numbers (seqs) the held change cites, and the words it quotes from them
+    #: the message numbers (seqs) the held change cites (review), and the words it quotes from them
     messages: NotRequired[list[int]]
     quote: NotRequired[str]
+    #: a fact the receipt check held (unsupported | inferred): the seqs of the messages it cited
+    #: or where the quote was found (core/memory/proposal.py)
+    source_seqs: NotRequired[list[int]]
 
 
 class MessageSpan(TypedDict):
@@ -93,11 +96,16 @@ class Provenance(TypedDict, total=False):
     """Where one fact came from. Which members are set depends on what wrote it: a
     consolidation or the agent (``source_seqs``, ``text``, ``consolidation``), a restore or
     an undo (``restored_from``), a sync merge (``merged_from``, ``origin``), an adopted
-    rebuild (``rebuild``, ``rebuild_seq``, ``source_seqs`` or ``source_event``, ``from_seq``)."""
+    rebuild (``rebuild``, ``rebuild_seq``, ``source_seqs`` or ``source_event``, ``from_seq``).
+    A consolidation's fact with a receipt (issue 27) adds ``quote`` (the verbatim words, found in
+    the messages ``source_seqs``) and ``stated`` (True: a user message says it; False: only the
+    assistant's, an inferred fact written under ``inferred_facts = write``); older facts have neither."""
 
     source_seqs: list[int]
     text: str
     consolidation: str
+    quote: str
+    stated: bool
     restored_from: str | None
     merged_from: str
     origin: ProvenanceOrigin

@@ -155,8 +155,11 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False) -> MCPSer
         rev: Rev = "HEAD",
         at: When = None,
         history: bool = False,
+        sources: bool = False,
     ) -> str:
-        """MEMORY.md (or HISTORY.md) now, at a revision, or as it was at a date."""
+        """MEMORY.md (or HISTORY.md) now, at a revision, or as it was at a date. ``sources`` (the
+        current memory only): each fact's id and receipt after it, "stated" by the user with the
+        quote, "inferred" (only the assistant said it) or "no receipt"."""
         argv = ["memory", "show"]
         if at:
             argv += ["--at", at]
@@ -164,6 +167,8 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False) -> MCPSer
             argv.append(_checked(rev))
         if history:
             argv.append("--history")
+        if sources:
+            argv.append("--sources")
         return await call(argv)
 
     def _checked(rev: str) -> str:
@@ -186,7 +191,8 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False) -> MCPSer
 
     @server.tool(annotations=reading, structured_output=False)
     async def memory_why(fact: Fact) -> str:
-        """Where a fact in memory came from: its revision and the messages behind it, as JSON."""
+        """Where a fact in memory came from: its revision, the messages behind it and its receipt
+        (the quote, stated by the user or inferred; null for facts without one), as JSON."""
         return await call(["memory", "why", "--json", "--", fact])
 
     if read_only:

@@ -74,7 +74,7 @@ from memtray.core.memory.guard import (
 from memtray.core.memory.hold import hold
 from memtray.core.memory.items import review_item
 from memtray.core.memory.ledgers import diff_by_id
-from memtray.core.memory.proposal import apply_reply
+from memtray.core.memory.proposal import apply_reply, with_seqs
 from memtray.core.memory.service import MemoryService
 from memtray.core.memory.undo import Translated, carry, translate
 
@@ -477,6 +477,7 @@ class ConsolidationService:
         put on the ids of now (:func:`undo.translate`: a sync's merge since ``read_seq`` may have
         renumbered them), then the changes made meanwhile carried onto it (:func:`undo.carry`)."""
         texts = [str(m.get("content") or "") for m in shown_messages(messages)]
+        roles = [str(m.get("role") or "") for m in shown_messages(messages)]
         seq_of = [m.get("seq") for m in shown_messages(messages)]
         update = redact(reply.memory_update) if reply.memory_update is not None else None
         edits = [{k: redact(v) if isinstance(v, str) else v for k, v in e.items()} for e in reply.edits or []]
@@ -487,7 +488,10 @@ class ConsolidationService:
             return IdGuarded(text, [], 0, {}, [], led, {}, {})
         gone = [f for f in shown.facts if snap.get(f.id) is None]  # a redo's base facts no longer in memory
         a = apply_reply(snap, snap_text, memory_update=update, edits=edits or None, removed=reply.removed, messages=texts,
-                        policy=policy, also=gone)
+                        policy=policy, also=gone, roles=roles, receipts=reply.receipts,
+                        inferred=self.settings.current.inferred_facts)
+        a.notes += reply.notes
+        a.flagged = [with_seqs(item, seq_of) for item in a.flagged]
         text, led = a.memory, a.ledger
         renames: dict[str, str] = {}
         if [(f.id, f.norm) for f in snap.facts] != [(f.id, f.norm) for f in current.facts]:
@@ -507,10 +511,13 @@ class ConsolidationService:
         prov: dict[str, Any] = {}
         live = {f.id: f for f in led.facts}
         for fid, nums in a.sources.items():
+            got = a.receipts.get(fid)
             fid = renames.get(fid, fid)
             if fid in live:
                 prov[fid] = {"consolidation": cid, "source_seqs": [s for n in nums if (s := seq_of[n - 1]) is not None],
                              "text": live[fid].text}
+                if got is not None and got.quote:
+                    prov[fid] |= {"quote": redact(got.quote), "stated": got.kind == "stated"}
         for v in a.verdicts:
             fid = renames.get(v.id or "", v.id or "")
             if v.kind in ("reworded", "split") and fid in live and fid not in prov:

@@ -64,11 +64,13 @@ class FactOps(MemoryBrowsing):
         """The facts in memory now, in document order: id, section, text, and who wrote them
         (``by``: a chat, you, an MCP client by name, an import, another device by the name the
         user gave it, else its id; from the provenance trace of the log, so it reads the log's
-        memory events once)."""
+        memory events once), and its ``receipt`` (:meth:`receipts`: stated or inferred, with the
+        quote; None without one)."""
         from memtray.core.memory.provenance import trace
 
         _text, origins = trace(self.store.log.records())
         names = self.store.state.device_names
+        receipts = self.receipts()
         out = []
         for f in self.ledger().facts:
             o = origins.get(f.id)
@@ -79,7 +81,7 @@ class FactOps(MemoryBrowsing):
                         "reason": o.reason if o is not None else None, "client": o.client if o is not None else None,
                         "device": o.device if o is not None else None,
                         "event_seq": o.event_seq if o is not None else None,
-                        "edited": bool(o.via) if o is not None else False})
+                        "edited": bool(o.via) if o is not None else False, "receipt": receipts.get(f.id)})
         return out
 
     def ledger_at(self, rev: str) -> Ledger:
@@ -211,12 +213,33 @@ class FactOps(MemoryBrowsing):
         no longer counts. The tray's sync line and ``memtray sync --status`` count these."""
         return [i for i in self.pending_review() if i.get("kind") == "merge-conflict"]
 
+    def receipts(self) -> dict[str, dict[str, Any]]:
+        """The receipt of each fact of the current memory that has one (issue 27): the quote the
+        consolidating model gave for its present words, ``stated`` (a user message says it) or
+        not (only the assistant's words: an inferred fact), and the seqs of the messages it
+        is in. Facts written before receipts, by hand or by the agent have none."""
+        live = {f.id: f for f in self.ledger().facts}
+        out: dict[str, dict[str, Any]] = {}
+        for rec in self.memory_events():
+            for fid, prov in (MemoryWritten.of(rec).provenance or {}).items():
+                f = live.get(fid)
+                if f is None or "quote" not in prov:
+                    continue
+                if factdiff.normalize(prov.get("text", "")) == f.norm:
+                    out[fid] = {"quote": prov["quote"], "stated": prov.get("stated", True),
+                                "source_seqs": sorted(prov.get("source_seqs", []))}
+                else:
+                    out.pop(fid, None)  # reworded since: that receipt was for other words
+        return out
+
     def why(self, fact: str) -> dict[str, Any]:
         """Where a fact of the current memory came from: the revision that gave it its present
         words and the messages it names as sources (by id; also after rollback and restore),
-        and the name the user gave the device it came from (``device_name``, None: no name)."""
+        the name the user gave the device it came from (``device_name``, None: no name) and its
+        ``receipt`` (:meth:`receipts`; None when it has none)."""
         info = self._why(fact)
         info["device_name"] = self.store.state.device_names.get(str(info.get("device")))
+        info["receipt"] = self.receipts().get(info["fact"]["id"])
         return info
 
     def _why(self, fact: str) -> dict[str, Any]:

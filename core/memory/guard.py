@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memtray.core.llm.client import tool_spec
 from memtray.core.memory import factdiff
 from memtray.core.memory.items import review_item
 from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
+from memtray.core.memory.receipts import FactReceipt, read_receipt, read_receipts, receipt_schema
 from memtray.core.memory.wording import clean_obj
 
 MAX_HISTORY_ENTRY = 20_000
@@ -50,7 +51,21 @@ SAVE_MEMORY = tool_spec(
             "history_entry": {"type": "string", "description": "Summary paragraph starting with [YYYY-MM-DD HH:MM]."},
             "memory_update": {"type": "string", "description": (
                 "The complete new MEMORY.md: every kept or reworded fact keeps its [ID]; new facts have no id "
-                "and end with the numbers of the messages they come from, e.g. [#3, #7]. Omit it when you send edits.")},
+                "and end with the numbers of the messages they come from, e.g. [#3, #7]. Omit it when you send edits. "
+                "Every new or reworded fact needs an entry in receipts.")},
+            "receipts": {
+                "type": "array",
+                "description": "With memory_update: one receipt per new or reworded fact.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "fact": {"type": "string", "description": "The fact's id, or its text if it is new."},
+                        "messages": {"type": "array", "items": {"type": "integer"}},
+                        "quote": {"type": "string", "description": "A short verbatim quote from those messages."},
+                    },
+                    "required": ["fact", "messages", "quote"],
+                },
+            },
             "edits": {
                 "type": "array",
                 "description": "Instead of memory_update: only the changes, by fact id.",
@@ -62,8 +77,7 @@ SAVE_MEMORY = tool_spec(
                         "ids": {"type": "array", "items": {"type": "string"}, "description": "merge: the ids merged."},
                         "text": {"type": "string", "description": "The fact's new wording (update, add, merge)."},
                         "section": {"type": "string"},
-                        "sources": {"type": "array", "items": {"type": "integer"},
-                                    "description": "Numbers of the messages the fact comes from."},
+                        "receipt": receipt_schema("the fact (add, update, merge)"),
                         "reason": {"type": "string", "description": "remove: why."},
                     },
                     "required": ["op"],
@@ -95,6 +109,10 @@ class Reply:
     memory_update: str | None
     edits: list[dict[str, Any]] | None
     removed: list[dict[str, str]]
+    #: the top-level ``receipts`` (memory_update form, or edits that carry none of their own)
+    receipts: list[FactReceipt] = field(default_factory=list)
+    #: what the door left out of the reply (a receipts entry without a fact, ...)
+    notes: list[str] = field(default_factory=list)
 
 
 def parse_reply(raw: str) -> Reply:
@@ -118,11 +136,16 @@ def parse_reply(raw: str) -> Reply:
                     raise ValueError(f"edit member {key!r} must be a string")
             if len(str(e.get("text") or "")) > MAX_MEMORY_UPDATE // 10:
                 raise ValueError("an edit's text is too long")
+        # a receipt is checked, never raised on: a malformed one holds its fact, with the reason
+        edits = [{**e, "receipt": read_receipt(e.get("receipt"), sources=e.get("sources"))} for e in edits]
+    notes: list[str] = []
+    receipts = read_receipts(args.get("receipts"), notes)
     update = args.get("memory_update")
     if edits and update in (None, ""):
         args = {**args, "memory_update": ""}
-    entry, text, removed = parse_arguments(json.dumps(args))
-    return Reply(entry, None if edits and not text else text, list(edits) if edits else None, removed)
+    entry, text, removed = parse_arguments(json.dumps({k: v for k, v in args.items() if k != "edits"}))
+    return Reply(entry, None if edits and not text else text, list(edits) if edits else None, removed,
+                 receipts, notes)
 
 
 @dataclass

@@ -22,9 +22,11 @@ def review_item(kind: str, text: str, section: str, fact_id: str | None, reason:
                 messages: Sequence[int] | None = None, quote: str | None = None) -> dict[str, Any]:
     """One entry of the review queue: a fact the guard held back, and why."""
     norm = factdiff.normalize(text)
-    item_id = hashlib.sha1(f"{kind}:{norm}".encode()).hexdigest()[:10]
+    # surrogatepass: a lone surrogate is refused where the item is logged (codec.find_invalid), not here
+    item_id = hashlib.sha1(f"{kind}:{norm}".encode("utf-8", "surrogatepass")).hexdigest()[:10]
     out: dict[str, Any] = {"id": item_id, "kind": kind, "text": text, "section": section,
-                           "fact_id": fact_id or hashlib.sha1(norm.encode()).hexdigest()[:8], "reason": reason}
+                           "fact_id": fact_id or hashlib.sha1(norm.encode("utf-8", "surrogatepass")).hexdigest()[:8],
+                           "reason": reason}
     if messages:
         out["messages"] = sorted({int(m) for m in messages})
     if quote:

@@ -21,38 +21,45 @@ guard on ids (a :class:`Verdict` per fact says what happened to it):
   (policy ``keep``) or held for review (``review``), unless another bullet says
   everything it said (a merge without ids, recorded on the survivor);
 * a new bullet that restates a live fact is a ``duplicate`` and is not written;
-* a new fact must be supported by the consolidated messages (the ones it cites,
-  or, if it cites none, messages that name its names and most of its words);
-  an unsupported one is held for review (``unsupported``), never written;
+* a new fact, and a changed one, must come with a receipt (:mod:`receipts`): message
+  numbers and a verbatim quote, which :func:`receiptcheck.check` finds in the messages and
+  the fact must follow from; one without, or whose quote is not there or says something
+  else, is held for review (``unsupported``, with the reason), never written. A rewording
+  by id without a receipt is written when it changes no name, number, date, place or
+  negation of the fact it rewords. A fact only the assistant's words support is
+  ``inferred``: held for review (``inferred``) or, under policy ``write``, written and
+  marked so;
 * instruction-like text is held for review; an empty memory, or silent drops of
   more than half of the facts, make the reply unusable (``ValueError``).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtray import resources
 from memtray.core.memory import factdiff, facts
 from memtray.core.memory.factdiff import Fact
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.items import review_item
 from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
+from memtray.core.memory.receiptcheck import Check, check
+from memtray.core.memory.receipts import FactReceipt, Receipt, find_receipt, read_receipt
 
 SHRINK_LIMIT = 0.5  # silently dropping more than half of the facts is a broken reply, not a policy case
 MERGE_LIMIT = 4  # a bullet without ids that "merges" more facts than this is a paragraph dump
 MAX_HELD = 50  # unsupported facts held for review per reply; the rest are discarded with a note
 EDIT_OPS = ("update", "add", "remove", "merge")
+INFERRED_POLICIES = ("hold", "write")
 
 
 @dataclass(frozen=True)
 class Verdict:
     """What the guard decided for one fact of the current memory or of the reply."""
 
-    kind: str  # kept reworded added removed merged split silent-kept silent-held duplicate unsupported instruction
+    #: kept reworded added removed merged split silent-kept silent-held duplicate unsupported inferred instruction
+    kind: str
     id: str | None
     text: str
     into: str | None = None  # merged / duplicate: the id of the fact that now holds it
@@ -71,52 +78,71 @@ class Applied:
     merged: dict[str, list[str]]  # survivor id -> ids merged into it
     sources: dict[str, list[int]]  # added / changed id -> message numbers that support it
     notes: list[str] = field(default_factory=list)
+    #: added / changed id -> its checked receipt (where the quote is, the quote, stated or inferred)
+    receipts: dict[str, Check] = field(default_factory=dict)
 
     def of(self, kind: str) -> list[Verdict]:
         return [v for v in self.verdicts if v.kind == kind]
 
 
-# --- support ---------------------------------------------------------------------------
+# --- receipts --------------------------------------------------------------------------
 
-# only the words that say nothing at all: "cat" is common in memories but it is what a fact says
-_STOP = frozenset(w for line in resources.text("corpus/stopwords.txt").splitlines()
-                  if not line.startswith("#") for w in line.split())
-_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+@dataclass(frozen=True)
+class Judge:
+    """What the receipt check needs of a reply: the messages (role, text), numbered from 1,
+    the reply's top-level receipts, the ``inferred_facts`` policy and, when an embedding model
+    is at hand, a similarity of two texts (0..1)."""
+
+    messages: Sequence[tuple[str, str]]
+    receipts: Sequence[FactReceipt] = ()
+    inferred: str = "hold"
+    similarity: Callable[[str, str], float | None] | None = None
+
+    def new(self, text: str, receipt: Receipt | None, ids: Sequence[str] = ()) -> Check:
+        """A new fact: on its own receipt, or the top-level one that names it."""
+        if receipt is None:
+            receipt = find_receipt(self.receipts, text, ids)
+        return check(text, receipt, self.messages, similarity=self.similarity)
+
+    def change(self, text: str, receipt: Receipt | None, old: Sequence[str], ids: Sequence[str] = ()) -> Check:
+        """A fact reworded or merged by id: what it said before counts as said."""
+        if receipt is None:
+            receipt = find_receipt(self.receipts, text, ids)
+        return check(text, receipt, self.messages, known=old, reworded=True, similarity=self.similarity)
+
+    def held(self, c: Check) -> str | None:
+        """The review kind a checked fact is held as, or None when it is written."""
+        if c.kind == "held":
+            return "unsupported"
+        if c.kind == "inferred" and self.inferred != "write":
+            return "inferred"
+        return None
 
 
-def _msg_words(text: str) -> frozenset[str]:
-    return frozenset(re.findall(r"\w+", factdiff.normalize(text)))
+def held_item(kind: str, text: str, section: str, fact_id: str | None, c: Check) -> dict[str, Any]:
+    """The review item of a fact the receipt check held: the reason, and the quote and the
+    messages it cites, so the review can show them."""
+    reason = c.reason if kind == "unsupported" else (
+        "only the assistant said this" + (f" (message #{c.messages[0]})" if c.messages else ""))
+    item = review_item(kind, text, section, fact_id, reason)
+    if c.quote:
+        item["quote"] = c.quote
+    if c.messages:
+        item["messages"] = list(c.messages)
+    return item
 
 
-def _bigrams(text: str) -> set[str]:
-    chars = "".join(_CJK_RE.findall(text))
-    return {chars[i:i + 2] for i in range(len(chars) - 1)}
-
-
-def _mentions(text: str, message: str, *, strict: bool) -> bool:
-    """Whether ``message`` says ``text``: a cited message needs one of its names or words; an
-    uncited one at least half of its names, numbers and words together."""
-    words = _msg_words(message)
-    anc = facts.anchors(text)
-    need = ({w for w in _msg_words(text) if w not in _STOP and len(w) > 2} - anc) | anc
-    if _CJK_RE.search(text):
-        grams = _bigrams(text)
-        if grams:
-            return bool(grams & _bigrams(message))
-    if not need:
-        return False
-    hit = sum(1 for w in need if facts.has_word(w, words))
-    return hit * 2 >= len(need) if strict else hit >= 1
-
-
-def support(text: str, cited: Sequence[int], messages: Sequence[str]) -> list[int]:
-    """The message numbers (1-based) that support a new fact: those it cites that mention
-    it, or, when it cites none, the messages that name all its names and numbers and most
-    of its words. Empty: nothing in the consolidated range says it."""
-    valid = [n for n in cited if 1 <= n <= len(messages)]
-    if valid:
-        return [n for n in valid if _mentions(text, messages[n - 1], strict=False)]
-    return [n for n, m in enumerate(messages, 1) if _mentions(text, m, strict=True)][:5]
+def with_seqs(item: dict[str, Any], seq_of: Sequence[int | None]) -> dict[str, Any]:
+    """A review item as the log keeps it: the message numbers of :func:`held_item` (1-based,
+    as the prompt numbered them) become the messages' seqs (``source_seqs``)."""
+    nums = item.get("messages")
+    if not isinstance(nums, list):
+        return item
+    out = {k: v for k, v in item.items() if k != "messages"}
+    seqs = [s for n in nums if isinstance(n, int) and 1 <= n <= len(seq_of) and (s := seq_of[n - 1]) is not None]
+    if seqs:
+        out["source_seqs"] = seqs
+    return out
 
 
 # --- the reply -------------------------------------------------------------------------
@@ -184,26 +210,35 @@ def apply_reply(
     messages: Sequence[str],
     policy: str = "keep",
     also: Sequence[Fact] = (),
+    roles: Sequence[str] = (),
+    receipts: Sequence[FactReceipt] = (),
+    inferred: str = "hold",
+    similarity: Callable[[str, str], float | None] | None = None,
 ) -> Applied:
     """Apply a ``save_memory`` reply to the current memory, on ids. Pure.
 
     ``messages`` are the consolidated messages' texts, numbered from 1 as the prompt
-    shows them. ``also`` are facts no longer in memory that the reply may keep by id
+    shows them, ``roles`` their roles (``user`` where not given). ``receipts``: the reply's
+    top-level receipts (an edit carries its own as ``receipt``, a :class:`Receipt`).
+    ``inferred``: the policy for facts only the assistant's words support (``hold`` or
+    ``write``). ``also`` are facts no longer in memory that the reply may keep by id
     (a redo shows the memory before the consolidation it redoes); leaving them out is
     not a silent drop. Raises ValueError when the reply is unusable.
     """
     notes: list[str] = []
     reasons = _resolve_removed(removed, current, notes)
+    said = [(roles[n] if n < len(roles) else "user", t) for n, t in enumerate(messages)]
+    judge = Judge(said, receipts, inferred, similarity)
     if edits:
-        out = _apply_edits(current, current_text, edits, reasons, messages, notes)
+        out = _apply_edits(current, current_text, edits, reasons, judge, notes)
     elif memory_update is None:
         raise ValueError("save_memory needs memory_update or edits")
     else:
-        out = _apply_full(current, memory_update, reasons, messages, policy, notes, also)
+        out = _apply_full(current, memory_update, reasons, judge, policy, notes, also)
     return _finish(out, current, current_text)
 
 
-def _apply_full(current: Ledger, update: str, reasons: dict[str, str], messages: Sequence[str],
+def _apply_full(current: Ledger, update: str, reasons: dict[str, str], judge: Judge,
                 policy: str, notes: list[str], also: Sequence[Fact] = ()) -> Applied:
     marked = facts.read_markers(update)
     new = marked.facts
@@ -290,7 +325,8 @@ def _apply_full(current: Ledger, update: str, reasons: dict[str, str], messages:
     live = [new[j].text for j in range(len(new)) if assign[j] is not None and j not in drop]
     kept_back = silent if policy == "keep" else []
     live += [f.text for f in kept_back]
-    held = 0
+    held: list[tuple[str, Fact, Check]] = []
+    checked: dict[str, Check] = {}
     nxt = current.next
     flagged_early: list[dict[str, Any]] = []
     for j, f in enumerate(new):
@@ -307,37 +343,52 @@ def _apply_full(current: Ledger, update: str, reasons: dict[str, str], messages:
             continue
         parent = split_of.get(j) or next(
             (o.id for o in current.facts if o.id in claimed and facts.covers(o.text, f.text)), None)
-        if parent is not None:
-            assign[j] = facts.new_id(nxt)
-            nxt += 1
-            verdicts.append(Verdict("split", assign[j], f.text, parent))
-            live.append(f.text)
-            continue
-        found = support(f.text, marked.sources[j], messages)
-        if not found:
+        c = (judge.change(f.text, None, [by_id[parent].text], marked.ids[j]) if parent is not None
+             else judge.new(f.text, None, marked.ids[j]))
+        kind = judge.held(c)
+        if kind is not None:
             drop.add(j)
-            held += 1
-            verdicts.append(Verdict("unsupported", None, f.text))
+            held.append((kind, f, c))
+            verdicts.append(Verdict(kind, None, f.text))
             continue
         assign[j] = facts.new_id(nxt)
         nxt += 1
-        sources[str(assign[j])] = found
-        verdicts.append(Verdict("added", assign[j], f.text))
+        if c.messages:
+            sources[str(assign[j])] = list(c.messages)
+            checked[str(assign[j])] = c
+        verdicts.append(Verdict("split", assign[j], f.text, parent) if parent is not None
+                        else Verdict("added", assign[j], f.text))
         live.append(f.text)
+    # a fact reworded (or merged) by id: the receipt check, and the old wording back if it fails
+    revert: dict[int, Fact] = {}
+    for j, f in enumerate(new):
+        old = by_id.get(str(assign[j])) if j not in drop and assign[j] is not None else None
+        if old is None or old.norm == f.norm:
+            continue
+        gone = [by_id[i].text for i in merged.get(old.id, []) if i in by_id]
+        c = judge.change(f.text, None, [old.text, *gone], [old.id, *marked.ids[j]])
+        if judge.held(c) is not None:
+            revert[j] = old
+            flagged_early.append(held_item("unsupported", f.text, f.section, old.id, c))
+        elif c.messages:
+            sources[old.id] = list(c.messages)
+            checked[old.id] = c
     # the text: the reply without dropped bullets, plus what the guard puts back
     text = _without(marked.text, drop)
+    kept_j = [j for j in range(len(new)) if j not in drop]
+    for j, old in revert.items():
+        text = factdiff.replace_fact(text, kept_j.index(j), old.text)
     plan = _Plan()
     for j, f in enumerate(new):
         if j not in drop and assign[j] is not None:
-            plan.put(f.norm, str(assign[j]))
             old = by_id.get(str(assign[j]))
+            if j in revert and old is not None:
+                plan.put(old.norm, old.id)
+                verdicts.append(Verdict("kept", old.id, old.text))
+                continue
+            plan.put(f.norm, str(assign[j]))
             if old is not None:
-                kind = "kept" if old.norm == f.norm else "reworded"
-                verdicts.append(Verdict(kind, old.id, f.text))
-                if kind == "reworded" and marked.sources[j]:
-                    cited = support(f.text, marked.sources[j], messages)
-                    if cited:
-                        sources[old.id] = cited
+                verdicts.append(Verdict("kept" if old.norm == f.norm else "reworded", old.id, f.text))
     for f in silent:
         if policy == "keep":
             text = factdiff.add_fact(text, f.text, f.section or None)
@@ -352,13 +403,10 @@ def _apply_full(current: Ledger, update: str, reasons: dict[str, str], messages:
         review_item("silent-drop", f.text, f.section, f.id, "dropped without a reason")
         for f in silent if policy != "keep"
     ]
-    unsupported = [v for v in verdicts if v.kind == "unsupported"]
-    for v in unsupported[:MAX_HELD]:
-        flagged.append(review_item("unsupported", v.text, "", None,
-                                   "no consolidated message says this"))
-    if held > MAX_HELD:
-        notes.append(f"{held - MAX_HELD} more facts no message supports were discarded")
-    return Applied(text, _ledger(text, plan, nxt), verdicts, flagged, reasons, merged, sources, notes)
+    flagged += [held_item(kind, f.text, f.section, None, c) for kind, f, c in held[:MAX_HELD]]
+    if len(held) > MAX_HELD:
+        notes.append(f"{len(held) - MAX_HELD} more facts no receipt supports were discarded")
+    return Applied(text, _ledger(text, plan, nxt), verdicts, flagged, reasons, merged, sources, notes, checked)
 
 
 def _finish(out: Applied, current: Ledger, current_text: str) -> Applied:
@@ -384,12 +432,14 @@ def _finish(out: Applied, current: Ledger, current_text: str) -> Applied:
                             else v for v in out.verdicts]
             out.verdicts.append(Verdict("instruction", f.id if old is not None else None, f.text))
             out.sources.pop(f.id, None)
+            out.receipts.pop(f.id, None)
     text, held = hold_flagged(current_text, text)
     out.flagged += [review_item("instruction", h.text, "", None, h.reason) for h in held]
     out.memory = text
     out.ledger = _ledger(text, plan, nxt)
     live = set(out.ledger.ids)
     out.sources = {k: v for k, v in out.sources.items() if k in live}
+    out.receipts = {k: v for k, v in out.receipts.items() if k in live}
     return out
 
 
@@ -409,12 +459,13 @@ def _ledger(text: str, plan: _Plan, nxt: int) -> Ledger:
 # --- edits -----------------------------------------------------------------------------
 
 def _apply_edits(current: Ledger, text: str, edits: Sequence[Mapping[str, Any]], reasons: dict[str, str],
-                 messages: Sequence[str], notes: list[str]) -> Applied:
+                 judge: Judge, notes: list[str]) -> Applied:
     ledger = current
     verdicts: list[Verdict] = []
     merged: dict[str, list[str]] = {}
     sources: dict[str, list[int]] = {}
-    held: list[str] = []
+    checked: dict[str, Check] = {}
+    held: list[dict[str, Any]] = []
     nxt = current.next
     by_id = {f.id: f for f in current.facts}
 
@@ -434,7 +485,9 @@ def _apply_edits(current: Ledger, text: str, edits: Sequence[Mapping[str, Any]],
         fid = facts.id_key(raw_id) if raw_id else None
         new_text = " ".join(str(op.get("text") or "").split())
         section = str(op.get("section") or "") or None
-        cited = [int(x) for x in op.get("sources") or [] if isinstance(x, int | str) and str(x).isdigit()]
+        receipt = op.get("receipt")
+        if not isinstance(receipt, Receipt):  # an edit that did not come through parse_reply
+            receipt = read_receipt(receipt, sources=op.get("sources"))
         if kind not in EDIT_OPS:
             notes.append(f"edit {n}: unknown op {kind!r}, skipped")
             continue
@@ -445,16 +498,18 @@ def _apply_edits(current: Ledger, text: str, edits: Sequence[Mapping[str, Any]],
             if any(f.norm == factdiff.normalize(new_text) or facts.covers(f.text, new_text) for f in ledger.facts):
                 verdicts.append(Verdict("duplicate", None, new_text))
                 continue
-            found = support(new_text, cited, messages)
-            if not found:
-                held.append(new_text)
-                verdicts.append(Verdict("unsupported", None, new_text))
+            c = judge.new(new_text, receipt)
+            hold = judge.held(c)
+            if hold is not None:
+                held.append(held_item(hold, new_text, section or "", None, c))
+                verdicts.append(Verdict(hold, None, new_text))
                 continue
             text = factdiff.add_fact(text, new_text, section)
             fresh = facts.new_id(nxt)
             nxt += 1
             ledger = relabel(text, {factdiff.normalize(new_text): fresh})
-            sources[fresh] = found
+            sources[fresh] = list(c.messages)
+            checked[fresh] = c
             verdicts.append(Verdict("added", fresh, new_text))
             continue
         if kind == "remove":
@@ -482,6 +537,16 @@ def _apply_edits(current: Ledger, text: str, edits: Sequence[Mapping[str, Any]],
         k = index_of(survivor)
         assert k is not None
         old = ledger.facts[k]
+        if (new_text and factdiff.normalize(new_text) != old.norm) or kind == "merge":
+            olds = [g.text for i in ids_ok if (g := ledger.get(i)) is not None]
+            c = judge.change(new_text or " . ".join(olds), receipt, olds, ids_ok)
+            if judge.held(c) is not None:
+                held.append(held_item("unsupported", new_text or " . ".join(olds), section or old.section, survivor, c))
+                notes.append(f"edit {n}: {kind} of {survivor} held: {c.reason}")
+                continue
+            if c.messages:
+                sources[survivor] = list(c.messages)
+                checked[survivor] = c
         if kind == "merge":
             for other in ids_ok[1:]:
                 ko = index_of(other)
@@ -497,10 +562,6 @@ def _apply_edits(current: Ledger, text: str, edits: Sequence[Mapping[str, Any]],
         else:
             text = factdiff.replace_fact(text, k, new_text)
         ledger = relabel(text, {factdiff.normalize(new_text): survivor})
-        if cited:
-            found = support(new_text, cited, messages)
-            if found:
-                sources[survivor] = found
     for f in current.facts:
         now = next((g for g in ledger.facts if g.id == f.id), None)
         if now is not None:
@@ -513,7 +574,7 @@ def _apply_edits(current: Ledger, text: str, edits: Sequence[Mapping[str, Any]],
             verdicts.append(Verdict("removed", i, by_id[i].text))
         else:
             reasons.pop(i)
-    flagged = [review_item("unsupported", t, "", None, "no consolidated message says this") for t in held[:MAX_HELD]]
+    flagged = held[:MAX_HELD]
     if len(held) > MAX_HELD:
-        notes.append(f"{len(held) - MAX_HELD} more facts no message supports were discarded")
-    return Applied(text, ledger, verdicts, flagged, reasons, merged, sources, notes)
+        notes.append(f"{len(held) - MAX_HELD} more facts no receipt supports were discarded")
+    return Applied(text, ledger, verdicts, flagged, reasons, merged, sources, notes, checked)

@@ -210,10 +210,11 @@ class ReviewOps:
                 "device_names": dict(self.store.state.device_names)}
 
     def review_sources(self, item: dict[str, Any], limit: int = 3) -> list[dict[str, Any]]:
-        """The messages a held item comes from: those it cites (``messages``), else the user's
+        """The messages a held item comes from: those it cites (``messages``, or ``source_seqs`` of
+        a fact the receipt check held), else the user's
         messages of the consolidation whose revision held it, those closest to its words first
         (at most ``limit``), in the order they were said."""
-        cited = {int(m) for m in item.get("messages") or ()}
+        cited = {int(m) for m in item.get("messages") or item.get("source_seqs") or ()}
         if cited:
             return [msg_json(r) for r in self.store.log.records(min(cited) - 1) if r.seq in cited
                     and r.type == Message.TYPE][:20]

@@ -312,7 +312,9 @@ def save_memory_responder(request: dict[str, Any]) -> Any:
     head, conv = prompt.split("## Conversation to consolidate", 1)
     current = head.split("## Current memory", 1)[1].strip()
     lines = [] if current in ("", "(empty)") else current.splitlines()
-    notes = [ln.split("USER: ", 1)[1] for ln in conv.strip().splitlines() if "USER: " in ln]
+    said = [(int(ln.split(" ", 1)[0].lstrip("#")), ln.split("USER: ", 1)[1])
+            for ln in conv.strip().splitlines() if "USER: " in ln and ln.startswith("#")]
+    notes = [n for _num, n in said]
     facts = [ln for ln in lines if ln.startswith("- ")]
     removed = []
     digest = int(hashlib.sha256(conv.encode()).hexdigest(), 16)
@@ -323,7 +325,9 @@ def save_memory_responder(request: dict[str, Any]) -> Any:
         lines = [*lines, "", "## Notes", ""] if lines else ["## Notes", ""]
     new = "\n".join(lines).rstrip("\n") + "\n" + "".join(f"- {n}\n" for n in notes)
     entry = f"[2026-01-01 00:00] Talked about {len(notes)} notes."
-    return tool_call("save_memory", {"history_entry": entry, "memory_update": new, "removed_facts": removed})
+    receipts = [{"fact": n, "messages": [num], "quote": n} for num, n in said]  # the user's words (issue 27)
+    return tool_call("save_memory", {"history_entry": entry, "memory_update": new, "removed_facts": removed,
+                                     "receipts": receipts})
 
 
 # --- the crash campaign: random commands, random kills ---------------------------------------

@@ -63,13 +63,16 @@ class ScriptedModel(LLMClient):
         # words, as the machine's model does, and gives every kept fact back with its id
         marked = facts.read_markers("" if current == "(empty)" else current)
         ids = {f.text: (i[0] if i else None) for f, i in zip(marked.facts, marked.ids, strict=True)}
-        notes = [f"note {ln.split('USER: ', 1)[1]}" for ln in conv.strip().splitlines() if "USER: " in ln]
+        said = [(int(ln.split(" ", 1)[0].lstrip("#")), ln.split("USER: ", 1)[1])
+                for ln in conv.strip().splitlines() if "USER: " in ln and ln.startswith("#")]
+        notes = [f"note {text}" for _n, text in said]
         kept, removed = plan_update(list(ids), notes)
         args = {
             "history_entry": f"[2026-01-01 00:00] {len(notes)} notes",
             "memory_update": "## Notes\n\n" + "".join(f"- [{ids[f]}] {f}\n" if ids[f] else f"- {f}\n" for f in kept)
                              + "".join(f"- {n}\n" for n in notes),
             "removed_facts": [{"fact": ids[f] or f, "reason": "superseded"} for f in removed],
+            "receipts": [{"fact": f"note {text}", "messages": [n], "quote": text} for n, text in said],
         }
         return LLMResult("", [ToolCall(f"call_{self.calls}", "save_memory", json.dumps(args))], "scripted/model")
 

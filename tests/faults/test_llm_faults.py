@@ -38,7 +38,7 @@ from tests.fixtures.llm_server import (
 pytestmark = pytest.mark.filterwarnings("ignore:.*on TypedDict class .* using the `ReadOnly` qualifier:UserWarning")
 
 GOOD = {"history_entry": "[2026-01-01 10:00] Talked about tea.", "memory_update": "## Prefs\n\n- Likes tea\n",
-        "removed_facts": []}
+        "removed_facts": [], "receipts": [{"fact": "Likes tea", "messages": [1], "quote": "I like tea"}]}
 FIVE_MB = 5 * 1024 * 1024
 
 

@@ -37,6 +37,7 @@ from memtray.core.memory.consolidation import ConsolidationFailedError
 from tests.crash.harness import check_app
 from tests.faults.support import git
 from tests.fixtures.llm_server import ScriptedLLMServer, ToolCall, ToolCalls, reply, tool_call
+from tests.fixtures.receipting import receipted
 
 DEEP = os.environ.get("HYPOTHESIS_PROFILE", "ci") == "deep"
 FUZZ_EXAMPLES = 300 if DEEP else 25
@@ -164,8 +165,8 @@ def test_the_reported_reply_fails_the_consolidation_and_breaks_nothing(tmp_path:
         app.close()
     _healthy(home)
     _still_works(home, server, 0)
-    server.script(tool_call("save_memory", {"history_entry": "[2026-11-30] moved.",
-                                            "memory_update": MEM0 + "- User lives in Lyon\n"}))
+    server.script(receipted(tool_call("save_memory", {"history_entry": "[2026-11-30] moved.",
+                                                      "memory_update": MEM0 + "- User lives in Lyon\n"})))
     app = _open(home, server)
     try:  # the retry with a clean reply goes through
         out = app.run(app.consolidation.consolidate("quick", trigger="manual"))
@@ -209,8 +210,8 @@ def test_control_characters_are_cleaned_once_and_facts_keep_their_provenance(tmp
         app.run(app.agent.turn("quick", "I play the violin and I live in Lyon", stream=False))
         assert "- ( plays the [31mviolin\n" in app.store.state.memory
         memory = app.store.state.memory.replace("## Facts\n", "## Facts\n- User lives in Ly\x00on\x1f\x7f [#1]\n")
-        server.script(tool_call("save_memory", {"history_entry": "[2026-12-01] violin\x0band Lyon\x1b",
-                                                "memory_update": memory.replace("violin", "vio\x08lin")}))
+        server.script(receipted(tool_call("save_memory", {"history_entry": "[2026-12-01] violin\x0band Lyon\x1b",
+                                                          "memory_update": memory.replace("violin", "vio\x08lin")})))
         out = app.run(app.consolidation.consolidate("quick", trigger="manual"))
         assert out.added == 1
     finally:

@@ -12,6 +12,7 @@ from memtray.desktop.chatview import ErrorView, LoggedFailure, MessageView
 from memtray.desktop.qt import QPushButton, Qt
 
 from tests.fixtures.llm_server import error, reply, tool_call
+from tests.fixtures.receipting import receipted
 
 pytestmark = pytest.mark.gui
 
@@ -85,8 +86,8 @@ def test_the_open_conversation_shows_its_messages_after_a_consolidation(
 ) -> None:
     app = desktop.app
     _say(app, "chat-a", "I adopted a cat called Tom", "Congratulations on Tom!", "He likes tuna", "Noted.")
-    llm_server.script(tool_call("save_memory", {"history_entry": "Tom the cat.", "memory_update":
-                                                "# About the user\n\n- Has a cat called Tom\n", "removed_facts": []}))
+    llm_server.script(receipted(tool_call("save_memory", {"history_entry": "Tom the cat.", "memory_update":
+                                                "# About the user\n\n- Has a cat called Tom\n", "removed_facts": []})))
     app.run(app.consolidation.consolidate("chat-a", archive_all=True, trigger="manual"))
     assert app.store.state.sessions["chat-a"].messages == []  # all in memory and the log now
     chats = _chats(qtbot, desktop)

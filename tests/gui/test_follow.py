@@ -12,6 +12,7 @@ import pytest
 from memtray.core.log.events import Message
 
 from tests.fixtures.llm_server import reply, tool_call
+from tests.fixtures.receipting import receipted
 
 pytestmark = pytest.mark.gui
 
@@ -53,10 +54,10 @@ def test_a_message_sent_from_the_popup_appears_in_the_open_main_window(qtbot: An
     qtbot.waitUntil(lambda: _texts(main) == want and _texts(popup) == want, timeout=10000)
 
     # /new from the terminal starts both views afresh
-    llm_server.script(tool_call("save_memory", {
+    llm_server.script(receipted(tool_call("save_memory", {
         "history_entry": "Tea, Lyon.", "memory_update": "# About the user\n\n- Likes green tea\n- Lives in Lyon\n",
         "removed_facts": [],
-    }))
+    })))
     from memtray.core.agent.reset import new_session
 
     app.run(new_session(app.agent, app.consolidation, "quick"))
@@ -95,10 +96,10 @@ def test_a_consolidation_updates_the_open_memory_browser(qtbot: Any, desktop: An
     llm_server.script(reply("sure"))
     app.run(app.agent.turn("quick", "I moved to Paris", stream=False))
     # the model drops "Lives in Lyon" without saying so: held for review
-    llm_server.script(tool_call("save_memory", {
+    llm_server.script(receipted(tool_call("save_memory", {
         "history_entry": "Moved.", "memory_update": "# About the user\n\n- Likes green tea\n- Lives in Paris\n",
         "removed_facts": [],
-    }))
+    })))
     app.run(app.consolidation.archive("quick"))
 
     qtbot.waitUntil(lambda: browser.list.topLevelItemCount() == 2, timeout=10000)

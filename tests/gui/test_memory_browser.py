@@ -11,6 +11,7 @@ import pytest
 from memtray.desktop.qt import Qt
 
 from tests.fixtures.llm_server import tool_call
+from tests.fixtures.receipting import receipted
 
 pytestmark = pytest.mark.gui
 
@@ -148,10 +149,10 @@ def test_review_and_redo_after_a_consolidation(qtbot: Any, desktop: Any, llm_ser
     with qtbot.waitSignal(pane.turn_done, timeout=60000):  # may be the process's first turn: imports litellm
         pane.send("I moved to Paris")
     # the model drops "Lives in Lyon" without saying so: held for review
-    llm_server.script(tool_call("save_memory", {
+    llm_server.script(receipted(tool_call("save_memory", {
         "history_entry": "Moved.", "memory_update": "# About the user\n\n- Likes green tea\n- Lives in Paris\n",
         "removed_facts": [],
-    }))
+    })))
     app.run(app.consolidation.archive("quick"))
     browser = _browser(qtbot, desktop)
     assert browser.review_btn.text() == "Review (1)"
@@ -166,11 +167,11 @@ def test_review_and_redo_after_a_consolidation(qtbot: Any, desktop: Any, llm_ser
                      if browser.list.topLevelItem(i).text(1) == "Consolidation")
     with qtbot.waitSignal(browser.shown, timeout=10000):
         browser.list.setCurrentItem(browser.list.topLevelItem(cons_item))
-    llm_server.script(tool_call("save_memory", {
+    llm_server.script(receipted(tool_call("save_memory", {
         "history_entry": "Moved (redo).",
         "memory_update": "# About the user\n\n- Likes green tea\n- Lives in Paris since 2025\n",
         "removed_facts": [{"fact": "Lives in Lyon", "reason": "moved"}],
-    }))
+    })))
     browser.redo_model.setCurrentText("openai/test-model")
     with qtbot.waitSignal(browser.changed, timeout=60000) as sig:
         browser.redo_btn.click()

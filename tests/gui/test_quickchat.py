@@ -10,6 +10,7 @@ from memtray.desktop.chatview import ErrorView, MessageView
 from memtray.desktop.qt import QApplication, QLabel, Qt
 
 from tests.fixtures.llm_server import hang, reply, reset_mid_stream, tool_call
+from tests.fixtures.receipting import receipted
 
 pytestmark = pytest.mark.gui
 
@@ -163,10 +164,10 @@ def test_new_archives_through_consolidation_then_resets(qtbot: Any, desktop: Any
     llm_server.script(reply("noted"))
     with qtbot.waitSignal(pane.turn_done, timeout=20000):
         pane.send("I like green tea")
-    llm_server.script(tool_call("save_memory", {
+    llm_server.script(receipted(tool_call("save_memory", {
         "history_entry": "Talked about tea.", "memory_update": "# About the user\n\n- Likes green tea\n",
         "removed_facts": [],
-    }))
+    })))
     qtbot.keyClicks(pane.input, "/new")
     qtbot.keyClick(pane.input, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: pane.status.text() == "New conversation.", timeout=20000)

@@ -10,6 +10,7 @@ from memtray.desktop import providers
 from memtray.desktop.qt import Qt
 
 from tests.fixtures.llm_server import error, reply
+from tests.fixtures.receipting import receipted
 
 pytestmark = pytest.mark.gui
 
@@ -167,10 +168,10 @@ def test_drop_policy_label_says_what_a_consolidation_does(
     with qtbot.waitSignal(pane.turn_done, timeout=20000):
         pane.send("My cat went to live with my sister")
     # "Lives in Lyon" vanishes without a reason; "Has a cat" is removed with one
-    llm_server.script(tool_call("save_memory", {
+    llm_server.script(receipted(tool_call("save_memory", {
         "history_entry": "Talked about the cat.", "memory_update": "# About the user\n\n- Likes green tea\n",
         "removed_facts": [{"fact": "Has a cat", "reason": "the cat lives with the sister now"}],
-    }))
+    })))
     app.run(app.consolidation.archive("quick"))
     memory = (app.home.memory / "MEMORY.md").read_text(encoding="utf-8")
     held = [d for d in app.worker.call(mem.dropped) if d["text"] == "Lives in Lyon"]

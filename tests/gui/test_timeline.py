@@ -11,6 +11,7 @@ import pytest
 from memtray.desktop.qt import QPointF, Qt
 
 from tests.fixtures.llm_server import hang, reply, tool_call
+from tests.fixtures.receipting import receipted
 
 pytestmark = pytest.mark.gui
 
@@ -70,11 +71,11 @@ def _consolidated(desktop: Any, llm_server: Any) -> None:
     cons = app.consolidation
     llm_server.script(reply("Noted."))
     app.run(app.agent.turn("cli", "I live in Lyon, I am a nurse and I own a boat", stream=False))
-    llm_server.script(tool_call("save_memory", {
+    llm_server.script(receipted(tool_call("save_memory", {
         "history_entry": "Lyon, nurse.",
         "memory_update": "# About the user\n\n- Lives in Lyon\n- Works as a nurse\n- Owns a boat\n",
         "removed_facts": [],
-    }))
+    })))
     app.run(cons.consolidate("cli", trigger="manual"))
 
 
@@ -87,11 +88,11 @@ def test_rebuild_dialog_rebuilds_compares_and_adopts(qtbot: Any, desktop: Any, l
     dlg = browser.rebuild_dialog
     dlg.model.setText("openai/careful")
     dlg.name.setText("careful")
-    llm_server.script(tool_call("save_memory", {
+    llm_server.script(receipted(tool_call("save_memory", {
         "history_entry": "Lyon, nurse.",
         "memory_update": "# About the user\n\n- Lives in Lyon\n- Works as a nurse\n",
         "removed_facts": [],
-    }))
+    })))
     steps: list[tuple[int, int]] = []
     dlg.progress.connect(lambda d, t, _s: steps.append((d, t)))
     with qtbot.waitSignal(dlg.compared, timeout=20000) as sig:

@@ -10,6 +10,7 @@ import pytest
 from memtray.core.base import config
 
 from tests.fixtures.llm_server import reply, tool_call
+from tests.fixtures.receipting import receipted
 from tests.gui.test_notify import FakeNotificationServer, session_bus  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.gui
@@ -45,11 +46,11 @@ def _bad_consolidation(qtbot: Any, desktop: Any, llm_server: Any, *, policy: str
     with qtbot.waitSignal(pane.turn_done, timeout=90000):
         pane.send("My friend Ada owns a yacht, we went sailing on it today")  # the model pins it on the user
     # keep: the cat is removed "for a reason"; review: it just goes, so it leaves and is held
-    llm_server.script(tool_call("save_memory", {
+    llm_server.script(receipted(tool_call("save_memory", {
         "history_entry": "Chatted.",
         "memory_update": "# About the user\n\n- Likes green tea\n- Lives in Lyon\n- Owns a yacht\n",
         "removed_facts": [{"fact": "Has a cat named Mo", "reason": "no longer relevant"}] if policy == "keep" else [],
-    }))
+    })))
     out = app.run(app.consolidation.archive("quick"))
     return str(out.consolidation)
 

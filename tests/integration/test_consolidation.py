@@ -98,8 +98,16 @@ def add_messages(app: App, session: str, n: int, prefix: str = "message") -> Non
     ])
 
 
+# The receipt a consolidating model sends for each fact it adds (issue 27): message #1 is the
+# user's, and says all of SAID.
+QUOTES = {"User sent a batch of messages": "I sent a batch of messages", "User plays chess": "I play chess",
+          "User has a cat": "I have a cat", "User lives in Lyon": "I moved to Lyon"}
+
+
 def save_memory(update: str, entry: str = "[2026-11-30 09:00] Talked.", removed: Any = None) -> Response:
-    return tool_call("save_memory", {"history_entry": entry, "memory_update": update,
+    receipts = [{"fact": fact, "messages": [1], "quote": quote} for fact, quote in QUOTES.items()
+                if f"- {fact}\n" in update]
+    return tool_call("save_memory", {"history_entry": entry, "memory_update": update, "receipts": receipts,
                                      "removed_facts": [] if removed is None else removed})
 
 

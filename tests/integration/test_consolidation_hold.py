@@ -34,6 +34,7 @@ def junk(_req: Any) -> Response:
     return tool_call("save_memory", {
         "history_entry": ENTRY,
         "memory_update": "# Memory\n\n## Family\n- [F1] Mia's baby Mia.\n\n## Things\n- User's bike is a red Brompton [#1]\n",
+        "receipts": [{"fact": "User's bike is a red Brompton", "messages": [1], "quote": "My bike is a red Brompton"}],
         "removed_facts": [{"fact": "F2", "reason": "stopped working as a nurse"}],
     })
 

@@ -135,7 +135,8 @@ class ForgetfulModel(ScriptedConsolidator[Fact]):
         memory = read_markers(memory).text  # a model that ignores fact ids: the guard matches its text
         conversation = prompt.split("## Conversation to consolidate\n\n", 1)[1]
         facts = [] if memory == "(empty)" else [(f.section, f.text) for f in factdiff.parse(memory)]
-        learned = re.findall(r"USER: Please remember that (.+)\.$", conversation, flags=re.M)
+        said = re.findall(r"^#(\d+) \[[^\]]*\] USER: Please remember that (.+)\.$", conversation, flags=re.M)
+        learned = [text for _n, text in said]
         r = self.rng.random()
         if r < 0.02:
             self.bump("no-tool-call")
@@ -182,21 +183,25 @@ class ForgetfulModel(ScriptedConsolidator[Fact]):
         if self.rng.random() < 0.2:
             self.rng.shuffle(out)
         present = {norm(t) for _s, t in out}
-        for text in learned:
+        receipts: list[dict[str, Any]] = []  # the user's words for each fact it adds (issue 27)
+        for n, text in said:
             k = self.k_of(text)
             if norm(text) not in present and not any(w in present for w in self.facts[k].wordings):
                 out.append((self.facts[k].section, text))
-        return self.save(out, removed, f"learned {len(learned)} fact(s)")
+                receipts.append({"fact": text, "messages": [int(n)], "quote": text})
+        return self.save(out, removed, f"learned {len(learned)} fact(s)", receipts)
 
     @staticmethod
-    def save(facts: list[tuple[str, str]], removed: list[dict[str, str]], summary: str) -> Response:
+    def save(facts: list[tuple[str, str]], removed: list[dict[str, str]], summary: str,
+             receipts: list[dict[str, Any]] | None = None) -> Response:
         sections: dict[str, list[str]] = {}
         for sec, text in facts:
             sections.setdefault(sec or "General", []).append(text)
         body = "# Memory\n" + "".join(
             f"\n## {sec}\n" + "".join(f"- {t}\n" for t in texts) for sec, texts in sections.items())
         return tool_call("save_memory", {"history_entry": f"[2026-11-30 09:00] {summary}.",
-                                         "memory_update": body, "removed_facts": removed})
+                                         "memory_update": body, "removed_facts": removed,
+                                         "receipts": receipts or []})
 
     # --- the oracle --------------------------------------------------------------------------
 

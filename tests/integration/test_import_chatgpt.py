@@ -123,11 +123,12 @@ def test_a_1_gb_file_is_not_read_whole(tmp_path: Path) -> None:
 
 def test_consolidate_folds_each_conversation_into_memory(tmp_path: Path) -> None:
     from tests.fixtures.llm_server import ScriptedLLMServer, tool_call
+    from tests.fixtures.receipting import receipted
     from tests.support import run_cli
 
     def save(update: str) -> Any:
-        return tool_call("save_memory", {"history_entry": "[2023-11-14 22:00] Talked.", "memory_update": update,
-                                         "removed_facts": []})
+        return receipted(tool_call("save_memory", {"history_entry": "[2023-11-14 22:00] Talked.",
+                                                   "memory_update": update, "removed_facts": []}))
 
     f = tmp_path / "conversations.json"
     f.write_text(json.dumps(export()[1:]))  # the plant and the hello conversations
@@ -140,7 +141,11 @@ def test_consolidate_folds_each_conversation_into_memory(tmp_path: Path) -> None
         prompts = [json.dumps(r.json["messages"]) for r in server.requests if r.path.endswith("/chat/completions")]
         assert "What plant is this?" in prompts[0] and "My name is Ada." in prompts[1]
     shown = run_cli(tmp_path / "home", "memory", "show").stdout
-    assert "- Has a monstera" in shown and "- Is called Ada" in shown
+    assert "- Is called Ada" in shown
+    # only the assistant said "A monstera": an inferred fact, held for the user's confirmation
+    assert "- Has a monstera" not in shown
+    review = json.loads(run_cli(tmp_path / "home", "memory", "review", "--json").stdout)
+    assert ("Has a monstera", "inferred") in [(i["text"], i["kind"]) for i in review]
 
 
 def test_consolidate_without_a_model_is_refused_before_anything_is_written(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from memtray.core.base.config import Config, Settings
 from memtray.core.base.home import Home
 
 from tests.fixtures.llm_server import JSON, Response, ScriptedLLMServer, echo, tool_call
+from tests.fixtures.receipting import with_receipts
 from tests.support import ROOT, cli_env, run_cli
 
 ENV = {"OPENAI_API_KEY": "sk-test"}
@@ -73,7 +74,7 @@ def _consolidate(home: Home, server: ScriptedLLMServer, memory: str) -> None:
                                              "memory_update": memory, "removed_facts": []})
         return echo(req)
 
-    server.responder = respond
+    server.responder = with_receipts(respond)
     # the facts are said in the conversation: a fact no message supports is held, not written
     for text in ("I live in Lyon", "and I have a cat called Tom"):
         assert run_cli(home.root, "ask", text, **ENV).returncode == 0

@@ -129,9 +129,17 @@ def add_messages(app: App, session: str, texts: list[str]) -> None:
     app.store.append_many(items)
 
 
+# the receipt the scripted model sends for each fact it adds (issue 27): message #1 says it
+QUOTES = {"User has a cat called Tom": "I adopted a cat called Tom",
+          "User plays chess on Sundays": "I play chess on Sundays",
+          "User plays chess every Sunday": "I play chess on Sundays"}
+
+
 def save_memory(update: str, entry: str = "[2026-11-30 09:00] Talked about things.",
                 removed: list[dict[str, str]] | None = None) -> Any:
-    return tool_call("save_memory", {"history_entry": entry, "memory_update": update, "removed_facts": removed or []})
+    receipts = [{"fact": f, "messages": [1], "quote": q} for f, q in QUOTES.items() if f"- {f}\n" in update]
+    return tool_call("save_memory", {"history_entry": entry, "memory_update": update, "removed_facts": removed or [],
+                                     "receipts": receipts})
 
 
 # --- the repository ------------------------------------------------------------------------------

@@ -45,8 +45,17 @@ class Seeded:
     memories: list[str]
 
 
+# the receipt the scripted model sends for each fact it adds (issue 27): message #1 says it
+QUOTES = {"User lives in Lyon": "moved to Lyon", "User now lives in Lyon": "moved to Lyon",
+          "User has a cat called Tom": "I adopted a cat called Tom", "User has a cat named Tom": "a cat called Tom",
+          "User's sister is Anna": "My sister Anna", "User likes chess": "I like chess",
+          "User likes bridge": "I like bridge"}
+
+
 def save_memory(update: str, entry: str, removed: list[dict[str, str]] | None = None) -> Response:
-    return tool_call("save_memory", {"history_entry": entry, "memory_update": update, "removed_facts": removed or []})
+    receipts = [{"fact": f, "messages": [1], "quote": q} for f, q in QUOTES.items() if f"- {f}\n" in update]
+    return tool_call("save_memory", {"history_entry": entry, "memory_update": update, "removed_facts": removed or [],
+                                     "receipts": receipts})
 
 
 def config(server: ScriptedLLMServer) -> Config:
@@ -327,7 +336,7 @@ def test_redo_with_another_model(copy: Seeded, llm_server: ScriptedLLMServer) ->
 
     def respond(req: dict[str, Any]) -> Response:
         assert "User lives in London" in req["messages"][-1]["content"]  # the memory before c1
-        return save_memory(MEM0.replace("London", "Lyon, France") + "- User has a cat named Tom\n",
+        return save_memory(MEM0.replace("User lives in London", "User now lives in Lyon") + "- User has a cat named Tom\n",
                            "[2025-06-02 10:00] Redone.", [{"fact": "User lives in London", "reason": "moved"}])
 
     llm_server.responder = respond
@@ -339,7 +348,7 @@ def test_redo_with_another_model(copy: Seeded, llm_server: ScriptedLLMServer) ->
     assert "Consolidation: " in body and copy.c1 not in body  # a new consolidation id
     shown = git(h, "show", "HEAD:MEMORY.md")
     assert shown == (h.memory / "MEMORY.md").read_text()
-    assert "- User lives in Lyon, France\n" in shown and "- User has a cat named Tom\n" in shown
+    assert "- User now lives in Lyon\n" in shown and "- User has a cat named Tom\n" in shown
     assert "User lives in London" not in shown
     log = json.loads(ok(h, "memory", "log", "--json"))
     assert [r["reason"] for r in log[:2]] == ["redo", "rollback"]

@@ -23,6 +23,7 @@ from memtray.core.memory import facts as fact_ids
 from memtray.core.memory.merging import SyncFields
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, tool_call
+from tests.fixtures.receipting import with_receipts
 from tests.integration.sync_support import bare, digest, open_app
 
 JSON = dict[str, Any]
@@ -102,7 +103,7 @@ def _gated(app: App, model: Model) -> Any:
 def test_a_sync_that_renumbers_facts_during_a_consolidation_loses_none_of_the_models_changes(tmp_path: Path) -> None:
     model = Model()
     remote = bare(tmp_path / "remote.git")
-    with ScriptedLLMServer(responder=model) as server:
+    with ScriptedLLMServer(responder=with_receipts(model)) as server:
         one, two = _open(tmp_path / "one", server), _open(tmp_path / "two", server)
         # b is the higher device id: the merge renumbers b's new ids that a used too
         a, b = sorted((one, two), key=lambda app: app.memory.device)
@@ -174,7 +175,7 @@ def test_ids_a_merge_renumbered_past_following_are_held_for_review_never_guessed
     """A ``relabeled`` map that sends two facts to one id (and the facts reworded since): memory
     keeps them as they are now, and what the model did to them waits in `memory review`."""
     model = Model()
-    with ScriptedLLMServer(responder=model) as server:
+    with ScriptedLLMServer(responder=with_receipts(model)) as server:
         b = _open(tmp_path / "b", server)
         try:
             _tell(b, "quick", ["User lives in Lyon"])

@@ -22,6 +22,7 @@ from memtray.core.log.events import Message
 from memtray.core.memory.revisions import diary_entries
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, tool_call
+from tests.fixtures.receipting import with_receipts
 from tests.integration.sync_support import bare, git, homes, open_app, sync
 
 JSON = dict[str, Any]
@@ -58,7 +59,7 @@ def _open(root: Path, server: ScriptedLLMServer) -> App:
 def _devices(tmp_path: Path, names: str = "ab") -> Iterator[tuple[Path, ScriptedLLMServer, list[App]]]:
     """A bare remote, the careless diarist behind the real litellm client, and one home per letter."""
     remote = bare(tmp_path / "remote.git")
-    with ScriptedLLMServer(responder=Diarist()) as server, homes(
+    with ScriptedLLMServer(responder=with_receipts(Diarist())) as server, homes(
             tmp_path, names, model="openai/test-model", api_base=server.base_url, llm_retries=0,
             memory_window=1000, idle_consolidate_minutes=0) as apps:
         yield remote, server, apps

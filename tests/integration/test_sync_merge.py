@@ -18,6 +18,7 @@ from memtray.core.app import App
 from memtray.core.log.events import Message
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, tool_call
+from tests.fixtures.receipting import with_receipts
 from tests.integration.sync_support import bare, digest, open_app
 
 JSON = dict[str, Any]
@@ -53,7 +54,7 @@ def _two_devices(tmp_path: Path) -> Iterator[tuple[Consolidator, Path, App, App]
     """The scripted model, a bare remote, and homes a and b that consolidate with it."""
     model = Consolidator()
     remote = bare(tmp_path / "remote.git")
-    with ScriptedLLMServer(responder=model) as server:
+    with ScriptedLLMServer(responder=with_receipts(model)) as server:
         a, b = _open(tmp_path / "a", server), _open(tmp_path / "b", server)
         try:
             assert a.sync is not None and b.sync is not None

@@ -35,6 +35,7 @@ from memtray.core.log.events import Message
 from tests.crash.harness import check_app
 from tests.faults.support import crash, git, open_app, rev_list, write_memory
 from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
+from tests.fixtures.receipting import with_receipts
 from tests.security.purge_cli import with_purge
 from tests.support import ROOT, cli_env
 
@@ -63,7 +64,7 @@ def _responder(req: dict[str, Any]) -> Any:
 
 def _seed(home: Home, server: ScriptedLLMServer) -> list[str]:
     """A home with NAME in every kind of place; returns the SHAs before the first mention."""
-    server.responder = _responder
+    server.responder = with_receipts(_responder)
     app = open_app(home, model="openai/test-model", api_base=server.base_url, llm_retries=0, memory_window=1000)
     try:
         write_memory(app, ["Likes tea"])

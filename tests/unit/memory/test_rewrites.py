@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from memtray.core.memory import factdiff, facts
 from memtray.core.memory.proposal import apply_reply
+from memtray.core.memory.receipts import read_receipts
 
 from tests.unit.memory.rewrite_corpus import CASES, Case
 
@@ -18,7 +19,8 @@ def _run(case: Case):  # type: ignore[no-untyped-def]
     current = facts.attach(facts.Ledger(()), case.old)
     assert current.ids == [f"F{i}" for i in range(1, len(current.facts) + 1)]
     return current, apply_reply(current, case.old, memory_update=case.reply, edits=case.edits,
-                                removed=case.removed, messages=case.messages, policy=case.policy)
+                                removed=case.removed, messages=case.messages, policy=case.policy,
+                                receipts=read_receipts(case.receipts))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

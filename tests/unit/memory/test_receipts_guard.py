@@ -1,0 +1,74 @@
+"""The guard on receipts (core/memory/proposal.py): what a reply's receipts do to memory."""
+
+from __future__ import annotations
+
+from memtray.core.memory import facts
+from memtray.core.memory.proposal import apply_reply, with_seqs
+from memtray.core.memory.receipts import read_receipts
+
+OLD = "## Me\n- Works on Beacon with Greta\n- Lives in Graz\n"
+MESSAGES = ["I keep bees in the garden.", "You seem to be an early riser.", "Greta left, I work with Mia now."]
+ROLES = ["user", "assistant", "user"]
+
+
+def _apply(inferred: str = "hold", **reply: object):  # type: ignore[no-untyped-def]
+    current = facts.attach(facts.Ledger(()), OLD)
+    return current, apply_reply(current, OLD, memory_update=reply.get("memory_update"),  # type: ignore[arg-type]
+                                edits=reply.get("edits"), removed=[], messages=MESSAGES,  # type: ignore[arg-type]
+                                roles=ROLES, receipts=read_receipts(reply.get("receipts")), inferred=inferred)
+
+
+def test_an_added_fact_with_a_good_receipt_is_written_with_it() -> None:
+    _cur, out = _apply(edits=[{"op": "add", "text": "Is a hobby beekeeper",
+                               "receipt": {"messages": [1], "quote": "I keep bees in the garden"}}])
+    [fid] = [v.id for v in out.verdicts if v.kind == "added"]
+    assert "- Is a hobby beekeeper" in out.memory and out.sources[str(fid)] == [1]
+    assert out.receipts[str(fid)].kind == "stated" and out.flagged == []
+
+
+def test_the_assistants_guess_is_held_or_written_marked_by_the_policy() -> None:
+    edit = {"op": "add", "text": "Is an early riser", "receipt": {"messages": [2], "quote": "an early riser"}}
+    _cur, held = _apply(edits=[edit])
+    assert "early riser" not in held.memory
+    [item] = held.flagged
+    assert (item["kind"], item["reason"], item["quote"], item["messages"]) == (
+        "inferred", "only the assistant said this (message #2)", "an early riser", [2])
+    _cur, written = _apply("write", edits=[edit])
+    [fid] = [v.id for v in written.verdicts if v.kind == "added"]
+    assert "- Is an early riser" in written.memory and written.receipts[str(fid)].kind == "inferred"
+
+
+def test_an_update_by_id_that_changes_a_name_needs_a_receipt() -> None:
+    cur, out = _apply(edits=[{"op": "update", "id": "F1", "text": "Works on Beacon with Mia"}])
+    assert out.memory == OLD and [v.kind for v in out.verdicts if v.id == "F1"] == ["kept"]
+    [item] = out.flagged
+    assert item["kind"] == "unsupported" and item["fact_id"] == "F1"
+    assert item["reason"] == "no receipt, and the fact says 'Mia', the old wording says 'Greta'"
+    _cur, ok = _apply(edits=[{"op": "update", "id": "F1", "text": "Works on Beacon with Mia",
+                               "receipt": {"messages": [3], "quote": "I work with Mia now"}}])
+    assert "- Works on Beacon with Mia" in ok.memory and ok.sources["F1"] == [3] and cur.ids == ok.ledger.ids
+
+
+def test_a_rewording_by_id_in_memory_update_is_undone_when_its_receipt_fails() -> None:
+    _cur, out = _apply(memory_update="## Me\n- [F1] Beacon project, with Greta\n- [F2] Lives in Graz, Austria\n")
+    assert "- Beacon project, with Greta" in out.memory  # new words, nothing new said: written
+    assert "- Lives in Graz\n" in out.memory and "Austria" not in out.memory
+    [item] = out.flagged
+    assert item["fact_id"] == "F2" and item["reason"] == "no receipt, and the fact says 'Austria', the old wording does not"
+    assert out.ledger.ids == ["F1", "F2"]
+
+
+def test_a_new_bullet_finds_its_receipt_by_text_and_a_fake_quote_is_named() -> None:
+    update = OLD + "- Keeps bees [#1]\n- Has a cat named Miso [#1]\n"
+    _cur, out = _apply(memory_update=update, receipts=[
+        {"fact": "Keeps bees", "messages": [1], "quote": "I keep bees"},
+        {"fact": "Has a cat named Miso", "messages": [1], "quote": "I have a cat named Miso"}])
+    assert "- Keeps bees" in out.memory and "Miso" not in out.memory
+    [item] = out.flagged
+    assert item["reason"] == "the quote is not in message #1" and item["quote"] == "I have a cat named Miso"
+
+
+def test_held_items_name_their_messages_by_seq_in_the_log() -> None:
+    item = {"id": "x", "kind": "inferred", "messages": [2, 9]}
+    assert with_seqs(item, [40, 41, None]) == {"id": "x", "kind": "inferred", "source_seqs": [41]}
+    assert with_seqs({"id": "y"}, [40]) == {"id": "y"}
