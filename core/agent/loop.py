@@ -52,6 +52,7 @@ from memtray.core.log.events import (
 )
 from memtray.core.log.sessions import get_history
 from memtray.core.log.store import Entry, Store
+from memtray.core.log.usage import as_usage
 
 if TYPE_CHECKING:
     from memtray.core.search.service import Recall
@@ -291,7 +292,7 @@ class Agent:
                     records.append(
                         self._append_assistant(session, Message(
                             role="assistant", content=content or None, tool_calls=calls,
-                            model=scrub_obj(result.model), usage=scrub_obj(result.usage),
+                            model=scrub_obj(result.model), usage=as_usage(result.usage),
                             request_hash=rhash, basis_seq=basis, recalled=self._recalled(session),
                         ), pctx)
                     )
@@ -313,7 +314,7 @@ class Agent:
                 records.append(
                     self._append_assistant(session, Message(
                         role="assistant", content=content, model=scrub_obj(result.model),
-                        usage=scrub_obj(result.usage), request_hash=rhash, stop=stop, basis_seq=basis,
+                        usage=as_usage(result.usage), request_hash=rhash, stop=stop, basis_seq=basis,
                         recalled=self._recalled(session),
                     ), pctx)
                 )

@@ -41,13 +41,17 @@ from memtray.core.log.events import (
     SessionTitled,
     SyncPulled,
     TurnFailed,
+    Usage,
+    UsageRecorded,
 )
 from memtray.core.log.integrations import ImportItem
+from memtray.core.log.usage import UsageBook
 
-STATE_VERSION = 9  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
+STATE_VERSION = 10  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
 # 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events;
 # 6: unfoldable records, purges; 7: sessions' titles, first message time, last words and failed turn;
-# 8: sessions deleted, pinned, their own model; 9: device names
+# 8: sessions deleted, pinned, their own model; 9: device names;
+# 10: the usage ledger
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
 #: grows. Older ones are read back from the log when asked for (Store.consolidation).
@@ -232,6 +236,8 @@ class State:
     purges: list[dict[str, Any]] = field(default_factory=list)
     #: the names the user gave devices (``device.named``): device id -> name
     device_names: dict[str, str] = field(default_factory=dict)
+    #: tokens and cost of this device's provider calls, per hour, kind and model (core/log/usage.py)
+    usage: UsageBook = field(default_factory=UsageBook)
 
     def session(self, key: str) -> SessionState:
         s = self.sessions.get(key)
@@ -258,6 +264,7 @@ class State:
             "unfoldable_count": self.unfoldable_count,
             "purges": self.purges,
             "device_names": dict(sorted(self.device_names.items())),
+            "usage": self.usage.to_json(),
         }
 
     @classmethod
@@ -281,6 +288,7 @@ class State:
             unfoldable_count=int(obj.get("unfoldable_count", 0)),
             purges=list(obj.get("purges", [])),
             device_names=dict(obj.get("device_names", {})),
+            usage=UsageBook.from_json(obj.get("usage", {})),
         )
 
     def copy(self) -> State:
@@ -334,6 +342,8 @@ def apply(state: State, rec: Record) -> State:
                 s.messages.append(msg)
                 s.last_ts = ts
                 s.said(m.role, m.content, ts, reply=not m.tool_calls)
+                if m.usage:
+                    state.usage.add(ts, "chat", m.model, m.usage)
             state.last_seq = seq
             return state
         fold = _FOLDS.get(t)
@@ -451,6 +461,7 @@ def _consolidation_completed(state: State, rec: Record) -> None:
             s = state.session(c.session)
             if p.end > s.last_consolidated:
                 _advance(s, p.end)
+    _consolidation_usage(state, rec, c, p.usage)
     if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
         _trim_consolidations(state.consolidations)
 
@@ -464,8 +475,20 @@ def _consolidation_failed(state: State, rec: Record) -> None:
         c.ts = rec.ts
         c.failed_attempt = p.attempt
         c.retry_after = p.retry_after
+    _consolidation_usage(state, rec, c, p.usage)
     if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
         _trim_consolidations(state.consolidations)
+
+
+def _consolidation_usage(state: State, rec: Record, c: ConsolidationState | None, usage: Usage | None) -> None:
+    if usage:
+        kind = "redo" if c is not None and c.redo_of else "consolidation"
+        state.usage.add(rec.ts, kind, c.model if c is not None else None, usage)
+
+
+def _usage_recorded(state: State, rec: Record) -> None:
+    p = UsageRecorded.of(rec)
+    state.usage.add(rec.ts, p.kind, p.model, p.usage, max(1, p.calls))
 
 
 def _memory_written(state: State, rec: Record) -> None:
@@ -556,6 +579,7 @@ _FOLDS: dict[str, Callable[[State, Record], None]] = {
     SessionPinned.TYPE: _session_pinned,
     SessionModel.TYPE: _session_model,
     ImportItem.TYPE: _import_item,
+    UsageRecorded.TYPE: _usage_recorded,
 }
 
 _LAST_WORDS = 400  # characters of the last message kept for the Chats list's preview

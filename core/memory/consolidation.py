@@ -58,9 +58,11 @@ from memtray.core.log.events import (
     ConsolidationStarted,
     MemoryWritten,
     Message,
+    Usage,
 )
 from memtray.core.log.projections import ConsolidationState
 from memtray.core.log.store import Store
+from memtray.core.log.usage import as_usage
 from memtray.core.memory import facts
 from memtray.core.memory.facts import Ledger, read_markers
 from memtray.core.memory.guard import (
@@ -396,6 +398,7 @@ class ConsolidationService:
             session=session,
         )
         crash_point("consolidation.started")
+        usage = None
         try:
             self.memory.check_worktree()  # a hand edit made before this started is what the model sees
             snapshot, read_seq = self.store.state.memory, self.store.state.memory_seq
@@ -405,6 +408,7 @@ class ConsolidationService:
             budget = self.settings.current.memory_budget
             result = await request_save_memory(self.llm, self.settings.current.consolidation_timeout, prompt_memory,
                                                messages, model, ledger=prompt_ids, budget=budget)
+            usage = as_usage(result.usage)
             crash_point("consolidation.replied")
             call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
             if call is None:
@@ -440,14 +444,14 @@ class ConsolidationService:
                     ConsolidationCompleted(
                         consolidation=cid, end=end, memory_seq=0,  # write() fills in the real seq
                         added=len(d.added), removed=len(d.dropped), changed=len(d.changed),
-                        kept=g.kept, flagged=len(g.flagged),
+                        kept=g.kept, flagged=len(g.flagged), usage=usage,
                     ),
                     session,
                 )],
             )
         except asyncio.CancelledError:
             if not self._completed(cid):
-                self._fail(cid, session, "cancelled", redo_of=redo_of)
+                self._fail(cid, session, "cancelled", redo_of=redo_of, usage=usage)
             raise
         except Exception as exc:
             if self._completed(cid):
@@ -459,7 +463,7 @@ class ConsolidationService:
             else:
                 log.exception("consolidation %s crashed", cid)
                 reason = f"internal error: {type(exc).__name__}: {exc}"
-            self._fail(cid, session, reason, redo_of=redo_of)
+            self._fail(cid, session, reason, redo_of=redo_of, usage=usage)
             if redo_of:
                 raise RedoFailedError(f"redo of consolidation {redo_of[:10]} failed: {reason}", cid, redo_of,
                                       reason) from None
@@ -536,12 +540,13 @@ class ConsolidationService:
         c = self.store.state.consolidations.get(cid)
         return c is not None and c.status == "completed"
 
-    def _fail(self, cid: str, session: str, reason: str, *, redo_of: str | None = None) -> None:
+    def _fail(self, cid: str, session: str, reason: str, *, redo_of: str | None = None,
+              usage: Usage | None = None) -> None:
         if redo_of:
             # a redo is the user's request, never retried: it leaves the session's backoff alone,
             # and the failure stays in the log (`memory log`, the memory browser) with its reason
             self.store.append(ConsolidationFailed(
-                consolidation=cid, reason=redact(reason)), session=session)
+                consolidation=cid, reason=redact(reason), usage=usage), session=session)
             if self.notifier.installed:
                 self.notifier.notify("Redo failed", f"The redo of consolidation {redo_of[:8]} failed: {reason}. "
                                      "Memory is unchanged.", kind="failure", target=f"consolidation:{redo_of}")
@@ -551,7 +556,7 @@ class ConsolidationService:
         delay = BACKOFF[min(n - 1, len(BACKOFF) - 1)]
         self._retry_at[session] = self.clock.now() + timedelta(seconds=delay)
         self.store.append(
-            ConsolidationFailed(consolidation=cid, reason=redact(reason), attempt=n, retry_after=delay),
+            ConsolidationFailed(consolidation=cid, reason=redact(reason), attempt=n, retry_after=delay, usage=usage),
             session=session,
         )
         if self.notifier.installed:
