@@ -333,7 +333,9 @@ def _from_response(resp: Any, model: str) -> LLMResult:
             args = fn.arguments if isinstance(fn.arguments, str) else json.dumps(fn.arguments)
             calls.append(ToolCall(tc.id or f"call_{i}", fn.name or "", args or ""))
         usage = _usage(getattr(resp, "usage", None))
-        return LLMResult(msg.content or "", calls, getattr(resp, "model", model) or model, usage, choice.finish_reason)
+        # the model string the request went to, as a streamed reply names it too (the provider's
+        # own name, "gpt-4o-mini-2024-07-18", is not what litellm prices nor what the user chose)
+        return LLMResult(msg.content or "", calls, model, usage, choice.finish_reason)
     except (AttributeError, IndexError, TypeError) as exc:
         raise LLMBadResponse(f"{model} sent a reply without a message: {exc}") from exc
 

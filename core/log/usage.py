@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memtray.core.log.payloads import Usage
 
@@ -225,3 +226,12 @@ def as_usage(raw: Mapping[str, Any] | None) -> Usage | None:
     if type(cost) is float and 0 <= cost < float("inf"):
         out["cost"] = cost
     return out or None
+
+
+def zone_of(name: str) -> tzinfo:
+    """The user's zone by name (``timezone`` setting or the system's); UTC for a name
+    this system does not know."""
+    try:
+        return ZoneInfo(name) if name else UTC
+    except (ZoneInfoNotFoundError, ValueError):
+        return UTC

@@ -79,6 +79,7 @@ from memtray.core.memory.ledgers import diff_by_id
 from memtray.core.memory.proposal import apply_reply
 from memtray.core.memory.service import MemoryService
 from memtray.core.memory.undo import Translated, carry, translate
+from memtray.core.memory.upkeep import UpkeepGuard
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +199,7 @@ class ConsolidationService:
         worker: Worker,
         notifier: NotifierSlot,
         prompt_size: PromptSize,
+        upkeep: UpkeepGuard | None = None,
     ) -> None:
         self.store = store
         self.memory = memory
@@ -207,6 +209,8 @@ class ConsolidationService:
         self.worker = worker
         self.notifier = notifier
         self.prompt_size = prompt_size
+        #: the daily budget of background upkeep and the loop stop (upkeep.py)
+        self.upkeep = upkeep or UpkeepGuard(store, settings, clock, notifier)
         self.in_flight: set[str] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         self._retry_at: dict[str, datetime] = {}
@@ -220,7 +224,7 @@ class ConsolidationService:
     def after_turn(self, session: str) -> None:
         """Called after each turn (on the worker): start a background consolidation if due."""
         trigger = self.trigger(session)
-        if trigger is not None and session not in self.in_flight:
+        if trigger is not None and session not in self.in_flight and self.upkeep.may_start(session):
             self._start(session, trigger)
 
     def _start(self, session: str, trigger: str) -> asyncio.Future[Any]:
@@ -290,7 +294,7 @@ class ConsolidationService:
             if key in self.in_flight:
                 continue
             trigger = self.trigger(key) or ("idle" if self.idle_due(key, now) else None)
-            if trigger is not None:
+            if trigger is not None and self.upkeep.may_start(key):
                 started.append(self._start(key, trigger))
         if started:
             await asyncio.gather(*started, return_exceptions=True)
@@ -318,6 +322,8 @@ class ConsolidationService:
     ) -> Outcome:
         async with self._lock(session):
             self.in_flight.add(session)
+            if trigger in ("manual", "new"):
+                self.upkeep.asked(session)  # the user asked: a loop stop on the session is lifted
             try:
                 state = self.store.state
                 s = state.sessions.get(session)
@@ -470,6 +476,7 @@ class ConsolidationService:
             raise ConsolidationFailedError(f"consolidation failed: {reason}") from None
         self._failures.pop(session, None)
         self._retry_at.pop(session, None)
+        self.upkeep.completed(session, bool(d.added or d.dropped or d.changed or entry))
         out = Outcome(cid, session, start, end, len(d.added), len(d.dropped), len(d.changed), g.kept,
                       len(g.flagged), memory_seq=recs[0].seq, notes=g.notes)
         self._notify(out)
@@ -533,6 +540,7 @@ class ConsolidationService:
             if c.status != "failed" or c.ts is None:
                 continue
             self._failures[session] = c.failed_attempt or 1
+            self.upkeep.restore(session, c.failed_attempt or 1)
             if c.retry_after is not None:
                 self._retry_at[session] = parse_ts(c.ts) + timedelta(seconds=c.retry_after)
 
@@ -555,11 +563,10 @@ class ConsolidationService:
         self._failures[session] = n
         delay = BACKOFF[min(n - 1, len(BACKOFF) - 1)]
         self._retry_at[session] = self.clock.now() + timedelta(seconds=delay)
-        self.store.append(
-            ConsolidationFailed(consolidation=cid, reason=redact(reason), attempt=n, retry_after=delay, usage=usage),
-            session=session,
-        )
-        if self.notifier.installed:
+        halted = self.upkeep.failed(session, n, redact(reason))  # the last automatic try: it told the user
+        self.store.append(ConsolidationFailed(consolidation=cid, reason=redact(reason), attempt=n, retry_after=delay,
+                                              usage=usage, halted="loop" if halted else None), session=session)
+        if self.notifier.installed and not halted:
             self.notifier.notify("Memory consolidation failed", f"{reason}. Nothing was lost; it will be retried.",
                             kind="failure", target=f"consolidation:{cid}")
 

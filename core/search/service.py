@@ -138,6 +138,9 @@ class SearchService:
         self._failures = 0
         self._retry_at = 0.0
         self.last_error: str | None = None
+        #: whether background embedding may spend now (the app sets the upkeep budget here:
+        #: core/memory/upkeep.py); asked on the worker before and between batches
+        self.may_spend: Callable[[], bool] = lambda: True
         store.subscribe(self._on_append)
 
     # --- keeping up ----------------------------------------------------------------
@@ -216,8 +219,10 @@ class SearchService:
         self._backfill = self._submit(self._background_backfill())
 
     async def _background_backfill(self) -> None:
+        if not self.may_spend():  # over the day's budget: the next append or day starts it again
+            return
         try:
-            await self.backfill()
+            await self.backfill(should_stop=lambda: not self.may_spend())
             self._failures = 0
             self.last_error = None
         except LLMError as exc:
