@@ -46,6 +46,7 @@ from .qt import (
 )
 from .recall_view import RecallSection
 from .sync_settings import SyncSection
+from .usage_view import UsageRow
 from .wheel import guard_wheel
 
 log = logging.getLogger(__name__)
@@ -153,6 +154,8 @@ class SettingsPage(QWidget):
         self.memory_window.setRange(4, 100_000)
         self.memory_window.setSuffix(" messages")
         f.addRow("Consolidate after", self.memory_window)
+        self.usage = UsageRow(ctx)
+        f.addRow("Spent", self.usage)
         self.drop_policy = QComboBox()
         for policy in DROP_POLICIES:
             self.drop_policy.addItem(texts.text(f"drop_policy.{policy}"), policy)

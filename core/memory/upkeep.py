@@ -144,4 +144,4 @@ class UpkeepGuard:
                 "Memory consolidation stopped",
                 f"memtray stopped consolidating conversation {session!r} by itself: {why}. Nothing was lost. "
                 "It goes on when you ask: Run now, or `memtray consolidate --session "
-                f"{session}`.", kind="failure", target=f"session:{session}")
+                f"{session}`.", kind="failure", target="upkeep")
