@@ -58,3 +58,15 @@ def test_the_tray_tooltip_follows_the_log(qtbot: Any, budget_desktop: Any) -> No
                                                      usage={"prompt_tokens": 2000, "total_tokens": 2000})))
     qtbot.waitUntil(lambda: "Memory upkeep paused today" in icon.toolTip(), timeout=10000)
     assert "Today 2,000 tokens" in icon.toolTip()
+
+
+def test_the_daily_limit_is_a_setting_that_holds_at_once(qtbot: Any, budget_desktop: Any) -> None:
+    app = budget_desktop.app
+    budget_desktop.open("settings")
+    page = budget_desktop.window.settings
+    assert page.upkeep_usd.value() == 0 and page.upkeep_usd.text() == "no limit"
+    page.upkeep_usd.setValue(0.35)
+    assert page.revert_btn.isEnabled()  # an edit the footer knows of
+    with qtbot.waitSignal(page.saved, timeout=10000):
+        qtbot.mouseClick(page.save_btn, Qt.MouseButton.LeftButton)
+    assert config.load(app.home).upkeep_daily_usd == 0.35 and app.config.upkeep_daily_usd == 0.35
