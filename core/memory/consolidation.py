@@ -224,7 +224,7 @@ class ConsolidationService:
     def after_turn(self, session: str) -> None:
         """Called after each turn (on the worker): start a background consolidation if due."""
         trigger = self.trigger(session)
-        if trigger is not None and session not in self.in_flight and self.upkeep.may_start(session):
+        if trigger is not None and session not in self.in_flight and self.upkeep.may_start(session, trigger):
             self._start(session, trigger)
 
     def _start(self, session: str, trigger: str) -> asyncio.Future[Any]:
@@ -294,7 +294,7 @@ class ConsolidationService:
             if key in self.in_flight:
                 continue
             trigger = self.trigger(key) or ("idle" if self.idle_due(key, now) else None)
-            if trigger is not None and self.upkeep.may_start(key):
+            if trigger is not None and self.upkeep.may_start(key, trigger):
                 started.append(self._start(key, trigger))
         if started:
             await asyncio.gather(*started, return_exceptions=True)

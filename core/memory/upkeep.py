@@ -3,9 +3,9 @@
 *Budget.* ``upkeep_daily_usd`` and ``upkeep_daily_tokens`` (0: no limit) cap what memory
 upkeep spends in a day (the usage ledger's ``upkeep`` group today, in the user's zone:
 consolidations, redos, embedding the history, rebuilds). Past either, background work
-(a consolidation memtray starts by itself, the background embedding) waits: until the
-next day, or until the user clicks "Run now" (:meth:`UpkeepGuard.run_now`, which lifts the
-limit for the rest of that day). What the user asks for directly (``memtray consolidate``,
+(a consolidation memtray starts by itself, except one the model's context window needs;
+the background embedding) waits: until the next day, or until the user clicks "Run now"
+(:meth:`UpkeepGuard.run_now`, which lifts the limit for the rest of that day). What the user asks for directly (``memtray consolidate``,
 a redo, ``history embed``, ``/new``) always runs, and counts. The user is told once a day.
 
 *Loops.* A session whose automatic consolidation failed :data:`MAX_TRIES` times in a row
@@ -101,9 +101,11 @@ class UpkeepGuard:
 
     # --- loops ------------------------------------------------------------------------
 
-    def may_start(self, session: str) -> bool:
-        """Whether memtray may start a consolidation of ``session`` by itself now."""
-        return session not in self.halted and self.allows_background()
+    def may_start(self, session: str, trigger: str) -> bool:
+        """Whether memtray may start a consolidation of ``session`` by itself now. One that
+        keeps the conversation within the model's context window (trigger ``budget``) is
+        the chat's own need, not upkeep: the day's budget does not hold it back."""
+        return session not in self.halted and (trigger == "budget" or self.allows_background())
 
     def asked(self, session: str) -> None:
         """The user asked for a consolidation of ``session``: its loop stop is lifted."""

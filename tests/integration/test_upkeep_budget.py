@@ -18,7 +18,12 @@ from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.base.notify import RecordingNotifier
-from memtray.core.log.events import ConsolidationFailed, ConsolidationStarted, Message
+from memtray.core.log.events import (
+    ConsolidationFailed,
+    ConsolidationStarted,
+    Message,
+    UsageRecorded,
+)
 from memtray.core.memory.upkeep import MAX_TRIES
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, reply, tool_call
@@ -136,6 +141,21 @@ def test_past_the_days_budget_background_consolidation_waits_for_the_next_day(
     talk(app)
     assert len(started(app)) == 2  # and spent again
     assert len(sent(app, "Memory upkeep paused for today")) == 2  # told once that day too
+
+
+def test_a_consolidation_the_context_window_needs_runs_past_the_budget(
+        home: Home, llm_server: ScriptedLLMServer, clock: FakeClock, model: Model) -> None:
+    llm_server.responder = model
+    a = open_app(home, llm_server, clock, memory_window=1000, context_tokens=50)  # no window trigger: the prompt's size
+    try:
+        a.write(lambda: a.store.append(UsageRecorded(kind="embedding", model="openai/test-embedding",
+                                                     usage={"prompt_tokens": 5000, "total_tokens": 5000})))
+        assert a.consolidation.upkeep.over() is not None
+        talk(a)
+        assert [s.trigger for s in started(a)] == ["budget"] and model.n == 1
+        assert not sent(a, "Memory upkeep paused for today")  # nothing waited
+    finally:
+        a.close()
 
 
 def test_run_now_lifts_the_budget_for_the_day_and_what_the_user_asks_always_runs(
