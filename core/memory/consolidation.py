@@ -476,7 +476,7 @@ class ConsolidationService:
             raise ConsolidationFailedError(f"consolidation failed: {reason}") from None
         self._failures.pop(session, None)
         self._retry_at.pop(session, None)
-        self.upkeep.completed(session, bool(d.added or d.dropped or d.changed or entry))
+        self.upkeep.completed(session, bool(d.added or d.dropped or d.changed or entry or g.flagged))
         out = Outcome(cid, session, start, end, len(d.added), len(d.dropped), len(d.changed), g.kept,
                       len(g.flagged), memory_seq=recs[0].seq, notes=g.notes)
         self._notify(out)

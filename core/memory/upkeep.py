@@ -122,7 +122,8 @@ class UpkeepGuard:
         return True
 
     def completed(self, session: str, changed: bool) -> None:
-        """A consolidation of ``session`` completed; ``changed``: it changed memory or the diary."""
+        """A consolidation of ``session`` completed; ``changed``: it changed memory or the diary, or
+        held something for the user's review (a held proposal is work done, not a loop)."""
         if changed:
             self._fruitless.pop(session, None)
             self.halted.pop(session, None)
