@@ -62,8 +62,7 @@ def consolidate(app: App, session: str, revision: int, model: str = "bench") -> 
     memory.write(
         memory_text(revision), reason="consolidation", source="model", model=model, consolidation=cid,
         history_append=f"[bench] consolidated messages {start}..{end}", session=session,
-        extra=[(ConsolidationCompleted.TYPE,
-                ConsolidationCompleted(consolidation=cid, end=end, memory_seq=0).to_data(), session)],
+        extra=[(ConsolidationCompleted(consolidation=cid, end=end, memory_seq=0), session)],
     )
 
 
@@ -116,8 +115,9 @@ def main() -> None:
           f"(budget >= 99 %: {'met' if sr['min'] >= 0.99 else 'MISSED'})")
     print(f"  between consolidations: cached share of new request min {pct(sc['min'])} median {pct(sc['median'])}")
     if cr:
-        print(f"  turn after a consolidation: reuse min {pct(cr['min'])} median {pct(cr['median'])} "
-              "(memory changed: the system prompt differs)")
+        print(f"  turn after a consolidation: reuse mean {pct(cr['mean'])} median {pct(cr['median'])} "
+              f"min {pct(cr['min'])} over {cr['n']} (a turn that re-bases its prompt starts from the identity "
+              "prompt again: see docs/ARCHITECTURE.md, prompt layout 3)")
 
 
 if __name__ == "__main__":

@@ -106,6 +106,9 @@ class Message(Payload):
     attachments: list[AttachmentRef] | None = None
     #: an imported message (``memtray import``): when it was sent in its source (ISO time)
     sent_at: str | None = None
+    #: on a user message: its prompt starts over from memory now (prompt layout 3: a re-base,
+    #: core/log/promptbase.py); absent: the prompt keeps its memory snapshot and history start
+    rebase: bool | None = None
     #: imported from another device (sync)
     origin: OriginMark | None = None
 

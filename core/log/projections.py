@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtray.core.base.errors import UnknownEventVersion
+from memtray.core.log import promptbase
 from memtray.core.log.events import (
     SCHEMA,
     BadPayload,
@@ -51,7 +52,7 @@ STATE_VERSION = 10  # 2: consolidations keep their failed attempt and retry dela
 # 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events;
 # 6: unfoldable records, purges; 7: sessions' titles, first message time, last words and failed turn;
 # 8: sessions deleted, pinned, their own model; 9: device names;
-# 10: the usage ledger
+# 10: the usage ledger, prompt layout 3's snapshots and notes
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
 #: grows. Older ones are read back from the log when asked for (Store.consolidation).
@@ -90,6 +91,11 @@ class SessionState:
     pinned: bool = False
     #: the model chosen for this conversation (None: the configured one)
     model: str | None = None
+    #: prompt layout 3 (core/log/promptbase.py): where the prompt's history starts (messages
+    #: from here stay held until the next re-base; None: it starts at the pointer) and the
+    #: seq of the memory revision its system prompt shows
+    prompt_base: int | None = None
+    snapshot_seq: int = 0
 
     @property
     def preview(self) -> str | None:
@@ -141,6 +147,8 @@ class SessionState:
             "deleted": self.deleted,
             "pinned": self.pinned,
             "model": self.model,
+            "prompt_base": self.prompt_base,
+            "snapshot_seq": self.snapshot_seq,
         }
 
     @classmethod
@@ -149,7 +157,8 @@ class SessionState:
             obj["key"], list(obj["messages"]), obj["base"], obj["last_consolidated"],
             obj.get("resets", 0), obj.get("last_ts"), obj.get("title"), obj.get("titled", ""),
             obj.get("first_ts"), obj.get("last_words"), obj.get("failed"),
-            obj.get("deleted"), bool(obj.get("pinned", False)), obj.get("model"),
+            obj.get("deleted"), bool(obj.get("pinned", False)), obj.get("model"), obj.get("prompt_base"),
+            obj.get("snapshot_seq", 0),
         )
 
 
@@ -238,6 +247,11 @@ class State:
     device_names: dict[str, str] = field(default_factory=dict)
     #: tokens and cost of this device's provider calls, per hour, kind and model (core/log/usage.py)
     usage: UsageBook = field(default_factory=UsageBook)
+    #: prompt layout 3 (core/log/promptbase.py): memory seq -> the memory text sessions' prompts
+    #: show; [seq, note] of each memory change; notes are complete for seqs after ``notes_from``
+    snapshots: dict[str, str] = field(default_factory=dict)
+    notes: list[list[Any]] = field(default_factory=list)
+    notes_from: int = 0
 
     def session(self, key: str) -> SessionState:
         s = self.sessions.get(key)
@@ -265,6 +279,9 @@ class State:
             "purges": self.purges,
             "device_names": dict(sorted(self.device_names.items())),
             "usage": self.usage.to_json(),
+            "snapshots": dict(sorted(self.snapshots.items())),
+            "notes": self.notes,
+            "notes_from": self.notes_from,
         }
 
     @classmethod
@@ -289,6 +306,9 @@ class State:
             purges=list(obj.get("purges", [])),
             device_names=dict(obj.get("device_names", {})),
             usage=UsageBook.from_json(obj.get("usage", {})),
+            snapshots=dict(obj.get("snapshots", {})),
+            notes=[list(n) for n in obj.get("notes", [])],
+            notes_from=int(obj.get("notes_from", 0)),
         )
 
     def copy(self) -> State:
@@ -344,6 +364,8 @@ def apply(state: State, rec: Record) -> State:
                 s.said(m.role, m.content, ts, reply=not m.tool_calls)
                 if m.usage:
                     state.usage.add(ts, "chat", m.model, m.usage)
+                if m.rebase and m.role == "user":
+                    promptbase.rebase(state, s)
             state.last_seq = seq
             return state
         fold = _FOLDS.get(t)
@@ -397,6 +419,7 @@ def _session_reset(state: State, rec: Record) -> None:
     s.base = s.count
     s.messages = []
     s.last_consolidated = s.base
+    s.prompt_base = None  # the next turn starts its prompt over
     s.resets += 1
     s.last_ts = rec.ts
 
@@ -496,6 +519,7 @@ def _memory_written(state: State, rec: Record) -> None:
     state.memory_seq = rec.seq
     state.memory_revisions += 1
     state.memory = p.memory
+    promptbase.noted(state, rec.seq, p)
     for item in p.flagged or ():
         state.review[item["id"]] = {**item, "seq": rec.seq}
 
@@ -598,9 +622,10 @@ def first_line(text: str, limit: int) -> str:
 
 
 def _advance(s: SessionState, end: int) -> None:
-    """Move the pointer and drop what is now consolidated (it stays in the log)."""
+    """Move the pointer and drop what is now consolidated (it stays in the log), but for what
+    the session's prompt still shows (layout 3: from ``prompt_base``, until its next re-base)."""
     end = min(end, s.count)
-    drop = max(end - s.base, 0)
+    drop = max((end if s.prompt_base is None else min(end, s.prompt_base)) - s.base, 0)
     if drop:
         del s.messages[:drop]
         s.base += drop
