@@ -27,7 +27,6 @@ from memtray.core.agent.context import (
     load_bootstrap,
     load_skills,
     runtime_context,
-    system_prompt,
 )
 from memtray.core.agent.layout import prompt_messages, rebase_due
 from memtray.core.base.clock import Clock
@@ -146,10 +145,6 @@ class Agent:
         self.recall: Callable[[str, str, str, int], Awaitable[Recall | None]] | None = None
 
     # --- prompt ---------------------------------------------------------------------
-
-    def system_prompt(self) -> str:
-        root: Path = self.store.home.root
-        return system_prompt(self.store.state.memory, load_bootstrap(root), load_skills(root / "skills"))
 
     def prompt_context(self, model: str, tools: list[dict[str, Any]] | None) -> PromptContext:
         root: Path = self.store.home.root
