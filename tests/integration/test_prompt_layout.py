@@ -19,6 +19,7 @@ from memtray.core.base.home import Home
 from memtray.core.log.events import Message
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, reply, tool_call
+from tests.support import drain_consolidations
 
 JSON = dict[str, Any]
 FACT = "User keeps bees on the roof"
@@ -53,19 +54,7 @@ def app(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> Iterator
 def turn(app: App, clock: FakeClock, text: str) -> None:
     clock.advance(60)
     app.run(app.agent.turn("quick", text, stream=False))
-    drain(app)
-
-
-def drain(app: App) -> None:
-    import asyncio
-
-    async def wait() -> None:
-        for _ in range(3):
-            await asyncio.sleep(0)
-        while app.consolidation._tasks:
-            await asyncio.wait(set(app.consolidation._tasks))
-
-    app.run(wait(), timeout=60)
+    drain_consolidations(app)
 
 
 def chats(server: ScriptedLLMServer) -> list[list[JSON]]:

@@ -7,7 +7,6 @@ expensive, one that never calls save_memory, one whose replies change nothing.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +26,7 @@ from memtray.core.log.events import (
 from memtray.core.memory.upkeep import MAX_TRIES
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, reply, tool_call
-from tests.support import run_cli
+from tests.support import drain_consolidations, run_cli
 
 JSON = dict[str, Any]
 SAID = "I play chess and I have a cat called Miso"
@@ -98,17 +97,7 @@ def talk(app: App, n: int = 6) -> None:
     app.store.append_many([(Message(role="user" if i % 2 == 0 else "assistant", content=f"{i}: {SAID}"), "quick", None)
                            for i in range(n)])
     app.worker.call(lambda: app.consolidation.after_turn("quick"))
-    drain(app)
-
-
-def drain(app: App) -> None:
-    async def wait() -> None:
-        for _ in range(3):
-            await asyncio.sleep(0)
-        while app.consolidation._tasks:
-            await asyncio.wait(set(app.consolidation._tasks))
-
-    app.run(wait(), timeout=60)
+    drain_consolidations(app)
 
 
 def started(app: App) -> list[ConsolidationStarted]:
