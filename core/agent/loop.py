@@ -159,7 +159,7 @@ class Agent:
         return self.last_request_chars.get(session)
 
     def messages_for(self, session: str) -> list[dict[str, Any]]:
-        pctx = self.prompt_context(self.llm.model, self.tools.specs() if self.tools else None)
+        pctx = self.prompt_context(self.model_for(session), self.tools.specs() if self.tools else None)
         return prompt_messages(self.store.state, session, pctx, self.attachments.load, format=PROMPT_FORMAT)
 
     # --- the turn -------------------------------------------------------------------
@@ -190,7 +190,7 @@ class Agent:
         cfg = self.config
         return rebase_due(self.store.state, session, self.clock.now(), window=cfg.memory_window,
                           memory_budget=cfg.memory_budget, request_tokens=None if chars is None else chars / 4,
-                          context_tokens=lambda: cfg.context_tokens or context_window(self.llm.model))
+                          context_tokens=lambda: cfg.context_tokens or context_window(self.model_for(session)))
 
     async def turn(
         self,
