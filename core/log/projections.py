@@ -91,9 +91,7 @@ class SessionState:
     pinned: bool = False
     #: the model chosen for this conversation (None: the configured one)
     model: str | None = None
-    #: prompt layout 3 (core/log/promptbase.py): where the prompt's history starts (messages
-    #: from here stay held until the next re-base; None: it starts at the pointer) and the
-    #: seq of the memory revision its system prompt shows
+    #: prompt layout 3 (core/log/promptbase.py): its history's start (None: the pointer), its memory's seq
     prompt_base: int | None = None
     snapshot_seq: int = 0
 
@@ -247,8 +245,7 @@ class State:
     device_names: dict[str, str] = field(default_factory=dict)
     #: tokens and cost of this device's provider calls, per hour, kind and model (core/log/usage.py)
     usage: UsageBook = field(default_factory=UsageBook)
-    #: prompt layout 3 (core/log/promptbase.py): memory seq -> the memory text sessions' prompts
-    #: show; [seq, note] of each memory change; notes are complete for seqs after ``notes_from``
+    #: prompt layout 3 (core/log/promptbase.py): snapshots by seq, [seq, note]s complete after ``notes_from``
     snapshots: dict[str, str] = field(default_factory=dict)
     notes: list[list[Any]] = field(default_factory=list)
     notes_from: int = 0
