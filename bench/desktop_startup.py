@@ -167,8 +167,25 @@ def python_pass(runs: int = 5) -> float:
     return statistics.median(times)
 
 
-def toggles_and_rss(env: dict[str, str], tmp: Path, toggles: int) -> tuple[list[float], Any, Any]:
-    """One process: idle RSS, then `memtray toggle` to popup shown, then RSS once litellm is warm."""
+def floor_rss(env: dict[str, str], tmp: Path) -> tuple[int, list[tuple[str, int]]]:
+    """Idle RSS of bench/minimal_qt.py (one window, nothing else), 5 s after it is ready."""
+    report = tmp / "report-floor-rss.jsonl"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "minimal_qt.py")], cwd=str(ROOT),
+                            env=dict(env, MEMTRAY_STARTUP_REPORT=str(report)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(report, "ready", 1, proc)
+        time.sleep(5)
+        return rss_breakdown(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def toggles_and_rss(env: dict[str, str], tmp: Path, toggles: int) -> tuple[list[float], Any, Any, Any]:
+    """One process: RSS 5 s after start, RSS once the start-time warm-up of the model client
+    (litellm's import, desktop/main.py ``_warm_up``) is done and the app is idle, then `memtray
+    toggle` to popup shown, then RSS after the toggles."""
     from memtray.core.base import ipc
     from memtray.core.base.home import Home
 
@@ -182,6 +199,9 @@ def toggles_and_rss(env: dict[str, str], tmp: Path, toggles: int) -> tuple[list[
         wait_for(report, "ready", 1, proc)
         time.sleep(5)
         rss = rss_breakdown(proc.pid)
+        wait_for(report, "client_warm", 1, proc, timeout=300)
+        time.sleep(5)
+        rss_idle = rss_breakdown(proc.pid)
         for n in range(1, toggles + 1):
             t1 = time.monotonic()
             ipc.request(h, {"argv": ["toggle"]}, lambda _m: None, timeout=30)
@@ -193,7 +213,7 @@ def toggles_and_rss(env: dict[str, str], tmp: Path, toggles: int) -> tuple[list[
         rss_warm = rss_breakdown(proc.pid)
     finally:
         quit_and_wait(h, proc)
-    return times, rss, rss_warm
+    return times, rss, rss_idle, rss_warm
 
 
 def quit_and_wait(home: Any, proc: subprocess.Popen[bytes]) -> None:
@@ -298,9 +318,13 @@ def main() -> int:
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     if args.only:
         return 0
-    toggles, rss, rss_warm = toggles_and_rss(env, tmp, args.toggles)
+    toggles, rss, rss_idle, rss_warm = toggles_and_rss(env, tmp, args.toggles)
+    floor = floor_rss(env, tmp)
     print(f"`memtray toggle` IPC -> popup show event, median of {len(toggles)}: {ms(toggles)}")
-    for label, figure in (("idle RSS after start (5 s idle)", rss), ("RSS after the popup warmed litellm up", rss_warm)):
+    for label, figure in (("minimal PySide6 program, idle (5 s after ready)", floor),
+                          ("memtray 5 s after ready (the model client's warm-up import is under way)", rss),
+                          ("memtray idle once the warm-up import is done", rss_idle),
+                          (f"memtray after {len(toggles)} popup toggles", rss_warm)):
         total, top = figure
         print(f"{label}: {total / 1024:.0f} MiB; largest mappings:")
         for name, kb in top:

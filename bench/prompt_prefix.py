@@ -19,7 +19,11 @@ kept). Figures (see ``peer_nanobot/common.py:prefix_shares``):
   (a turn of ~600 bytes over a ~20 KiB prompt caps it near 97 %), shown for
   completeness.
 
-Usage: python bench/prompt_prefix.py [--turns 300]
+With ``--nanobot`` the same turns are also run by real nanobot code in its own
+process and venv (bench/peer_nanobot: ``nanobot_side.py``, created on first use), and
+both are printed side by side from the same run.
+
+Usage: python bench/prompt_prefix.py [--turns 300] [--nanobot]
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peer_nanobot"))
 
@@ -62,8 +67,7 @@ def consolidate(app: App, session: str, revision: int, model: str = "bench") -> 
     memory.write(
         memory_text(revision), reason="consolidation", source="model", model=model, consolidation=cid,
         history_append=f"[bench] consolidated messages {start}..{end}", session=session,
-        extra=[(ConsolidationCompleted.TYPE,
-                ConsolidationCompleted(consolidation=cid, end=end, memory_seq=0).to_data(), session)],
+        extra=[(ConsolidationCompleted(consolidation=cid, end=end, memory_seq=0), session)],
     )
 
 
@@ -96,9 +100,36 @@ def pct(x: float) -> str:
     return f"{x * 100:.3f} %"
 
 
+def nanobot_prefix(turns: int, scratch: Path) -> dict[str, Any]:
+    """nanobot's figures over the same ``turns`` from an empty session (bench/peer_nanobot)."""
+    from run import Worker, nanobot_python
+
+    env = dict(os.environ, HOME=str(scratch / "nb-home"), BENCH_LOG=str(scratch / "nanobot.log"),
+               PYTHONHASHSEED="0")
+    (scratch / "nb-home").mkdir()
+    worker = Worker("nanobot", [str(nanobot_python()), str(Path(__file__).resolve().parent / "peer_nanobot" /
+                                                              "nanobot_side.py")], env)
+    try:
+        worker("setup", dir=str(scratch / "nanobot"), n=0)
+        worker("open")
+        result: dict[str, Any] = worker("prefix", turns=turns, save=False)
+        result["version"] = worker("version")
+        return result
+    finally:
+        worker.close()
+
+
+def after_line(r: dict[str, Any]) -> str:
+    cr = r["consolidation_reuse"]
+    if not cr:
+        return "no consolidation"
+    return f"mean {pct(cr['mean'])} median {pct(cr['median'])} min {pct(cr['min'])} over {cr['n']}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=300)
+    ap.add_argument("--nanobot", action="store_true", help="also run nanobot's own code over the same turns")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="memtray-prefix-", dir=os.environ.get("BENCH_DIR")))
     clock = FakeClock(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
@@ -107,6 +138,9 @@ def main() -> None:
         prompts, consolidated = run_turns(app, clock, args.turns)
     finally:
         app.close()
+    try:
+        peer = nanobot_prefix(args.turns, tmp) if args.nanobot else None
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
     r = prefix_shares(prompts, consolidated)
     sr, sc, cr = r["steady_reuse"], r["steady_cached"], r["consolidation_reuse"]
@@ -116,8 +150,13 @@ def main() -> None:
           f"(budget >= 99 %: {'met' if sr['min'] >= 0.99 else 'MISSED'})")
     print(f"  between consolidations: cached share of new request min {pct(sc['min'])} median {pct(sc['median'])}")
     if cr:
-        print(f"  turn after a consolidation: reuse min {pct(cr['min'])} median {pct(cr['median'])} "
-              "(memory changed: the system prompt differs)")
+        print(f"  turn after a consolidation: reuse {after_line(r)} (a turn that re-bases its prompt starts "
+              "from the identity prompt again: see docs/ARCHITECTURE.md, prompt layout 3)")
+    if peer is not None:
+        ps = peer["steady_reuse"]
+        print(f"nanobot-ai {peer['version']}, same turns, same run:")
+        print(f"  between consolidations: reuse min {pct(ps['min'])} median {pct(ps['median'])}")
+        print(f"  turn after a consolidation: reuse {after_line(peer)}")
 
 
 if __name__ == "__main__":

@@ -178,6 +178,8 @@ def _build(
     agent.after_turn.append(consolidation.after_turn)
 
     search = _build_search(home, store, settings, worker, tools, agent, start=start)
+    if search is not None:
+        search.may_spend = consolidation.upkeep.allows_background  # the daily budget of background upkeep
 
     reminders = ReminderService(store, settings, clock, worker, notifier, agent, can_start=start)
     register_reminder_tools(tools, reminders)

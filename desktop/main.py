@@ -31,6 +31,7 @@ from .notify import Notifier
 from .qt import QApplication, QGuiApplication, QObject, QSettings, QSystemTrayIcon, QTimer
 from .quickchat import QuickChat
 from .tray import Tray
+from .usage_view import TrayUsage
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class Desktop(QObject):
         self.ctx = Context(app, self.bridge, self.theme, self.nav)
         self.actions = NotificationActions(app, self.bridge, self.main_window, self._say)
         self.tray: Tray | None = None
+        self.tray_usage: TrayUsage | None = None
         self.window: Any = None
         self.popup: QuickChat | None = None
         self.server: InstanceServer | None = None
@@ -113,6 +115,8 @@ class Desktop(QObject):
         self.notifier.actions_for = self.actions.offered
         self.notifier.action_invoked.connect(self.notification_action)
         self.app.notifier.set(self.notifier)
+        if self.tray is not None:
+            self.tray_usage = TrayUsage(self.bridge, self.app, self.tray.icon)  # today's cost in the tooltip
         self.popup = QuickChat(self.ctx, self.app.config.hotkey)
         self.popup.shown.connect(self._popup_shown)
         self.popup.pane.turn_done.connect(self._turn_done)
@@ -349,6 +353,8 @@ class Desktop(QObject):
                 page, arg = "chat", arg.partition(":")[2]
             elif kind == "reminder":
                 page, arg = "reminders", arg.partition(":")[2]
+            elif kind == "upkeep":  # upkeep paused or stopped: Settings shows why, with "Run now"
+                page, arg = "settings", ""
             else:
                 page, arg = "chat", ""
         if self.popup is not None and self.popup.isVisible():

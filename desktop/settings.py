@@ -29,6 +29,7 @@ from .qt import (
     QCheckBox,
     QComboBox,
     QDesktopServices,
+    QDoubleSpinBox,
     QFormLayout,
     QFrame,
     QHBoxLayout,
@@ -46,6 +47,7 @@ from .qt import (
 )
 from .recall_view import RecallSection
 from .sync_settings import SyncSection
+from .usage_view import UsageRow
 from .wheel import guard_wheel
 
 log = logging.getLogger(__name__)
@@ -153,6 +155,18 @@ class SettingsPage(QWidget):
         self.memory_window.setRange(4, 100_000)
         self.memory_window.setSuffix(" messages")
         f.addRow("Consolidate after", self.memory_window)
+        self.usage = UsageRow(ctx)
+        f.addRow("Spent", self.usage)
+        self.upkeep_usd = QDoubleSpinBox()
+        self.upkeep_usd.setRange(0, 100_000)
+        self.upkeep_usd.setDecimals(2)
+        self.upkeep_usd.setSingleStep(0.1)
+        self.upkeep_usd.setPrefix("$")
+        self.upkeep_usd.setSpecialValueText("no limit")
+        self.upkeep_usd.setToolTip("A day's limit for the memory upkeep memtray starts by itself (consolidation, "
+                                   "embedding); past it, it waits for the next day or Run now. What you ask for "
+                                   "always runs.")
+        f.addRow("Background upkeep a day", self.upkeep_usd)
         self.drop_policy = QComboBox()
         for policy in DROP_POLICIES:
             self.drop_policy.addItem(texts.text(f"drop_policy.{policy}"), policy)
@@ -260,6 +274,7 @@ class SettingsPage(QWidget):
         self.hotkey.setKeySequence(QKeySequence(cfg.hotkey))
         self.memory_window.setMaximum(max(100_000, cfg.memory_window))
         self.memory_window.setValue(cfg.memory_window)
+        self.upkeep_usd.setValue(cfg.upkeep_daily_usd)
         self.drop_policy.setCurrentIndex(max(0, self.drop_policy.findData(cfg.drop_policy)))
         self._policy_changed()
         self.launch.setChecked(cfg.launch_at_login)
@@ -317,8 +332,8 @@ class SettingsPage(QWidget):
     def _watch_edits(self) -> None:
         """Every field's change signal re-marks the footer (the MCP and import sections
         act at once and hold nothing to save, so they are not watched)."""
-        fields: list[QWidget] = [self.model_form, self.hotkey, self.memory_window, self.drop_policy, self.launch,
-                                 self.recall, self.sync]
+        fields: list[QWidget] = [self.model_form, self.hotkey, self.memory_window, self.upkeep_usd, self.drop_policy,
+                                 self.launch, self.recall, self.sync]
         for root in fields:
             for w in [root, *root.findChildren(QWidget)]:
                 if isinstance(w, QLineEdit):
@@ -326,7 +341,7 @@ class SettingsPage(QWidget):
                 elif isinstance(w, QComboBox):
                     w.currentIndexChanged.connect(self._edited)
                     w.currentTextChanged.connect(self._edited)
-                elif isinstance(w, QSpinBox):
+                elif isinstance(w, QSpinBox | QDoubleSpinBox):
                     w.valueChanged.connect(self._edited)
                 elif isinstance(w, QCheckBox):
                     w.toggled.connect(self._edited)
@@ -343,6 +358,7 @@ class SettingsPage(QWidget):
         v.update({
             "hotkey": seq or self.shown_config.hotkey,
             "memory_window": self.memory_window.value(),
+            "upkeep_daily_usd": round(self.upkeep_usd.value(), 2),
             "drop_policy": str(self.drop_policy.currentData()),
             "launch_at_login": self.launch.isChecked(),
         })

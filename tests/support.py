@@ -128,3 +128,16 @@ def short_dir(prefix: str) -> Iterator[Path]:
         yield d
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def drain_consolidations(app: Any) -> None:
+    """Wait until the background consolidations started on ``app``'s worker are done."""
+    import asyncio
+
+    async def wait() -> None:
+        for _ in range(3):
+            await asyncio.sleep(0)
+        while app.consolidation._tasks:
+            await asyncio.wait(set(app.consolidation._tasks))
+
+    app.run(wait(), timeout=60)

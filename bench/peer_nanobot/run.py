@@ -170,9 +170,11 @@ def report(row: dict[str, Any]) -> None:
     mp, np_ = row["prefix"]
     for name, p in (("memtray", mp), ("nanobot", np_)):
         sr, sc, cr = p["steady_reuse"], p["steady_cached"], p["consolidation_reuse"]
+        after = (f"mean {cr['mean'] * 100:.1f} % median {cr['median'] * 100:.1f} % min {cr['min'] * 100:.1f} % "
+                 f"over {cr['n']}") if cr else "none"
         print(f"  prefix {name}: reuse of previous request min {sr['min'] * 100:.3f} % median "
               f"{sr['median'] * 100:.3f} %; cached share of new request median {sc['median'] * 100:.2f} %; "
-              f"after a consolidation reuse median {cr['median'] * 100 if cr else float('nan'):.1f} %")
+              f"after a consolidation reuse {after}")
 
 
 LABELS = {"persist": "persist a message (nanobot: no fsync)", "persist_fsync": "persist a message (both fsync)",

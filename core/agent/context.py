@@ -78,9 +78,10 @@ def identity_text() -> str:
 #: Bump when :func:`system_prompt`'s layout changes, and keep the old layout for
 #: reconstructing past prompts (memtray prompt at; see docs/AUDIT.md). The memory
 #: frame of layout N is ``prompts/memory_frame.vN.md``: a new wording is a new layout.
-PROMPT_FORMAT = 2
-#: Every layout :func:`system_prompt` can render.
-PROMPT_FORMATS = (1, 2)
+PROMPT_FORMAT = 3
+#: Every layout :func:`system_prompt` can render (3: 2's order, memory as a snapshot the
+#: history's notes bring up to date: core/agent/layout.py).
+PROMPT_FORMATS = (1, 2, 3)
 MEMORY_BEGIN = "<<<MEMORY"
 MEMORY_END = "MEMORY>>>"
 

@@ -23,19 +23,18 @@ from typing import TYPE_CHECKING, Any, cast
 from memtray.core.agent.context import (
     PROMPT_FORMAT,
     PromptContext,
-    build_messages,
     identity_text,
     load_bootstrap,
     load_skills,
     runtime_context,
-    system_prompt,
 )
+from memtray.core.agent.layout import prompt_messages, rebase_due
 from memtray.core.base.clock import Clock
 from memtray.core.base.config import Config
 from memtray.core.base.errors import LLMError, MemtrayError
 from memtray.core.base.redact import redact, redact_obj
 from memtray.core.llm import localmodel
-from memtray.core.llm.client import DeltaCallback, LLMClient, Request
+from memtray.core.llm.client import DeltaCallback, LLMClient, Request, context_window
 from memtray.core.llm.tools import ToolContext, ToolRegistry
 from memtray.core.log import chats
 from memtray.core.log.attachments import AttachmentStore, Prepared
@@ -50,8 +49,8 @@ from memtray.core.log.events import (
     scrub_obj,
     scrub_text,
 )
-from memtray.core.log.sessions import get_history
 from memtray.core.log.store import Entry, Store
+from memtray.core.log.usage import as_usage
 
 if TYPE_CHECKING:
     from memtray.core.search.service import Recall
@@ -147,10 +146,6 @@ class Agent:
 
     # --- prompt ---------------------------------------------------------------------
 
-    def system_prompt(self) -> str:
-        root: Path = self.store.home.root
-        return system_prompt(self.store.state.memory, load_bootstrap(root), load_skills(root / "skills"))
-
     def prompt_context(self, model: str, tools: list[dict[str, Any]] | None) -> PromptContext:
         root: Path = self.store.home.root
         return PromptContext(model, tools or [], identity_text(), load_bootstrap(root), load_skills(root / "skills"))
@@ -164,8 +159,8 @@ class Agent:
         return self.last_request_chars.get(session)
 
     def messages_for(self, session: str) -> list[dict[str, Any]]:
-        s = self.store.state.session(session)
-        return build_messages(self.system_prompt(), get_history(s, load=self.attachments.load))
+        pctx = self.prompt_context(self.model_for(session), self.tools.specs() if self.tools else None)
+        return prompt_messages(self.store.state, session, pctx, self.attachments.load, format=PROMPT_FORMAT)
 
     # --- the turn -------------------------------------------------------------------
 
@@ -186,8 +181,16 @@ class Agent:
         refs = [self.attachments.put(a).to_data() for a in attachments] or None
         msg = Message(role="user", content=redact(text), context=ctx,
                       recall=recall.text if recall else None, recalled=recall.seqs if recall else None,
-                      attachments=refs)
+                      attachments=refs, rebase=self._rebase_due(session) or None)
         return self.store.append(msg, session=session)
+
+    def _rebase_due(self, session: str) -> bool:
+        """Whether this turn starts the session's prompt over (core/agent/layout.py)."""
+        chars = self.last_request_chars.get(session)
+        cfg = self.config
+        return rebase_due(self.store.state, session, self.clock.now(), window=cfg.memory_window,
+                          memory_budget=cfg.memory_budget, request_tokens=None if chars is None else chars / 4,
+                          context_tokens=lambda: cfg.context_tokens or context_window(self.model_for(session)))
 
     async def turn(
         self,
@@ -265,9 +268,8 @@ class Agent:
         try:
             while True:
                 pctx = self.prompt_context(model, tools)
-                messages = build_messages(
-                    pctx.system_prompt(self.store.state.memory), get_history(self.store.state.session(session), load=self.attachments.load)
-                )
+                messages = prompt_messages(self.store.state, session, pctx, self.attachments.load,
+                                           format=PROMPT_FORMAT)
                 basis = self.store.state.last_seq
                 self.last_request_chars[session] = sum(content_chars(m.get("content")) for m in messages)
                 rhash = request_hash(model, messages, tools)
@@ -291,7 +293,7 @@ class Agent:
                     records.append(
                         self._append_assistant(session, Message(
                             role="assistant", content=content or None, tool_calls=calls,
-                            model=scrub_obj(result.model), usage=scrub_obj(result.usage),
+                            model=scrub_obj(result.model), usage=as_usage(result.usage),
                             request_hash=rhash, basis_seq=basis, recalled=self._recalled(session),
                         ), pctx)
                     )
@@ -313,7 +315,7 @@ class Agent:
                 records.append(
                     self._append_assistant(session, Message(
                         role="assistant", content=content, model=scrub_obj(result.model),
-                        usage=scrub_obj(result.usage), request_hash=rhash, stop=stop, basis_seq=basis,
+                        usage=as_usage(result.usage), request_hash=rhash, stop=stop, basis_seq=basis,
                         recalled=self._recalled(session),
                     ), pctx)
                 )

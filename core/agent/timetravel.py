@@ -28,10 +28,12 @@ from typing import Any
 from memtray.core.agent.context import (
     PROMPT_FORMAT,
     PROMPT_FORMATS,
+    PromptContext,
     Skill,
     build_messages,
     system_prompt,
 )
+from memtray.core.agent.layout import prompt_messages
 from memtray.core.agent.loop import request_hash
 from memtray.core.base.clock import parse_ts
 from memtray.core.base.errors import MemtrayError
@@ -198,11 +200,16 @@ def _build(state: State, targets: list[_Target], out: dict[int, Reconstruction],
         bootstrap = [(n, x) for n, x in c.bootstrap] if c is not None else []
         skills = [Skill(n, x) for n, x in c.skills] if c is not None else []
         fmt = c.format if c is not None else 1  # each turn is rebuilt in the layout it was sent with
-        system = system_prompt(state.memory, bootstrap, skills, c.identity if c is not None else None,
-                               format=fmt if fmt in PROMPT_FORMATS else PROMPT_FORMAT)
-        session = state.sessions.get(t.session)
-        history = get_history(session, load=load) if session is not None else []
-        messages = build_messages(system, history)
+        fmt = fmt if fmt in PROMPT_FORMATS else PROMPT_FORMAT
+        if c is not None and fmt >= 3:  # a memory snapshot, notes, the history from the re-base
+            pctx = PromptContext(model, tools, c.identity, bootstrap, skills)
+            messages = prompt_messages(state, t.session, pctx, load, format=fmt)
+        else:
+            system = system_prompt(state.memory, bootstrap, skills, c.identity if c is not None else None,
+                                   format=fmt)
+            session = state.sessions.get(t.session)
+            history = get_history(session, load=load) if session is not None else []
+            messages = build_messages(system, history)
         out[t.seq] = Reconstruction(
             t.seq, t.ts, t.session, model, messages, tools, t.request_hash,
             request_hash(model, messages, tools or None), t.basis, state.memory_seq,

@@ -62,7 +62,9 @@ from memtray.core.log.events import (
     RebuildProgress,
     RebuildStarted,
     Record,
+    UsageRecorded,
 )
+from memtray.core.log.usage import as_usage
 from memtray.core.memory import factdiff, facts
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.gitrepo import GitRepo
@@ -421,6 +423,8 @@ async def _consolidate(
 
     result = await request_save_memory(app.llm, app.config.consolidation_timeout, memory, messages, model, template,
                                        ledger=ledger, budget=app.config.memory_budget)
+    if (usage := as_usage(result.usage)) is not None:  # the usage ledger (core/log/usage.py)
+        app.store.append(UsageRecorded(kind="rebuild", model=model, usage=usage))
     call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
     if call is None:
         raise ValueError("the model answered without calling save_memory")

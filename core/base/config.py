@@ -46,6 +46,11 @@ class Config:
     memory_budget: int = 12_000
     idle_consolidate_minutes: int = 30
     consolidation_timeout: float = 120.0
+    #: a day's limit for memory upkeep the user did not ask for (background consolidation,
+    #: embedding the history): in US dollars where litellm knows the price, and in tokens
+    #: (0: no limit). Past either, background upkeep waits for the next day or "Run now".
+    upkeep_daily_usd: float = 0.0
+    upkeep_daily_tokens: int = 0
     hotkey: str = "Ctrl+Alt+Space"
     timezone: str = ""  # empty: the system's
     reminder_grace_hours: float = 24.0
@@ -98,6 +103,8 @@ _RANGES: dict[str, tuple[float, float]] = {
     "context_tokens": (0, 10_000_000),
     "idle_consolidate_minutes": (0, 100_000),
     "consolidation_timeout": (1, 3600),
+    "upkeep_daily_usd": (0, 100_000),
+    "upkeep_daily_tokens": (0, 10_000_000_000),
     "reminder_grace_hours": (0, 24 * 365),
     "warm_instance_idle_minutes": (0.01, 7 * 24 * 60),
     "recall_limit": (1, 20),

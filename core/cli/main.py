@@ -375,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     from memtray.core.cli import remind as cli_remind
     from memtray.core.cli import search as cli_search
     from memtray.core.cli import sync as cli_sync
+    from memtray.core.cli import usage as cli_usage
 
     cli_memory.add_commands(sub)
     cli_audit.add_commands(sub)  # after cli_memory: adds memory rebuild/compare/adopt
@@ -387,6 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_importing.add_commands(sub)
     cli_sync.add_commands(sub)
     cli_model.add_commands(sub)
+    cli_usage.add_commands(sub)
     fe = frontend()
     if fe is not None:  # desktop not installed: toggle/show/quit are unavailable
         fe.add_commands(sub)

@@ -37,6 +37,7 @@ from memtray.core.base.errors import (
 )
 from memtray.core.base.keys import ENV_VARS, KEYLESS, get_key, provider_of
 from memtray.core.llm import localmodel, localprovider
+from memtray.core.llm.pricing import priced
 from memtray.core.log.events import find_invalid, scrub_obj
 
 log = logging.getLogger(__name__)
@@ -265,10 +266,10 @@ class LLMClient:
         try:
             if not req.stream:
                 resp = await litellm.acompletion(**kw)
-                return _from_response(resp, model)
+                return _priced(litellm, _from_response(resp, model), model)
             stream = await litellm.acompletion(**kw)
             try:
-                return await _consume_stream(stream, model, on_delta)
+                return _priced(litellm, await _consume_stream(stream, model, on_delta), model)
             finally:
                 with contextlib.suppress(Exception):
                     await stream.aclose()
@@ -288,13 +289,13 @@ class LLMClient:
             if not req.stream:
                 resp = await asyncio.to_thread(localprovider.complete, engine, req.messages, params)
                 chunks: Any = localprovider.chunks_of_response(resp)
-                return _from_chunks(list(chunks), model)
+                return _priced(None, _from_chunks(list(chunks), model), model)
             parts: list[dict[str, Any]] = []
             async for chunk in localprovider.stream(engine, req.messages, params):
                 parts.append(chunk)
                 if chunk["text"] and on_delta is not None:
                     on_delta(chunk["text"])
-            return _from_chunks(parts, model)
+            return _priced(None, _from_chunks(parts, model), model)
         except (asyncio.CancelledError, LLMError):
             raise
         except (ValueError, RuntimeError, OSError) as exc:
@@ -304,6 +305,13 @@ class LLMClient:
                            if isinstance(exc, ValueError) else f"The offline model could not run; {localmodel.INSTALL_HINT}.")
             err.status = 400  # type: ignore[attr-defined]
             raise err from exc
+
+
+def _priced(litellm: ModuleType | None, result: LLMResult, model: str) -> LLMResult:
+    """The result with the call's cost in its usage (core/llm/pricing.py), priced by the
+    model string the request went to (the one litellm's price list is keyed by)."""
+    result.usage = priced(litellm, model, result.usage)
+    return result
 
 
 def _from_chunks(chunks: list[dict[str, Any]], model: str) -> LLMResult:
@@ -325,7 +333,9 @@ def _from_response(resp: Any, model: str) -> LLMResult:
             args = fn.arguments if isinstance(fn.arguments, str) else json.dumps(fn.arguments)
             calls.append(ToolCall(tc.id or f"call_{i}", fn.name or "", args or ""))
         usage = _usage(getattr(resp, "usage", None))
-        return LLMResult(msg.content or "", calls, getattr(resp, "model", model) or model, usage, choice.finish_reason)
+        # the model string the request went to, as a streamed reply names it too (the provider's
+        # own name, "gpt-4o-mini-2024-07-18", is not what litellm prices nor what the user chose)
+        return LLMResult(msg.content or "", calls, model, usage, choice.finish_reason)
     except (AttributeError, IndexError, TypeError) as exc:
         raise LLMBadResponse(f"{model} sent a reply without a message: {exc}") from exc
 

@@ -71,6 +71,7 @@ from memtray.core.log.payloads import (
     ToolSpec,
     TurnFailed,
     Usage,
+    UsageRecorded,
 )
 from memtray.core.log.payloads_audit import (
     RebuildAdopted,
@@ -173,6 +174,7 @@ __all__ = [
     "TurnFailed",
     "Upcaster",
     "Usage",
+    "UsageRecorded",
     "Verbatim",
     "check_text",
     "count_verified",

@@ -41,11 +41,13 @@ class ToolCall(TypedDict):
 
 
 class Usage(TypedDict, total=False):
-    """Token counts of a reply (core/llm/client.py keeps only these three)."""
+    """Token counts of a provider call (core/llm/client.py keeps only these) and, where
+    litellm knows the model's price, what it cost in US dollars (core/llm/usage.py)."""
 
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    cost: float
 
 
 class AttachmentRef(TypedDict):
@@ -104,6 +106,9 @@ class Message(Payload):
     attachments: list[AttachmentRef] | None = None
     #: an imported message (``memtray import``): when it was sent in its source (ISO time)
     sent_at: str | None = None
+    #: on a user message: its prompt starts over from memory now (prompt layout 3: a re-base,
+    #: core/log/promptbase.py); absent: the prompt keeps its memory snapshot and history start
+    rebase: bool | None = None
     #: imported from another device (sync)
     origin: OriginMark | None = None
 
@@ -218,6 +223,8 @@ class ConsolidationCompleted(Payload):
     changed: int = 0
     kept: int = 0
     flagged: int = 0
+    #: what the model call cost (absent in events written before the usage ledger)
+    usage: Usage | None = None
 
 
 @SCHEMA.register
@@ -228,6 +235,24 @@ class ConsolidationFailed(Payload):
     reason: str
     attempt: int = 1
     retry_after: float | None = None
+    #: what the model call cost when it answered (a reply without save_memory costs too)
+    usage: Usage | None = None
+    #: the budget guard stopped retrying: "budget" (the day's limit) or "loop" (replies that changed nothing)
+    halted: str | None = None
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class UsageRecorded(Payload):
+    """A provider call that writes no event of its own (embedding the history, a recall's or
+    a search's query, a rebuild's consolidation): its tokens and cost for the usage ledger
+    (core/log/usage.py). Local to the device that paid for it."""
+
+    TYPE: ClassVar[str] = "llm.usage"
+    kind: str  # embedding | recall | search | rebuild
+    model: str
+    usage: Usage
+    calls: int = 1
 
 
 # --- reminders ----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtray.core.base.errors import UnknownEventVersion
+from memtray.core.log import promptbase
 from memtray.core.log.events import (
     SCHEMA,
     BadPayload,
@@ -41,13 +42,17 @@ from memtray.core.log.events import (
     SessionTitled,
     SyncPulled,
     TurnFailed,
+    Usage,
+    UsageRecorded,
 )
 from memtray.core.log.integrations import ImportItem
+from memtray.core.log.usage import UsageBook
 
-STATE_VERSION = 9  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
+STATE_VERSION = 10  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
 # 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events;
 # 6: unfoldable records, purges; 7: sessions' titles, first message time, last words and failed turn;
-# 8: sessions deleted, pinned, their own model; 9: device names
+# 8: sessions deleted, pinned, their own model; 9: device names;
+# 10: the usage ledger, prompt layout 3's snapshots and notes
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
 #: grows. Older ones are read back from the log when asked for (Store.consolidation).
@@ -86,6 +91,9 @@ class SessionState:
     pinned: bool = False
     #: the model chosen for this conversation (None: the configured one)
     model: str | None = None
+    #: prompt layout 3 (core/log/promptbase.py): its history's start (None: the pointer), its memory's seq
+    prompt_base: int | None = None
+    snapshot_seq: int = 0
 
     @property
     def preview(self) -> str | None:
@@ -137,6 +145,8 @@ class SessionState:
             "deleted": self.deleted,
             "pinned": self.pinned,
             "model": self.model,
+            "prompt_base": self.prompt_base,
+            "snapshot_seq": self.snapshot_seq,
         }
 
     @classmethod
@@ -145,7 +155,8 @@ class SessionState:
             obj["key"], list(obj["messages"]), obj["base"], obj["last_consolidated"],
             obj.get("resets", 0), obj.get("last_ts"), obj.get("title"), obj.get("titled", ""),
             obj.get("first_ts"), obj.get("last_words"), obj.get("failed"),
-            obj.get("deleted"), bool(obj.get("pinned", False)), obj.get("model"),
+            obj.get("deleted"), bool(obj.get("pinned", False)), obj.get("model"), obj.get("prompt_base"),
+            obj.get("snapshot_seq", 0),
         )
 
 
@@ -232,6 +243,12 @@ class State:
     purges: list[dict[str, Any]] = field(default_factory=list)
     #: the names the user gave devices (``device.named``): device id -> name
     device_names: dict[str, str] = field(default_factory=dict)
+    #: tokens and cost of this device's provider calls, per hour, kind and model (core/log/usage.py)
+    usage: UsageBook = field(default_factory=UsageBook)
+    #: prompt layout 3 (core/log/promptbase.py): snapshots by seq, [seq, note]s complete after ``notes_from``
+    snapshots: dict[str, str] = field(default_factory=dict)
+    notes: list[list[Any]] = field(default_factory=list)
+    notes_from: int = 0
 
     def session(self, key: str) -> SessionState:
         s = self.sessions.get(key)
@@ -258,6 +275,10 @@ class State:
             "unfoldable_count": self.unfoldable_count,
             "purges": self.purges,
             "device_names": dict(sorted(self.device_names.items())),
+            "usage": self.usage.to_json(),
+            "snapshots": dict(sorted(self.snapshots.items())),
+            "notes": self.notes,
+            "notes_from": self.notes_from,
         }
 
     @classmethod
@@ -281,6 +302,10 @@ class State:
             unfoldable_count=int(obj.get("unfoldable_count", 0)),
             purges=list(obj.get("purges", [])),
             device_names=dict(obj.get("device_names", {})),
+            usage=UsageBook.from_json(obj.get("usage", {})),
+            snapshots=dict(obj.get("snapshots", {})),
+            notes=[list(n) for n in obj.get("notes", [])],
+            notes_from=int(obj.get("notes_from", 0)),
         )
 
     def copy(self) -> State:
@@ -334,6 +359,10 @@ def apply(state: State, rec: Record) -> State:
                 s.messages.append(msg)
                 s.last_ts = ts
                 s.said(m.role, m.content, ts, reply=not m.tool_calls)
+                if m.usage:
+                    state.usage.add(ts, "chat", m.model, m.usage)
+                if m.rebase and m.role == "user":
+                    promptbase.rebase(state, s)
             state.last_seq = seq
             return state
         fold = _FOLDS.get(t)
@@ -387,6 +416,7 @@ def _session_reset(state: State, rec: Record) -> None:
     s.base = s.count
     s.messages = []
     s.last_consolidated = s.base
+    s.prompt_base = None  # the next turn starts its prompt over
     s.resets += 1
     s.last_ts = rec.ts
 
@@ -451,6 +481,7 @@ def _consolidation_completed(state: State, rec: Record) -> None:
             s = state.session(c.session)
             if p.end > s.last_consolidated:
                 _advance(s, p.end)
+    _consolidation_usage(state, rec, c, p.usage)
     if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
         _trim_consolidations(state.consolidations)
 
@@ -464,8 +495,20 @@ def _consolidation_failed(state: State, rec: Record) -> None:
         c.ts = rec.ts
         c.failed_attempt = p.attempt
         c.retry_after = p.retry_after
+    _consolidation_usage(state, rec, c, p.usage)
     if len(state.consolidations) > KEEP_FINISHED + _TRIM_SLACK:
         _trim_consolidations(state.consolidations)
+
+
+def _consolidation_usage(state: State, rec: Record, c: ConsolidationState | None, usage: Usage | None) -> None:
+    if usage:
+        kind = "redo" if c is not None and c.redo_of else "consolidation"
+        state.usage.add(rec.ts, kind, c.model if c is not None else None, usage)
+
+
+def _usage_recorded(state: State, rec: Record) -> None:
+    p = UsageRecorded.of(rec)
+    state.usage.add(rec.ts, p.kind, p.model, p.usage, max(1, p.calls))
 
 
 def _memory_written(state: State, rec: Record) -> None:
@@ -473,6 +516,7 @@ def _memory_written(state: State, rec: Record) -> None:
     state.memory_seq = rec.seq
     state.memory_revisions += 1
     state.memory = p.memory
+    promptbase.noted(state, rec.seq, p)
     for item in p.flagged or ():
         state.review[item["id"]] = {**item, "seq": rec.seq}
 
@@ -556,6 +600,7 @@ _FOLDS: dict[str, Callable[[State, Record], None]] = {
     SessionPinned.TYPE: _session_pinned,
     SessionModel.TYPE: _session_model,
     ImportItem.TYPE: _import_item,
+    UsageRecorded.TYPE: _usage_recorded,
 }
 
 _LAST_WORDS = 400  # characters of the last message kept for the Chats list's preview
@@ -574,9 +619,10 @@ def first_line(text: str, limit: int) -> str:
 
 
 def _advance(s: SessionState, end: int) -> None:
-    """Move the pointer and drop what is now consolidated (it stays in the log)."""
+    """Move the pointer and drop what is now consolidated (it stays in the log), but for what
+    the session's prompt still shows (layout 3: from ``prompt_base``, until its next re-base)."""
     end = min(end, s.count)
-    drop = max(end - s.base, 0)
+    drop = max((end if s.prompt_base is None else min(end, s.prompt_base)) - s.base, 0)
     if drop:
         del s.messages[:drop]
         s.base += drop

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from memtray import resources
 from memtray.core.log.attachments import AttachmentMissing, refs_of
 from memtray.core.log.projections import SessionState
 
@@ -106,12 +107,32 @@ def clean(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def get_history(
-    session: SessionState, max_messages: int | None = None, load: Loader | None = None
+    session: SessionState, max_messages: int | None = None, load: Loader | None = None, *,
+    start: int | None = None, notes: Sequence[Sequence[Any]] = (),
 ) -> list[dict[str, Any]]:
-    """Unconsolidated messages, ready to send (see module doc)."""
-    msgs = session.slice(session.last_consolidated, session.count)
+    """Unconsolidated messages (from ``start``, an absolute index, when given: prompt layout
+    3's history start), ready to send (see module doc). ``notes``: ``[seq, text]`` of memory
+    changes (core/log/promptbase.py), each shown before the first user message after it."""
+    msgs = session.slice(session.last_consolidated if start is None else start, session.count)
     if max_messages is not None and len(msgs) > max_messages:
         msgs = msgs[-max_messages:]
     out = clean(msgs)
     last_user = max((i for i, m in enumerate(out) if m["role"] == "user"), default=-1)
-    return [render(m, recall=i == last_user, load=load) for i, m in enumerate(out)]
+    rendered = [render(m, recall=i == last_user, load=load) for i, m in enumerate(out)]
+    after = -1  # notes after this seq are not shown yet
+    for m, r in zip(out, rendered, strict=True):
+        if m["role"] != "user" or "seq" not in m:
+            continue
+        told = [str(text) for seq, text in notes if after < int(seq) <= m["seq"]]
+        after = m["seq"]
+        if told:
+            note = memory_note(told)
+            r["content"] = (f"{note}\n\n{r['content']}" if isinstance(r["content"], str)
+                            else [{"type": "text", "text": note}, *r["content"]])
+    return rendered
+
+
+def memory_note(changes: Sequence[str]) -> str:
+    """Memory changes as a user message shows them: quoted data, as memory itself is."""
+    quoted = "\n".join(f"> {line}".rstrip() for text in changes for line in text.strip().split("\n"))
+    return resources.text("prompts/memory_note.txt").strip().replace("{changes}", quoted)

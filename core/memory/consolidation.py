@@ -58,9 +58,11 @@ from memtray.core.log.events import (
     ConsolidationStarted,
     MemoryWritten,
     Message,
+    Usage,
 )
 from memtray.core.log.projections import ConsolidationState
 from memtray.core.log.store import Store
+from memtray.core.log.usage import as_usage
 from memtray.core.memory import facts
 from memtray.core.memory.facts import Ledger, read_markers
 from memtray.core.memory.guard import (
@@ -77,6 +79,7 @@ from memtray.core.memory.ledgers import diff_by_id
 from memtray.core.memory.proposal import apply_reply, with_seqs
 from memtray.core.memory.service import MemoryService
 from memtray.core.memory.undo import Translated, carry, translate
+from memtray.core.memory.upkeep import UpkeepGuard
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +199,7 @@ class ConsolidationService:
         worker: Worker,
         notifier: NotifierSlot,
         prompt_size: PromptSize,
+        upkeep: UpkeepGuard | None = None,
     ) -> None:
         self.store = store
         self.memory = memory
@@ -205,6 +209,8 @@ class ConsolidationService:
         self.worker = worker
         self.notifier = notifier
         self.prompt_size = prompt_size
+        #: the daily budget of background upkeep and the loop stop (upkeep.py)
+        self.upkeep = upkeep or UpkeepGuard(store, settings, clock, notifier)
         self.in_flight: set[str] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         self._retry_at: dict[str, datetime] = {}
@@ -218,7 +224,7 @@ class ConsolidationService:
     def after_turn(self, session: str) -> None:
         """Called after each turn (on the worker): start a background consolidation if due."""
         trigger = self.trigger(session)
-        if trigger is not None and session not in self.in_flight:
+        if trigger is not None and session not in self.in_flight and self.upkeep.may_start(session, trigger):
             self._start(session, trigger)
 
     def _start(self, session: str, trigger: str) -> asyncio.Future[Any]:
@@ -288,7 +294,7 @@ class ConsolidationService:
             if key in self.in_flight:
                 continue
             trigger = self.trigger(key) or ("idle" if self.idle_due(key, now) else None)
-            if trigger is not None:
+            if trigger is not None and self.upkeep.may_start(key, trigger):
                 started.append(self._start(key, trigger))
         if started:
             await asyncio.gather(*started, return_exceptions=True)
@@ -316,6 +322,8 @@ class ConsolidationService:
     ) -> Outcome:
         async with self._lock(session):
             self.in_flight.add(session)
+            if trigger in ("manual", "new"):
+                self.upkeep.asked(session)  # the user asked: a loop stop on the session is lifted
             try:
                 state = self.store.state
                 s = state.sessions.get(session)
@@ -396,6 +404,7 @@ class ConsolidationService:
             session=session,
         )
         crash_point("consolidation.started")
+        usage = None
         try:
             self.memory.check_worktree()  # a hand edit made before this started is what the model sees
             snapshot, read_seq = self.store.state.memory, self.store.state.memory_seq
@@ -405,6 +414,7 @@ class ConsolidationService:
             budget = self.settings.current.memory_budget
             result = await request_save_memory(self.llm, self.settings.current.consolidation_timeout, prompt_memory,
                                                messages, model, ledger=prompt_ids, budget=budget)
+            usage = as_usage(result.usage)
             crash_point("consolidation.replied")
             call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
             if call is None:
@@ -440,14 +450,14 @@ class ConsolidationService:
                     ConsolidationCompleted(
                         consolidation=cid, end=end, memory_seq=0,  # write() fills in the real seq
                         added=len(d.added), removed=len(d.dropped), changed=len(d.changed),
-                        kept=g.kept, flagged=len(g.flagged),
+                        kept=g.kept, flagged=len(g.flagged), usage=usage,
                     ),
                     session,
                 )],
             )
         except asyncio.CancelledError:
             if not self._completed(cid):
-                self._fail(cid, session, "cancelled", redo_of=redo_of)
+                self._fail(cid, session, "cancelled", redo_of=redo_of, usage=usage)
             raise
         except Exception as exc:
             if self._completed(cid):
@@ -459,13 +469,14 @@ class ConsolidationService:
             else:
                 log.exception("consolidation %s crashed", cid)
                 reason = f"internal error: {type(exc).__name__}: {exc}"
-            self._fail(cid, session, reason, redo_of=redo_of)
+            self._fail(cid, session, reason, redo_of=redo_of, usage=usage)
             if redo_of:
                 raise RedoFailedError(f"redo of consolidation {redo_of[:10]} failed: {reason}", cid, redo_of,
                                       reason) from None
             raise ConsolidationFailedError(f"consolidation failed: {reason}") from None
         self._failures.pop(session, None)
         self._retry_at.pop(session, None)
+        self.upkeep.completed(session, bool(d.added or d.dropped or d.changed or entry or g.flagged))
         out = Outcome(cid, session, start, end, len(d.added), len(d.dropped), len(d.changed), g.kept,
                       len(g.flagged), memory_seq=recs[0].seq, notes=g.notes)
         self._notify(out)
@@ -536,6 +547,7 @@ class ConsolidationService:
             if c.status != "failed" or c.ts is None:
                 continue
             self._failures[session] = c.failed_attempt or 1
+            self.upkeep.restore(session, c.failed_attempt or 1)
             if c.retry_after is not None:
                 self._retry_at[session] = parse_ts(c.ts) + timedelta(seconds=c.retry_after)
 
@@ -543,12 +555,13 @@ class ConsolidationService:
         c = self.store.state.consolidations.get(cid)
         return c is not None and c.status == "completed"
 
-    def _fail(self, cid: str, session: str, reason: str, *, redo_of: str | None = None) -> None:
+    def _fail(self, cid: str, session: str, reason: str, *, redo_of: str | None = None,
+              usage: Usage | None = None) -> None:
         if redo_of:
             # a redo is the user's request, never retried: it leaves the session's backoff alone,
             # and the failure stays in the log (`memory log`, the memory browser) with its reason
             self.store.append(ConsolidationFailed(
-                consolidation=cid, reason=redact(reason)), session=session)
+                consolidation=cid, reason=redact(reason), usage=usage), session=session)
             if self.notifier.installed:
                 self.notifier.notify("Redo failed", f"The redo of consolidation {redo_of[:8]} failed: {reason}. "
                                      "Memory is unchanged.", kind="failure", target=f"consolidation:{redo_of}")
@@ -557,11 +570,10 @@ class ConsolidationService:
         self._failures[session] = n
         delay = BACKOFF[min(n - 1, len(BACKOFF) - 1)]
         self._retry_at[session] = self.clock.now() + timedelta(seconds=delay)
-        self.store.append(
-            ConsolidationFailed(consolidation=cid, reason=redact(reason), attempt=n, retry_after=delay),
-            session=session,
-        )
-        if self.notifier.installed:
+        halted = self.upkeep.failed(session, n, redact(reason))  # the last automatic try: it told the user
+        self.store.append(ConsolidationFailed(consolidation=cid, reason=redact(reason), attempt=n, retry_after=delay,
+                                              usage=usage, halted="loop" if halted else None), session=session)
+        if self.notifier.installed and not halted:
             self.notifier.notify("Memory consolidation failed", f"{reason}. Nothing was lost; it will be retried.",
                             kind="failure", target=f"consolidation:{cid}")
 

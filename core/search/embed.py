@@ -34,6 +34,9 @@ from memtray.core.base.errors import LLMAuthError, LLMBadResponse, LLMError
 from memtray.core.base.keys import ENV_VARS, KEYLESS, get_key, provider_of
 from memtray.core.llm import localmodel
 from memtray.core.llm.client import load_litellm, translate
+from memtray.core.llm.pricing import priced
+from memtray.core.log.events import Usage
+from memtray.core.log.usage import as_usage
 
 #: characters of a document sent for embedding (models take a few thousand tokens)
 MAX_CHARS = 6000
@@ -182,7 +185,13 @@ class Embedder:
         await asyncio.to_thread(load_litellm)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order. Raises :class:`LLMError` subclasses.
+        """One vector per text, in order. Raises :class:`LLMError` subclasses."""
+        return (await self.embed_counted(texts))[0]
+
+    async def embed_counted(self, texts: Sequence[str]) -> tuple[list[list[float]], Usage | None]:
+        """One vector per text, in order, and what the call cost as the provider reported it
+        (priced by litellm where it knows the model; None from the offline model, which
+        counts no tokens). Raises :class:`LLMError` subclasses.
 
         OpenAI-compatible providers are called through the openai SDK, which retries a
         429 or 5xx twice by itself (litellm 1.110 turns ``max_retries=0`` back into its
@@ -190,14 +199,14 @@ class Embedder:
         if not self.available:
             raise LLMError(self.keyword_only_reason or "no embedding model is configured", hint=SETUP_HINT)
         if not texts:
-            return []
+            return [], None
         batch = [(t[:MAX_CHARS] if t.strip() else "-") for t in texts]
         if self.backend == "local":
             try:
                 out = await asyncio.to_thread(self._local.embed, batch)
             except (RuntimeError, ValueError, OSError) as exc:
                 raise LLMError(f"the offline embedding model failed: {exc}") from exc
-            return _checked(out, len(batch), self.model)
+            return _checked(out, len(batch), self.model), None
         kw = self._kwargs(batch)
         try:
             litellm = await asyncio.to_thread(load_litellm)
@@ -216,7 +225,10 @@ class Embedder:
             raise
         except Exception as exc:
             raise translate(exc, self.model) from exc
-        return _vectors(resp, len(batch), self.model)
+        raw = getattr(resp, "usage", None)
+        counts = {k: v for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+                  if type(v := (raw.get(k) if isinstance(raw, dict) else getattr(raw, k, None))) is int}
+        return _vectors(resp, len(batch), self.model), as_usage(priced(litellm, self.model, counts, embedding=True))
 
 
 def _drop(fut: asyncio.Future[Any]) -> None:

@@ -34,7 +34,7 @@ from memtray.core.base.config import Config, Settings
 from memtray.core.base.errors import LLMError, LogError, MemtrayError
 from memtray.core.base.home import Home
 from memtray.core.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
-from memtray.core.log.events import Record
+from memtray.core.log.events import Record, Usage, UsageRecorded
 from memtray.core.log.store import Store
 from memtray.core.search.embed import SETUP_HINT, Embedder
 from memtray.core.search.hybrid import (
@@ -138,6 +138,9 @@ class SearchService:
         self._failures = 0
         self._retry_at = 0.0
         self.last_error: str | None = None
+        #: whether background embedding may spend now (the app sets the upkeep budget here:
+        #: core/memory/upkeep.py); asked on the worker before and between batches
+        self.may_spend: Callable[[], bool] = lambda: True
         store.subscribe(self._on_append)
 
     # --- keeping up ----------------------------------------------------------------
@@ -216,8 +219,10 @@ class SearchService:
         self._backfill = self._submit(self._background_backfill())
 
     async def _background_backfill(self) -> None:
+        if not self.may_spend():  # over the day's budget: the next append or day starts it again
+            return
         try:
-            await self.backfill()
+            await self.backfill(should_stop=lambda: not self.may_spend())
             self._failures = 0
             self.last_error = None
         except LLMError as exc:
@@ -257,7 +262,8 @@ class SearchService:
                 self.vectors.pending, min(BATCH, self.embedder.batch_size))
             if not batch:
                 break
-            vecs = await self.embedder.embed([text for _seq, text in batch])
+            vecs, usage = await self.embedder.embed_counted([text for _seq, text in batch])
+            self._spent("embedding", usage)
             await asyncio.to_thread(
                 self.vectors.put, [(seq, text, v) for (seq, text), v in zip(batch, vecs, strict=True)], through
             )
@@ -278,6 +284,16 @@ class SearchService:
         running = self._backfill is not None and not self._backfill.done()
         return EmbedStatus(self.embedder.model, done, total, running, self.last_error)
 
+    def _spent(self, kind: str, usage: Usage | None) -> None:
+        """Record an embedding call's tokens and cost in the log (the usage ledger,
+        core/log/usage.py); a read-only log records nothing and loses nothing else."""
+        if usage is None or self.store.readonly:
+            return
+        try:
+            self.store.append(UsageRecorded(kind=kind, model=self.embedder.model, usage=usage))
+        except LogError as exc:
+            log.warning("could not record the embedding's usage: %s", exc)
+
     # --- searching -----------------------------------------------------------------
 
     def search(
@@ -291,10 +307,11 @@ class SearchService:
 
     async def asearch(
         self, query: str, *, mode: str = "hybrid", limit: int = 20, kind: str | None = None,
-        session: str | None = None, regex: bool = False, exclude: Iterable[int] = (),
+        session: str | None = None, regex: bool = False, exclude: Iterable[int] = (), purpose: str = "search",
     ) -> SearchResult:
         """Search in ``mode``; ``hybrid`` without an embedding model (or when the model
-        fails) is keyword search, with a note that says so."""
+        fails) is keyword search, with a note that says so. ``purpose`` names the query's
+        embedding in the usage ledger (``search``, or ``recall`` for a turn's)."""
         if mode not in MODES:
             raise SearchError(f"unknown search mode {mode!r}", hint=f"Use one of: {', '.join(MODES)}.")
         if limit < 1:
@@ -327,7 +344,9 @@ class SearchService:
         else:
             try:
                 await self.embedder.prepare()
-                (vec,) = await asyncio.wait_for(self.embedder.embed([query]), QUERY_TIMEOUT)
+                vecs, usage = await asyncio.wait_for(self.embedder.embed_counted([query]), QUERY_TIMEOUT)
+                (vec,) = vecs
+                self._spent(purpose, usage)
             except (LLMError, TimeoutError) as exc:
                 why = str(exc) or "it did not answer in time"
                 if mode == "semantic":
@@ -415,7 +434,8 @@ class SearchService:
             if strong:
                 await self.embedder.prepare()  # the turn needs litellm anyway; not part of the time limit
                 found = await asyncio.wait_for(
-                    self.asearch(text, mode="hybrid", limit=limit * 3, exclude=tail), RECALL_TIMEOUT)
+                    self.asearch(text, mode="hybrid", limit=limit * 3, exclude=tail, purpose="recall"),
+                    RECALL_TIMEOUT)
             elif content_words(text, fallback=False):
                 found = SearchResult(await asyncio.wait_for(asyncio.to_thread(
                     self.by_words, text, limit=limit * 3, exclude=tail), RECALL_TIMEOUT), "keyword")

@@ -132,17 +132,27 @@ def test_memory_written_while_the_model_answers_is_not_in_the_rebuilt_prompt(hom
     try:
         llm.app = app
         app.run(app.agent.turn("cli", "hello", stream=False))
+        app.run(app.agent.turn("cli", "and now?", stream=False))
         records = list(app.store.log.records())
     finally:
         app.close()
-    turn = next(r for r in records if r.type == "message" and r.data.get("role") == "assistant")
+    turn, later = [r for r in records if r.type == "message" and r.data.get("role") == "assistant"]
     written = next(r for r in records if r.type == "memory.written")
     assert turn.data["basis_seq"] < written.seq < turn.seq
-    rebuilt = reconstruct(records)[turn.seq]
-    assert rebuilt.match and "Changed while" not in rebuilt.messages[0]["content"]
-    # the naive reconstruction (state just before the message) would be wrong: the test can fail
-    naive = [r if r.seq != turn.seq else r._replace(data={**r.data, "basis_seq": turn.seq - 1}) for r in records]
-    assert not reconstruct(naive)[turn.seq].match
+    rebuilt = reconstruct(records)
+    assert rebuilt[turn.seq].match and all("Changed while" not in str(m["content"]) for m in rebuilt[turn.seq].messages)
+    # layout 3: the change is told in a note before the next user message, and the snapshot in the
+    # system prompt stays, so the second request repeats the first one whole
+    second = rebuilt[later.seq]
+    assert second.match and "Changed while" not in second.messages[0]["content"]
+    note = second.messages[-1]["content"]
+    assert note.startswith("[Memory changed") and "> + [" in note and "Changed while the model answered" in note
+    first = json.dumps(rebuilt[turn.seq].messages[:-1])[:-1]
+    assert json.dumps(second.messages).startswith(first)
+    # the note is rebuilt from the log: without the revision it tells of, the request differs
+    # (and a change made while the model answers is, in layout 3, never in the request it answers)
+    without = [r for r in records if r.seq != written.seq]
+    assert not reconstruct(without)[later.seq].match
 
 
 def test_a_secret_in_a_bootstrap_file_is_redacted_and_said_so(home: Home, llm_server: ScriptedLLMServer) -> None:

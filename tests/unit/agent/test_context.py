@@ -64,7 +64,7 @@ SKILLS = [Skill("notes", "Keeps notes.")]
 
 
 def test_layout_1_is_rendered_as_it_was() -> None:
-    assert PROMPT_FORMATS == (1, 2) and PROMPT_FORMAT == 2
+    assert PROMPT_FORMATS == (1, 2, 3) and PROMPT_FORMAT == 3
     got = system_prompt(MEMORY, BOOT, SKILLS, "ID", format=1)
     assert got == _layout_1(MEMORY, BOOT, SKILLS, "ID")
     with pytest.raises(ValueError):

@@ -218,6 +218,9 @@ class _Vectors:
     async def embed(self, texts: list[str]) -> list[list[float]]:
         return [embed(t) for t in texts]
 
+    async def embed_counted(self, texts: list[str]) -> tuple[list[list[float]], None]:
+        return await self.embed(texts), None  # in-process: no tokens to count
+
 
 def test_a_query_with_nothing_near_finds_nothing_by_meaning(store: Store) -> None:
     texts = ["I went running by the lake", "piano lessons every Monday", "we bought a new car",
