@@ -94,6 +94,7 @@ class SessionState:
     #: prompt layout 3 (core/log/promptbase.py): its history's start (None: the pointer), its memory's seq
     prompt_base: int | None = None
     snapshot_seq: int = 0
+    last_seq: int = 0  # the last message's seq: orders sessions whose last messages share a millisecond
 
     @property
     def preview(self) -> str | None:
@@ -147,6 +148,7 @@ class SessionState:
             "model": self.model,
             "prompt_base": self.prompt_base,
             "snapshot_seq": self.snapshot_seq,
+            "last_seq": self.last_seq,
         }
 
     @classmethod
@@ -156,7 +158,7 @@ class SessionState:
             obj.get("resets", 0), obj.get("last_ts"), obj.get("title"), obj.get("titled", ""),
             obj.get("first_ts"), obj.get("last_words"), obj.get("failed"),
             obj.get("deleted"), bool(obj.get("pinned", False)), obj.get("model"), obj.get("prompt_base"),
-            obj.get("snapshot_seq", 0),
+            obj.get("snapshot_seq", 0), obj.get("last_seq", 0),
         )
 
 
@@ -350,14 +352,14 @@ def apply(state: State, rec: Record) -> State:
                 s.last_consolidated = s.base
                 said = origin["ts"]
                 # when it was said there (origin.said_at: never after it arrived here; same ISO form)
-                s.last_ts = said if said < ts else ts
+                s.last_ts, s.last_seq = (said if said < ts else ts), seq
                 s.said(m.role, m.content, s.last_ts, reply=not m.tool_calls)
             else:
                 msg = m.to_session()
                 msg["seq"] = seq
                 msg["ts"] = ts
                 s.messages.append(msg)
-                s.last_ts = ts
+                s.last_ts, s.last_seq = ts, seq
                 s.said(m.role, m.content, ts, reply=not m.tool_calls)
                 if m.usage:
                     state.usage.add(ts, "chat", m.model, m.usage)

@@ -89,10 +89,9 @@ def visible(msg: Shown) -> bool:
 def sessions(state: State) -> list[SessionInfo]:
     """Every session, deleted ones included (``deleted`` says): the pinned ones first,
     then the most recently active first."""
+    listed = sorted(state.sessions.items(), key=lambda kv: (kv[1].last_ts or "", kv[1].last_seq), reverse=True)
     items = [SessionInfo(key, s.last_ts, s.title, s.titled, s.first_ts, s.preview, s.failed is not None,
-                         s.pinned, s.deleted, s.model)
-             for key, s in list(state.sessions.items())]
-    items.sort(key=lambda i: i.last_ts or "", reverse=True)
+                         s.pinned, s.deleted, s.model) for key, s in listed]
     items.sort(key=lambda i: not i.pinned)  # stable: each group keeps its order by date
     return items
 

@@ -27,7 +27,7 @@ def seeded_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
 def copy(seeded_home: Seeded, tmp_path: Path) -> Seeded:
     return clone(seeded_home, tmp_path / "home")
 
-FACT_KEYS = {"id", "section", "text", "by", "reason", "client", "device", "device_name", "event_seq", "edited"}
+FACT_KEYS = {"id", "section", "text", "by", "reason", "client", "device", "device_name", "event_seq", "edited", "receipt"}
 
 
 def _facts(home: object) -> dict[str, dict[str, object]]:
