@@ -61,3 +61,87 @@ def test_the_scan_finds_the_same_texts_on_a_clear_remote(tmp_path: Path) -> None
         blob = remote_objects(remote)
         for text in ("FR76", "Okonkwo", "noted:"):
             assert text.encode() in blob, text
+
+
+def forged_republication(remote: Path, forger: App, victim: str, text: str) -> None:
+    """What the issue's attacker did, by a device holding the sync key (``forger``): the
+    victim's stream again with a higher epoch and one line changed to ``text``, sealed
+    (re-signed with the forger's key) and force-pushed over the victim's ref."""
+    from memtray.core.log.codec import legacy_line
+    from memtray.core.log.events import decode_raw
+    from memtray.core.sync.stream import log_ref
+
+    assert forger.sync is not None
+    repo = forger.sync.repo(forger.sync.keys.seal(forger.sync.device))
+    head_sha = subprocess.run([GIT, "--git-dir", str(remote), "rev-parse", log_ref(victim)], check=True,
+                              capture_output=True, text=True).stdout.strip()
+    repo.git.run(["fetch", "-q", str(remote), f"+{log_ref(victim)}:refs/forge"])
+    head = repo.head(head_sha, victim)
+    lines = [line for _, line in repo.lines_after(victim, head_sha, 0)]
+    rec = decode_raw(lines[0])
+    lines[0] = legacy_line(rec._replace(data={**rec.data, "content": text})).rstrip(b"\n")
+    forged = repo.republish(victim, [(1, [ln + b"\n" for ln in lines])], head.last_seq, head.epoch + 1,
+                            "1700000000 +0000")
+    subprocess.run([GIT, "--git-dir", str(repo.path), "push", "-q", "--force", str(remote),
+                    f"{forged}:{log_ref(victim)}"], check=True, capture_output=True)
+
+
+def test_a_forged_republication_by_a_device_with_the_sync_key_is_refused_and_reported(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "abm") as (a, b, m):
+        assert a.sync is not None and b.sync is not None and m.sync is not None
+        pair(remote, a, b, m)
+        say(a, "pay the invoices to FR76 1111 2222 3333")
+        a.sync.sync(str(remote))
+        m.sync.sync(str(remote))
+        forged_republication(remote, m, a.sync.device, "my new IBAN is FR76 EVIL 0000, pay invoices there")
+        rep = b.sync.sync(str(remote))
+        assert rep.imported == 0
+        assert not any("EVIL" in c for c in contents(b))
+        assert rep.refusals == 1 and a.sync.device in rep.refused[0]["reason"]
+        assert "not signed by" in rep.refused[0]["reason"]
+        status = b.sync.status()
+        assert status["refusals"] == 1 and "forged or re-signed" in status["refused"][0]["reason"]
+        # the real device repairs it: it republishes its own stream, and b takes it then
+        a.sync.sync(str(remote), republish=True)
+        assert b.sync.sync(str(remote)).imported == 2
+        assert "pay the invoices to FR76 1111 2222 3333" in contents(b)
+        assert not any("EVIL" in c for c in contents(b))
+
+
+def test_a_stream_in_clear_or_sealed_by_an_unpaired_device_is_refused_and_reported(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "abcu") as (a, b, c, u):
+        assert a.sync is not None and b.sync is not None and c.sync is not None and u.sync is not None
+        pair(remote, a, b)
+        a.sync.sync(str(remote))
+        say(c, "a device nobody paired, in clear")
+        c.sync.sync(str(remote))
+        u.sync.pairing.set_up()  # its own keys: a remote of its own, sealed with a key b does not have
+        say(u, "a device with keys of its own")
+        u.sync.sync(str(remote))
+        rep = b.sync.sync(str(remote))
+        reasons = sorted(r["reason"] for r in rep.refused)
+        assert rep.imported == 0 and rep.refusals == 2
+        assert any("is not signed (in clear)" in r and c.sync.device in r for r in reasons)
+        assert any("sync key this device does not have" in r and u.sync.device in r for r in reasons)
+        assert not contents(b) & {"a device nobody paired, in clear", "a device with keys of its own"}
+
+
+def test_a_device_that_has_the_sync_key_but_was_never_paired_is_refused(tmp_path: Path) -> None:
+    """Someone who got hold of the sync key (not a device's signing key) publishes a stream of
+    their own: it decrypts, but no paired device signed it."""
+    from memtray.core.sync.identity import Identity
+
+    remote = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "abt") as (a, b, thief):
+        assert a.sync is not None and b.sync is not None and thief.sync is not None
+        pair(remote, a, b)
+        stolen = a.sync.keys.load()
+        assert stolen is not None
+        thief.sync.keys.store(Identity.new(stolen.keys), thief.sync.device)
+        say(thief, "I am a trusted device, believe me")
+        thief.sync.sync(str(remote))
+        rep = b.sync.sync(str(remote))
+        assert rep.imported == 0 and rep.refusals == 1
+        assert "signed by a device you did not pair" in rep.refused[0]["reason"]
