@@ -253,6 +253,8 @@ class Seal:
 
     def _signer(self, device: str, claimed: str | None) -> str:
         """The signing key ``device``'s files must be signed with; Refused when it has none."""
+        if device == self.device and self.identity is not None:
+            return self.identity.sign_pub  # its own stream, even once removed elsewhere
         bound = self.trust.key_of(device)
         if bound is not None:
             if not self.trust.accepts(bound):

@@ -145,3 +145,39 @@ def test_a_device_that_has_the_sync_key_but_was_never_paired_is_refused(tmp_path
         rep = b.sync.sync(str(remote))
         assert rep.imported == 0 and rep.refusals == 1
         assert "signed by a device you did not pair" in rep.refused[0]["reason"]
+
+
+def test_three_devices_then_one_removed_cannot_read_what_is_written_after(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "abc") as (a, b, c):
+        assert a.sync is not None and b.sync is not None and c.sync is not None
+        pair(remote, a, b)
+        pair(remote, b, c)  # c paired by b: a learns of c through b's roster
+        for app in (a, b, c, a, b, c):
+            say(app, f"hello from {app.sync.device}")  # type: ignore[union-attr]
+            app.sync.sync(str(remote))  # type: ignore[union-attr]
+        assert contents(a) == contents(b) == contents(c)
+        assert len(contents(a)) == 6
+        assert {d["device"] for d in a.sync.pairing.devices()} == {a.sync.device, b.sync.device, c.sync.device}
+        # c is lost: removed on a, in one step
+        assert a.sync.pairing.remove(c.sync.device) == 2
+        assert a.sync.sync(str(remote)).devices == 2
+        say(a, "written after c was removed")
+        a.sync.sync(str(remote))
+        rb = b.sync.sync(str(remote))
+        assert "written after c was removed" in contents(b)
+        assert any("new sync key" in n for n in rb.notes)
+        say(b, "b after the removal")
+        b.sync.sync(str(remote))
+        # c still holds the old keys and the remote's old objects, and can read none of the new
+        say(c, "c after it was removed")
+        rc = c.sync.sync(str(remote))
+        assert not contents(c) & {"written after c was removed", "b after the removal"}
+        assert rc.refusals >= 1 and any("does not have" in r["reason"] for r in rc.refused)
+        assert any("this device was removed" in n for n in rc.notes)
+        # and its stream is no longer imported anywhere
+        for app in (a, b):
+            rep = app.sync.sync(str(remote))  # type: ignore[union-attr]
+            assert "c after it was removed" not in contents(app)
+            assert any("was removed" in r["reason"] for r in rep.refused)
+        assert contents(a) == contents(b)
