@@ -53,6 +53,8 @@ def check_peer(repo: LocalRepo, dev: str, commit: str | None, cursor: Mapping[st
     seen = cursor.get("commit")
     if seen == commit:  # nothing new from this one (the common case with many devices)
         return None
+    if isinstance(seen, str) and seen:
+        repo.imported.add(seen)  # read again only to compare (a republication, sealed after a migration)
     if seen and repo.git.ancestry(commit, seen):  # a remote behind another one: nothing new here
         return None
     if seen and repo.git.ancestry(seen, commit) is False:

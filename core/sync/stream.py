@@ -125,6 +125,9 @@ class LocalRepo:
         #: this device's keys: with an identity, every file it writes is sealed, and a peer's
         #: stream is read only when a paired device sealed it; without, everything is in clear
         self.seal = seal
+        #: commits of peers' streams imported before (their cursors): read in clear to compare
+        #: with a republication after a migration to an encrypted remote, never imported again
+        self.imported: set[str] = set()
 
     def ensure(self) -> LocalRepo:
         if not (self.path / "HEAD").exists():
@@ -174,7 +177,8 @@ class LocalRepo:
                 raise SyncError(f"a stream ({commit[:12]}) read without its device")
             if sealed:
                 raw = self.seal.open_meta(expect_device, META, raw)
-            elif expect_device != self.seal.device:  # this device's own older stream is read in clear
+            elif expect_device != self.seal.device and commit not in self.imported:
+                # (this device's own stream and one imported before are read in clear: a migration)
                 raise Refused(f"the stream of {who} is not signed (in clear): this device accepts only streams "
                               "sealed by devices you paired",
                               hint=f"If {who} is yours, pair it (`memtray sync pair`) and sync there. Nothing was "

@@ -181,3 +181,34 @@ def test_three_devices_then_one_removed_cannot_read_what_is_written_after(tmp_pa
             assert "c after it was removed" not in contents(app)
             assert any("was removed" in r["reason"] for r in rep.refused)
         assert contents(a) == contents(b)
+
+
+def test_a_clear_remote_is_migrated_to_a_new_encrypted_one(tmp_path: Path) -> None:
+    """docs/SYNC.md, "From a clear remote to an encrypted one": keys on one device, pair the
+    others through a new empty remote; each publishes its stream there again, sealed."""
+    clear, sealed = bare(tmp_path / "clear.git"), bare(tmp_path / "sealed.git")
+    with homes(tmp_path, "ab") as (a, b):
+        assert a.sync is not None and b.sync is not None
+        say(a, "said on a before the migration")
+        say(b, "said on b before the migration")
+        remember(a, "The user's locker code is kept at home")
+        for app in (a, b, a):
+            assert not app.sync.sync(str(clear)).encrypted  # type: ignore[union-attr]
+        before = digest(a)
+        assert before == digest(b)
+        assert a.sync.pairing.set_up()
+        pair(sealed, a, b)
+        ra = a.sync.sync(str(sealed))
+        assert ra.encrypted and ra.republished and ra.pushed >= 3  # its whole stream, again
+        rb = b.sync.sync(str(sealed))
+        assert rb.encrypted and rb.republished and rb.refusals == 0
+        assert a.sync.sync(str(sealed)).refusals == 0
+        say(a, "said on a after the migration")
+        a.sync.sync(str(sealed))
+        b.sync.sync(str(sealed))
+        assert "said on a after the migration" in contents(b)
+        assert digest(a) == digest(b)
+        blob = remote_objects(sealed)
+        for text in ("before the migration", "after the migration", "locker code"):
+            assert text.encode() not in blob, text
+        assert a.sync.status()["encrypted"] is True
