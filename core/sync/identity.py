@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from memtray.core.base import keys as keyring_keys
 from memtray.core.base.errors import KeyringError, NoSecureKeyring
+from memtray.core.base.faults import crash_point
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.secret_rules import add_known_secret
 from memtray.core.sync import crypto
@@ -331,6 +332,7 @@ class Keys:
             name = f"sync-{secrets.token_hex(8)}"
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         _keyring_set(name, identity.to_secret())
+        crash_point("sync.keys_stored")  # in the keyring, not named yet: this home is as it was
         trust = self.trust()
         trust.add(identity.sign_pub, identity.box_pub, device)
         trust.save()

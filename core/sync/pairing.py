@@ -30,6 +30,7 @@ from datetime import timedelta
 from typing import Any
 
 from memtray.core.base.clock import Clock, format_ts, parse_ts
+from memtray.core.base.faults import crash_point
 from memtray.core.sync import crypto
 from memtray.core.sync.crypto import CryptoError, b64, unb64
 from memtray.core.sync.gitcli import NETWORK_TIMEOUT, SyncError, last_words, safe_url
@@ -199,6 +200,7 @@ def invite(repo: LocalRepo, url: str, keys: Keys, device: str, clock: Clock) -> 
     refs = repo.ls_remote(url)
     publish_roster(repo, url, refs, identity, trust, device, when)
     trust.save()  # trusted here once the roster that names it is on the remote
+    crash_point("pair.roster")  # trusted, no invitation yet: this code opens nothing; a new one works
     repo.push(url, _one_file_commit(repo, INVITE_FILE, blob, None, when), invite_ref(stretched.name))
     return code
 
@@ -232,10 +234,15 @@ def join(repo: LocalRepo, url: str, keys: Keys, device: str, code: str, clock: C
     except (CryptoError, ValueError, KeyError, TypeError) as exc:
         raise SyncError(f"the invitation for this code does not open ({exc})",
                         hint="Someone changed it on the remote; make a new code on the other device.") from None
-    trust = keys.trust()
-    trust.merge(roster)
-    trust.save()
-    keys.store(identity, device)  # the keyring, trust of its own key, then identity.json
+    have = keys.load() if keys.exists() else None
+    if have is not None and have.sign_pub != identity.sign_pub:
+        raise SyncError("this device is paired already", hint="`memtray sync devices` lists the paired devices.")
+    if have is None:  # (the same keys: a join that was interrupted, finished now)
+        trust = keys.trust()
+        trust.merge(roster)
+        trust.save()
+        keys.store(identity, device)  # the keyring, trust of its own key, then identity.json
+    crash_point("pair.joined")  # paired; the invitation still on the remote: the same code finishes it
     repo.git.run(["push", "--quiet", "--", url, f":{ref}"], timeout=NETWORK_TIMEOUT, check=False)
     return inviter
 
@@ -302,8 +309,6 @@ class Pairing:
         return invite(self._repo(), url, self.keys, self._device(), self.clock)
 
     def join(self, url: str, code: str) -> str:
-        if self.keys.exists():
-            raise SyncError("this device is paired already", hint="`memtray sync devices` lists the paired devices.")
         return join(self._repo(), url, self.keys, self._device(), code, self.clock)
 
     def remove(self, gone: str) -> int:
