@@ -331,7 +331,12 @@ class Keys:
         if not isinstance(name, str):
             name = f"sync-{secrets.token_hex(8)}"
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _keyring_set(name, identity.to_secret())
+        secret = identity.to_secret()
+        for part in json.loads(secret)["keys"].values():
+            add_known_secret(part["key"])
+        add_known_secret(json.loads(secret)["sign"])
+        add_known_secret(json.loads(secret)["box"])
+        _keyring_set(name, secret)
         crash_point("sync.keys_stored")  # in the keyring, not named yet: this home is as it was
         trust = self.trust()
         trust.add(identity.sign_pub, identity.box_pub, device)
