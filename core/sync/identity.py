@@ -3,9 +3,9 @@
 * The **identity** is private: this device's signing key (Ed25519), its key for
   receiving wrapped keys (X25519) and every generation of the **sync key** the
   paired devices share. It lives in the OS keyring only, as one entry whose name
-  ``<home>/sync/identity.json`` holds beside the public halves; it never reaches
+  ``<home>/sync-identity.json`` holds beside the public halves; it never reaches
   the log, a file in clear, or the remote.
-* The **trust** (``<home>/sync/trust.json``, public keys only) is the set of devices
+* The **trust** (``<home>/sync-trust.json``, public keys only) is the set of devices
   the user paired: each signing key, the device id it signs for once known, its
   receiving key, and whether it was removed. Each device publishes it signed on
   the remote (:mod:`memtray.core.sync.pairing`), and a device takes in what a
@@ -139,7 +139,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 class Trust:
-    """The devices this home accepts streams from (public keys only; ``trust.json``)."""
+    """The devices this home accepts streams from (public keys only; ``sync-trust.json``)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -297,10 +297,11 @@ class Seal:
 class Keys:
     """The identity and trust of one data home: where they are kept, and their set-up."""
 
-    def __init__(self, sync_dir: Path) -> None:
-        self.dir = sync_dir
-        self.public_path = sync_dir / "identity.json"
-        self.trust_path = sync_dir / "trust.json"
+    def __init__(self, root: Path) -> None:
+        # beside device.json, not in sync/ (a cache that may be deleted: losing these unpairs)
+        self.dir = root
+        self.public_path = root / "sync-identity.json"
+        self.trust_path = root / "sync-trust.json"
 
     def exists(self) -> bool:
         return self.public_path.exists()
@@ -330,7 +331,6 @@ class Keys:
         name = self.public().get("keyring")
         if not isinstance(name, str):
             name = f"sync-{secrets.token_hex(8)}"
-        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         secret = identity.to_secret()
         for part in json.loads(secret)["keys"].values():
             add_known_secret(part["key"])

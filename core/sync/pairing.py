@@ -241,7 +241,7 @@ def join(repo: LocalRepo, url: str, keys: Keys, device: str, code: str, clock: C
         trust = keys.trust()
         trust.merge(roster)
         trust.save()
-        keys.store(identity, device)  # the keyring, trust of its own key, then identity.json
+        keys.store(identity, device)  # the keyring, trust of its own key, then sync-identity.json
     crash_point("pair.joined")  # paired; the invitation still on the remote: the same code finishes it
     repo.git.run(["push", "--quiet", "--", url, f":{ref}"], timeout=NETWORK_TIMEOUT, check=False)
     return inviter

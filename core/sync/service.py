@@ -135,7 +135,7 @@ class SyncService:
         self.clock = clock
         self.dir = home.root / "sync"
         #: this device's sync keys (the keyring) and the devices it paired (docs/SYNC.md, "Encrypted remotes")
-        self.keys = Keys(self.dir)
+        self.keys = Keys(home.root)
         self.pairing = pairing.Pairing(self.keys, self.repo, lambda: self.device, clock)
         self.attachments = AttachmentStore(home.root)
         self.door = Door(verbatim=VERBATIM)

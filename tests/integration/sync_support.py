@@ -32,10 +32,10 @@ def pair_locally(root: Path) -> None:
     ``memtray sync pair`` does through a remote (its keys share the sync key; all trust all)."""
     from memtray.core.sync.identity import Identity, Keys
 
-    me = Keys(root / "sync")
+    me = Keys(root)
     if me.exists():
         return
-    group = [Keys(p / "sync") for p in sorted(root.parent.iterdir()) if p != root and (p / "sync/identity.json").exists()]
+    group = [Keys(p) for p in sorted(root.parent.iterdir()) if p != root and Keys(p).exists()]
     first = group[0].load() if group else None
     ident = Identity.new(first.keys) if first else Identity.new()
     if first is None:
