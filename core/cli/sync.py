@@ -32,7 +32,7 @@ def add_commands(sub: Any) -> None:
         "own stream, fast-forward only; peers' events are imported and their memory merged by fact id.",
     )
     p.add_argument("remote", nargs="?", help="the remote (default: the sync_remote setting); or one of "
-                   "setup, pair, devices, remove-device (docs/SYNC.md, \"Encrypted remotes\")")
+                   "setup, pair, devices, remove-device, recovery-code (docs/SYNC.md, \"Encrypted remotes\")")
     p.add_argument("target", nargs="?", help="after `pair`: the remote; after `remove-device`: the device id")
     p.add_argument("--join", metavar="CODE", help="with `pair`: pair this device with the code another device showed")
     p.add_argument("--init", action="store_true",
@@ -234,6 +234,7 @@ def _devices(args: argparse.Namespace, home: Home) -> int:
         name = d["device"] or "(invited, not synced yet)"
         flags = " (this device)" if d["this"] else ""
         flags += " removed" if d["removed"] else ""
+        flags += " (the recovery code's keys)" if d["recovery"] else ""
         out(f"{name}  key {d['key']}…{flags}")
     return 0
 
@@ -260,4 +261,22 @@ def _remove(args: argparse.Namespace, home: Home) -> int:
     return 0
 
 
-ACTIONS = {"setup": _setup, "pair": _pair, "devices": _devices, "remove-device": _remove}
+def _recovery(args: argparse.Namespace, home: Home) -> int:
+    """``memtray sync recovery-code [REMOTE]``: a code that pairs a new device after every device is lost."""
+    with app_scope(home) as app:
+        svc = app.sync
+        assert svc is not None
+        url = check_remote(_remote_arg(args.target) or svc.settings.current.sync_remote)
+        code = svc.pairing.recovery_code(url)
+    if args.json:
+        out(json.dumps({"code": code, "remote": safe_url(url)}, sort_keys=True))
+        return 0
+    out(f"recovery code: {code}")
+    out("  write it down and keep it away from your devices: with it and the remote, a new device gets "
+        f"everything back (memtray sync pair --join CODE {safe_url(url)}), even if every device is lost")
+    out("  it does not expire; anyone holding it and the remote can read everything")
+    return 0
+
+
+ACTIONS = {"setup": _setup, "pair": _pair, "devices": _devices, "remove-device": _remove,
+           "recovery-code": _recovery}

@@ -46,6 +46,8 @@ OVERHEAD = HEADER + SIG + 16
 #: the pairing code's alphabet (Crockford's base32: no I, L, O, U to misread)
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 CODE_CHARS = 12
+#: a recovery code (docs/SYNC.md, "Losing the keys"): it never expires, so 100 bits
+RECOVERY_CHARS = 20
 #: scrypt's cost for a pairing code: ~50 ms and 16 MiB per guess
 SCRYPT_N = 2**14
 
@@ -167,9 +169,9 @@ def unwrap(private: X25519PrivateKey, wrapped: bytes, context: bytes) -> bytes:
         raise CryptoError("the wrapped key is not for this device") from exc
 
 
-def new_code() -> str:
-    chars = "".join(secrets.choice(ALPHABET) for _ in range(CODE_CHARS))
-    return "-".join(chars[i : i + 4] for i in range(0, CODE_CHARS, 4))
+def new_code(length: int = CODE_CHARS) -> str:
+    chars = "".join(secrets.choice(ALPHABET) for _ in range(length))
+    return "-".join(chars[i : i + 4] for i in range(0, length, 4))
 
 
 def normal_code(code: str) -> str:
@@ -177,9 +179,10 @@ def normal_code(code: str) -> str:
     :class:`CryptoError` if it cannot be one."""
     text = code.strip().upper().replace(" ", "").replace("-", "")
     text = text.replace("O", "0").replace("I", "1").replace("L", "1")
-    if len(text) != CODE_CHARS or any(c not in ALPHABET for c in text):
-        raise CryptoError(f"a pairing code has {CODE_CHARS} letters and digits, like {new_code()}")
-    return "-".join(text[i : i + 4] for i in range(0, CODE_CHARS, 4))
+    if len(text) not in (CODE_CHARS, RECOVERY_CHARS) or any(c not in ALPHABET for c in text):
+        raise CryptoError(f"a pairing code has {CODE_CHARS} letters and digits, like {new_code()} (a recovery "
+                          f"code {RECOVERY_CHARS})")
+    return "-".join(text[i : i + 4] for i in range(0, len(text), 4))
 
 
 @dataclass(frozen=True)

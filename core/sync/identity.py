@@ -39,7 +39,7 @@ from memtray.core.sync.gitcli import SyncError
 #: what the set-up and the pairing say about losing keys (docs/SYNC.md)
 LOSS_WARNING = ("The remote's data can only be read with a paired device's keys, which live in this "
                 "computer's keyring. If every paired device is lost, the remote's data is lost with them: "
-                "keep two devices paired, or write down the recovery code.")
+                "keep two devices paired, or keep a recovery code (`memtray sync recovery-code`) somewhere safe.")
 PAIR_HINT = ("Pair this device with one that syncs already: there, run `memtray sync pair`; here, "
              "`memtray sync pair --join CODE`.")
 
@@ -194,6 +194,8 @@ class Trust:
             dev = entry.get("device") if isinstance(entry.get("device"), str) else None
             if mine is None:
                 self.devices[pub] = {"device": dev, "box": entry["box"], "removed": bool(entry.get("removed"))}
+                if entry.get("recovery"):
+                    self.devices[pub]["recovery"] = True
                 changed = True
                 continue
             if dev is not None and mine.get("device") is None and self.key_of(dev) is None:

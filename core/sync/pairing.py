@@ -30,6 +30,7 @@ from datetime import timedelta
 from typing import Any
 
 from memtray.core.base.clock import Clock, format_ts, parse_ts
+from memtray.core.base.errors import KeyringError
 from memtray.core.base.faults import crash_point
 from memtray.core.sync import crypto
 from memtray.core.sync.crypto import CryptoError, b64, unb64
@@ -181,20 +182,24 @@ def publish_roster(repo: LocalRepo, url: str, refs: dict[str, str], identity: Id
 
 # --- pairing ------------------------------------------------------------------------
 
-def invite(repo: LocalRepo, url: str, keys: Keys, device: str, clock: Clock) -> str:
+def invite(repo: LocalRepo, url: str, keys: Keys, device: str, clock: Clock, *, recovery: bool = False) -> str:
     """Make a new device's keys, trust them, and leave them on the remote for the code this
-    returns (shown once; the code is never stored)."""
+    returns (shown once; the code is never stored). ``recovery``: a code that never expires
+    and stays on the remote, for when every device is lost; its keys count as a paired device,
+    so every later sync key is handed to it too."""
     identity = keys.load()
     if identity is None:
         raise SyncError("this device has no sync keys yet", hint="Run `memtray sync setup` first.")
     newcomer = Identity.new(identity.keys)
     trust = keys.trust()
     trust.add(newcomer.sign_pub, newcomer.box_pub, None)
-    code = crypto.new_code()
+    if recovery:
+        trust.devices[newcomer.sign_pub]["recovery"] = True
+    code = crypto.new_code(crypto.RECOVERY_CHARS if recovery else crypto.CODE_CHARS)
     stretched = crypto.code_keys(code)
     now = clock.now()
     body = json.dumps({"identity": json.loads(newcomer.to_secret()), "roster": trust.to_json(), "by": device,
-                       "expires": format_ts(now + INVITE_LIFE)}).encode()
+                       "expires": None if recovery else format_ts(now + INVITE_LIFE)}).encode()
     blob = crypto.seal_with(stretched.key, body, b"memtray-invitation\0" + stretched.name.encode())
     when = str(int(now.timestamp())) + " +0000"
     refs = repo.ls_remote(url)
@@ -225,7 +230,7 @@ def join(repo: LocalRepo, url: str, keys: Keys, device: str, code: str, clock: C
     blob = repo.git.blobs([f"{refs[ref]}:{INVITE_FILE}"])[0] or b""
     try:
         body = json.loads(crypto.open_with(stretched.key, blob, b"memtray-invitation\0" + stretched.name.encode()))
-        if parse_ts(body["expires"]) < clock.now():
+        if body["expires"] is not None and parse_ts(body["expires"]) < clock.now():
             raise SyncError("this pairing code has expired", hint="Make a new one on the other device: "
                             "`memtray sync pair`.")
         identity = Identity.from_secret(json.dumps(body["identity"]))
@@ -234,7 +239,10 @@ def join(repo: LocalRepo, url: str, keys: Keys, device: str, code: str, clock: C
     except (CryptoError, ValueError, KeyError, TypeError) as exc:
         raise SyncError(f"the invitation for this code does not open ({exc})",
                         hint="Someone changed it on the remote; make a new code on the other device.") from None
-    have = keys.load() if keys.exists() else None
+    try:
+        have = keys.load()
+    except KeyringError:  # its keys are gone from this keyring (a copied home, a reset keyring): pair again
+        have = None
     if have is not None and have.sign_pub != identity.sign_pub:
         raise SyncError("this device is paired already", hint="`memtray sync devices` lists the paired devices.")
     if have is None:  # (the same keys: a join that was interrupted, finished now)
@@ -243,7 +251,8 @@ def join(repo: LocalRepo, url: str, keys: Keys, device: str, code: str, clock: C
         trust.save()
         keys.store(identity, device)  # the keyring, trust of its own key, then sync-identity.json
     crash_point("pair.joined")  # paired; the invitation still on the remote: the same code finishes it
-    repo.git.run(["push", "--quiet", "--", url, f":{ref}"], timeout=NETWORK_TIMEOUT, check=False)
+    if body["expires"] is not None:  # a recovery code's stays (for a device lost again later)
+        repo.git.run(["push", "--quiet", "--", url, f":{ref}"], timeout=NETWORK_TIMEOUT, check=False)
     return inviter
 
 
@@ -279,7 +288,7 @@ def devices(keys: Keys, device: str) -> list[dict[str, Any]]:
     out = []
     for pub, entry in sorted(trust.devices.items(), key=lambda kv: (str(kv[1].get("device")), kv[0])):
         out.append({"device": entry.get("device"), "key": pub[:16], "removed": bool(entry.get("removed")),
-                    "this": entry.get("device") == device})
+                    "this": entry.get("device") == device, "recovery": bool(entry.get("recovery"))})
     return out
 
 
@@ -307,6 +316,12 @@ class Pairing:
         if not self.keys.exists():
             set_up(self.keys, self._device())
         return invite(self._repo(), url, self.keys, self._device(), self.clock)
+
+    def recovery_code(self, url: str) -> str:
+        """A code that pairs a new device even once every device is lost (docs/SYNC.md)."""
+        if not self.keys.exists():
+            set_up(self.keys, self._device())
+        return invite(self._repo(), url, self.keys, self._device(), self.clock, recovery=True)
 
     def join(self, url: str, code: str) -> str:
         return join(self._repo(), url, self.keys, self._device(), code, self.clock)

@@ -248,6 +248,10 @@ class SyncService:
         repo.fetch(url, key, streams)
         crash_point("sync.fetched")
         tracked = repo.git.refs(f"refs/memtray/remotes/{key}/") if streams else {}
+        if new_device and seal.secured:
+            raise SyncError("--new-device is not supported on a device with sync keys yet",
+                            hint="On the copy: delete sync-identity.json and sync-trust.json, then pair it as a "
+                            "new device (`memtray sync pair` on this one, `--join CODE` there).")
         if new_device:
             me = self._become_new_device(repo, tracked.get(tracking_ref(key, me)) if me in streams else None)
             rep.device = rep.new_device = me

@@ -212,3 +212,25 @@ def test_a_clear_remote_is_migrated_to_a_new_encrypted_one(tmp_path: Path) -> No
         for text in ("before the migration", "after the migration", "locker code"):
             assert text.encode() not in blob, text
         assert a.sync.status()["encrypted"] is True
+
+
+def test_a_recovery_code_brings_everything_back_after_every_device_is_lost(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "abn") as (a, b, new):
+        assert a.sync is not None and b.sync is not None and new.sync is not None
+        recovery = a.sync.pairing.recovery_code(str(remote))
+        assert len(recovery.replace("-", "")) == 20
+        pair(remote, a, b)
+        say(a, "before b was removed")
+        a.sync.sync(str(remote))
+        b.sync.sync(str(remote))
+        a.sync.sync(str(remote))  # a knows b's id now
+        a.sync.pairing.remove(b.sync.device)  # a new sync key: handed to the recovery code's keys too
+        say(a, "after b was removed")
+        a.sync.sync(str(remote))
+        # a and b are lost; a new device has the remote and the code written down
+        new.sync.pairing.join(str(remote), recovery)
+        rep = new.sync.sync(str(remote))
+        assert rep.refusals == 0 and rep.imported >= 4
+        assert {"before b was removed", "after b was removed"} <= contents(new)
+        assert any(d["recovery"] and d["this"] for d in new.sync.pairing.devices())
