@@ -41,13 +41,14 @@ CLEAR_ONLY = {
 
 
 @pytest.mark.slow
-def test_the_sync_suites_pass_with_every_home_paired(tmp_path: Path) -> None:
+@pytest.mark.parametrize("suite", SUITES)
+def test_the_sync_suite_passes_with_every_home_paired(suite: str) -> None:
     here = "tests/integration/"
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0", "-x",
-            *(here + name for name in SUITES), *(x for t in CLEAR_ONLY for x in ("--deselect", here + t))]
+    skip = [x for t in CLEAR_ONLY if t.startswith(suite + "::") for x in ("--deselect", here + t)]
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0", "-x", here + suite, *skip]
     env = {**os.environ, "MEMTRAY_TEST_SYNC_ENCRYPTED": "1", "QT_QPA_PLATFORM": "offscreen"}
-    out = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3000)
+    out = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
     tail = out.stdout[-3000:]
     assert out.returncode == 0, tail
     passed = re.search(r"(\d+) passed", tail)
-    assert passed is not None and int(passed.group(1)) >= 50, tail
+    assert passed is not None and int(passed.group(1)) >= 1, tail
