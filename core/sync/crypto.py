@@ -52,6 +52,11 @@ RECOVERY_CHARS = 20
 SCRYPT_N = 2**14
 
 
+#: a device's signing key and its receiving key (the other modules name these, never the package)
+Signer = Ed25519PrivateKey
+Box = X25519PrivateKey
+
+
 class CryptoError(ValueError):
     """A blob, signature or wrapped key that does not open (damaged, forged, another key)."""
 

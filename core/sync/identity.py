@@ -25,15 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from memtray.core.base import keys as keyring_keys
 from memtray.core.base.errors import KeyringError, NoSecureKeyring
 from memtray.core.base.faults import crash_point
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.base.secret_rules import add_known_secret
 from memtray.core.sync import crypto
-from memtray.core.sync.crypto import CryptoError, b64, unb64
+from memtray.core.sync.crypto import Box, CryptoError, Signer, b64, unb64
 from memtray.core.sync.gitcli import SyncError
 
 #: what the set-up and the pairing say about losing keys (docs/SYNC.md)
@@ -84,13 +82,13 @@ class SyncKey:
 class Identity:
     """This device's private keys (from the keyring)."""
 
-    signer: Ed25519PrivateKey
-    box: X25519PrivateKey
+    signer: Signer
+    box: Box
     keys: dict[str, SyncKey] = field(default_factory=dict)
 
     @classmethod
     def new(cls, keys: Mapping[str, SyncKey] | None = None) -> Identity:
-        return cls(Ed25519PrivateKey.generate(), X25519PrivateKey.generate(), dict(keys or {}))
+        return cls(Signer.generate(), Box.generate(), dict(keys or {}))
 
     @property
     def sign_pub(self) -> str:
@@ -121,8 +119,8 @@ class Identity:
             for entry in body["keys"].values():
                 k = SyncKey(int(entry["gen"]), unb64(entry["key"]))
                 keys[k.id] = k
-            ident = cls(Ed25519PrivateKey.from_private_bytes(unb64(body["sign"])),
-                        X25519PrivateKey.from_private_bytes(unb64(body["box"])), keys)
+            ident = cls(Signer.from_private_bytes(unb64(body["sign"])),
+                        Box.from_private_bytes(unb64(body["box"])), keys)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise KeyringError("the sync keys in the keyring are damaged") from exc
         for secret in (body["sign"], body["box"], *(e["key"] for e in body["keys"].values())):
