@@ -121,8 +121,8 @@ def sealed_key_id(blob: bytes) -> bytes:
 def seal(key: bytes, signer: Ed25519PrivateKey, device: str, path: str, epoch: int, body: bytes) -> bytes:
     signature = signer.sign(claim(device, path, epoch, body))
     nonce = os.urandom(NONCE)
-    sealed = ChaCha20Poly1305(key).encrypt(nonce, signature + body, _aad(device, path))
-    return MAGIC + key_id(key) + nonce + sealed
+    head = MAGIC + key_id(key)  # authenticated too: a changed key id is a changed blob
+    return head + nonce + ChaCha20Poly1305(key).encrypt(nonce, signature + body, head + _aad(device, path))
 
 
 def open_sealed(key: bytes, device: str, path: str, blob: bytes) -> Opened:
@@ -132,7 +132,7 @@ def open_sealed(key: bytes, device: str, path: str, blob: bytes) -> Opened:
         raise CryptoError("not a sealed blob")
     nonce = blob[len(MAGIC) + KEY_ID : HEADER]
     try:
-        plain = ChaCha20Poly1305(key).decrypt(nonce, blob[HEADER:], _aad(device, path))
+        plain = ChaCha20Poly1305(key).decrypt(nonce, blob[HEADER:], blob[: len(MAGIC) + KEY_ID] + _aad(device, path))
     except InvalidTag as exc:
         raise CryptoError("it does not decrypt with the sync key (changed, or sealed for another place)") from exc
     return Opened(plain[SIG:], plain[:SIG])
