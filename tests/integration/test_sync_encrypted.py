@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from memtray.core.app import App
 
 from tests.integration.sync_support import GIT, bare, contents, digest, homes, remember, say
@@ -28,39 +29,48 @@ def pair(url: Path, first: App, *others: App) -> None:
         other.sync.pairing.join(str(url), code)
 
 
-def test_two_paired_devices_sync_and_the_remote_holds_nothing_in_clear(tmp_path: Path) -> None:
+ATTACHED = b"Attached note: the boat is moored at pier 7, slot QX-44.\n"
+SECRETS = ("FR76", "IBAN", "Okonkwo", "dentist", "Moustache", "noted:", "pier 7, slot QX-44")
+
+
+def _attach(app: App, text: bytes) -> None:
+    """A user message with a text attachment, stored as the quick chat stores one."""
+    from dataclasses import asdict
+
+    from memtray.core.log.attachments import AttachmentStore, prepare
+    from memtray.core.log.events import Message
+
+    item = prepare(text, "boat.txt")
+    ref = AttachmentStore(app.home.root).put(item)
+    app.store.append_many([(Message(role="user", content="see the attached note",
+                                    attachments=[asdict(ref)]), "quick", None)])  # type: ignore[typeddict-item]
+
+
+@pytest.mark.parametrize("encrypted", [True, False])
+def test_two_devices_sync_and_the_remote_holds_no_text_fact_or_attachment_in_clear(
+        tmp_path: Path, encrypted: bool) -> None:
+    """Every object of the remote (loose and packed, reachable or not) is scanned; on a clear
+    remote (the control: the scan finds what it looks for) the same texts are all there."""
     remote = bare(tmp_path / "remote.git")
     with homes(tmp_path, "ab") as (a, b):
         assert a.sync is not None and b.sync is not None
         say(a, "my IBAN is FR76 3000 6000 0112 3456 7890 189")
         remember(a, "The user's dentist is Dr Okonkwo in Lyon")
-        pair(remote, a, b)
-        a.sync.sync(str(remote))
+        _attach(a, ATTACHED)
+        if encrypted:
+            pair(remote, a, b)
+        assert a.sync.sync(str(remote)).encrypted == encrypted
         say(b, "the cat is called Moustache")
         rb = b.sync.sync(str(remote))
-        assert rb.encrypted and rb.imported >= 2
+        assert rb.encrypted == encrypted and rb.imported >= 3 and rb.attachments == 1
         a.sync.sync(str(remote))
         b.sync.sync(str(remote))
         assert contents(a) == contents(b)
         assert "the cat is called Moustache" in contents(a)
         assert digest(a) == digest(b)
         blob = remote_objects(remote)
-        for text in ("FR76", "IBAN", "Okonkwo", "Moustache", "dentist", "noted:"):
-            assert text.encode() not in blob, text
-
-
-def test_the_scan_finds_the_same_texts_on_a_clear_remote(tmp_path: Path) -> None:
-    """The control of the scan above: without keys, the same sync leaves the texts readable."""
-    remote = bare(tmp_path / "remote.git")
-    with homes(tmp_path, "ab") as (a, b):
-        assert a.sync is not None and b.sync is not None
-        say(a, "my IBAN is FR76 3000 6000 0112 3456 7890 189")
-        remember(a, "The user's dentist is Dr Okonkwo in Lyon")
-        assert not a.sync.sync(str(remote)).encrypted
-        b.sync.sync(str(remote))
-        blob = remote_objects(remote)
-        for text in ("FR76", "Okonkwo", "noted:"):
-            assert text.encode() in blob, text
+        found = [text for text in SECRETS if text.encode() in blob]
+        assert found == ([] if encrypted else list(SECRETS))
 
 
 def forged_republication(remote: Path, forger: App, victim: str, text: str) -> None:
