@@ -1,6 +1,7 @@
 """Sync at scale: what a heavy user's year costs on the remote, first sync of a new device, ten devices.
 
 Usage: python bench/sync_bench.py [SYNCS] [EVENTS_PER_SYNC] [DEVICES]
+       python bench/sync_bench.py --encrypted [SYNCS] [EVENTS_PER_SYNC]
 
 A "heavy user" here: 200 messages a day (100 exchanges of ~330 bytes of prose), a memory
 revision (~8 KB MEMORY.md) every 5 syncs, synced every 15 minutes while active,
@@ -15,6 +16,11 @@ repository, then:
 
 Figures are extrapolated linearly to a year (segments and objects are per push;
 the pack grows with the bytes pushed).
+
+``--encrypted``: the same syncs of device 1 and the first sync of a new device, once
+through a clear remote and once through an encrypted one (both devices paired, every
+file sealed), in one run: time of a sync, the remote's size after gc, the new
+device's first sync. The keys live in an in-memory keyring for the run.
 """
 
 from __future__ import annotations
@@ -72,7 +78,88 @@ def count_objects(remote: Path) -> tuple[int, float]:
     return int(vals["in-pack"]) + int(vals["count"]), (int(vals["size-pack"]) + int(vals["size"])) / 1024
 
 
+def _memory_keyring() -> object:
+    """An in-memory keyring for the encrypted run (the bench never touches the OS keyring)."""
+    from keyring.backend import KeyringBackend
+
+    class Backend(KeyringBackend):
+        priority = 1  # type: ignore[assignment]
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.store: dict[tuple[str, str], str] = {}
+
+        def get_password(self, service: str, username: str) -> str | None:
+            return self.store.get((service, username))
+
+        def set_password(self, service: str, username: str, password: str) -> None:
+            self.store[(service, username)] = password
+
+        def delete_password(self, service: str, username: str) -> None:
+            self.store.pop((service, username), None)
+
+    return Backend()
+
+
+def _one_kind(tmp: Path, syncs: int, per: int, encrypted: bool) -> dict[str, float]:
+    remote = tmp / "remote.git"
+    subprocess.run(["git", "init", "--bare", "-q", str(remote)], check=True)
+    a = open_app(tmp / "d1")
+    b_root = tmp / "new"
+    assert a.sync is not None
+    if encrypted:
+        a.sync.pairing.set_up()
+        code = a.sync.pairing.invite(str(remote))
+    times = []
+    for k in range(syncs):
+        add(a, per, f"s{k}")
+        if k % 5 == 4:
+            a.write(lambda k=k: a.memory.write(memory_text(k), reason="user-edit", source="user"))
+        t0 = time.perf_counter()
+        a.sync.sync(str(remote))
+        times.append(time.perf_counter() - t0)
+    events = a.store.log.last_seq
+    a.close()
+    objects, mib = count_objects(remote)
+    b = open_app(b_root)
+    assert b.sync is not None
+    t0 = time.perf_counter()
+    if encrypted:
+        b.sync.pairing.join(str(remote), code)
+    rep = b.sync.sync(str(remote))
+    first = time.perf_counter() - t0
+    b.close()
+    assert rep.imported > 0 and rep.encrypted == encrypted
+    times.sort()
+    return {"median": times[len(times) // 2], "p90": times[int(len(times) * 0.9)], "objects": objects,
+            "mib": mib, "first": first, "imported": rep.imported, "events": events}
+
+
+def compare(syncs: int, per: int) -> None:
+    import keyring
+
+    keyring.set_keyring(_memory_keyring())  # type: ignore[arg-type]
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
+    got = {}
+    for kind in ("clear", "encrypted"):
+        tmp = Path(tempfile.mkdtemp(prefix=f"memtray-sync-{kind}-", dir=os.environ.get("BENCH_DIR")))
+        try:
+            got[kind] = _one_kind(tmp, syncs, per, kind == "encrypted")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{syncs} syncs of {per} messages on device 1 (+ a memory revision every 5), then a new device's first sync")
+    print(f"{'':>10} {'sync median':>12} {'p90':>8} {'remote objects':>15} {'remote MiB':>11} {'first sync':>11}")
+    for kind, g in got.items():
+        print(f"{kind:>10} {g['median'] * 1000:>9.0f} ms {g['p90'] * 1000:>5.0f} ms {g['objects']:>15,.0f} "
+              f"{g['mib']:>11.2f} {g['first']:>9.2f} s  ({g['imported']:,.0f} events imported)")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--encrypted":
+        compare(int(sys.argv[2]) if len(sys.argv) > 2 else 100,
+                int(sys.argv[3]) if len(sys.argv) > 3 else MESSAGES_PER_DAY // SYNCS_PER_DAY)
+        return
     syncs = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     per = int(sys.argv[2]) if len(sys.argv) > 2 else MESSAGES_PER_DAY // SYNCS_PER_DAY
     devices = int(sys.argv[3]) if len(sys.argv) > 3 else 10

@@ -38,7 +38,7 @@ from .qt import (
     QWidget,
     Signal,
 )
-from .sync_status import describe
+from .sync_status import describe, remote_kind
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,10 @@ class SyncSection(QWidget):
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.detail.hide()
         f.addRow("", self.detail)
+        #: whether the remote is encrypted (docs/SYNC.md, "Encrypted remotes"), from the last sync
+        self.kind = label("", muted=True)
+        self.kind.setWordWrap(True)
+        f.addRow("Remote", self.kind)
         #: the last status shown, and the conflicts waiting for review (None: not read yet)
         self.last: dict[str, Any] = {}
         self.pending: int | None = None
@@ -245,6 +249,7 @@ class SyncSection(QWidget):
             text = text[6:7].upper() + text[7:]
         self.status.setText(text)
         self.status.setToolTip(tip)
+        self.kind.setText(remote_kind(self.last))
         _restyle(self.status, "error" if failed else ("ok" if self.last.get("last_success") else "muted"))
         hint = str(self.last.get("hint") or "") if failed else ""
         if failed:

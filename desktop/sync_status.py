@@ -64,6 +64,16 @@ def describe(status: dict[str, Any], *, configured: bool, now: datetime | None =
     return (f"Synced {_ago(status.get('last_success'), now)}{tail}", f"with {status.get('remote')}{review}")
 
 
+def remote_kind(status: dict[str, Any]) -> str:
+    """Which kind the remote of the last sync is: encrypted, in clear, or not known yet."""
+    if status.get("encrypted"):
+        n = int(status.get("devices") or 0)
+        return f"Encrypted: signed and encrypted on your devices ({n} paired device{'s' if n != 1 else ''})"
+    if status.get("encrypted") is False:
+        return "In clear: the remote can read everything (memtray sync setup, then a new remote: docs/SYNC.md)"
+    return ""
+
+
 class SyncStatusMenu(QObject):
     """Adds the sync line and "Sync now" to ``menu`` before ``before``.
 

@@ -50,6 +50,47 @@ class MemoryKeyring(KeyringBackend):
         del self.store[(service, username)]
 
 
+class FileKeyring(KeyringBackend):
+    """A secure-looking keyring kept in the JSON file ``$MEMTRAY_TEST_KEYRING`` (tests only): the
+    keys of a device outlive its process, as the OS keyring does (the CLI, a process killed with
+    -9). ``PYTHON_KEYRING_BACKEND=tests.support.FileKeyring``."""
+
+    priority = 1  # type: ignore[assignment]
+
+    def _path(self) -> Path:
+        return Path(os.environ["MEMTRAY_TEST_KEYRING"])
+
+    def _all(self) -> dict[str, str]:
+        import json
+
+        try:
+            body = json.loads(self._path().read_text(encoding="utf-8"))
+            return body if isinstance(body, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self._all().get(f"{service}/{username}")
+
+    def _write(self, body: dict[str, str]) -> None:
+        import json
+
+        tmp = self._path().with_suffix(".tmp")
+        tmp.write_text(json.dumps(body), encoding="utf-8")
+        os.replace(tmp, self._path())
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        body = self._all()
+        body[f"{service}/{username}"] = password
+        self._write(body)
+
+    def delete_password(self, service: str, username: str) -> None:
+        body = self._all()
+        if body.pop(f"{service}/{username}", None) is None:
+            raise PasswordDeleteError("not found")
+        self._write(body)
+
+
 def cli_env(home: Path, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["MEMTRAY_HOME"] = str(home)

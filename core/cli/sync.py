@@ -12,12 +12,14 @@ import os
 from typing import Any
 
 from memtray.core.admin.tombstones import follow_tombstones
+from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope, out
 from memtray.core.sync.digest import state_digest
 from memtray.core.sync.gitcli import safe_url
+from memtray.core.sync.identity import LOSS_WARNING
 from memtray.core.sync.names import named
-from memtray.core.sync.service import SyncService
+from memtray.core.sync.service import SyncService, check_remote
 from memtray.core.sync.status import complete, read_status, status_file
 
 
@@ -29,7 +31,10 @@ def add_commands(sub: Any) -> None:
         "(a bare repository path, ssh or https; credentials come from git). Each device pushes only its "
         "own stream, fast-forward only; peers' events are imported and their memory merged by fact id.",
     )
-    p.add_argument("remote", nargs="?", help="the remote (default: the sync_remote setting)")
+    p.add_argument("remote", nargs="?", help="the remote (default: the sync_remote setting); or one of "
+                   "setup, pair, devices, remove-device, recovery-code (docs/SYNC.md, \"Encrypted remotes\")")
+    p.add_argument("target", nargs="?", help="after `pair`: the remote; after `remove-device`: the device id")
+    p.add_argument("--join", metavar="CODE", help="with `pair`: pair this device with the code another device showed")
     p.add_argument("--init", action="store_true",
                    help="use a remote that already holds other refs (memtray adds refs/memtray/ only)")
     p.add_argument("--new-device", action="store_true",
@@ -61,6 +66,11 @@ def _remote_arg(remote: str | None) -> str | None:
 
 
 def cmd_sync(args: argparse.Namespace, home: Home) -> int:
+    if args.remote in ACTIONS:
+        return ACTIONS[args.remote](args, home)
+    if args.target is not None or args.join is not None:
+        raise MemtrayError("`memtray sync` takes one remote; `--join` goes with `memtray sync pair`",
+                           hint="Usage: memtray sync [REMOTE] | memtray sync pair [REMOTE] [--join CODE]")
     if args.status:
         return _status(args, home)
     remote = _remote_arg(args.remote)
@@ -146,6 +156,11 @@ def _status(args: argparse.Namespace, home: Home) -> int:
     out(f"remote: {st.get('remote')}  device: {names[me] + ' (' + me + ')' if me in names else me}")
     if st.get("peers"):
         out("other devices: " + ", ".join(f"{names[p]} ({p})" if p in names else p for p in st["peers"]))
+    if st.get("encrypted"):
+        out(f"encrypted: yes, signed and encrypted on the devices ({st.get('devices')} paired device(s))")
+    elif st.get("encrypted") is False:
+        out("encrypted: no, the remote holds everything in clear (`memtray sync setup` and a new remote: "
+            "docs/SYNC.md)")
     out(f"last sync: {st.get('last_success') or 'never succeeded'}")
     if st.get("last_error"):
         out(f"last attempt {st.get('last_attempt')} failed: {st['last_error']}")
@@ -157,3 +172,111 @@ def _status(args: argparse.Namespace, home: Home) -> int:
         out(f"conflicts of the last merge: {len(st['conflicts'])}, all resolved since")
     out(f"state digest: {digest[:16]} (the same on every device that synced and made nothing since)")
     return 1 if st.get("last_error") else 0
+
+
+def _setup(args: argparse.Namespace, home: Home) -> int:
+    """``memtray sync setup``: this device's keys; from then on it publishes only sealed streams."""
+    with app_scope(home) as app:
+        assert app.sync is not None
+        made = app.sync.pairing.set_up()
+        device = app.sync.device
+    if args.json:
+        out(json.dumps({"device": device, "created": made, "encrypted": True}, sort_keys=True))
+        return 0
+    out(f"device {device} has its sync keys (in the keyring){'' if made else ' already'}: everything it "
+        "publishes from now on is signed and encrypted")
+    out(f"  {LOSS_WARNING}")
+    out("  Pair your other devices: `memtray sync pair` here, then `memtray sync pair --join CODE` there.")
+    return 0
+
+
+def _pair(args: argparse.Namespace, home: Home) -> int:
+    """``memtray sync pair [REMOTE]`` shows a code; ``--join CODE`` on the new device takes it, then syncs."""
+    remote = _remote_arg(args.target)
+    with app_scope(home) as app:
+        svc = app.sync
+        assert svc is not None
+        url = check_remote(remote or svc.settings.current.sync_remote)
+        if args.join is None:
+            code = svc.pairing.invite(url)
+            body: dict[str, Any] = {"code": code, "remote": safe_url(url), "device": svc.device}
+        else:
+            inviter = svc.pairing.join(url, args.join)
+            follow_tombstones(app)
+            rep = svc.sync(url)
+            body = {"paired_with": inviter, "device": svc.device, "sync": rep.to_json()}
+    if args.json:
+        out(json.dumps(body, ensure_ascii=False, sort_keys=True))
+        return 0
+    if args.join is None:
+        out(f"pairing code: {body['code']}")
+        out(f"  on the new device: memtray sync pair --join {body['code']} {body['remote']}")
+        out("  the code works once, for 24 hours; it is not stored anywhere")
+        out(f"  {LOSS_WARNING}")
+        return 0
+    out(f"paired with device {body['paired_with']}; synced: imported {body['sync']['imported']} event(s), "
+        f"pushed {body['sync']['pushed']}")
+    return 0
+
+
+def _devices(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        assert app.sync is not None
+        listed = app.sync.pairing.devices()
+        encrypted = app.sync.pairing.encrypted
+    if args.json:
+        out(json.dumps({"encrypted": encrypted, "devices": listed}, sort_keys=True))
+        return 0
+    if not encrypted:
+        out("this device has no sync keys: its remote is in clear (`memtray sync setup`)")
+        return 0
+    for d in listed:
+        name = d["device"] or "(invited, not synced yet)"
+        flags = " (this device)" if d["this"] else ""
+        flags += " removed" if d["removed"] else ""
+        flags += " (the recovery code's keys)" if d["recovery"] else ""
+        out(f"{name}  key {d['key']}…{flags}")
+    return 0
+
+
+def _remove(args: argparse.Namespace, home: Home) -> int:
+    """``memtray sync remove-device DEVICE``: in one step, and synced at once when a remote is set."""
+    if not args.target:
+        raise MemtrayError("name the device to remove: `memtray sync remove-device DEVICE`",
+                           hint="`memtray sync devices` lists the paired devices.")
+    with app_scope(home) as app:
+        svc = app.sync
+        assert svc is not None
+        gen = svc.pairing.remove(args.target)
+        synced = bool(svc.settings.current.sync_remote.strip())
+        if synced:
+            svc.sync()
+    if args.json:
+        out(json.dumps({"removed": args.target, "key_generation": gen, "synced": synced}, sort_keys=True))
+        return 0
+    out(f"device {args.target} removed: its stream is no longer imported, and what is written from now on is "
+        f"sealed with a new sync key it does not have (generation {gen})")
+    if not synced:
+        out("  sync now so the other devices learn it: memtray sync REMOTE")
+    return 0
+
+
+def _recovery(args: argparse.Namespace, home: Home) -> int:
+    """``memtray sync recovery-code [REMOTE]``: a code that pairs a new device after every device is lost."""
+    with app_scope(home) as app:
+        svc = app.sync
+        assert svc is not None
+        url = check_remote(_remote_arg(args.target) or svc.settings.current.sync_remote)
+        code = svc.pairing.recovery_code(url)
+    if args.json:
+        out(json.dumps({"code": code, "remote": safe_url(url)}, sort_keys=True))
+        return 0
+    out(f"recovery code: {code}")
+    out("  write it down and keep it away from your devices: with it and the remote, a new device gets "
+        f"everything back (memtray sync pair --join CODE {safe_url(url)}), even if every device is lost")
+    out("  it does not expire; anyone holding it and the remote can read everything")
+    return 0
+
+
+ACTIONS = {"setup": _setup, "pair": _pair, "devices": _devices, "remove-device": _remove,
+           "recovery-code": _recovery}

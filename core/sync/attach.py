@@ -58,14 +58,15 @@ def files_to_push(store: AttachmentStore, payloads: Iterable[Mapping[str, Any]])
     return {sha: path for sha in _shas(payloads) if (path := store.intact(sha)) is not None}
 
 
-def take(store: AttachmentStore, repo: LocalRepo, commit: str, payloads: Iterable[Mapping[str, Any]]) -> int:
-    """Store the attachments ``payloads`` name that this home lacks, from the stream at
+def take(store: AttachmentStore, repo: LocalRepo, device: str, commit: str,
+         payloads: Iterable[Mapping[str, Any]]) -> int:
+    """Store the attachments ``payloads`` name that this home lacks, from ``device``'s stream at
     ``commit``, each only if its bytes have its hash. The number stored."""
     missing = [sha for sha in _shas(payloads) if store.intact(sha) is None]
     if not missing:
         return 0
     stored = 0
-    for sha, data in repo.attachments(commit, missing, MOST):
+    for sha, data in repo.attachments(device, commit, missing, MOST):
         store.put(Prepared(Ref(sha, "", "", len(data), ""), data))
         stored += 1
     if stored < len(missing):

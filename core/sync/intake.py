@@ -53,6 +53,8 @@ def check_peer(repo: LocalRepo, dev: str, commit: str | None, cursor: Mapping[st
     seen = cursor.get("commit")
     if seen == commit:  # nothing new from this one (the common case with many devices)
         return None
+    if isinstance(seen, str) and seen:
+        repo.imported.add(seen)  # read again only to compare (a republication, sealed after a migration)
     if seen and repo.git.ancestry(commit, seen):  # a remote behind another one: nothing new here
         return None
     if seen and repo.git.ancestry(seen, commit) is False:
@@ -88,8 +90,8 @@ def republication_problem(repo: LocalRepo, dev: str, seen: str, commit: str, thr
     """Why ``commit`` is not ``dev``'s stream at ``seen`` republished after a purge (None if it
     is): each line up to ``through`` that was there must be there again, the same event,
     purged at most; no line may appear among them that was not there."""
-    old = {seq: line for seq, line in repo.lines_after(seen, 0) if 0 < seq <= through}
-    new = {seq: line for seq, line in repo.lines_after(commit, 0) if seq <= through}
+    old = {seq: line for seq, line in repo.lines_after(dev, seen, 0) if 0 < seq <= through}
+    new = {seq: line for seq, line in repo.lines_after(dev, commit, 0) if seq <= through}
     if -1 in new:
         return "a line of the republished stream cannot be read"
     extra = sorted(set(new) - set(old))
@@ -107,7 +109,7 @@ def republication_problem(repo: LocalRepo, dev: str, seen: str, commit: str, thr
             return f"seq {seq} of the republished stream is damaged"
         if tuple(a[:5]) != tuple(b[:5]):
             return f"seq {seq} is another event in the republished stream"
-        problem = purge_problem(a.data, b.data, same_file=lambda x, y: _same_file(repo, seen, x, commit, y))
+        problem = purge_problem(a.data, b.data, same_file=lambda x, y: _same_file(repo, dev, seen, x, commit, y))
         if problem is None and a.session != b.session and not (
                 isinstance(a.session, str) and isinstance(b.session, str) and purged_text(a.session, b.session)):
             problem = "session: renamed, not purged"
@@ -116,11 +118,11 @@ def republication_problem(repo: LocalRepo, dev: str, seen: str, commit: str, thr
     return None
 
 
-def _same_file(repo: LocalRepo, seen: str, old: str, commit: str, new: str) -> bool:
+def _same_file(repo: LocalRepo, dev: str, seen: str, old: str, commit: str, new: str) -> bool:
     """Whether the attachment ``new`` of the stream at ``commit`` is ``old`` of the stream at
     ``seen`` purged (a purge stores a rewritten file under its new hash)."""
-    before = dict(repo.attachments(seen, [old], MOST))
-    after = dict(repo.attachments(commit, [new], MOST))
+    before = dict(repo.attachments(dev, seen, [old], MOST))
+    after = dict(repo.attachments(dev, commit, [new], MOST))
     return old in before and new in after and purged_bytes(before[old], after[new])
 
 

@@ -62,9 +62,10 @@ from memtray.core.log.segments import Position
 from memtray.core.log.store import Entry, Store, record_ending_at
 from memtray.core.log.tombstone import Applied
 from memtray.core.memory.merge import PeerHead
-from memtray.core.sync import attach
+from memtray.core.sync import attach, pairing
 from memtray.core.sync.gitcli import Git, SyncError, has_password, safe_url
 from memtray.core.sync.history import git_date, purged_to, republished
+from memtray.core.sync.identity import Keys, Seal
 from memtray.core.sync.intake import check_peer, claim_ids
 from memtray.core.sync.status import SyncReport, complete, read_status, remote_key, status_file
 from memtray.core.sync.stream import (
@@ -133,6 +134,9 @@ class SyncService:
         self.settings = settings
         self.clock = clock
         self.dir = home.root / "sync"
+        #: this device's sync keys (the keyring) and the devices it paired (docs/SYNC.md, "Encrypted remotes")
+        self.keys = Keys(home.root)
+        self.pairing = pairing.Pairing(self.keys, self.repo, lambda: self.device, clock)
         self.attachments = AttachmentStore(home.root)
         self.door = Door(verbatim=VERBATIM)
         self.quarantine = Quarantine(home.root, clock)
@@ -155,8 +159,8 @@ class SyncService:
     def status_path(self) -> Path:
         return self.dir / "status.json"
 
-    def repo(self) -> LocalRepo:
-        return LocalRepo(self.dir / "repo.git").ensure()
+    def repo(self, seal: Seal | None = None) -> LocalRepo:
+        return LocalRepo(self.dir / "repo.git", seal).ensure()
 
     # --- status ---------------------------------------------------------------------
 
@@ -214,7 +218,7 @@ class SyncService:
                 "peers": sorted(set(prev.get("peers", [])) | set(rep.peers)) if rep.peers else prev.get("peers", []),
                 "conflicts": rep.conflicts or (prev.get("conflicts", []) if not rep.merges else []),
                 "pending_heads": rep.pending_heads, "notes": rep.notes, "pending_purges": rep.pending_purges,
-                "refused": rep.refused, "refusals": rep.refusals,
+                "refused": rep.refused, "refusals": rep.refusals, "encrypted": rep.encrypted, "devices": rep.devices,
             }, where)
             return rep
 
@@ -224,13 +228,19 @@ class SyncService:
                             hint="Run `memtray doctor` first.")
         me = self.device
         rep = SyncReport(safe_url(url), me)
-        repo = self.repo()
+        seal = self.keys.seal(me)  # the keyring is read once a sync
+        rep.encrypted = seal.secured
+        repo = self.repo(seal)
         key = remote_key(url)
         refs = repo.ls_remote(url)
+        if seal.identity is not None:  # devices paired and removed elsewhere, keys handed to this one
+            seal.identity = pairing.take_rosters(repo, url, key, refs, self.keys, seal.identity, seal.trust, me,
+                                                 rep.notes)
         streams = sorted({name[len(PREFIX):-len("/log")] for name in refs
                           if name.startswith(PREFIX) and name.endswith("/log")})
         marker = self.dir / f"init-{key}"  # this remote was taken with --init: it stays taken
-        if refs and not streams and not init and not marker.exists():
+        ours = any(name.startswith("refs/memtray/") for name in refs)  # a roster, an invitation: memtray's
+        if refs and not streams and not ours and not init and not marker.exists():
             raise NotMemtrayRemote(
                 f"{safe_url(url)} is not a memtray remote (it has {len(refs)} ref(s), no memtray stream)",
                 hint="Use an empty repository for sync, or `memtray sync --init URL` to add memtray's refs "
@@ -238,6 +248,10 @@ class SyncService:
         repo.fetch(url, key, streams)
         crash_point("sync.fetched")
         tracked = repo.git.refs(f"refs/memtray/remotes/{key}/") if streams else {}
+        if new_device and seal.secured:
+            raise SyncError("--new-device is not supported on a device with sync keys yet",
+                            hint="On the copy: delete sync-identity.json and sync-trust.json, then pair it as a "
+                            "new device (`memtray sync pair` on this one, `--join CODE` there).")
         if new_device:
             me = self._become_new_device(repo, tracked.get(tracking_ref(key, me)) if me in streams else None)
             rep.device = rep.new_device = me
@@ -270,14 +284,26 @@ class SyncService:
         self._apply_tombstones(peers, rep)
         if rep.purges:  # the files a purge rewrote, from the device that purged (its new stream)
             for peer in peers:
-                rep.attachments += attach.take(self.attachments, repo, peer.commit, attach.payloads(peer.records))
+                rep.attachments += attach.take(self.attachments, repo, peer.device, peer.commit, attach.payloads(peer.records))
         # 5. push my new events
         self._push(repo, url, base, mine_remote, rep, republish)
         if init and not marker.exists():
             with contextlib.suppress(OSError, MemtrayError):
                 atomic_write(marker, safe_url(url) + "\n")
-        self._mirror_memory(url, rep, refs)
+        if seal.identity is not None:
+            when = format_ts(self.clock.now())
+            pairing.publish_roster(repo, url, refs, seal.identity, seal.trust, me, git_date(when, when))
+            self._save_trust(seal, rep)
+            rep.devices = len(seal.trust.active())
+        else:
+            self._mirror_memory(url, rep, refs)  # an encrypted remote gets no memory mirror (docs/SYNC.md)
         return rep
+
+    def _save_trust(self, seal: Seal, rep: SyncReport) -> None:
+        try:
+            seal.trust.save()  # the devices recognised on first sight by their key
+        except (OSError, MemtrayError) as exc:
+            rep.notes.append(f"the paired devices could not be saved: {exc}")
 
     def _refuse(self, rep: SyncReport, refusals: Sequence[Refusal], hint: str = "") -> None:
         """Report ``refusals`` and keep them in the quarantine (``memtray doctor`` lists them)."""
@@ -351,7 +377,7 @@ class SyncService:
             for r in own:
                 if r.type == SyncPurge.TYPE and r.seq > purged_after:
                     payloads.update(SyncPurge.of(r).events)
-        for seq, line in repo.lines_after(commit, after):
+        for seq, line in repo.lines_after(self.device, commit, after):
             rec = mine.get(seq)
             if rec is not None and (legacy_line(rec).rstrip(b"\n") == line or purged_to(line, rec, payloads)):
                 continue
@@ -404,7 +430,7 @@ class SyncService:
         before = str((self.store.state.sync.get(dev) or {}).get("commit") or "")
         rep.merged_heads += sum(1 for r in records if r.type == MemoryWritten.TYPE)
         # the files first: a message is never shown before its attachment is here
-        rep.attachments += attach.take(self.attachments, repo, peer.commit, attach.payloads(records))
+        rep.attachments += attach.take(self.attachments, repo, peer.device, peer.commit, attach.payloads(records))
         imported = 0
         for start in range(0, max(len(records), 1), IMPORT_BATCH):
             chunk = records[start : start + IMPORT_BATCH]
@@ -472,8 +498,11 @@ class SyncService:
         head = base
         when = format_ts(self.clock.now())
         lease: str | None = None
-        again = republish or rep.purges or any(r.type == SyncPurge.TYPE for r in own)
+        again = republish or rep.purges or any(r.type == SyncPurge.TYPE for r in own) or (
+            repo.sealing and any(c and not repo.head(c, me).sealed for c in (base, mine_remote)))
         if again and (base or mine_remote):  # a first push has nothing to publish again
+            # (a stream in clear, once this device has keys, is published again sealed: the
+            # migration to an encrypted remote)
             # a purge here (made or applied), or a stream rewritten on the remote: published again
             # from the log as a new history of this device's own ref (docs/SYNC.md)
             everything = list(self._own_after(start))

@@ -24,6 +24,7 @@ SHAPE: dict[str, Any] = {
     "remote": None, "device": None, "last_attempt": None, "last_success": None, "last_error": None,
     "hint": None, "failures": 0, "imported": 0, "pushed": 0, "peers": [], "conflicts": [],
     "pending_heads": 0, "pending_purges": [], "notes": [], "refused": [], "refusals": 0,
+    "encrypted": None, "devices": 0,
 }
 
 
@@ -51,6 +52,10 @@ class SyncReport:
     #: ``service.REPORTED_REFUSALS`` of them; ``refusals`` counts all. Each is in the quarantine too.
     refused: list[dict[str, Any]] = field(default_factory=list)
     refusals: int = 0
+    #: what this device pushed is sealed (signed and encrypted): an encrypted remote
+    encrypted: bool = False
+    #: the paired devices (not removed) this device knows of; 0 on a clear remote
+    devices: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

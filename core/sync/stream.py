@@ -33,6 +33,7 @@ from pathlib import Path
 from memtray.core.log.door import KEEP_BYTES, Door, Refusal, Source
 from memtray.core.log.events import BadRecord, Record, decode_raw, envelopes, legacy_line
 from memtray.core.log.origin import LOCAL_TYPES, ORIGIN_KEY
+from memtray.core.sync import crypto
 from memtray.core.sync.gitcli import (
     FULL_HINT,
     NETWORK_TIMEOUT,
@@ -42,14 +43,20 @@ from memtray.core.sync.gitcli import (
     last_words,
     safe_url,
 )
+from memtray.core.sync.identity import Refused, Seal
 
 FORMAT = "memtray-stream"
 VERSION = 1
+#: a sealed stream (an encrypted remote): every file signed and encrypted (docs/SYNC.md)
+SEALED_VERSION = 2
 META = "memtray.json"
 PREFIX = "refs/memtray/devices/"
 BUCKET = 10_000
 #: the largest ``memtray.json`` read (a real one is ~200 bytes)
 META_MOST = 64 * 1024
+#: the largest sealed segment opened (held whole to check its signature): a republished
+#: segment of 5 000 events of at most 256 KiB each would be larger, and is refused
+SEALED_MOST = 512 * 1024 * 1024
 
 
 def log_ref(device: str) -> str:
@@ -82,6 +89,8 @@ class StreamHead:
     events: int
     #: how many times the device republished its stream (after a purge: a new history)
     epoch: int = 0
+    #: signed and encrypted (an encrypted remote), or in clear
+    sealed: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,9 +119,15 @@ def _missing_path(url: str) -> bool:
 class LocalRepo:
     """The home's private sync repository (``<home>/sync/repo.git``)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, seal: Seal | None = None) -> None:
         self.path = path
         self.git = Git(path)
+        #: this device's keys: with an identity, every file it writes is sealed, and a peer's
+        #: stream is read only when a paired device sealed it; without, everything is in clear
+        self.seal = seal
+        #: commits of peers' streams imported before (their cursors): read in clear to compare
+        #: with a republication after a migration to an encrypted remote, never imported again
+        self.imported: set[str] = set()
 
     def ensure(self) -> LocalRepo:
         if not (self.path / "HEAD").exists():
@@ -137,7 +152,37 @@ class LocalRepo:
             return None
         return self.git.blobs([f"{commit}:{META}"])[0]
 
+    def _opened(self, device: str, path: str, epoch: int, blob: bytes, sealed: bool) -> bytes:
+        """A file of ``device``'s stream as written: opened (and its signature checked) when the
+        stream is sealed; :class:`Refused` when a sealed stream holds a file in clear."""
+        if not sealed:
+            return blob
+        if not crypto.is_sealed(blob):
+            raise Refused(f"the stream of {device} mixes sealed and clear files ({path} is in clear)",
+                          hint=f"Someone changed it on the remote. Nothing was imported from {device}.")
+        assert self.seal is not None  # a stream is read as sealed only with keys
+        return self.seal.open(device, path, epoch, blob)
+
     def _parse_head(self, commit: str, raw: bytes | None, expect_device: str | None) -> StreamHead:
+        sealed = raw is not None and crypto.is_sealed(raw)
+        secured = self.seal is not None and self.seal.secured
+        if raw is not None and (sealed or secured):
+            who = expect_device or commit[:12]
+            if not secured:
+                raise Refused(f"the stream of {who} is encrypted and this device is not paired",
+                              hint="Pair this device with one that syncs already: there, run `memtray sync pair`; "
+                              "here, `memtray sync pair --join CODE`.")
+            assert self.seal is not None
+            if expect_device is None:
+                raise SyncError(f"a stream ({commit[:12]}) read without its device")
+            if sealed:
+                raw = self.seal.open_meta(expect_device, META, raw)
+            elif expect_device != self.seal.device and commit not in self.imported:
+                # (this device's own stream and one imported before are read in clear: a migration)
+                raise Refused(f"the stream of {who} is not signed (in clear): this device accepts only streams "
+                              "sealed by devices you paired",
+                              hint=f"If {who} is yours, pair it (`memtray sync pair`) and sync there. Nothing was "
+                              f"imported from {who}.")
         try:
             meta = json.loads(raw) if raw is not None else None
             ok = (isinstance(meta, dict) and meta.get("format") == FORMAT and isinstance(meta.get("last_seq"), int)
@@ -147,14 +192,16 @@ class LocalRepo:
         if not ok or meta is None:
             raise SyncError(f"{commit[:12]} is not a memtray stream (no valid {META})",
                             hint="This remote holds something else under refs/memtray/; use another remote.")
-        if int(meta.get("version", 0)) > VERSION:
+        if int(meta.get("version", 0)) > SEALED_VERSION:
             raise SyncError(f"the stream of {meta['device']} was written by a newer memtray (format "
                             f"{meta.get('version')})", hint="Update memtray on this device, then sync again.")
         if expect_device is not None and meta["device"] != expect_device:
             raise SyncError(f"the stream under {log_ref(expect_device)} says it belongs to {meta['device']}",
                             hint="The remote's refs were moved by hand; use another remote.")
+        if sealed != (int(meta.get("version", 0)) == SEALED_VERSION):
+            raise Refused(f"the stream at {commit[:12]} mixes sealed and clear files", hint="Use another remote.")
         return StreamHead(commit, meta["device"], meta["last_seq"], int(meta.get("segments", 0)),
-                          int(meta.get("events", 0)), int(meta.get("epoch", 0)))
+                          int(meta.get("events", 0)), int(meta.get("epoch", 0)), sealed)
 
     def segments(self, commit: str) -> list[tuple[int, str]]:
         """(first seq, path) of every segment of the stream at ``commit``, in order."""
@@ -193,7 +240,7 @@ class LocalRepo:
             # the segment holding the cursor was read before, up to ``through``: what it says
             # there was imported or reported then; every other segment is new
             again = first <= through
-            for n, (line, length) in enumerate(self.git.lines(f"{commit}:{path}", most), 1):
+            for n, (line, length) in enumerate(self._lines(head, path, most), 1):
                 source = Source("peer", device, f"{path} line {n}")
                 seen = envelopes([line]) if again and length <= most else None
                 if seen is not None and seen[0][0] <= through:
@@ -231,18 +278,46 @@ class LocalRepo:
             records = [r for r in records if r.id not in twice]
         return PeerEvents(device, commit, records, max(head.last_seq, through), refused)
 
-    def attachments(self, commit: str, shas: Sequence[str], most: int) -> Iterator[tuple[str, bytes]]:
-        """The attachment files ``shas`` of the stream at ``commit`` whose bytes have their
-        hash, one at a time (a damaged, absent or larger than ``most`` bytes one is left out:
-        the message shows its name only)."""
+    def _lines(self, head: StreamHead, path: str, most: int) -> Iterator[tuple[bytes, int]]:
+        """The lines of one segment as (line, its length), the line cut at ``most`` bytes. A clear
+        segment is streamed (a huge line costs no memory); a sealed one is opened whole (its
+        size was bounded by the device that sealed it) and its signature checked first."""
+        name = f"{head.commit}:{path}"
+        if not head.sealed:
+            yield from self.git.lines(name, most)
+            return
+        [size] = self.git.sizes([name])
+        if size is None or size > SEALED_MOST:
+            raise SyncError(f"segment {path} of {head.device} is missing or too large ({size} bytes)")
+        blob = self.git.blobs([name])[0] or b""
+        body = self._opened(head.device, path, head.epoch, blob, head.sealed)
+        for line in body.split(b"\n")[:-1] if body.endswith(b"\n") else body.split(b"\n"):
+            yield line[:most], len(line)
+
+    def attachment_name(self, sealed: bool, sha: str) -> str:
+        """The path of attachment ``sha`` in a stream (a sealed stream hides its hash)."""
+        if sealed and self.seal is not None and self.seal.secured:
+            name = self.seal.attachment_name(sha)
+            return f"attachments/{name[:2]}/{name}"
+        return attachment_path(sha)
+
+    def attachments(self, device: str, commit: str, shas: Sequence[str], most: int) -> Iterator[tuple[str, bytes]]:
+        """The attachment files ``shas`` of ``device``'s stream at ``commit`` whose bytes have
+        their hash, one at a time (a damaged, absent or larger than ``most`` bytes one is left
+        out: the message shows its name only; one a paired device did not seal is refused)."""
         import hashlib
 
-        names = [f"{commit}:{attachment_path(sha)}" for sha in shas]
+        sealed = self.head(commit, device).sealed
+        paths = [self.attachment_name(sealed, sha) for sha in shas]
+        names = [f"{commit}:{path}" for path in paths]
         sizes = self.git.sizes(names) if names else []
-        for sha, name, size in zip(shas, names, sizes, strict=True):
-            if size is None or size > most:
+        extra = crypto.OVERHEAD if sealed else 0
+        for sha, path, name, size in zip(shas, paths, names, sizes, strict=True):
+            if size is None or size > most + extra:
                 continue
             blob = self.git.blobs([name])[0]
+            if blob is not None:
+                blob = self._opened(device, path, 0, blob, sealed)
             if blob is not None and hashlib.sha256(blob).hexdigest() == sha:
                 yield sha, blob
 
@@ -257,14 +332,17 @@ class LocalRepo:
                 out.append(name)
         return out
 
-    def lines_after(self, commit: str, through: int) -> list[tuple[int, bytes]]:
-        """(seq, line as stored) of every line of the stream at ``commit`` with a seq after
-        ``through``; a line that cannot be read gets seq -1 (it matches nothing)."""
+    def lines_after(self, device: str, commit: str, through: int) -> list[tuple[int, bytes]]:
+        """(seq, line as stored) of every line of ``device``'s stream at ``commit`` with a seq
+        after ``through``; a line that cannot be read gets seq -1 (it matches nothing)."""
+        head = self.head(commit, device)
         segs = self.segments(commit)
         older = [seg for seg in segs if seg[0] <= through]
         wanted = older[-1:] + [seg for seg in segs if seg[0] > through]
         out: list[tuple[int, bytes]] = []
-        for blob in self.git.blobs([f"{commit}:{path}" for _, path in wanted]):
+        for (_, path), blob in zip(wanted, self.git.blobs([f"{commit}:{path}" for _, path in wanted]), strict=True):
+            if blob is not None:
+                blob = self._opened(device, path, head.epoch, blob, head.sealed)
             for line in (blob or b"").split(b"\n"):
                 if not line:
                     continue
@@ -297,20 +375,40 @@ class LocalRepo:
         msg = f"{device}: the stream republished after a purge (epoch {epoch}, up to event {last_seq})\n"
         return self._commit(device, None, segments, meta, msg, when, files)
 
+    @property
+    def sealing(self) -> bool:
+        """Whether what this device writes is sealed (it has keys: an encrypted remote)."""
+        return self.seal is not None and self.seal.secured
+
+    def _blob(self, device: str, path: str, epoch: int, body: bytes) -> str:
+        if self.seal is not None and self.seal.secured:
+            body = self.seal.seal(device, path, epoch, body)
+        return self.git.text(["hash-object", "-w", "--stdin"], input=body)
+
     def _commit(self, device: str, base: str | None, segments: Sequence[tuple[int, Sequence[bytes]]],
                 meta: dict[str, object], msg: str, when: str, files: Mapping[str, Path] | None = None) -> str:
         infos = []
+        sealing = self.sealing
+        epoch = int(meta.get("epoch", 0))  # type: ignore[call-overload]
         for first, lines in segments:
-            blob = self.git.text(["hash-object", "-w", "--stdin"], input=b"".join(lines))
+            blob = self._blob(device, segment_path(first), epoch, b"".join(lines))
             infos += ["--cacheinfo", f"100644,{blob},{segment_path(first)}"]
         items = sorted((files or {}).items())
+        if sealing:  # each file read, sealed and written on its own
+            for sha, file in items:
+                path = self.attachment_name(True, sha)
+                infos += ["--cacheinfo", f"100644,{self._blob(device, path, 0, file.read_bytes())},{path}"]
+            items = []
         for start in range(0, len(items), 200):  # git reads each file itself: none is held here
             chunk = items[start : start + 200]
             blobs = self.git.text(["hash-object", "-w", "--", *(str(path) for _, path in chunk)]).split()
             infos += [x for (sha, _), blob in zip(chunk, blobs, strict=True)
                       for x in ("--cacheinfo", f"100644,{blob},{attachment_path(sha)}")]
-        meta_blob = self.git.text(["hash-object", "-w", "--stdin"],
-                                  input=(json.dumps(meta, sort_keys=True) + "\n").encode())
+        if sealing:
+            assert self.seal is not None and self.seal.identity is not None
+            meta = {**meta, "version": SEALED_VERSION, "key": self.seal.identity.sign_pub}
+            msg = "memtray\n"  # the counts stay inside the sealed metadata
+        meta_blob = self._blob(device, META, 0, (json.dumps(meta, sort_keys=True) + "\n").encode())
         fd, index = tempfile.mkstemp(prefix="index-", dir=self.path)
         os.close(fd)
         os.unlink(index)

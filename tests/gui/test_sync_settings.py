@@ -95,6 +95,8 @@ def test_sync_now_against_a_bare_remote_then_a_broken_one(qtbot: Any, desktop: A
     assert str(remote) in card.status.toolTip()
     refs = [line for line in _refs(remote) if "refs/memtray/devices/" in line]
     assert refs, "nothing was pushed"
+    assert card.kind.text().startswith("In clear")  # the card says which kind the remote is
+
 
     hook = remote / "hooks" / "pre-receive"  # a remote that rejects every push
     hook.write_text("#!/bin/sh\necho 'no space left on the share' >&2\nexit 1\n")
@@ -193,3 +195,16 @@ def test_naming_this_device_in_the_card(qtbot: Any, desktop: Any) -> None:
     qtbot.mouseClick(card.name_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: "cannot look like a device id" in card.detail.text(), timeout=10_000)
     assert desktop.app.store.state.device_names == {ident: "Laptop"}
+
+
+def test_the_card_says_the_remote_is_encrypted_once_this_device_has_keys(qtbot: Any, desktop: Any,
+                                                                          tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    say(desktop.app, "hello")
+    desktop.app.sync.pairing.set_up()
+    page, card = _card(desktop)
+    card.remote.setText(str(remote))
+    _save(qtbot, page)
+    qtbot.mouseClick(card.now_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: card.status.text() == "Synced just now", timeout=60_000)
+    assert card.kind.text() == "Encrypted: signed and encrypted on your devices (1 paired device)"
