@@ -58,7 +58,7 @@ class ReviewItem(TypedDict):
     a merge conflict, core/memory/merge.py, adds ``conflict`` and ``words``)."""
 
     id: str
-    kind: str  # silent-drop | instruction | unsupported | inferred | merge-conflict
+    kind: str  # silent-drop | instruction | unsupported | inferred | merge-conflict | proposal | not-remembered
     text: str
     section: str
     fact_id: str
@@ -66,7 +66,8 @@ class ReviewItem(TypedDict):
     conflict: NotRequired[str]  # reworded | removed-reworded | ...
     #: each device's words for the fact (None: removed there)
     words: NotRequired[dict[str, str | None]]
-    #: a fact the receipt check held (unsupported | inferred): the quote the model gave, and the
+    #: a fact the receipt check held (unsupported | inferred), or what the user said and nothing
+    #: kept (not-remembered, core/memory/unsaid.py): the quote the model gave, and the
     #: seqs of the messages it cited or where the quote was found (core/memory/proposal.py)
     quote: NotRequired[str]
     source_seqs: NotRequired[list[int]]

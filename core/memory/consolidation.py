@@ -77,6 +77,7 @@ from memtray.core.memory.ledgers import diff_by_id
 from memtray.core.memory.proposal import apply_reply, with_seqs
 from memtray.core.memory.service import MemoryService
 from memtray.core.memory.undo import Translated, carry, translate
+from memtray.core.memory.unsaid import account
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +118,7 @@ class Outcome:
     nothing_to_do: bool = False
     memory_seq: int | None = None
     notes: list[str] = field(default_factory=list)
+    not_remembered: int = 0  # things the user said that nothing kept (review items)
 
     def summary(self) -> str:
         if self.nothing_to_do:
@@ -126,6 +128,9 @@ class Outcome:
             parts.append(f"{self.kept} silently dropped fact(s) kept")
         if self.flagged:
             parts.append(f"{self.flagged} flagged for review")
+        if self.not_remembered:
+            parts.append(f"{self.not_remembered} thing{'s' if self.not_remembered > 1 else ''} you said "
+                         f"{'were' if self.not_remembered > 1 else 'was'} not remembered")
         return ", ".join(parts)
 
 
@@ -420,6 +425,10 @@ class ConsolidationService:
                 held, now = hold(self.memory.ledger(), g.ledger, entry, g.flagged, verdict.reason), self.memory.ledger()
                 g, entry = IdGuarded(self.store.state.memory, held.flagged, 0, {}, g.notes + held.notes, now, {}, {}), ""
             d = diff_by_id(self.memory.ledger(), g.ledger)
+            gone = [f"{f.text} ({why})" for fid, why in g.reasons.items() if (f := snap_ids.get(fid)) is not None]
+            acc = account(reply.skipped, messages, [f.text for f in g.ledger.facts] + [entry] + gone
+                          + [str(i.get("text", "")) for i in g.flagged])  # what the user said and nothing keeps
+            g.notes += acc.notes
             if len(g.memory) > budget:
                 g.notes.append(f"memory is {len(g.memory):,} characters, past its budget of {budget:,}; "
                                "the next consolidation is asked to merge facts")
@@ -430,7 +439,7 @@ class ConsolidationService:
                 model=use_model,
                 consolidation=cid,
                 history_append=entry,
-                flagged=g.flagged,
+                flagged=g.flagged + acc.items,
                 dropped_reasons=g.reasons,
                 provenance=g.provenance or None,
                 session=session,
@@ -440,7 +449,8 @@ class ConsolidationService:
                     ConsolidationCompleted(
                         consolidation=cid, end=end, memory_seq=0,  # write() fills in the real seq
                         added=len(d.added), removed=len(d.dropped), changed=len(d.changed),
-                        kept=g.kept, flagged=len(g.flagged),
+                        kept=g.kept, flagged=len(g.flagged), skipped=acc.skipped or None,
+                        not_remembered=len(acc.items),
                     ),
                     session,
                 )],
@@ -467,7 +477,7 @@ class ConsolidationService:
         self._failures.pop(session, None)
         self._retry_at.pop(session, None)
         out = Outcome(cid, session, start, end, len(d.added), len(d.dropped), len(d.changed), g.kept,
-                      len(g.flagged), memory_seq=recs[0].seq, notes=g.notes)
+                      len(g.flagged), memory_seq=recs[0].seq, notes=g.notes, not_remembered=len(acc.items))
         self._notify(out)
         return out
 
@@ -569,9 +579,9 @@ class ConsolidationService:
         notifier = self.notifier
         if not notifier.installed:
             return
-        if out.added or out.removed or out.changed or out.flagged or out.kept:
+        if out.added or out.removed or out.changed or out.flagged or out.kept or out.not_remembered:
             body = out.summary()
-            if out.flagged or out.removed:
+            if out.flagged or out.removed or out.not_remembered:
                 body += " — review"
             notifier.notify("Memory updated", body, kind="memory", target=f"consolidation:{out.consolidation}")
         size, budget = len(self.store.state.memory), self.settings.current.memory_budget

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memtray.core.log.payloads import SkippedStatement
 from memtray.core.memory import facts
 from memtray.core.memory.wording import normalize
 
@@ -389,6 +390,43 @@ def review_items(found: Sequence[Statement], seqs: Sequence[int | None]) -> list
                            f"you said this (message #{s.message}); no fact, diary entry or skip keeps it")
         item["quote"] = s.quote
         if seq is not None:
-            item["sources"] = [seq]
+            item["source_seqs"] = [seq]
         out.append(item)
     return out
+
+
+# --- one consolidation's account ---------------------------------------------------------------
+
+@dataclass
+class Accounted:
+    """What a consolidation did not keep: the model's ``skipped`` (checked), the review items for
+    what nothing keeps, and notes on entries the door dropped."""
+
+    skipped: list[SkippedStatement]
+    items: list[dict[str, Any]]
+    notes: list[str]
+
+
+def account(raw_skipped: Any, messages: Sequence[Mapping[str, Any]], keepers: Sequence[str]) -> Accounted:
+    """The account of one consolidation. ``messages`` are the consolidated messages (numbered as
+    the prompt shows them: :func:`guard.shown_messages`); ``keepers`` every text that keeps
+    something: the facts of memory after it, the items held for review, the diary entry, removed
+    facts with their reasons."""
+    from memtray.core.memory.guard import shown_messages
+
+    shown = [(str(m.get("role")), str(m.get("content") or ""), m.get("seq")) for m in shown_messages(list(messages))]
+    texts = [t for _r, t, _s in shown]
+    skips, notes = parse_skipped(raw_skipped, texts)
+    seqs = [s for _r, _t, s in shown]
+    cut = [p for t in keepers for p in (pieces(t) if len(t) > 200 else [t])]
+    missing = not_remembered(detect([(r, t) for r, t, _s in shown]), cut, skips)
+    if len(missing) > MAX_ITEMS:
+        notes.append(f"{len(missing) - MAX_ITEMS} more things you said were not remembered; only the first "
+                     f"{MAX_ITEMS} are listed for review")
+    recorded: list[SkippedStatement] = []
+    for k in skips:
+        rec = SkippedStatement(message=k.message, quote=k.quote, reason=k.reason)
+        if (seq := seqs[k.message - 1]) is not None:
+            rec["seq"] = seq
+        recorded.append(rec)
+    return Accounted(recorded, review_items(missing, seqs), notes)

@@ -133,5 +133,5 @@ def test_what_nothing_keeps_is_not_remembered() -> None:
 def test_review_items_name_the_message_and_write_the_users_words() -> None:
     items = unsaid.review_items([Statement(3, "I don't like cilantro.")], [10, 11, 12])
     assert items[0]["kind"] == "not-remembered" and items[0]["text"] == "User doesn't like cilantro"
-    assert items[0]["quote"] == "I don't like cilantro." and items[0]["sources"] == [12]
+    assert items[0]["quote"] == "I don't like cilantro." and items[0]["source_seqs"] == [12]
     assert "message #3" in items[0]["reason"]
