@@ -15,6 +15,7 @@ from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope, con, listing
 from memtray.core.cli.console import dumps as _dumps
 from memtray.core.cli.console import out as _out
+from memtray.core.memory import unsaid
 
 if TYPE_CHECKING:
     from memtray.core.memory.service import MemoryService
@@ -52,6 +53,8 @@ def cmd_consolidate(args: argparse.Namespace, home: Home) -> int:
                 f"{out.changed} changed, {out.kept} kept, {out.flagged} flagged "
                 f"(messages {out.start}..{out.end - 1})"
             )
+            if out.not_remembered:
+                _out(f"  {unsaid.headline(out.not_remembered)}: see `memtray memory review`")
             for note in out.notes:
                 _out(f"  note: {note}")
         return 1 if failed else 0
@@ -369,7 +372,8 @@ def cmd_review(args: argparse.Namespace, home: Home) -> int:
             return 0
         return listing(mem.pending_review(), args.json, "nothing waiting for review",
                        lambda it: f"{it['id']}  {it['kind']:<12} [{it.get('section', '')}] {it['text']}\n"
-                                  f"            {it.get('reason', '')}")
+                                  f"            {it.get('reason', '')}"
+                                  + (f"\n            you said: {it['quote']!r}" if it.get("quote") else ""))
 
 
 def add_commands(sub: Any) -> None:

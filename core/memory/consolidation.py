@@ -77,7 +77,7 @@ from memtray.core.memory.ledgers import diff_by_id
 from memtray.core.memory.proposal import apply_reply, with_seqs
 from memtray.core.memory.service import MemoryService
 from memtray.core.memory.undo import Translated, carry, translate
-from memtray.core.memory.unsaid import account
+from memtray.core.memory.unsaid import account, headline
 
 log = logging.getLogger(__name__)
 
@@ -129,8 +129,7 @@ class Outcome:
         if self.flagged:
             parts.append(f"{self.flagged} flagged for review")
         if self.not_remembered:
-            parts.append(f"{self.not_remembered} thing{'s' if self.not_remembered > 1 else ''} you said "
-                         f"{'were' if self.not_remembered > 1 else 'was'} not remembered")
+            parts.append(headline(self.not_remembered))
         return ", ".join(parts)
 
 

@@ -31,7 +31,7 @@ from memtray.core.log.events import (
     ReviewItem,
 )
 from memtray.core.log.store import Entry, Store
-from memtray.core.memory import factdiff
+from memtray.core.memory import factdiff, unsaid
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory import hold as held
 from memtray.core.memory.browse import SILENT_HELD, MemoryError_
@@ -361,7 +361,8 @@ class MemoryService(FactOps, PeerMerging):
             return self._take_proposal(item)
         new = factdiff.add_fact(self.store.state.memory, item["text"], item.get("section") or None)
         keep = {factdiff.normalize(item["text"]): item["fact_id"]} if item.get("kind") == "silent-drop" else None
-        self.write(new, reason="review", source="user", facts=fact_ids.attach(self.ledger(), new, keep=keep),
+        led = fact_ids.attach(self.ledger(), new, keep=keep)
+        self.write(new, reason="review", source="user", facts=led, provenance=unsaid.provenance(item, led),
                    extra=[(MemoryReviewed(item=item["id"], action="restore",
                                                                memory_seq=self.store.state.memory_seq + 1), None)])
         return self.revision("HEAD")

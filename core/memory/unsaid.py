@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memtray.core.log.payloads import SkippedStatement
+from memtray.core.log.payloads_memory import Provenance
 from memtray.core.memory import facts
 from memtray.core.memory.wording import normalize
 
@@ -41,8 +42,23 @@ MAX_QUOTE = 500
 MAX_REASON = 300
 MAX_ITEMS = 30  # not-remembered items per consolidation (a pasted essay is not 200 items)
 
-__all__ = ["KIND", "Skip", "Statement", "as_fact", "covered", "not_remembered", "parse_skipped",
-           "review_items", "statements"]
+__all__ = [
+    "KIND",
+    "Accounted",
+    "Skip",
+    "Statement",
+    "account",
+    "as_fact",
+    "covered",
+    "detect",
+    "headline",
+    "not_remembered",
+    "parse_skipped",
+    "pieces",
+    "provenance",
+    "review_items",
+    "statements",
+]
 
 
 @dataclass(frozen=True)
@@ -325,6 +341,11 @@ def _in_message(quote: str, message: str) -> bool:
 
 # --- what the user sees --------------------------------------------------------------------
 
+def headline(n: int) -> str:
+    """"2 things you said were not remembered": the notification's and the CLI's words."""
+    return f"{n} thing{'s' if n != 1 else ''} you said {'were' if n != 1 else 'was'} not remembered"
+
+
 _VERB_IRREGULAR = {"have": "has", "do": "does", "go": "goes", "am": "is", "be": "is"}
 _ADVERBS_TEXT = "usually always often never mostly sometimes really also still just rarely mainly only"
 _ADVERBS = frozenset(_ADVERBS_TEXT.split())
@@ -334,6 +355,9 @@ _PAST_OR_MODAL = re.compile(r"(?:ed|was|were|sold|gave|got|went|took|made|had|br
 _START = (("i'm ", "User is "), ("i am ", "User is "), ("i've ", "User has "), ("i have ", "User has "),
           ("i was ", "User was "), ("i'd ", "User would "), ("i'll ", "User will "), ("i don't ", "User doesn't "),
           ("i do not ", "User does not "), ("i didn't ", "User didn't "), ("i can't ", "User can't "))
+
+
+_TAIL = re.compile(r",?\s+(?:by the way|btw|though|too|haha|lol|fyi)$", re.I)
 
 
 def _third(verb: str) -> str:
@@ -359,7 +383,7 @@ def _mid(text: str) -> str:
 def as_fact(quote: str) -> str:
     """The user's sentence as a fact about the user ("I have a cat named Miso." -> "User has a cat
     named Miso"): the first person becomes "User", the verb agrees, the words stay theirs."""
-    s = _LEAD.sub("", quote.strip()).strip().rstrip(".!;。！；")
+    s = _TAIL.sub("", _LEAD.sub("", quote.strip()).strip().rstrip(".!;。！；"))
     if _CJK.search(s):
         return s.replace("我的", "用户的").replace("我", "用户")
     low = s.casefold()
@@ -430,3 +454,18 @@ def account(raw_skipped: Any, messages: Sequence[Mapping[str, Any]], keepers: Se
             rec["seq"] = seq
         recorded.append(rec)
     return Accounted(recorded, review_items(missing, seqs), notes)
+
+
+def provenance(item: Mapping[str, Any], led: facts.Ledger) -> dict[str, Provenance] | None:
+    """The receipt a not-remembered item's fact is written with when the user adds it to memory:
+    the message that says it (its log seq), the user's sentence as the quote, stated by the user.
+    None for any other kind of item (or when the fact is not in ``led``)."""
+    if item.get("kind") != KIND:
+        return None
+    norm = normalize(str(item.get("text", "")))
+    fact = next((f for f in led.facts if f.norm == norm), None)
+    if fact is None:
+        return None
+    prov = Provenance(source_seqs=[int(s) for s in item.get("sources") or []], text=fact.text,
+                      quote=str(item.get("quote") or ""), stated=True)
+    return {fact.id: prov}

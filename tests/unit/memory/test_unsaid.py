@@ -89,6 +89,7 @@ def test_something_else_does_not(statement: str, text: str) -> None:
     ("I no longer drink coffee.", "User no longer drinks coffee"),
     ("I sold my red kayak.", "User sold their red kayak"),
     ("I teach maths.", "User teaches maths"),
+    ("I don't like cilantro, by the way.", "User doesn't like cilantro"),
     ("I study at night.", "User studies at night"),
     ("By the way, I've been learning Korean.", "User has been learning Korean"),
     ("我的妹妹在里昂工作。", "用户的妹妹在里昂工作"),
