@@ -112,9 +112,6 @@ class Provenance(TypedDict, total=False):
     rebuild_seq: int
     source_event: int
     from_seq: int
-    #: the receipt's words (the user's own, verbatim) and whether the user said it (not the model)
-    quote: str
-    stated: bool
 
 
 # --- payloads -----------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from typing import Any
 
 from memtray.core.log.payloads import SkippedStatement
 from memtray.core.log.payloads_memory import Provenance
-from memtray.core.memory import facts
+from memtray.core.memory import facts, receiptcheck
 from memtray.core.memory.wording import normalize
 
 KIND = "not-remembered"
@@ -256,7 +256,11 @@ def covered(statement: str, text: str) -> bool:
     if _CJK.search(text) and names:
         return True  # an English statement kept in Chinese: its names and numbers
     hit = sum(1 for k in keys if _has(k, words))
-    return hit >= 1 and hit * 2 >= len(keys)
+    if hit >= 1 and hit * 2 >= len(keys):
+        return True
+    # the other way round: a fact the statement would be the receipt of, by the receipt check's
+    # own reading (its paraphrase table: "Is a hobby beekeeper" for "I keep bees in the garden")
+    return bool(hit or names) and receiptcheck.follows(text, statement) == ""
 
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s+|\n+")
@@ -331,7 +335,9 @@ _PUNCT = re.compile(r"[^\w\s]")
 
 
 def _loose(text: str) -> str:
-    return " ".join(_PUNCT.sub(" ", normalize(text)).split())
+    """The receipt check's normalisation (width, contractions, numbers and times in one form),
+    then case and punctuation."""
+    return " ".join(_PUNCT.sub(" ", receiptcheck.normalize(text).casefold()).split())
 
 
 def _in_message(quote: str, message: str) -> bool:
@@ -404,7 +410,7 @@ def as_fact(quote: str) -> str:
 
 def review_items(found: Sequence[Statement], seqs: Sequence[int | None]) -> list[dict[str, Any]]:
     """Review items for statements nothing kept: the text is the fact "Add to memory" writes, the
-    quote is the user's sentence, ``sources`` the message's log seq (its receipt)."""
+    quote is the user's sentence, ``source_seqs`` the message's log seq (its receipt)."""
     from memtray.core.memory.guard import review_item
 
     out: list[dict[str, Any]] = []
@@ -466,6 +472,6 @@ def provenance(item: Mapping[str, Any], led: facts.Ledger) -> dict[str, Provenan
     fact = next((f for f in led.facts if f.norm == norm), None)
     if fact is None:
         return None
-    prov = Provenance(source_seqs=[int(s) for s in item.get("sources") or []], text=fact.text,
+    prov = Provenance(source_seqs=[int(s) for s in item.get("source_seqs") or []], text=fact.text,
                       quote=str(item.get("quote") or ""), stated=True)
     return {fact.id: prov}

@@ -65,7 +65,7 @@ def test_what_nothing_keeps_is_listed_notified_and_one_command_from_memory(
         items = {i["quote"]: i for i in app.memory.pending_review() if i["kind"] == "not-remembered"}
         assert set(items) == {"I don't like cilantro, by the way.", "I sold my red kayak last week."}
         assert items["I don't like cilantro, by the way."]["text"] == "User doesn't like cilantro"
-        assert items["I sold my red kayak last week."]["sources"] == [seqs[4]]
+        assert items["I sold my red kayak last week."]["source_seqs"] == [seqs[4]]
     finally:
         app.close()
 
@@ -91,7 +91,7 @@ def test_what_nothing_keeps_is_listed_notified_and_one_command_from_memory(
         written = app.memory.ledger().facts[-1]
         prov = [r for r in app.store.log.records() if r.type == "memory.written"][-1]
         assert prov.data["provenance"][written.id] == {
-            "source_seqs": [kayak["sources"][0]], "text": written.text,
+            "source_seqs": [kayak["source_seqs"][0]], "text": written.text,
             "quote": "I sold my red kayak last week.", "stated": True}
         reviewed = [MemoryReviewed.of(r) for r in app.store.log.records() if r.type == MemoryReviewed.TYPE]
         assert [(r.item, r.action) for r in reviewed] == [(kayak["id"], "restore"), (cilantro["id"], "accept")]

@@ -55,6 +55,7 @@ def test_precision_and_recall(corpus: list[tuple[str, list[str]]], precision: fl
     ("I don't like cilantro.", "Dislikes cilantro"),
     ("I write code in Rust.", "Programs in Rust"),
     ("I play the cello.", "Is a cellist"),
+    ("I keep bees in the garden.", "Is a hobby beekeeper"),
     ("I wake up at 5 am every day.", "Wake-up time: 5 am"),
     ("I prefer short answers.", "Wants concise replies"),
     ("My sister lives in Lyon.", "Sister: Lyon"),
