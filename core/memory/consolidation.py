@@ -77,7 +77,7 @@ from memtray.core.memory.ledgers import diff_by_id
 from memtray.core.memory.proposal import apply_reply, with_seqs
 from memtray.core.memory.service import MemoryService
 from memtray.core.memory.undo import Translated, carry, translate
-from memtray.core.memory.unsaid import account, headline
+from memtray.core.memory.unsaid import account, headline, keepers
 
 log = logging.getLogger(__name__)
 
@@ -128,9 +128,7 @@ class Outcome:
             parts.append(f"{self.kept} silently dropped fact(s) kept")
         if self.flagged:
             parts.append(f"{self.flagged} flagged for review")
-        if self.not_remembered:
-            parts.append(headline(self.not_remembered))
-        return ", ".join(parts)
+        return ", ".join(parts + ([headline(self.not_remembered)] if self.not_remembered else []))
 
 
 @dataclass
@@ -424,10 +422,7 @@ class ConsolidationService:
                 held, now = hold(self.memory.ledger(), g.ledger, entry, g.flagged, verdict.reason), self.memory.ledger()
                 g, entry = IdGuarded(self.store.state.memory, held.flagged, 0, {}, g.notes + held.notes, now, {}, {}), ""
             d = diff_by_id(self.memory.ledger(), g.ledger)
-            gone = [f"{f.text} ({why})" for fid, why in g.reasons.items() if (f := snap_ids.get(fid)) is not None]
-            acc = account(reply.skipped, messages, [f.text for f in g.ledger.facts] + [entry] + gone
-                          + [str(i.get("text", "")) for i in g.flagged])  # what the user said and nothing keeps
-            g.notes += acc.notes
+            acc = account(reply.skipped, messages, keepers(g.ledger, g.flagged, entry, g.reasons, snap_ids), g.notes)
             if len(g.memory) > budget:
                 g.notes.append(f"memory is {len(g.memory):,} characters, past its budget of {budget:,}; "
                                "the next consolidation is asked to merge facts")

@@ -437,29 +437,40 @@ class Accounted:
     notes: list[str]
 
 
-def account(raw_skipped: Any, messages: Sequence[Mapping[str, Any]], keepers: Sequence[str]) -> Accounted:
+def keepers(memory: facts.Ledger, held: Sequence[Mapping[str, Any]], diary: str, removed: Mapping[str, str],
+            before: facts.Ledger) -> list[str]:
+    """Every text that keeps something after a consolidation: the facts of ``memory``, the items
+    ``held`` for review, the ``diary`` entry, and the facts it ``removed`` (ids of ``before``)
+    with their reasons ("Owns a red kayak (sold it)" keeps "I sold my red kayak")."""
+    gone = [f"{f.text} ({why})" for fid, why in removed.items() if (f := before.get(fid)) is not None]
+    return [f.text for f in memory.facts] + [str(i.get("text", "")) for i in held] + [diary] + gone
+
+
+def account(raw_skipped: Any, messages: Sequence[Mapping[str, Any]], keepers: Sequence[str],
+            notes: list[str] | None = None) -> Accounted:
     """The account of one consolidation. ``messages`` are the consolidated messages (numbered as
     the prompt shows them: :func:`guard.shown_messages`); ``keepers`` every text that keeps
-    something: the facts of memory after it, the items held for review, the diary entry, removed
-    facts with their reasons."""
+    something (:func:`keepers`). The door's notes are also added to ``notes``."""
     from memtray.core.memory.guard import shown_messages
 
     shown = [(str(m.get("role")), str(m.get("content") or ""), m.get("seq")) for m in shown_messages(list(messages))]
     texts = [t for _r, t, _s in shown]
-    skips, notes = parse_skipped(raw_skipped, texts)
+    skips, skip_notes = parse_skipped(raw_skipped, texts)
     seqs = [s for _r, _t, s in shown]
     cut = [p for t in keepers for p in (pieces(t) if len(t) > 200 else [t])]
     missing = not_remembered(detect([(r, t) for r, t, _s in shown]), cut, skips)
     if len(missing) > MAX_ITEMS:
-        notes.append(f"{len(missing) - MAX_ITEMS} more things you said were not remembered; only the first "
-                     f"{MAX_ITEMS} are listed for review")
+        skip_notes.append(f"{len(missing) - MAX_ITEMS} more things you said were not remembered; only the first "
+                          f"{MAX_ITEMS} are listed for review")
     recorded: list[SkippedStatement] = []
     for k in skips:
         rec = SkippedStatement(message=k.message, quote=k.quote, reason=k.reason)
         if (seq := seqs[k.message - 1]) is not None:
             rec["seq"] = seq
         recorded.append(rec)
-    return Accounted(recorded, review_items(missing, seqs), notes)
+    if notes is not None:
+        notes += skip_notes
+    return Accounted(recorded, review_items(missing, seqs), skip_notes)
 
 
 def provenance(item: Mapping[str, Any], led: facts.Ledger) -> dict[str, Provenance] | None:
