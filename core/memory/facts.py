@@ -375,8 +375,11 @@ def pair(old: Sequence[Fact], new: Sequence[Fact], *, in_place: bool = False) ->
     left_new = [j for j in left_new if j not in out]
     # ... and shares none of the old one's other words: same-language text that kept the names
     # but changed what they are about ("nephew Tobias" -> "niece Tobias") is no translation
+    # ... and says something besides names: "Has a grandmother in Lyon" -> "Aunt: Lyon" is another
+    # fact about Lyon (a label and a name), not the same one translated
     fits = {i: [j for j in left_new if compatible(old[i].text, new[j].text) and not _same_language(
-        old[i].text, new[j].text, anc_old[i])] for i in left_old}
+        old[i].text, new[j].text, anc_old[i]) and set(_words(new[j].text)) - anchors(new[j].text)]
+        for i in left_old}
     for i, js in fits.items():
         if len(js) == 1 and sum(js[0] in other for other in fits.values()) == 1:
             out[js[0]] = i
