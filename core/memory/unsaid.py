@@ -470,14 +470,14 @@ def keepers(memory: facts.Ledger, held: Sequence[Mapping[str, Any]], diary: str,
     return [f.text for f in memory.facts] + [str(i.get("text", "")) for i in held] + [diary] + gone
 
 
-def account(raw_skipped: Any, messages: Sequence[Mapping[str, Any]], keepers: Sequence[str],
+def account(raw_skipped: Any, messages: list[dict[str, Any]], keepers: Sequence[str],
             notes: list[str] | None = None) -> Accounted:
     """The account of one consolidation. ``messages`` are the consolidated messages (numbered as
     the prompt shows them: :func:`guard.shown_messages`); ``keepers`` every text that keeps
     something (:func:`keepers`). The door's notes are also added to ``notes``."""
     from memtray.core.memory.guard import shown_messages
 
-    shown = [(str(m.get("role")), str(m.get("content") or ""), m.get("seq")) for m in shown_messages(list(messages))]
+    shown = [(str(m.get("role")), str(m.get("content") or ""), m.get("seq")) for m in shown_messages(messages)]
     texts = [t for _r, t, _s in shown]
     skips, skip_notes = parse_skipped(raw_skipped, texts)
     seqs = [s for _r, _t, s in shown]
