@@ -11,8 +11,10 @@ for what it chose not to keep. This module finds the rest:
   (tests/unit/memory/unsaid_corpus.py, figures in tests/unit/memory/test_unsaid.py).
 * :func:`covered` says whether a text (a fact written or held, a sentence of the
   diary, a removed fact with its reason, a skipped quote) keeps a statement: every
-  name and number of it, and at least half of its other content words (stemmed, with
-  a few synonyms; Chinese by character pairs; across languages by names and numbers).
+  name, number and content word of it (stemmed, a few synonyms; Chinese by its content
+  characters), clause by clause, a removal only by a removal, a like or dislike only by
+  one; failing that, the receipt check's reading (:func:`receiptcheck.follows`: the text
+  follows from the statement as a fact from its receipt, which also crosses languages).
 * :func:`not_remembered` lists the statements nothing covers, each with its message
   number and the user's sentence; :func:`review_items` turns them into review items
   (kind ``not-remembered``) whose text is the statement as a fact (:func:`as_fact`),
@@ -76,9 +78,6 @@ class Skip:
     message: int
     quote: str
     reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"message": self.message, "quote": self.quote, "reason": self.reason}
 
 
 # --- finding the statements ------------------------------------------------------------
