@@ -246,7 +246,7 @@ def _follows(text: str, statement: str) -> bool:
     return receiptcheck.follows(text, statement) == ""
 
 
-_REMOVAL = re.compile(r"\b(?:sold|sell|sells|selling|gave away|give away|got rid of|lost|quit|stopped|no longer|"
+_REMOVAL = re.compile(r"\b(?:removed|sold|sell|sells|selling|gave away|give away|got rid of|lost|quit|stopped|no longer|"
                       r"anymore|moved out|broke up|left)\b|卖了|卖掉|送人|不再|丢了|戒了", re.I)
 _SENTIMENT = re.compile(r"\b(?:like|likes|liked|love|loves|loved|enjoy|enjoys|prefer|prefers|dislike|dislikes|hate|"
                         r"hates|fan|favou?rite|want|wants|rather|can.t stand|cannot stand|can not stand|into)\b|喜欢|讨厌|爱", re.I)
@@ -306,12 +306,26 @@ def not_remembered(found: Iterable[Statement], keepers: Sequence[str], skipped: 
         if norm in seen:
             continue
         seen.add(norm)
-        if any(covered(s.quote, t) for t in keepers):
+        if any(covered(s.quote, t) for t in keepers) or _kept_in_parts(s.quote, keepers):
             continue
         if any(k.message == s.message and (_quotes(k.quote, s.quote) or covered(s.quote, k.quote)) for k in skipped):
             continue
         out.append(s)
     return out
+
+
+_PARTS = re.compile(r"\s*[,，;；]\s*|\s+(?:and|but|so)\s+", re.I)
+
+
+def _kept_in_parts(statement: str, keepers: Sequence[str]) -> bool:
+    """A sentence whose first part is kept is kept: what follows a comma or an "and" in one
+    sentence is detail ("I live in Paris, in the 11th arrondissement" is kept by "Lives in
+    Paris"; "I like hiking in Nordmarka and I want to climb Kolsås" by "Likes hiking in
+    Nordmarka"). A part with its own "I" after a comma and "so", "and", "but" or "because" is a
+    statement of its own (:func:`statements` cuts it off), so it is checked on its own."""
+    parts = [p for p in _PARTS.split(statement.strip().rstrip(".!。！"))
+             if _keys(p) or facts.anchors(_CJK.sub(" ", p)) - {"i", "my"} or _chars(p)]
+    return len(parts) > 1 and any(covered(parts[0], t) for t in keepers)
 
 
 def _quotes(quote: str, sentence: str) -> bool:
@@ -464,8 +478,8 @@ def keepers(memory: facts.Ledger, held: Sequence[Mapping[str, Any]], diary: str,
             before: facts.Ledger) -> list[str]:
     """Every text that keeps something after a consolidation: the facts of ``memory``, the items
     ``held`` for review, the ``diary`` entry, and the facts it ``removed`` (ids of ``before``)
-    with their reasons ("Owns a red kayak (sold it)" keeps "I sold my red kayak")."""
-    gone = [f"{f.text} ({why})" for fid, why in removed.items() if (f := before.get(fid)) is not None]
+    with their reasons ("Owns a red kayak (removed: sold it)" keeps "I sold my red kayak")."""
+    gone = [f"{f.text} (removed: {why})" for fid, why in removed.items() if (f := before.get(fid)) is not None]
     return [f.text for f in memory.facts] + [str(i.get("text", "")) for i in held] + [diary] + gone
 
 

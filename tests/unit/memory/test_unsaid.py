@@ -137,6 +137,12 @@ def test_what_nothing_keeps_is_not_remembered() -> None:
     assert unsaid.not_remembered(found, [], [Skip(3, "I don't like cilantro", "trivial")]) == [found[0]]
     # a skip must name the statement's own message
     assert unsaid.not_remembered(found, ["Has a cat called Miso"], [Skip(1, "I don't like cilantro", "x")]) == [found[1]]
+    # what follows a comma or an "and" is detail: a fact that keeps the first part keeps the sentence
+    both = [Statement(1, "I like hiking in Nordmarka and I want to climb Kolsås.")]
+    assert unsaid.not_remembered(both, ["Likes hiking in Nordmarka"], []) == []
+    assert unsaid.not_remembered(both, ["Wants to climb Kolsås"], []) == both
+    detail = [Statement(1, "I live in Paris, in the 11th arrondissement.")]
+    assert unsaid.not_remembered(detail, ["Lives in Paris"], []) == []
     diary = "[2026-12-03 10:00] Talked about pets. The user dislikes cilantro, it seems."
     assert unsaid.not_remembered(found, unsaid.pieces(diary), []) == [found[0]]
 
