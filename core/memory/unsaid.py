@@ -321,11 +321,24 @@ def _kept_in_parts(statement: str, keepers: Sequence[str]) -> bool:
     """A sentence whose first part is kept is kept: what follows a comma or an "and" in one
     sentence is detail ("I live in Paris, in the 11th arrondissement" is kept by "Lives in
     Paris"; "I like hiking in Nordmarka and I want to climb Kolsås" by "Likes hiking in
-    Nordmarka"). A part with its own "I" after a comma and "so", "and", "but" or "because" is a
-    statement of its own (:func:`statements` cuts it off), so it is checked on its own."""
+    Nordmarka"), unless a later part names a name the first does not; a sentence each part of
+    which a fact keeps is kept too. A part with its own "I"
+    after a comma and "so", "and", "but" or "because" is a statement of its own (:func:`statements`
+    cuts it off), so it is checked on its own."""
     parts = [p for p in _PARTS.split(statement.strip().rstrip(".!。！"))
              if _keys(p) or facts.anchors(_CJK.sub(" ", p)) - {"i", "my"} or _chars(p)]
-    return len(parts) > 1 and any(covered(parts[0], t) for t in keepers)
+    if len(parts) < 2:
+        return False
+    if all(any(covered(p, t) for t in keepers) for p in parts):
+        return True  # each part by its own fact
+    if any(_names(p) - _names(parts[0]) for p in parts[1:]):
+        return False  # a name after the comma is no detail ("我养了一只猫，叫Miso"; "two kids, Leo and Ana")
+    return any(covered(parts[0], t) for t in keepers)
+
+
+def _names(text: str) -> set[str]:
+    """The capitalised names of ``text`` (numbers are detail here)."""
+    return {a for a in facts.anchors(_CJK.sub(" ", text)) if not any(c.isdigit() for c in a)} - {"i", "my"}
 
 
 def _quotes(quote: str, sentence: str) -> bool:

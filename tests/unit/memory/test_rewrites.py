@@ -114,7 +114,8 @@ def test_pair_never_pairs_facts_that_differ_in_a_name_number_or_place() -> None:
                  ("Works on Beacon with Greta", "Works on Beacon with Mia"), ("Is 41 years old", "Is 42 years old"),
                  ("Likes tea", "Doesn't like tea"), ("Ada was born in 2019", "Zoe was born in 2019"),
                  # another fact about the same place, not a translation (found by test_unsaid_run.py)
-                 ("Has a grandmother in Lyon", "Aunt: Lyon")]:
+                 ("Has a grandmother in Lyon", "Aunt: Lyon"),
+                 ("养了一只叫Doudou的猫", "养了一只叫Qiuqiu的猫")]:  # Chinese: not by the first five characters
         assert facts.pair(factdiff.parse(f"- {a}"), factdiff.parse(f"- {b}")) == {}, (a, b)
     for a, b in [("Lives in Lyon", "Lives in Lyon, France"), ("Has a daughter named Ada", "Daughter: Ada, born 2019"),
                  ("Lives in Lyon", "Habite à Lyon")]:

@@ -137,12 +137,16 @@ def test_what_nothing_keeps_is_not_remembered() -> None:
     assert unsaid.not_remembered(found, [], [Skip(3, "I don't like cilantro", "trivial")]) == [found[0]]
     # a skip must name the statement's own message
     assert unsaid.not_remembered(found, ["Has a cat called Miso"], [Skip(1, "I don't like cilantro", "x")]) == [found[1]]
-    # what follows a comma or an "and" is detail: a fact that keeps the first part keeps the sentence
+    # what follows a comma or an "and" is detail, unless it names a name: a fact that keeps the first
+    # part keeps the sentence; so do facts that keep each part
     both = [Statement(1, "I like hiking in Nordmarka and I want to climb Kolsås.")]
-    assert unsaid.not_remembered(both, ["Likes hiking in Nordmarka"], []) == []
+    assert unsaid.not_remembered(both, ["Likes hiking in Nordmarka", "Wants to climb Kolsås"], []) == []
+    assert unsaid.not_remembered(both, ["Likes hiking in Nordmarka"], []) == both  # Kolsås is no detail
     assert unsaid.not_remembered(both, ["Wants to climb Kolsås"], []) == both
     detail = [Statement(1, "I live in Paris, in the 11th arrondissement.")]
     assert unsaid.not_remembered(detail, ["Lives in Paris"], []) == []
+    named = [Statement(1, "我养了一只猫，叫Qiuqiu。")]  # a name after the comma is no detail
+    assert unsaid.not_remembered(named, ["养了一只叫Doudou的猫"], []) == named
     diary = "[2026-12-03 10:00] Talked about pets. The user dislikes cilantro, it seems."
     assert unsaid.not_remembered(found, unsaid.pieces(diary), []) == [found[0]]
 
