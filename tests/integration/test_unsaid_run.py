@@ -16,7 +16,8 @@ the diary, 49 skipped with a reason, 165 listed as not remembered (the model dro
 without a word and sent 28 broken skips); 1 statement listed although a fact kept it; 44
 facts invented, none written; 20 broken or late answers, each retried. What the run found
 on the way: ``facts.pair`` took "Aunt: Lyon" for a translation of "Has a grandmother in
-Lyon" and lost the grandmother silently (fixed); the receipt check holds some wordings the
+Lyon" and lost the grandmother silently, and ``facts.has_word`` made "养了一只叫Qiuqiu的猫" a
+duplicate of "养了一只叫Doudou的猫" (both fixed); the receipt check holds some wordings the
 user's words support (tests/fixtures/saying_model.py lists them; they are left out here).
 """
 
