@@ -11,10 +11,11 @@ diary), held for review, listed as not remembered, or recorded as skipped with a
 its consolidation — none silently skipped; no invented fact was written; no fact the user
 stated was held as unsupported.
 
-Figures of one run (seed 20261203, about 80 s here): 644 statements; 370 kept as facts, 61 in
-the diary, 49 skipped with a reason, 165 listed as not remembered (the model dropped 113
+Figures of one run (seed 20261203, 40 to 100 s here): 644 statements; 375 kept as facts, 61 in
+the diary, 49 skipped with a reason, 160 listed as not remembered (the model dropped 113
 without a word and sent 28 broken skips); 1 statement listed although a fact kept it; 44
-facts invented, none written; 20 broken or late answers, each retried. What the run found
+facts invented, none written; 19 broken or late answers (cut off, malformed, broken
+arguments, too late), each retried. What the run found
 on the way: ``facts.pair`` took "Aunt: Lyon" for a translation of "Has a grandmother in
 Lyon" and lost the grandmother silently, and ``facts.has_word`` made "养了一只叫Qiuqiu的猫" a
 duplicate of "养了一只叫Doudou的猫" (both fixed); the receipt check holds some wordings the
