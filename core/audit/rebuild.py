@@ -417,7 +417,7 @@ async def _consolidate(
 ) -> tuple[dict[str, Any], Ledger]:
     """One re-done consolidation through the id protocol and guard of main's. ``main`` is the
     ledger of the main revision it re-does: a fact it adds that main added too keeps main's id."""
-    from memtray.core.memory.consolidation import request_save_memory
+    from memtray.core.memory.ask import request_save_memory
     from memtray.core.memory.guard import hold_history, parse_reply, shown_messages
     from memtray.core.memory.proposal import apply_reply
 

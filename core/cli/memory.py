@@ -15,6 +15,7 @@ from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope, con, listing
 from memtray.core.cli.console import dumps as _dumps
 from memtray.core.cli.console import out as _out
+from memtray.core.memory import unsaid
 
 if TYPE_CHECKING:
     from memtray.core.memory.service import MemoryService
@@ -52,6 +53,8 @@ def cmd_consolidate(args: argparse.Namespace, home: Home) -> int:
                 f"{out.changed} changed, {out.kept} kept, {out.flagged} flagged "
                 f"(messages {out.start}..{out.end - 1})"
             )
+            if out.not_remembered:
+                _out(f"  {unsaid.headline(out.not_remembered)}: see `memtray memory review`")
             for note in out.notes:
                 _out(f"  note: {note}")
         return 1 if failed else 0
@@ -436,9 +439,10 @@ def _review_line(it: dict[str, Any], names: dict[str, str]) -> str:
 
     head = f"{it['id']}  {it['kind']:<12} [{it.get('section', '')}] {it['text']}\n            {named(str(it.get('reason', '')), names)}"
     cited = it.get("messages") or it.get("source_seqs") or []
-    if it.get("quote"):
-        head += f"\n            quote: \"{it['quote']}\"" + (f" (message {', '.join(f'#{m}' for m in cited)})"
-                                                                 if cited else "")
+    if it.get("quote"):  # a not-remembered item's quote is the user's own sentence
+        said = "you said" if it["kind"] == "not-remembered" else "quote"
+        head += f"\n            {said}: \"{it['quote']}\"" + (f" (message {', '.join(f'#{m}' for m in cited)})"
+                                                                  if cited else "")
     if it["kind"] == "merge-conflict":
         v = it["versions"]
         for key, title in (("this", "this version (in memory now)"), ("other", "the other version")):

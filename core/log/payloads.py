@@ -12,11 +12,22 @@ Events that travel between devices (:data:`~memtray.core.log.origin.EXPORTED`) c
 """
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypedDict
+from typing import Any, ClassVar, NotRequired, TypedDict
 
 from memtray.core.log.schema import SCHEMA, Payload
 
 # --- value shapes -------------------------------------------------------------------------
+
+
+class SkippedStatement(TypedDict):
+    """One thing a consolidation chose not to keep, as ``save_memory``'s ``skipped`` said it
+    (core/memory/unsaid.py ``parse_skipped``): the message's number in the prompt, the
+    user's words, why, and the message's log seq."""
+
+    message: int
+    quote: str
+    reason: str
+    seq: NotRequired[int]
 
 
 class OriginMark(TypedDict):
@@ -225,6 +236,10 @@ class ConsolidationCompleted(Payload):
     flagged: int = 0
     #: what the model call cost (absent in events written before the usage ledger)
     usage: Usage | None = None
+    #: what the model said it chose not to keep (``save_memory``'s ``skipped``, checked at the door)
+    skipped: list[SkippedStatement] | None = None
+    #: things the user said about themselves that nothing kept (review items of kind not-remembered)
+    not_remembered: int = 0
 
 
 @SCHEMA.register

@@ -58,7 +58,7 @@ class ReviewItem(TypedDict):
     a merge conflict, core/memory/merge.py, adds ``conflict`` and ``words``)."""
 
     id: str
-    kind: str  # silent-drop | instruction | unsupported | inferred | merge-conflict
+    kind: str  # silent-drop | instruction | unsupported | inferred | merge-conflict | proposal | not-remembered
     text: str
     section: str
     fact_id: str
@@ -69,8 +69,9 @@ class ReviewItem(TypedDict):
     #: the message numbers (seqs) the held change cites (review), and the words it quotes from them
     messages: NotRequired[list[int]]
     quote: NotRequired[str]
-    #: a fact the receipt check held (unsupported | inferred): the seqs of the messages it cited
-    #: or where the quote was found (core/memory/proposal.py)
+    #: a fact the receipt check held (unsupported | inferred), or what the user said and nothing
+    #: kept (not-remembered, core/memory/unsaid.py): the seqs of the messages it cited or where
+    #: the quote was found (core/memory/proposal.py)
     source_seqs: NotRequired[list[int]]
 
 

@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from memtray import resources
 from memtray.core.base.clock import Clock, parse_ts
 from memtray.core.base.config import Settings
 from memtray.core.base.errors import LLMError, MemtrayError
@@ -51,7 +50,7 @@ from memtray.core.base.notify import NotifierSlot
 from memtray.core.base.redact import redact
 from memtray.core.base.worker import Worker
 from memtray.core.llm.capability import judge
-from memtray.core.llm.client import LLMClient, LLMResult, Request, context_window
+from memtray.core.llm.client import LLMClient, context_window
 from memtray.core.log.events import (
     ConsolidationCompleted,
     ConsolidationFailed,
@@ -64,11 +63,10 @@ from memtray.core.log.projections import ConsolidationState
 from memtray.core.log.store import Store
 from memtray.core.log.usage import as_usage
 from memtray.core.memory import facts
+from memtray.core.memory.ask import NEAR_BUDGET, request_save_memory
 from memtray.core.memory.facts import Ledger, read_markers
 from memtray.core.memory.guard import (
-    SAVE_MEMORY,
     Reply,
-    format_messages,
     hold_history,
     parse_reply,
     shown_messages,
@@ -79,6 +77,7 @@ from memtray.core.memory.ledgers import diff_by_id
 from memtray.core.memory.proposal import apply_reply, with_seqs
 from memtray.core.memory.service import MemoryService
 from memtray.core.memory.undo import Translated, carry, translate
+from memtray.core.memory.unsaid import account, headline, keepers
 from memtray.core.memory.upkeep import UpkeepGuard
 
 log = logging.getLogger(__name__)
@@ -120,6 +119,7 @@ class Outcome:
     nothing_to_do: bool = False
     memory_seq: int | None = None
     notes: list[str] = field(default_factory=list)
+    not_remembered: int = 0  # things the user said that nothing kept (review items)
 
     def summary(self) -> str:
         if self.nothing_to_do:
@@ -129,7 +129,7 @@ class Outcome:
             parts.append(f"{self.kept} silently dropped fact(s) kept")
         if self.flagged:
             parts.append(f"{self.flagged} flagged for review")
-        return ", ".join(parts)
+        return ", ".join(parts + ([headline(self.not_remembered)] if self.not_remembered else []))
 
 
 @dataclass
@@ -144,40 +144,6 @@ class IdGuarded:
     ledger: Ledger
     merged: dict[str, list[str]]
     provenance: dict[str, Any]
-
-
-async def request_save_memory(
-    llm: LLMClient, timeout: float, memory: str, messages: list[dict[str, Any]], model: str | None,
-    template: str | None = None, *, ledger: Ledger | None = None, budget: int | None = None,
-) -> LLMResult:
-    """Ask the model for ``save_memory`` over ``messages`` on top of ``memory`` (forced tool call).
-
-    Shared by consolidation, redo and rebuilds so every path sends the same request. With
-    ``ledger`` the memory is shown with its fact ids; past 80 % of ``budget`` characters the
-    model is asked to compress it by merging facts.
-    """
-    text = template if template is not None else resources.text("prompts/consolidation.md")
-    shown = facts.render(ledger, memory) if ledger is not None and ledger.facts else memory.strip()
-    if budget and len(memory) > NEAR_BUDGET * budget:
-        shown += "\n\n" + resources.text("prompts/memory_budget.txt").strip().replace(
-            "{size}", f"{len(memory):,}").replace("{budget}", f"{budget:,}")
-    prompt = text.replace("{memory}", shown or "(empty)").replace(
-        "{conversation}", format_messages(messages))
-    return await asyncio.wait_for(
-        llm.complete(Request(
-            messages=[{"role": "system", "content": "You consolidate memory by calling save_memory."},
-                      {"role": "user", "content": prompt}],
-            tools=[SAVE_MEMORY],
-            tool_choice={"type": "function", "function": {"name": "save_memory"}},
-            model=model,
-            temperature=0.0,
-        )),
-        timeout=timeout,
-    )
-
-
-#: share of ``memory_budget`` past which consolidations compress and the user is told
-NEAR_BUDGET = 0.8
 
 
 class PromptSize(Protocol):
@@ -430,6 +396,7 @@ class ConsolidationService:
                 held, now = hold(self.memory.ledger(), g.ledger, entry, g.flagged, verdict.reason), self.memory.ledger()
                 g, entry = IdGuarded(self.store.state.memory, held.flagged, 0, {}, g.notes + held.notes, now, {}, {}), ""
             d = diff_by_id(self.memory.ledger(), g.ledger)
+            acc = account(reply.skipped, messages, keepers(g.ledger, g.flagged, entry, g.reasons, snap_ids), g.notes)
             if len(g.memory) > budget:
                 g.notes.append(f"memory is {len(g.memory):,} characters, past its budget of {budget:,}; "
                                "the next consolidation is asked to merge facts")
@@ -440,7 +407,7 @@ class ConsolidationService:
                 model=use_model,
                 consolidation=cid,
                 history_append=entry,
-                flagged=g.flagged,
+                flagged=g.flagged + acc.items,
                 dropped_reasons=g.reasons,
                 provenance=g.provenance or None,
                 session=session,
@@ -450,7 +417,8 @@ class ConsolidationService:
                     ConsolidationCompleted(
                         consolidation=cid, end=end, memory_seq=0,  # write() fills in the real seq
                         added=len(d.added), removed=len(d.dropped), changed=len(d.changed),
-                        kept=g.kept, flagged=len(g.flagged), usage=usage,
+                        kept=g.kept, flagged=len(g.flagged), usage=usage, skipped=acc.skipped or None,
+                        not_remembered=len(acc.items),
                     ),
                     session,
                 )],
@@ -478,7 +446,7 @@ class ConsolidationService:
         self._retry_at.pop(session, None)
         self.upkeep.completed(session, bool(d.added or d.dropped or d.changed or entry or g.flagged))
         out = Outcome(cid, session, start, end, len(d.added), len(d.dropped), len(d.changed), g.kept,
-                      len(g.flagged), memory_seq=recs[0].seq, notes=g.notes)
+                      len(g.flagged), memory_seq=recs[0].seq, notes=g.notes, not_remembered=len(acc.items))
         self._notify(out)
         return out
 
@@ -581,9 +549,9 @@ class ConsolidationService:
         notifier = self.notifier
         if not notifier.installed:
             return
-        if out.added or out.removed or out.changed or out.flagged or out.kept:
+        if out.added or out.removed or out.changed or out.flagged or out.kept or out.not_remembered:
             body = out.summary()
-            if out.flagged or out.removed:
+            if out.flagged or out.removed or out.not_remembered:
                 body += " — review"
             notifier.notify("Memory updated", body, kind="memory", target=f"consolidation:{out.consolidation}")
         size, budget = len(self.store.state.memory), self.settings.current.memory_budget

@@ -92,6 +92,19 @@ SAVE_MEMORY = tool_spec(
                     "required": ["fact", "reason"],
                 },
             },
+            "skipped": {
+                "type": "array",
+                "description": ("What the user said about themselves that you chose not to keep (passing, "
+                                "already known, not about them...): the message number, a short verbatim quote "
+                                "and why. What the user said and no fact, history entry or skipped entry keeps "
+                                "is shown to them as not remembered."),
+                "items": {
+                    "type": "object",
+                    "properties": {"message": {"type": "integer"}, "quote": {"type": "string"},
+                                   "reason": {"type": "string"}},
+                    "required": ["message", "quote", "reason"],
+                },
+            },
         },
         "required": ["history_entry", "removed_facts"],
     },
@@ -113,6 +126,8 @@ class Reply:
     receipts: list[FactReceipt] = field(default_factory=list)
     #: what the door left out of the reply (a receipts entry without a fact, ...)
     notes: list[str] = field(default_factory=list)
+    #: ``skipped`` as sent: checked against the messages by :func:`unsaid.parse_skipped`
+    skipped: Any = None
 
 
 def parse_reply(raw: str) -> Reply:
@@ -145,7 +160,7 @@ def parse_reply(raw: str) -> Reply:
         args = {**args, "memory_update": ""}
     entry, text, removed = parse_arguments(json.dumps({k: v for k, v in args.items() if k != "edits"}))
     return Reply(entry, None if edits and not text else text, list(edits) if edits else None, removed,
-                 receipts, notes)
+                 receipts, notes, args.get("skipped"))
 
 
 @dataclass

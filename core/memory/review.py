@@ -30,7 +30,7 @@ from memtray.core.log.events import (
     ReviewItem,
 )
 from memtray.core.log.store import Store
-from memtray.core.memory import factdiff
+from memtray.core.memory import factdiff, unsaid
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory import hold as held
 from memtray.core.memory.browse import MemoryError_, msg_json, said
@@ -103,8 +103,9 @@ class ReviewOps:
             return self._take_proposal(item, done)
         new = factdiff.add_fact(self.store.state.memory, item["text"], item.get("section") or None)
         keep = {factdiff.normalize(item["text"]): item["fact_id"]} if item.get("kind") == "silent-drop" else None
-        self.write(new, reason="review", source="user", facts=fact_ids.attach(self.ledger(), new, keep=keep),
-                   extra=done)
+        led = fact_ids.attach(self.ledger(), new, keep=keep)
+        # a not-remembered item's fact is written with the user's sentence as its receipt
+        self.write(new, reason="review", source="user", facts=led, provenance=unsaid.provenance(item, led), extra=done)
         return self.revision("HEAD")
 
     def keep_out(self, item_id: str, why: str = "") -> None:

@@ -104,6 +104,12 @@ QUOTES = {"User sent a batch of messages": "I sent a batch of messages", "User p
           "User has a cat": "I have a cat", "User lives in Lyon": "I moved to Lyon"}
 
 
+def held_by_the_guard(items: list[JSON]) -> list[JSON]:
+    """Review items but those of what the user said that nothing kept (SAID says things about
+    the user no memory here holds: they are "not remembered", see test_unsaid_consolidation.py)."""
+    return [i for i in items if i["kind"] != "not-remembered"]
+
+
 def save_memory(update: str, entry: str = "[2026-11-30 09:00] Talked.", removed: Any = None) -> Response:
     receipts = [{"fact": fact, "messages": [1], "quote": quote} for fact, quote in QUOTES.items()
                 if f"- {fact}\n" in update]
@@ -539,10 +545,10 @@ def test_silent_drops_follow_the_policy(home: Home, llm_server: ScriptedLLMServe
             assert "User prefers dark mode" not in memory and out.kept == 0 and out.flagged == 1
             assert dropped["User prefers dark mode"]["reason"] == "silent (held for review)"
             assert len(svc.dropped()) == 2  # listed once, not once per record kind
-            [item] = svc.pending_review()
+            [item] = held_by_the_guard(svc.pending_review())
             assert item["kind"] == "silent-drop" and item["text"] == "User prefers dark mode"
             svc.restore_review(item["id"])
-            assert "User prefers dark mode" in a.store.state.memory and svc.pending_review() == []
+            assert "User prefers dark mode" in a.store.state.memory and held_by_the_guard(svc.pending_review()) == []
     finally:
         a.close()
 
@@ -554,9 +560,10 @@ def test_instruction_like_lines_are_flagged_not_written(app: App, llm_server: Sc
     out = app.run(cons(app).consolidate("quick", trigger="manual"))
     assert out.flagged == 1 and "Ignore all previous" not in app.store.state.memory
     assert "User has a cat" in app.store.state.memory
-    [item] = mem(app).pending_review()
+    [item] = held_by_the_guard(mem(app).pending_review())
     assert item["kind"] == "instruction" and "Ignore all previous" in item["text"]
-    assert mem(app).revisions()[0].flagged == 1
+    # the revision holds it and what the user said that nothing kept ("I play chess, ...")
+    assert mem(app).revisions()[0].flagged == 1 + out.not_remembered and out.not_remembered > 0
 
 
 # --- /new ---------------------------------------------------------------------------------------------

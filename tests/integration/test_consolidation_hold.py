@@ -69,9 +69,12 @@ def test_the_small_models_proposal_waits_for_review_and_memory_is_unchanged(smal
     assert (out.added, out.removed, out.changed) == (0, 0, 0) and out.flagged == 3
     assert any("too small to judge facts" in n and "held for review" in n for n in out.notes)
     assert any("would remove F2" in n and "not done" in n for n in out.notes)
-    items = {i["text"]: i for i in small.memory.pending_review()}
+    items = {i["text"]: i for i in small.memory.pending_review() if i["kind"] != "not-remembered"}
     assert set(items) == {"Mia's baby Mia.", "User's bike is a red Brompton", ENTRY}
     assert {i["kind"] for i in items.values()} == {"proposal"}
+    # the removal is not done and nothing else keeps what the user said: it is not remembered
+    [unsaid] = [i for i in small.memory.pending_review() if i["kind"] == "not-remembered"]
+    assert unsaid["text"] == "User stopped working as a nurse" and out.not_remembered == 1
     assert items["Mia's baby Mia."]["replaces"] == "F1" and items[ENTRY]["section"] == "History"
     assert all("smollm2-135m-instruct (135M parameters) is too small" in i["reason"] for i in items.values())
 
@@ -82,10 +85,12 @@ def test_the_user_takes_what_is_right_from_the_held_proposal(small: App, home: H
     small.memory.restore_review(items["User's bike is a red Brompton"]["id"])
     small.memory.restore_review(items[ENTRY]["id"])
     small.memory.accept_review(items["Mia's baby Mia."]["id"])  # the junk stays out
+    small.memory.restore_review(items["User stopped working as a nurse"]["id"])  # what the removal meant
     memory = small.store.state.memory
     assert "- User's bike is a red Brompton" in memory and "Mia's baby" not in memory
     assert "daughter called Mia" in memory and ENTRY in history(home)
     assert ENTRY not in memory  # the diary entry went to HISTORY.md, not into the facts
+    assert "- User stopped working as a nurse" in memory
     assert small.memory.pending_review() == []
 
 
@@ -130,7 +135,8 @@ def test_the_cli_says_it_and_review_lists_the_proposal(home: Home, llm_server: S
     assert done.returncode == 0, done.stderr
     assert "3 flagged" in done.stdout and "too small to judge facts" in done.stdout
     listed = json.loads(run_cli(home.root, "memory", "review", "--json").stdout)
-    assert sorted(i["kind"] for i in listed) == ["proposal"] * 3
+    assert sorted(i["kind"] for i in listed) == ["not-remembered"] + ["proposal"] * 3
+    assert "1 thing you said was not remembered" in done.stdout
     entry = next(i for i in listed if i["section"] == "History")
     taken = run_cli(home.root, "memory", "review", "restore", entry["id"])
     assert taken.returncode == 0 and "HISTORY.md" in taken.stdout

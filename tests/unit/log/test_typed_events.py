@@ -48,6 +48,8 @@ NOT_EVENT_TYPES = {
     ("core/llm/localmodel.py", "message"),  # the OpenAI reply's member
     ("core/llm/localprovider.py", "message"),  # the OpenAI reply's member
     ("core/migrate/chatgpt.py", "message"),  # a ChatGPT export's member
+    ("core/memory/guard.py", "message"),  # a save_memory skipped entry's member
+    ("core/memory/unsaid.py", "message"),  # a save_memory skipped entry's member
 }
 
 

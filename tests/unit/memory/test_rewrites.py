@@ -112,9 +112,13 @@ def test_read_markers_keeps_ordinary_brackets() -> None:
 def test_pair_never_pairs_facts_that_differ_in_a_name_number_or_place() -> None:
     for a, b in [("Lives in Paris", "Lives in Lyon"), ("round 1 fact 4", "round 8 fact 4"),
                  ("Works on Beacon with Greta", "Works on Beacon with Mia"), ("Is 41 years old", "Is 42 years old"),
-                 ("Likes tea", "Doesn't like tea"), ("Ada was born in 2019", "Zoe was born in 2019")]:
+                 ("Likes tea", "Doesn't like tea"), ("Ada was born in 2019", "Zoe was born in 2019"),
+                 # another fact about the same place, not a translation (found by test_unsaid_run.py)
+                 ("Has a grandmother in Lyon", "Aunt: Lyon"),
+                 ("养了一只叫Doudou的猫", "养了一只叫Qiuqiu的猫")]:  # Chinese: not by the first five characters
         assert facts.pair(factdiff.parse(f"- {a}"), factdiff.parse(f"- {b}")) == {}, (a, b)
-    for a, b in [("Lives in Lyon", "Lives in Lyon, France"), ("Has a daughter named Ada", "Daughter: Ada, born 2019")]:
+    for a, b in [("Lives in Lyon", "Lives in Lyon, France"), ("Has a daughter named Ada", "Daughter: Ada, born 2019"),
+                 ("Lives in Lyon", "Habite à Lyon")]:
         assert facts.pair(factdiff.parse(f"- {a}"), factdiff.parse(f"- {b}")) == {0: 0}, (a, b)
 
 
