@@ -74,11 +74,12 @@ def test_what_nothing_keeps_is_listed_notified_and_one_command_from_memory(
     rows = {i["quote"]: i for i in json.loads(listed.stdout) if i["kind"] == "not-remembered"}
     kayak, cilantro = rows["I sold my red kayak last week."], rows["I don't like cilantro, by the way."]
     shown = run_cli(home.root, "memory", "review")
-    assert "you said: 'I sold my red kayak last week.'" in shown.stdout
+    assert 'you said: "I sold my red kayak last week."' in shown.stdout
+    assert f"add to memory: memtray memory review add {kayak['id']}" in shown.stdout
 
-    added = run_cli(home.root, "memory", "review", "restore", kayak["id"])
+    added = run_cli(home.root, "memory", "review", "add", kayak["id"])
     assert added.returncode == 0, added.stderr
-    kept_out = run_cli(home.root, "memory", "review", "accept", cilantro["id"])
+    kept_out = run_cli(home.root, "memory", "review", "keep-out", cilantro["id"])
     assert kept_out.returncode == 0, kept_out.stderr
 
     app = open_app(home, llm_server)
@@ -94,7 +95,7 @@ def test_what_nothing_keeps_is_listed_notified_and_one_command_from_memory(
             "source_seqs": [kayak["source_seqs"][0]], "text": written.text,
             "quote": "I sold my red kayak last week.", "stated": True}
         reviewed = [MemoryReviewed.of(r) for r in app.store.log.records() if r.type == MemoryReviewed.TYPE]
-        assert [(r.item, r.action) for r in reviewed] == [(kayak["id"], "restore"), (cilantro["id"], "accept")]
+        assert [(r.item, r.action) for r in reviewed] == [(kayak["id"], "add"), (cilantro["id"], "keep-out")]
     finally:
         app.close()
 

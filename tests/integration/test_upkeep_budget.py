@@ -26,6 +26,7 @@ from memtray.core.log.events import (
 from memtray.core.memory.upkeep import MAX_TRIES
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, reply, tool_call
+from tests.fixtures.receipting import with_receipts
 from tests.support import drain_consolidations, run_cli
 
 JSON = dict[str, Any]
@@ -86,7 +87,7 @@ def open_app(home: Home, server: ScriptedLLMServer, clock: FakeClock, **kw: Any)
 
 @pytest.fixture
 def app(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock, model: Model) -> Iterator[App]:
-    llm_server.responder = model
+    llm_server.responder = with_receipts(model)  # a careful model sends receipts (issue 27)
     a = open_app(home, llm_server, clock)
     yield a
     a.close()
@@ -134,7 +135,7 @@ def test_past_the_days_budget_background_consolidation_waits_for_the_next_day(
 
 def test_a_consolidation_the_context_window_needs_runs_past_the_budget(
         home: Home, llm_server: ScriptedLLMServer, clock: FakeClock, model: Model) -> None:
-    llm_server.responder = model
+    llm_server.responder = with_receipts(model)  # a careful model sends receipts (issue 27)
     a = open_app(home, llm_server, clock, memory_window=1000, context_tokens=50)  # no window trigger: the prompt's size
     try:
         a.write(lambda: a.store.append(UsageRecorded(kind="embedding", model="openai/test-embedding",
@@ -170,7 +171,7 @@ def test_run_now_lifts_the_budget_for_the_day_and_what_the_user_asks_always_runs
 def test_a_model_that_never_calls_save_memory_is_tried_a_few_times_then_stops(
         home: Home, llm_server: ScriptedLLMServer, clock: FakeClock, model: Model) -> None:
     model.mode = "no-tool"
-    llm_server.responder = model
+    llm_server.responder = with_receipts(model)  # a careful model sends receipts (issue 27)
     a = open_app(home, llm_server, clock, upkeep_daily_tokens=0)  # no budget: only the loop stop
     try:
         talk(a)
@@ -202,7 +203,7 @@ def test_a_model_that_never_calls_save_memory_is_tried_a_few_times_then_stops(
 def test_replies_that_change_nothing_stop_being_retried(
         home: Home, llm_server: ScriptedLLMServer, clock: FakeClock, model: Model) -> None:
     model.mode = "same"
-    llm_server.responder = model
+    llm_server.responder = with_receipts(model)  # a careful model sends receipts (issue 27)
     a = open_app(home, llm_server, clock, upkeep_daily_tokens=0)
     try:
         for _ in range(MAX_TRIES + 3):
