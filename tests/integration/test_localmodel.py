@@ -178,7 +178,9 @@ def test_the_in_process_path_streams_text_and_returns_forced_tool_calls(fake_eng
     streamed, plain, forced, forced_stream = run_async(go())
     assert streamed.content == "Hello" and "".join(deltas) == "Hello" and not streamed.tool_calls
     assert "tools" not in fake_engine.calls[0] and fake_engine.calls[0]["stream"] is True
-    assert plain.content == "Hello" and plain.usage == {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}
+    # an offline model costs nothing: the ledger says 0, not "price unknown"
+    assert plain.content == "Hello" and plain.usage == {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6,
+                                                        "cost": 0.0}
     for r in (forced, forced_stream):
         assert [(tc.name, json.loads(tc.arguments)) for tc in r.tool_calls] == [("save_memory", {"x": "y"})]
     assert fake_engine.calls[2]["tool_choice"] == FORCED and fake_engine.calls[2]["temperature"] == 0.0

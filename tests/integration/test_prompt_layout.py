@@ -19,6 +19,7 @@ from memtray.core.base.home import Home
 from memtray.core.log.events import Message
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, reply, tool_call
+from tests.fixtures.receipting import with_receipts
 from tests.support import drain_consolidations
 
 JSON = dict[str, Any]
@@ -43,7 +44,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def app(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> Iterator[App]:
-    llm_server.responder = respond
+    llm_server.responder = with_receipts(respond)  # a careful model sends receipts (issue 27)
     a = App.open(home, config=Config(model="openai/test-model", api_base=llm_server.base_url, llm_retries=0,
                                      memory_window=8, idle_consolidate_minutes=0),
                  clock=clock, ids=seeded_ids(clock), start_services=False)
