@@ -77,6 +77,8 @@ LARGE_TOOL_TOKENS = 4096
 #: item until the token cap and the JSON never closes. (No maxLength on strings: llama-cpp-python
 #: turns it into one nested optional per character, which crashes llama.cpp's grammar parser.)
 ARRAY_ITEMS = 4
+#: llama.cpp's repetition penalty for forced tool calls (its default is 1.1)
+TOOL_REPEAT_PENALTY = 1.3
 #: The name the offline embeddings are stored under (with the GGUF file's name and the pooling).
 EMBED_MODEL = "local/smollm2"
 #: Tokens of a text that are embedded (the rest is cut: a message's start says what it is about).
@@ -260,16 +262,23 @@ def bounded_schema(schema: Any) -> Any:
     return out
 
 
+#: what the grammar leaves out of ``save_memory`` for a small model: the second form, and the
+#: receipts and skipped list, whose quotes a 135M model fills until its token cap cuts the JSON
+#: inside a string (its proposals are held for review whole, so receipts would decide nothing)
+SMALL_MODEL_OMITS = frozenset({"edits", "receipts", "skipped"})
+
+
 def one_form(schema: Any) -> Any:
     """Where a tool offers two ways to answer (``save_memory``: the whole ``memory_update``
     or ``edits``), the grammar makes the small model use the first one: left optional, it
-    writes neither, and an answer with neither is refused."""
+    writes neither, and an answer with neither is refused. What it would only pad
+    (:data:`SMALL_MODEL_OMITS`) is left out too."""
     if not isinstance(schema, Mapping):
         return schema
     props = schema.get("properties")
     if isinstance(props, Mapping) and "memory_update" in props and "edits" in props:
         out = dict(schema)
-        out["properties"] = {k: v for k, v in props.items() if k != "edits"}
+        out["properties"] = {k: v for k, v in props.items() if k not in SMALL_MODEL_OMITS}
         required = list(out.get("required") or [])
         out["required"] = required + ([] if "memory_update" in required else ["memory_update"])
         return out
@@ -362,21 +371,25 @@ class Engine:
         tools = params.get("tools") or None
         name = forced_tool(params.get("tool_choice"), tools)
         tool = next((t for t in tools or [] if t.get("function", {}).get("name") == name), None)
+        if tool is not None:  # the schema the grammar enforces is the one the system note explains
+            fn = dict(tool.get("function", {}))
+            fn["parameters"] = one_form(bounded_schema(fn.get("parameters") or {}))
+            tool = {"type": "function", "function": fn}
         cap = self.reply_cap if tool is None else self.tool_cap
         asked = params.get("max_tokens") or params.get("max_completion_tokens") or cap
         kw: dict[str, Any] = {
             "messages": plain_messages(messages, tool),
             "max_tokens": min(int(asked), cap) if tool is None else cap,
             "stream": stream and tool is None,
+            # a 135M model loops inside a JSON string ("2022, 2022, …") until the cap cuts it
+            **({"repeat_penalty": TOOL_REPEAT_PENALTY} if tool is not None else {}),
         }
         if params.get("temperature") is not None:
             kw["temperature"] = float(params["temperature"])
         if params.get("stop"):
             kw["stop"] = params["stop"]
         if tool is not None:  # only ever a forced tool: the model calls the first tool for anything on "auto"
-            fn = dict(tool.get("function", {}))
-            fn["parameters"] = one_form(bounded_schema(fn.get("parameters") or {}))
-            kw["tools"] = [{"type": "function", "function": fn}]
+            kw["tools"] = [tool]
             kw["tool_choice"] = {"type": "function", "function": {"name": name}}
         return self.load().create_chat_completion(**kw)
 

@@ -131,9 +131,12 @@ class Reply:
 
 
 def parse_reply(raw: str) -> Reply:
-    """Validate save_memory's arguments (either form); raise ValueError with a plain reason."""
+    """Validate save_memory's arguments (either form); raise ValueError with a plain reason.
+
+    A raw line break inside a string (models write them) is taken as the line break it
+    means (``strict=False``); the text is then checked like any other."""
     try:
-        args = json.loads(raw)
+        args = json.loads(raw, strict=False)
     except json.JSONDecodeError as exc:
         raise ValueError(f"save_memory arguments are not valid JSON ({exc.msg})") from None
     if not isinstance(args, dict):
@@ -195,7 +198,7 @@ def shown_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def parse_arguments(raw: str) -> tuple[str, str, list[dict[str, str]]]:
     """Validate save_memory's arguments; raise ValueError with a plain reason."""
     try:
-        args = json.loads(raw)
+        args = json.loads(raw, strict=False)  # as parse_reply: a raw line break in a string
     except json.JSONDecodeError as exc:
         raise ValueError(f"save_memory arguments are not valid JSON ({exc.msg})") from None
     if not isinstance(args, dict):

@@ -286,21 +286,26 @@ def test_real_consolidation_by_the_bundled_model_is_held_for_review_not_written(
     assert result["memory_seq"] is not None and result["last_consolidated"] == 4
     types = [json.loads(line)["type"] for line in run_cli(home.root, "events", "tail", "-n", "100", "--json").stdout.splitlines()]
     assert "consolidation.completed" in types and "memory.written" in types and "consolidation.failed" not in types
-    # ... but SmolLM2 wrote nothing: memory and the diary are as they were, its proposal waits for review
+    # ... but SmolLM2 wrote nothing: memory and the diary are as they were
     assert result["memory"] == "" and (home.memory / "MEMORY.md").read_text(encoding="utf-8").strip() == ""
     assert (home.memory / "HISTORY.md").read_text(encoding="utf-8").strip() == ""
-    assert any("too small to judge facts" in n and "held for review" in n for n in result["notes"]), result["notes"]
     review = run_cli(home.root, "memory", "review", "--json")
     assert review.returncode == 0, review.stderr
-    items = [i for i in json.loads(review.stdout) if i["kind"] == "proposal"]
-    assert items and result["flagged"] >= len(items)
-    assert all("too small to judge facts" in i["reason"] for i in items)
-    # the user takes the diary entry: it goes to HISTORY.md (not into MEMORY.md), and leaves the queue
-    entry = next(i for i in items if i["section"] == "History")
-    taken = run_cli(home.root, "memory", "review", "restore", entry["id"])
-    assert taken.returncode == 0 and "HISTORY.md" in taken.stdout, taken.stderr
-    assert entry["text"].strip() in (home.memory / "HISTORY.md").read_text(encoding="utf-8")
-    assert (home.memory / "MEMORY.md").read_text(encoding="utf-8").strip() == ""
+    items = json.loads(review.stdout)
+    proposals = [i for i in items if i["kind"] == "proposal"]
+    assert all("too small to judge facts" in i["reason"] for i in proposals)
+    if proposals:
+        assert any("too small to judge facts" in n and "held for review" in n for n in result["notes"]), result["notes"]
+    # what the user said about themselves is held as its proposal or listed as not remembered:
+    # nothing is lost, whatever the tiny model's greedy output is this time
+    held = " ".join(i["text"] + " " + str(i.get("quote", "")) for i in items).casefold()
+    assert "lyon" in held and "green tea" in held, items
+    # the user takes one: it is written where it belongs (a diary entry to HISTORY.md), and leaves the queue
+    entry = next((i for i in proposals if i["section"] == "History"), None) or items[0]
+    taken = run_cli(home.root, "memory", "review", "add", entry["id"])
+    assert taken.returncode == 0, taken.stderr
+    where = "HISTORY.md" if entry["section"] == "History" else "MEMORY.md"
+    assert entry["text"].strip() in (home.memory / where).read_text(encoding="utf-8")
     left = json.loads(run_cli(home.root, "memory", "review", "--json").stdout)
     assert entry["id"] not in [i["id"] for i in left]
 
@@ -317,4 +322,5 @@ def test_forced_tool_schema_is_bounded_so_the_json_always_closes() -> None:
     # the small model answers in the whole-document form: left optional, it wrote neither form
     one = localmodel.one_form(params)
     assert "edits" not in one["properties"] and "memory_update" in one["required"]
+    assert not {"receipts", "skipped"} & set(one["properties"])  # nothing a small model only pads
     assert "edits" in params["properties"]  # not mutated

@@ -376,3 +376,13 @@ def test_a_fact_flipped_to_its_opposite_is_a_silent_drop(policy: str) -> None:
         assert [i["text"] for i in g.flagged] == ["User likes green tea"]
     listed = guard(OLD, new, [{"fact": "User likes green tea", "reason": "went off tea"}], policy)
     assert "user likes green tea" not in norms(listed.memory) and listed.kept == [] and listed.flagged == []
+
+
+def test_a_raw_line_break_inside_a_string_is_the_line_break_it_means() -> None:
+    from memtray.core.memory.guard import parse_reply
+
+    # models (a small offline one among them) write a newline inside a JSON string unescaped
+    reply = parse_reply('{"history_entry": "Met Ada.\nShe lives in Lyon.", "memory_update": "# Memory\n\n- Lives in Lyon"}')
+    assert reply.history_entry == "Met Ada.\nShe lives in Lyon."
+    with pytest.raises(ValueError, match="not valid JSON"):
+        parse_reply('{"history_entry": "cut off')
