@@ -108,3 +108,14 @@ def screenshot_home(script: str, prefix: str = "mtshot") -> Path | None:
     os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     os.environ["NO_PROXY"] = "127.0.0.1,localhost"
     return tmp
+
+
+def grab_window(widget: object, path: Path) -> None:
+    """Save what the X server shows of ``widget``'s window (frame and all) as a PNG, once
+    Qt has painted what is pending: the screenshot scripts' one way to take a picture."""
+    from memtray.desktop.qt import QApplication, QGuiApplication
+
+    QApplication.processEvents()
+    screen = QGuiApplication.primaryScreen()
+    pix = screen.grabWindow(0, widget.x(), widget.y(), widget.width(), widget.height())  # type: ignore[attr-defined]
+    pix.save(str(path))

@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from _common import screenshot_home
+from _common import grab_window, screenshot_home
 from memtray.core.log.events import Message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,10 +116,7 @@ def main() -> int:
         def grab(widget: object, name: str) -> None:
             if scaled_only is not None and name not in scaled_only:
                 return
-            QApplication.processEvents()
-            screen = QGuiApplication.primaryScreen()
-            pix = screen.grabWindow(0, widget.x(), widget.y(), widget.width(), widget.height())  # type: ignore[attr-defined]
-            pix.save(str(OUT / f"{name}{suffix}.png"))
+            grab_window(widget, OUT / f"{name}{suffix}.png")
             shots.append((name, widget))
 
         def step1() -> None:

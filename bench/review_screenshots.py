@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import screenshot_home  # noqa: E402  (the scripts' shared set-up)
+from _common import grab_window, screenshot_home  # noqa: E402  (the scripts' shared set-up)
 
 OUT = ROOT / "docs" / "screenshots"
 
@@ -81,10 +81,7 @@ def main() -> int:
     shots: list[str] = []
 
     def grab(widget: object, name: str) -> None:
-        QApplication.processEvents()
-        screen = QGuiApplication.primaryScreen()
-        pix = screen.grabWindow(0, widget.x(), widget.y(), widget.width(), widget.height())  # type: ignore[attr-defined]
-        pix.save(str(OUT / f"{name}{suffix}.png"))
+        grab_window(widget, OUT / f"{name}{suffix}.png")
         shots.append(name)
 
     def step1() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-from _common import ROOT, screenshot_home
+from _common import ROOT, grab_window, screenshot_home
 
 OUT = ROOT / "docs" / "screenshots"
 QUERY = "when did we talk about the lighthouse in Brittany?"
@@ -28,7 +28,7 @@ def main() -> int:
     from memtray.core.base.home import Home
     from memtray.core.log.events import ImportItem, Message
     from memtray.desktop.main import Desktop
-    from memtray.desktop.qt import QApplication, QGuiApplication, QTimer
+    from memtray.desktop.qt import QApplication, QTimer
 
     home = Home.resolve(os.environ["MEMTRAY_HOME"])
     config.set_value(home, "model", "openai/gpt-4o-mini")
@@ -64,10 +64,7 @@ def main() -> int:
     shots: list[str] = []
 
     def grab(widget: object, name: str) -> None:
-        QApplication.processEvents()
-        screen = QGuiApplication.primaryScreen()
-        pix = screen.grabWindow(0, widget.x(), widget.y(), widget.width(), widget.height())  # type: ignore[attr-defined]
-        pix.save(str(OUT / f"{name}.png"))
+        grab_window(widget, OUT / f"{name}.png")
         shots.append(name)
 
     def step1() -> None:
