@@ -180,6 +180,7 @@ def _build(
     search = _build_search(home, store, settings, worker, tools, agent, start=start)
     if search is not None:
         search.may_spend = consolidation.upkeep.allows_background  # the daily budget of background upkeep
+        consolidation.similarities = search.similarities  # the receipt check weighs rewordings by meaning too
 
     reminders = ReminderService(store, settings, clock, worker, notifier, agent, can_start=start)
     register_reminder_tools(tools, reminders)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -177,6 +178,9 @@ class ConsolidationService:
         self.prompt_size = prompt_size
         #: the daily budget of background upkeep and the loop stop (upkeep.py)
         self.upkeep = upkeep or UpkeepGuard(store, settings, clock, notifier)
+        #: the embedding model's similarity of text pairs, when one is configured (the app sets
+        #: the search service's): the receipt check weighs a reworded fact by meaning too
+        self.similarities: Callable[[list[tuple[str, str]]], Awaitable[dict[tuple[str, str], float]]] | None = None
         self.in_flight: set[str] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         self._retry_at: dict[str, datetime] = {}
@@ -389,7 +393,13 @@ class ConsolidationService:
             # Memory may have changed while the model worked (agent tools, a hand edit):
             # keep those changes rather than undo them with a proposal made before them.
             self.memory.check_worktree()
-            g = self._guard(reply, snapshot, snap_ids, self.memory.ledger(), prompt_ids, messages, cid, read_seq)
+            now = self.memory.ledger()
+            asked: list[tuple[str, str]] = []  # the pairs the receipt check would weigh by meaning
+            g = self._guard(reply, snapshot, snap_ids, now, prompt_ids, messages, cid, read_seq,
+                            lambda a, b: asked.append((a, b)))
+            if asked and self.similarities is not None and (scores := await self.similarities(asked)):
+                g = self._guard(reply, snapshot, snap_ids, now, prompt_ids, messages, cid, read_seq,
+                                lambda a, b: scores.get((a, b)))
             entry = hold_history(redact(reply.history_entry), g.flagged)
             verdict = judge(use_model or self.llm.model, self.settings.current.hold_consolidations)
             if not verdict.unattended:  # too small to judge facts: the proposal waits for the user (hold.py)
@@ -451,7 +461,8 @@ class ConsolidationService:
         return out
 
     def _guard(self, reply: Reply, snap_text: str, snap: Ledger, current: Ledger, shown: Ledger,
-               messages: list[dict[str, Any]], cid: str, read_seq: int) -> IdGuarded:
+               messages: list[dict[str, Any]], cid: str, read_seq: int,
+               similarity: Callable[[str, str], float | None] | None = None) -> IdGuarded:
         """The reply applied on ids (:func:`proposal.apply_reply`) to what the model was shown,
         put on the ids of now (:func:`undo.translate`: a sync's merge since ``read_seq`` may have
         renumbered them), then the changes made meanwhile carried onto it (:func:`undo.carry`)."""
@@ -468,7 +479,7 @@ class ConsolidationService:
         gone = [f for f in shown.facts if snap.get(f.id) is None]  # a redo's base facts no longer in memory
         a = apply_reply(snap, snap_text, memory_update=update, edits=edits or None, removed=reply.removed, messages=texts,
                         policy=policy, also=gone, roles=roles, receipts=reply.receipts,
-                        inferred=self.settings.current.inferred_facts)
+                        inferred=self.settings.current.inferred_facts, similarity=similarity)
         a.notes += reply.notes
         a.flagged = [with_seqs(item, seq_of) for item in a.flagged]
         text, led = a.memory, a.ledger

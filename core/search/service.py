@@ -51,7 +51,7 @@ from memtray.core.search.ranking import Ranker
 from memtray.core.search.text import Hit, SearchError, format_hits
 
 __all__ = ["MODES", "Recall", "SearchResult", "SearchService", "build", "format_hits"]
-from memtray.core.search.vectors import VectorStore
+from memtray.core.search.vectors import VectorStore, cosine
 
 log = logging.getLogger(__name__)
 
@@ -283,6 +283,22 @@ class SearchService:
         done, total = self.vectors.progress() if self.embedder.available else (0, self.index.count())
         running = self._backfill is not None and not self._backfill.done()
         return EmbedStatus(self.embedder.model, done, total, running, self.last_error)
+
+    async def similarities(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
+        """The cosine similarity of each (a, b) by the embedding model, in one request: the
+        receipt check's signal by meaning (core/memory/receiptcheck.py). Empty without an
+        embedding model or when it fails (the check then decides on words alone)."""
+        if not pairs or not self.embedder.available:
+            return {}
+        texts = sorted({t for pair in pairs for t in pair})
+        try:
+            vecs, usage = await self.embedder.embed_counted(texts)
+        except (LLMError, MemtrayError, OSError, ValueError) as exc:
+            log.info("no similarity for the receipt check: %s", exc)
+            return {}
+        self._spent("embedding", usage)  # upkeep: the receipt check of a consolidation
+        by = dict(zip(texts, vecs, strict=True))
+        return {(a, b): cosine(by[a], by[b]) for a, b in pairs}
 
     def _spent(self, kind: str, usage: Usage | None) -> None:
         """Record an embedding call's tokens and cost in the log (the usage ledger,

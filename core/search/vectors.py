@@ -78,6 +78,12 @@ def _dot(a: array[int], b: array[int]) -> int:
     return sum(map(operator.mul, a, b))
 
 
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """The cosine similarity of two float vectors (0 when either is all zeros)."""
+    na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(x * x for x in b))
+    return sum(map(operator.mul, a, b)) / (na * nb) if na and nb else 0.0
+
+
 def _nearest_by_signature(qs: int, sigs: list[int], cand: Sequence[int], keep: int) -> list[int]:
     """About ``keep`` of ``cand`` (indexes into ``sigs``) whose signatures are nearest ``qs``.
 

@@ -151,3 +151,43 @@ def test_a_fact_without_a_receipt_is_held_and_old_facts_keep_working(
         app.close()
     listing = run_cli(home.root, "memory", "show", "--sources").stdout
     assert "Lives in Graz  [F1] (no receipt)" in listing
+
+
+def test_with_an_embedding_model_a_rewording_its_words_miss_is_weighed_by_meaning(
+        tmp_path: Any, llm_server: ScriptedLLMServer) -> None:
+    """"I take the train to work" -> "Takes the railway to work": the words miss 'railway'
+    (no table knows it), the embedding model puts the two together. Without an embedding
+    model it is held; with one it is written; a changed name is held either way."""
+    said = [("user", "I take the train to work with Greta.")]
+
+    def model(req: dict[str, Any]) -> Response:
+        return tool_call("save_memory", {"history_entry": "", "edits": [
+            {"op": "add", "text": "Takes the railway to work", "section": "Routine",
+             "receipt": {"messages": [1], "quote": "I take the train to work"}},
+            {"op": "add", "text": "Takes the railway to work with Mia", "section": "Routine",
+             "receipt": {"messages": [1], "quote": "I take the train to work with Greta"}}]})
+
+    def run(name: str, **kw: Any) -> tuple[str, list[dict[str, Any]], int]:
+        llm_server.responder = model
+        home = Home.resolve(tmp_path / name)
+        cfg = Config(model="openai/test-model", api_base=llm_server.base_url, llm_retries=0, llm_timeout=10.0,
+                     memory_window=1000, idle_consolidate_minutes=0, consolidation_timeout=30.0, **kw)
+        app = App.open(home, config=cfg, start_services=False)
+        try:
+            app.store.append_many([(Message(role=r, content=t), "s", None) for r, t in said])
+            before = len([r for r in llm_server.requests if r.path.endswith("/embeddings")])
+            app.run(app.consolidation.consolidate("s", trigger="manual"))
+            asked = len([r for r in llm_server.requests if r.path.endswith("/embeddings")]) - before
+            held = [i for i in app.memory.pending_review() if i["kind"] != "not-remembered"]
+            return app.store.state.memory, held, asked
+        finally:
+            app.close()
+
+    memory, held, asked = run("words")
+    assert "railway" not in memory and asked == 0
+    assert {i["text"]: i["kind"] for i in held} == {"Takes the railway to work": "unsupported",
+                                                    "Takes the railway to work with Mia": "unsupported"}
+    memory, held, asked = run("meaning", embedding_model="openai/text-embedding-3-small")
+    assert "- Takes the railway to work" in memory and "Mia" not in memory and asked >= 1
+    assert [(i["text"], i["kind"]) for i in held] == [("Takes the railway to work with Mia", "unsupported")]
+    assert "'Mia'" in held[0]["reason"] and "'Greta'" in held[0]["reason"]
