@@ -239,3 +239,45 @@ def test_undo_takes_back_one_change_and_keeps_the_later_ones(tmp_path: Path) -> 
     assert not undone.is_error and "likes tea" in _text(undone)
     assert "likes trains" in memory and "likes tea" not in memory
 
+
+
+def test_a_search_an_mcp_client_asks_for_is_in_the_usage_ledger(tmp_path: Path) -> None:
+    """MCP-driven work spends the user's money too (issue 31): the query embedding of a
+    client's search_history is recorded, as a search the user asked for, in the same log."""
+    from memtray.core.app import App
+    from memtray.core.base import config as configmod
+    from memtray.core.base.home import Home
+    from memtray.core.log.events import Message, UsageRecorded
+    from memtray.core.log.store import Store
+
+    from tests.fixtures.llm_server import ScriptedLLMServer
+
+    home = tmp_path / "home"
+    with ScriptedLLMServer() as server:
+        h = Home.resolve(home)
+        cfg = configmod.Config(model="openai/gpt-4o-mini", api_base=server.base_url,
+                               embedding_model="openai/text-embedding-3-small")
+        configmod.save(h, cfg)
+        app = App.open(h, config=cfg, start_services=False)
+        try:
+            app.store.append(Message(role="user", content="My daughter's teacher is Mrs Okafor"), session="s")
+            assert app.search is not None
+            app.run(app.search.backfill())  # the history is embedded: a search embeds its query
+        finally:
+            app.close()
+        asked = len(server.requests)
+
+        async def search(s: ClientSession) -> Any:
+            return await s.call_tool("search_history", {"query": "the teacher of my daughter"})
+
+        result = anyio.run(_session, home, search)
+        assert not result.is_error, _text(result)
+        assert any(r.path.endswith("/embeddings") for r in server.requests[asked:])
+    store = Store.open(Home.resolve(home))
+    try:
+        got = [UsageRecorded.of(r) for r in store.log.records() if r.type == UsageRecorded.TYPE]
+    finally:
+        store.close()
+    assert [(u.kind, u.model) for u in got] == [("embedding", "openai/text-embedding-3-small"),
+                                                ("search", "openai/text-embedding-3-small")]
+    assert got[1].usage["prompt_tokens"] > 0
