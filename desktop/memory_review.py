@@ -48,6 +48,7 @@ KIND_LABELS = {
     "unsupported": "Not found in what you said", "instruction": "Looks like an instruction",
     "silent-drop": "Dropped without a reason", "rebase": "The model's words, not written",
     "proposal": "Proposed by a small model", "merge-conflict": "Two devices disagree",
+    "inferred": "Only memtray said this, not you", "not-remembered": "You said this; nothing kept it",
 }
 
 #: a message's text shown with its source, at most this many characters around the quote

@@ -178,3 +178,37 @@ def test_why_names_the_device_a_fact_came_from(qtbot: Any, desktop: Any) -> None
     own = WhyDialog(desktop.ctx, {**info, "device_revision": None})  # this device's own fact: no line
     qtbot.addWidget(own)
     assert own.device_line is None
+
+
+def test_a_statement_nothing_kept_is_one_click_from_memory_with_its_message_as_receipt(
+        qtbot: Any, desktop: Any) -> None:
+    app = desktop.app
+    mem = app.memory
+    said = "By the way, I don't like cilantro."
+
+    def seed() -> None:
+        mem.write(MEM0, reason="user-edit", source="user")
+        seq = app.store.append_many([(Message(role="user", content=said), "quick", None)])[0].seq
+        item = review_item("not-remembered", "User doesn't like cilantro", "", None,
+                           "you said this (message #1); no fact, diary entry or skip keeps it",
+                           quote="I don't like cilantro.")
+        item["source_seqs"] = [seq]
+        mem.write(MEM0, reason="consolidation", source="model", flagged=[item])
+
+    app.worker.call(seed)
+    window = desktop.main_window()
+    window.resize(1280, 720)
+    desktop.open("memory")
+    browser = window.memory
+    tab = browser.review_tab
+    qtbot.waitUntil(lambda: len(tab.cards) == 1, timeout=10000)
+    browser.show_review()
+    card = tab.card("cilantro")
+    assert "nothing kept it" in card.meta.text()  # says what it is, in words
+    assert card.found_quote and "cilantro" in card.sources.text()  # its message, the quote marked
+    assert [b.text() for b in card.buttons.values()] == ["Add to memory", "Keep out"]
+    with qtbot.waitSignal(browser.changed, timeout=10000):
+        qtbot.mouseClick(card.buttons["add"], Qt.MouseButton.LeftButton)
+    assert "- User doesn't like cilantro" in _memory(desktop)
+    receipt = app.worker.call(lambda: mem.why("User doesn't like cilantro"))["receipt"]
+    assert receipt is not None and receipt["stated"] and receipt["quote"] == "I don't like cilantro."
