@@ -139,6 +139,8 @@ def parse_reply(raw: str) -> Reply:
         args = json.loads(raw, strict=False)
     except json.JSONDecodeError as exc:
         raise ValueError(f"save_memory arguments are not valid JSON ({exc.msg})") from None
+    except RecursionError:  # "[[[[…" a hundred thousand deep: not a reply, and never a crash
+        raise ValueError("save_memory arguments are nested too deeply") from None
     if not isinstance(args, dict):
         raise ValueError("save_memory arguments are not an object")
     args = clean_obj(args)  # control characters (but \n, \t) never reach memory: see wording.clean_controls
@@ -201,6 +203,8 @@ def parse_arguments(raw: str) -> tuple[str, str, list[dict[str, str]]]:
         args = json.loads(raw, strict=False)  # as parse_reply: a raw line break in a string
     except json.JSONDecodeError as exc:
         raise ValueError(f"save_memory arguments are not valid JSON ({exc.msg})") from None
+    except RecursionError:  # "[[[[…" a hundred thousand deep: not a reply, and never a crash
+        raise ValueError("save_memory arguments are nested too deeply") from None
     if not isinstance(args, dict):
         raise ValueError("save_memory arguments are not an object")
     entry, update = args.get("history_entry"), args.get("memory_update")

@@ -386,7 +386,7 @@ def _locate(piece: list[str], message: Sequence[_Tok]) -> list[_Tok] | None:
         return []
     for k in range(len(words) - n + 1):
         if words[k:k + n] == piece:
-            return list(message[k:k + n])
+            return _denied(message, k) + list(message[k:k + n])
     if n < 4:
         return None
     sm = difflib.SequenceMatcher(None, words, piece, autojunk=False)
@@ -394,10 +394,32 @@ def _locate(piece: list[str], message: Sequence[_Tok]) -> list[_Tok] | None:
     if not blocks:
         return None
     matched = sum(b.size for b in blocks)
-    span = blocks[-1].a + blocks[-1].size - blocks[0].a
-    if n - matched > n // SLIP or span > n + n // SLIP + 1:
+    start, end = blocks[0].a, blocks[-1].a + blocks[-1].size
+    if n - matched > n // SLIP or end - start > n + n // SLIP + 1:
         return None
-    return [t for b in blocks for t in message[b.a:b.a + b.size]]
+    # the message's words from the first match to the last: a word the quote slipped ("not")
+    # is still what the message says
+    return _denied(message, start) + list(message[start:end])
+
+
+#: how many words before a quote are read for a "not" the quote left out ("I don't | smoke")
+NEGATION_REACH = 3
+
+
+#: words that start another clause: a "not" before them denies something else ("not sure, but I …")
+_CLAUSE = frozenset({"but", "and", "so", "because", "though", "although", "while", "yet", "or", "但是", "但", "可是"})
+
+
+def _denied(message: Sequence[_Tok], start: int) -> list[_Tok]:
+    """The negators just before a quoted span, in its clause (``I don't`` + ``smoke``): the
+    quote's words are evidence only with the "not" the message puts before them."""
+    out: list[_Tok] = []
+    for t in reversed(message[max(0, start - NEGATION_REACH):start]):
+        if t.word in _CLAUSE:
+            break
+        if t.word in _NEGATORS:
+            out.append(t)
+    return out[::-1]
 
 
 def _find(quote: str, cited: Sequence[int], texts: Sequence[str]) -> tuple[list[int], list[_Tok]] | None:

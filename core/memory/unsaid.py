@@ -342,8 +342,21 @@ def _names(text: str) -> set[str]:
 
 
 def _quotes(quote: str, sentence: str) -> bool:
-    q, s = normalize(quote), normalize(sentence)
-    return bool(q) and (q in s or s in q)
+    """Whether a skip's quote stands for the sentence: it holds the whole sentence, or it is a
+    run of the sentence's own words (never a part of a word) that says at least half of it --
+    a skip quoting "I" or "in" accounts for nothing."""
+    q, s = re.findall(r"\w+", normalize(quote)), re.findall(r"\w+", normalize(sentence))
+    if not q or not s:
+        return False
+    if _run_in(s, q):
+        return True
+    return 2 * len(q) >= len(s) and _run_in(q, s)
+
+
+def _run_in(words: list[str], run: list[str]) -> bool:
+    """``words`` appear in ``run`` as one contiguous run."""
+    n = len(words)
+    return any(run[i:i + n] == words for i in range(len(run) - n + 1))
 
 
 # --- skipped -----------------------------------------------------------------------------------

@@ -386,3 +386,12 @@ def test_a_raw_line_break_inside_a_string_is_the_line_break_it_means() -> None:
     assert reply.history_entry == "Met Ada.\nShe lives in Lyon."
     with pytest.raises(ValueError, match="not valid JSON"):
         parse_reply('{"history_entry": "cut off')
+
+
+def test_arguments_nested_too_deeply_are_refused_in_words() -> None:
+    from memtray.core.memory.guard import parse_arguments, parse_reply
+
+    deep = "[" * 100_000 + "]" * 100_000
+    for parse in (parse_reply, parse_arguments):
+        with pytest.raises(ValueError, match="nested too deeply"):
+            parse(deep)

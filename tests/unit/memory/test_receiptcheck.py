@@ -133,3 +133,24 @@ def test_numbers_times_and_dates_are_one_form(a: str, b: str) -> None:
 def test_a_malformed_message_list_never_raises() -> None:
     assert check("Keeps bees", Receipt((1,), "bees"), []).kind == "held"
     assert check("", Receipt((1,), "bees"), [("user", "bees")]).reason == "the fact says nothing the quote could support"
+
+
+@pytest.mark.parametrize(("said", "quote", "fact"), [
+    ("I don't smoke.", "smoke", "Smokes"),
+    ("I never drink alcohol.", "drink alcohol", "Drinks alcohol"),
+    ("I can't swim.", "swim", "Can swim"),
+    ("I have no car.", "car", "Has a car"),
+    ("我不喜欢香菜", "喜欢香菜", "喜欢香菜"),
+    # the quote slips the "not" it was cut across
+    ("I definitely do not really own any sort of yacht whatsoever.",
+     "I definitely do really own any sort of yacht whatsoever", "Owns a yacht"),
+])
+def test_a_quote_that_leaves_out_the_not_before_it_holds_nothing(said: str, quote: str, fact: str) -> None:
+    got = check(fact, Receipt((1,), quote, None), [("user", said)])
+    assert got.kind == "held" and "not" in got.reason
+
+
+def test_a_not_in_the_clause_before_does_not_deny_the_quote() -> None:
+    got = check("Plays the cello", Receipt((1,), "I play the cello", None),
+                [("user", "I'm not sure about Thursday, but I play the cello.")])
+    assert got.kind == "stated"

@@ -156,3 +156,16 @@ def test_review_items_name_the_message_and_write_the_users_words() -> None:
     assert items[0]["kind"] == "not-remembered" and items[0]["text"] == "User doesn't like cilantro"
     assert items[0]["quote"] == "I don't like cilantro." and items[0]["source_seqs"] == [12]
     assert "message #3" in items[0]["reason"]
+
+
+def test_a_skip_that_quotes_a_word_or_two_accounts_for_nothing_else() -> None:
+    from memtray.core.memory.unsaid import account
+
+    msgs = [{"role": "user", "content": "I have a cat named Miso. I write code in Rust. I dislike cilantro.", "seq": 7}]
+    assert len(account(None, msgs, []).items) == 3
+    for quote in ("I", "a", "in", "code"):  # found in the message, but it says none of its statements
+        got = account([{"message": 1, "quote": quote, "reason": "x"}], msgs, [])
+        assert len(got.items) == 3, quote
+    # a skip quoting one statement accounts for that one only
+    got = account([{"message": 1, "quote": "I write code in Rust", "reason": "not about the user's life"}], msgs, [])
+    assert sorted(i["quote"] for i in got.items) == ["I dislike cilantro.", "I have a cat named Miso."]
