@@ -376,9 +376,16 @@ def _apply_full(current: Ledger, update: str, reasons: dict[str, str], judge: Ju
     # the text: the reply without dropped bullets, plus what the guard puts back
     text = _without(marked.text, drop)
     kept_j = [j for j in range(len(new)) if j not in drop]
+    back: list[Fact] = []  # a held merge takes nothing with it: the facts it merged stay as they were
     for j, old in revert.items():
         text = factdiff.replace_fact(text, kept_j.index(j), old.text)
+        back += [by_id[i] for i in merged.pop(old.id, []) if i in by_id]
+    for f in back:
+        text = factdiff.add_fact(text, f.text, f.section or None)
     plan = _Plan()
+    for f in back:
+        plan.put(f.norm, f.id)
+        verdicts.append(Verdict("kept", f.id, f.text))
     for j, f in enumerate(new):
         if j not in drop and assign[j] is not None:
             old = by_id.get(str(assign[j]))

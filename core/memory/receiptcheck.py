@@ -237,14 +237,23 @@ def _tokens(text: str, *, names: bool = True) -> list[_Tok]:
         w = raw.casefold()
         if w in _MONTH_OF and (len(w) > 3 or raw[:1].isupper()):
             w = _MONTH_OF[w]
-        before = norm[:m.start()].rstrip()
-        initial = not before or before[-1] in ".!?;\n-–—*•#>。！？" or before.endswith("- ")
+        i = m.start() - 1  # the last character before the word, spaces aside (linear: no slicing)
+        while i >= 0 and norm[i].isspace():
+            i -= 1
+        initial = i < 0 or norm[i] in ".!?;-–—*•#>。！？"
         is_name = (names and raw[:1].isupper() and not raw.isupper() and not initial and w not in table.stop
                    and _stem(w) not in table.words and w not in table.words) or (
             names and len(raw) > 1 and raw.isupper() and raw.isalpha() and raw.isascii() and w not in table.stop
             and _stem(w) not in table.words)
         out.append(_Tok(raw, w, _stem(w), is_name))
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _said(text: str) -> tuple[_Tok, ...]:
+    """A message's tokens, once per text: every piece of every fact's quote is looked up in
+    the same few messages."""
+    return tuple(_tokens(text))
 
 
 # --- what a text says ------------------------------------------------------------------
@@ -440,7 +449,7 @@ def _find_pieces(pieces: Sequence[str], cited: Sequence[int],
     words: list[_Tok] = []
     for piece in (p for p in pieces if _TOKEN_RE.search(p)):
         pw = [t.word for t in _tokens(piece, names=False)]
-        hit = next(((n, got) for n in cited if (got := _locate(pw, _tokens(texts[n - 1]))) is not None), None)
+        hit = next(((n, got) for n in cited if (got := _locate(pw, _said(texts[n - 1]))) is not None), None)
         if hit is None:
             return None
         if hit[0] not in found:
@@ -553,7 +562,7 @@ def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]
         where = elsewhere  # the quote is there, under another number: what counts is where it is
     found, words = where
     evidence = _join(words, *(_tokens(k) for k in known))
-    context = _join(*(_tokens(texts[n - 1]) for n in dict.fromkeys([*receipt.messages, *found])))
+    context = _join(*(_said(texts[n - 1]) for n in dict.fromkeys([*receipt.messages, *found])))
     why = follows(fact, evidence, context=context, similarity=similarity)
     if why:
         return Check("held", why, tuple(found), receipt.quote)

@@ -378,7 +378,7 @@ def parse_skipped(raw: Any, messages: Sequence[str]) -> tuple[list[Skip], list[s
             notes.append(f"skipped entry {n} is not an object; ignored")
             continue
         num, quote, reason = e.get("message"), e.get("quote"), e.get("reason")
-        if isinstance(num, str) and num.strip().lstrip("#").isdigit():
+        if isinstance(num, str) and re.fullmatch(r"[0-9]{1,9}", num.strip().lstrip("#")):  # not "²"
             num = int(num.strip().lstrip("#"))
         if not isinstance(num, int) or isinstance(num, bool) or not 1 <= num <= len(messages):
             notes.append(f"skipped entry {n} names no consolidated message ({str(num)[:20]!r}); ignored")

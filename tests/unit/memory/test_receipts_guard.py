@@ -72,3 +72,25 @@ def test_held_items_name_their_messages_by_seq_in_the_log() -> None:
     item = {"id": "x", "kind": "inferred", "messages": [2, 9]}
     assert with_seqs(item, [40, 41, None]) == {"id": "x", "kind": "inferred", "source_seqs": [41]}
     assert with_seqs({"id": "y"}, [40]) == {"id": "y"}
+
+
+def test_a_held_merge_takes_none_of_the_facts_it_merged_with_it() -> None:
+    """'- [F1, F2] Works on Beacon with Mia and lives in Berlin' without a receipt is held: F1
+    keeps its words and F2 ("Lives in Graz") stays in memory under its id, not merged away."""
+    cur, out = _apply(memory_update="## Me\n- [F1, F2] Works on Beacon with Greta and lives in Berlin\n")
+    assert "- Works on Beacon with Greta" in out.memory and "- Lives in Graz" in out.memory
+    assert "Berlin" not in out.memory and out.merged == {}
+    assert {f.id: f.text for f in out.ledger.facts} == {f.id: f.text for f in cur.facts}
+    assert [i["kind"] for i in out.flagged] == ["unsupported"]
+
+
+def test_reply_fields_with_a_lone_surrogate_or_an_odd_number_never_fail_the_reply() -> None:
+    from memtray.core.memory.guard import parse_reply
+    from memtray.core.memory.unsaid import parse_skipped
+
+    reply = parse_reply('{"history_entry": "x", "skipped": [{"message": 1, "quote": "bees", "reason": "why \\ud800"}],'
+                        ' "edits": [{"op": "add", "text": "Keeps bees \\ud800",'
+                        ' "receipt": {"messages": [1], "quote": "I keep bees \\ud800"}}]}')
+    assert "\ud800" not in str(reply.edits) and "\ud800" not in str(reply.skipped)
+    skips, notes = parse_skipped([{"message": "²", "quote": "x", "reason": "r"}], ["x"])
+    assert skips == [] and "names no consolidated message" in notes[0]
