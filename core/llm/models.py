@@ -38,6 +38,7 @@ def list_models(api_base: str, key: str | None = None, *, timeout: float = 5.0) 
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             raw = resp.read(MAX_BYTES + 1)
     except urllib.error.HTTPError as exc:
+        exc.close()  # it holds the connection: left to the GC, the socket leaks (ResourceWarning)
         if exc.code in (401, 403):
             raise LLMAuthError(f"{url}: the server refused the key ({exc.code})") from None
         raise LLMBadResponse(f"{url}: the server answered {exc.code} instead of its model list") from None
