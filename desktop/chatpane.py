@@ -98,6 +98,9 @@ class ChatPane(QWidget):
         #: the snapshot last shown (None: render afresh) and the newest seq it covered
         self._shown: transcript.Snapshot | None = None
         self._last_seq = 0
+        #: the session's reset count when the view last showed a "new conversation" divider: a
+        #: redraw (reload) with no /new since keeps it
+        self._divided: int | None = None
         #: this pane's own turn (the message typed, the reply) not yet matched to logged messages
         self._live: list[QWidget] = []
         #: counts turn starts and ends: a snapshot asked for across one is stale
@@ -199,6 +202,7 @@ class ChatPane(QWidget):
                 self.stop()
             self.session = session
             self._shown = None
+            self._divided = None
             self.view.clear()
             self.view.more.setVisible(False)  # until this session's snapshot arrives
             self.feed.request()
@@ -240,8 +244,9 @@ class ChatPane(QWidget):
         self.view.clear()
         self._error = None
         self._live = []
-        if reset:
+        if reset or self._divided == snap.resets:
             self.view.add(divider(self.ctx, "new conversation"))
+            self._divided = snap.resets
         msgs = snap.messages
         # render only the last page: a long unconsolidated session must not slow start-up
         self._held = msgs[:-PAGE] if len(msgs) > PAGE else []

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtray.core.llm.client import tool_spec
-from memtray.core.log.codec import scrub_obj
 from memtray.core.memory import factdiff
 from memtray.core.memory.items import review_item
 from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
@@ -144,9 +143,7 @@ def parse_reply(raw: str) -> Reply:
         raise ValueError("save_memory arguments are nested too deeply") from None
     if not isinstance(args, dict):
         raise ValueError("save_memory arguments are not an object")
-    # control characters (but \n, \t) never reach memory (wording.clean_controls), nor a lone
-    # surrogate, which the log would refuse and so fail the whole reply (codec.scrub_obj)
-    args = scrub_obj(clean_obj(args))
+    args = clean_obj(args)  # control characters (but \n, \t) never reach memory: see wording.clean_controls
     edits = args.get("edits")
     if edits is not None:
         if not isinstance(edits, list) or not all(isinstance(e, dict) for e in edits):

@@ -226,6 +226,7 @@ class _Tok:
     word: str  # casefolded
     stem: str
     name: bool  # capitalised where a sentence does not start, and no common word
+    initial: bool = False  # the first word of a sentence
 
 
 def _tokens(text: str, *, names: bool = True) -> list[_Tok]:
@@ -245,7 +246,7 @@ def _tokens(text: str, *, names: bool = True) -> list[_Tok]:
                    and _stem(w) not in table.words and w not in table.words) or (
             names and len(raw) > 1 and raw.isupper() and raw.isalpha() and raw.isascii() and w not in table.stop
             and _stem(w) not in table.words)
-        out.append(_Tok(raw, w, _stem(w), is_name))
+        out.append(_Tok(raw, w, _stem(w), is_name, initial))
     return out
 
 
@@ -423,11 +424,15 @@ def _denied(message: Sequence[_Tok], start: int) -> list[_Tok]:
     """The negators just before a quoted span, in its clause (``I don't`` + ``smoke``): the
     quote's words are evidence only with the "not" the message puts before them."""
     out: list[_Tok] = []
+    if start < len(message) and message[start].initial:
+        return out  # the quote starts its sentence: a "not" before it is another sentence's
     for t in reversed(message[max(0, start - NEGATION_REACH):start]):
         if t.word in _CLAUSE:
             break
         if t.word in _NEGATORS:
             out.append(t)
+        if t.initial:
+            break
     return out[::-1]
 
 

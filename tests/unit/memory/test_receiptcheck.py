@@ -154,3 +154,6 @@ def test_a_not_in_the_clause_before_does_not_deny_the_quote() -> None:
     got = check("Plays the cello", Receipt((1,), "I play the cello", None),
                 [("user", "I'm not sure about Thursday, but I play the cello.")])
     assert got.kind == "stated"
+    got = check("Works as a carpenter in Riga", Receipt((1,), "I work as a carpenter in Riga", None),
+                [("user", "I'm not a poodle. I work as a carpenter in Riga.")])  # another sentence's "not"
+    assert got.kind == "stated"

@@ -84,13 +84,8 @@ def test_a_held_merge_takes_none_of_the_facts_it_merged_with_it() -> None:
     assert [i["kind"] for i in out.flagged] == ["unsupported"]
 
 
-def test_reply_fields_with_a_lone_surrogate_or_an_odd_number_never_fail_the_reply() -> None:
-    from memtray.core.memory.guard import parse_reply
+def test_a_skipped_entry_with_an_odd_number_is_ignored_not_a_failed_reply() -> None:
     from memtray.core.memory.unsaid import parse_skipped
 
-    reply = parse_reply('{"history_entry": "x", "skipped": [{"message": 1, "quote": "bees", "reason": "why \\ud800"}],'
-                        ' "edits": [{"op": "add", "text": "Keeps bees \\ud800",'
-                        ' "receipt": {"messages": [1], "quote": "I keep bees \\ud800"}}]}')
-    assert "\ud800" not in str(reply.edits) and "\ud800" not in str(reply.skipped)
     skips, notes = parse_skipped([{"message": "²", "quote": "x", "reason": "r"}], ["x"])
     assert skips == [] and "names no consolidated message" in notes[0]
