@@ -167,10 +167,11 @@ def python_pass(runs: int = 5) -> float:
     return statistics.median(times)
 
 
-def floor_rss(env: dict[str, str], tmp: Path) -> tuple[int, list[tuple[str, int]]]:
-    """Idle RSS of bench/minimal_qt.py (one window, nothing else), 5 s after it is ready."""
+def floor_rss(env: dict[str, str], tmp: Path, *, tray: bool = False) -> tuple[int, list[tuple[str, int]]]:
+    """Idle RSS of bench/minimal_qt.py (one window or tray icon, nothing else), 5 s after it is ready."""
     report = tmp / "report-floor-rss.jsonl"
-    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "minimal_qt.py")], cwd=str(ROOT),
+    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "minimal_qt.py"), *(["--tray"] if tray else [])],
+                            cwd=str(ROOT),
                             env=dict(env, MEMTRAY_STARTUP_REPORT=str(report)),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -182,25 +183,33 @@ def floor_rss(env: dict[str, str], tmp: Path) -> tuple[int, list[tuple[str, int]
         proc.wait(30)
 
 
-def toggles_and_rss(env: dict[str, str], tmp: Path, toggles: int) -> tuple[list[float], Any, Any, Any]:
-    """One process: RSS 5 s after start, RSS once the start-time warm-up of the model client
-    (litellm's import, desktop/main.py ``_warm_up``) is done and the app is idle, then `memtray
-    toggle` to popup shown, then RSS after the toggles."""
+def toggles_and_rss(env: dict[str, str], tmp: Path, toggles: int,
+                    tray: bool) -> tuple[list[float], Any, Any, Any]:
+    """One process: RSS 5 s after start; RSS at idle (in the tray: 20 s after ready, with the model
+    client still unloaded, since it loads when the user opens the popup or window; with no tray:
+    once the start-time warm-up of the window case is done); then `memtray toggle` to popup
+    shown, and RSS after the toggles, once the model client is loaded."""
     from memtray.core.base import ipc
     from memtray.core.base.home import Home
 
     h = Home.resolve(Path(env["MEMTRAY_HOME"]))
-    report = tmp / "report-toggle.jsonl"
+    report = tmp / f"report-toggle-{'tray' if tray else 'window'}.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "memtray.core.cli"], cwd=str(ROOT),
                             env=dict(env, MEMTRAY_STARTUP_REPORT=str(report)),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     times: list[float] = []
     try:
-        wait_for(report, "ready", 1, proc)
+        ready = wait_for(report, "ready", 1, proc)
+        assert bool(ready.get("tray")) == tray, ready
         time.sleep(5)
         rss = rss_breakdown(proc.pid)
-        wait_for(report, "client_warm", 1, proc, timeout=300)
-        time.sleep(5)
+        if tray:
+            time.sleep(15)  # the deferred start (scheduler, sync, search) is long done
+            warmed = [e for e in events(report) if e["event"] == "client_warm"]
+            assert not warmed, "the model client was loaded in the tray before anything was opened"
+        else:
+            wait_for(report, "client_warm", 1, proc, timeout=300)
+            time.sleep(5)
         rss_idle = rss_breakdown(proc.pid)
         for n in range(1, toggles + 1):
             t1 = time.monotonic()
@@ -209,7 +218,8 @@ def toggles_and_rss(env: dict[str, str], tmp: Path, toggles: int) -> tuple[list[
             times.append(shown["t"] - t1)
             ipc.request(h, {"argv": ["toggle"]}, lambda _m: None, timeout=30)  # hide again
             time.sleep(0.2)
-        time.sleep(8)  # the first show warms litellm up on the worker
+        wait_for(report, "client_warm", 1, proc, timeout=300)  # the first show loads it in the tray
+        time.sleep(5)
         rss_warm = rss_breakdown(proc.pid)
     finally:
         quit_and_wait(h, proc)
@@ -281,7 +291,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--toggles", type=int, default=10)
-    ap.add_argument("--only", choices=("window", "tray"), help="take only this start-up ratio (no toggles, RSS)")
+    ap.add_argument("--only", choices=("window", "tray", "rss"),
+                    help="take only this start-up ratio (no toggles, RSS), or only toggles and RSS")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="mtbench"))
     home = tmp / "home"
@@ -298,11 +309,11 @@ def main() -> int:
     load = os.getloadavg()
     print(f"platform: {platform}; {os.cpu_count()} cores; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
           f"`python -c pass` {python_pass() * 1000:.0f} ms; 200 messages in the session")
-    if args.only != "tray":
+    if args.only not in ("tray", "rss"):
         mine, floor = interleaved(env, tmp, args.runs, tray=False)
         assert not any(e["tray"] for e in mine), "a system tray was found: the window figure needs none"
         side_by_side("window ready (no system tray: the main window is the app's face)", mine, floor)
-    if args.only != "window":
+    if args.only not in ("window", "rss"):
         host = tray_host(env)
         if host is None:
             print("start -> tray icon ready: not measured (needs an X display and `trayer`, Debian package trayer)")
@@ -316,15 +327,25 @@ def main() -> int:
             side_by_side("tray icon ready (trayer embeds it)", mine, floor)
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    if args.only:
+    if args.only in ("window", "tray"):
         return 0
-    toggles, rss, rss_idle, rss_warm = toggles_and_rss(env, tmp, args.toggles)
-    floor = floor_rss(env, tmp)
+    host = tray_host(env)  # idle RSS as a tray app sits (the usual case), when a tray host is here
+    try:
+        toggles, rss, rss_idle, rss_warm = toggles_and_rss(env, tmp, args.toggles, tray=host is not None)
+        floor = floor_rss(env, tmp, tray=host is not None)
+    finally:
+        if host is not None:
+            host.terminate()
+            host.wait()
     print(f"`memtray toggle` IPC -> popup show event, median of {len(toggles)}: {ms(toggles)}")
-    for label, figure in (("minimal PySide6 program, idle (5 s after ready)", floor),
-                          ("memtray 5 s after ready (the model client's warm-up import is under way)", rss),
-                          ("memtray idle once the warm-up import is done", rss_idle),
-                          (f"memtray after {len(toggles)} popup toggles", rss_warm)):
+    face = "in the tray" if host is not None else "window, no tray"
+    idle = ("memtray idle in the tray, 20 s after ready (model client not loaded: nothing opened yet)"
+            if host is not None else "memtray idle once the window's warm-up import is done")
+    for label, figure in ((f"minimal PySide6 program ({'a tray icon' if host is not None else 'one window'}), "
+                           "idle 5 s after ready", floor),
+                          (f"memtray 5 s after ready ({face})", rss),
+                          (idle, rss_idle),
+                          (f"memtray after {len(toggles)} popup toggles (model client loaded)", rss_warm)):
         total, top = figure
         print(f"{label}: {total / 1024:.0f} MiB; largest mappings:")
         for name, kb in top:

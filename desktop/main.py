@@ -5,7 +5,8 @@ before this module (and the core's services) is imported, then lands in
 :func:`run`: open the App (lock, store, worker), listen on the IPC socket,
 adopt the icon (or show the window where there is no tray), then set up the
 rest. What is not needed to show the tray or window (the reminder scheduler,
-the popup, the model client's warm-up) starts once start-up is idle.
+the popup) starts once start-up is idle; the model client's warm-up waits until
+a window is on screen (no tray) or the user opens the popup or window.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class Desktop(QObject):
         self._idle_started = False  # the tray icon or window was on screen before start() ended
         self._after_shown_done = False
         self.problems: list[str] = []
-        # import litellm on the worker when the quick chat first opens (tests turn it off:
+        # import litellm when the user first opens the popup or window (tests turn it off:
         # an import still running when a test's app closes would race the next test's)
         self._warmed = not warm_up
         self.deliver = deliver  # start reminder delivery (and idle maintenance) once shown
@@ -168,8 +169,12 @@ class Desktop(QObject):
         # polish and lay the popup out while idle, so the first hotkey press shows it as fast
         # as the later ones (it is built hidden; the first show otherwise does this work)
         QTimer.singleShot(300, self._prepare_popup)
-        # then, still idle, the model client (litellm's import is the slow part of a first reply)
-        QTimer.singleShot(600, self._warm_up)
+        # then the model client (litellm's import is the slow part of a first reply), but only
+        # once the user shows they are about to type: a window on screen (no tray, or opened
+        # from it already). A tray app that sits idle does not carry litellm's ~230 MiB
+        # (bench/BENCHMARKS.md, idle RSS); opening the popup or the window warms it then.
+        if self.tray is None or self.window is not None:
+            QTimer.singleShot(600, self._warm_up)
 
     def _replay(self, pending: list[tuple[str, ...]]) -> None:
         for what in pending:
@@ -293,7 +298,10 @@ class Desktop(QObject):
         self._warm_up()
 
     def _warm_up(self) -> None:
-        """Import litellm once start-up is idle, so the first message does not wait for it.
+        """Import litellm when the user opens something to type in, so a reply does not wait for it.
+
+        A shown window (no tray) counts as opened once start-up is idle; a tray app waits for
+        the popup or the window, so that idle in the tray it stays at Qt's floor.
 
         In a thread of its own, not on the worker: the import takes seconds, and the
         worker must stay free to log the user's message meanwhile (a turn that needs
@@ -335,6 +343,8 @@ class Desktop(QObject):
             self.window.closing.connect(self._window_closing)
             self.window.page_created.connect(self._page_created)
             self.window.banner_invoked.connect(self.notification_action)
+            if self._after_shown_done:  # opened from the tray: the user is about to type
+                self._warm_up()
         return self.window
 
     def _page_created(self, name: str, page: Any) -> None:

@@ -63,7 +63,7 @@ def test_window_is_shown_before_litellm_is_imported(configured_home: Any, runtim
 def test_the_model_client_is_warm_soon_after_start_without_opening_the_popup(
     configured_home: Any, runtime_dir: Path, tmp_path: Path
 ) -> None:
-    """litellm is imported once start-up is idle, not when the first message is sent."""
+    """With no tray the window is on screen: litellm is imported once start-up is idle, not at the first message."""
     report = tmp_path / "report.jsonl"
     env = dict(os.environ, MEMTRAY_HOME=str(configured_home.root), MEMTRAY_STARTUP_REPORT=str(report),
                QT_QPA_PLATFORM="offscreen")
@@ -110,3 +110,51 @@ def test_the_popup_is_prepared_while_idle_before_its_first_show(qtbot: Any, desk
     popup = desktop.popup
     qtbot.waitUntil(lambda: popup.testAttribute(Qt.WidgetAttribute.WA_WState_Created), timeout=5000)
     assert not popup.isVisible()  # prepared, not shown
+
+
+def test_a_tray_app_idles_without_the_model_client_until_the_user_opens_the_popup(
+    qtbot: Any, configured_home: Any, runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In the tray nothing is typed yet: litellm (~230 MiB) loads at the popup's first show, not at start."""
+    from memtray.core.llm import client
+
+    from tests.gui.conftest import close_desktop, make_desktop
+
+    loads: list[str] = []
+    monkeypatch.setattr(client, "load_litellm", lambda: loads.append("litellm"))
+    d = make_desktop(qtbot, configured_home, tray_available=True, warm_up=True)
+    try:
+        assert d.tray is not None
+        qtbot.waitUntil(lambda: d._after_shown_done, timeout=20000)
+        # past the idle steps that follow the tray's showing (the popup prepared at 300 ms,
+        # where the warm-up used to follow at 600 ms)
+        qtbot.wait(1500)
+        assert loads == []
+        d.toggle_popup()
+        qtbot.waitUntil(lambda: loads == ["litellm"], timeout=20000)
+        d.toggle_popup()
+        d.main_window().present()  # the window too is an intent, but the client is warm already
+        qtbot.wait(200)
+        assert loads == ["litellm"]
+    finally:
+        close_desktop(d)
+
+
+def test_a_tray_app_warms_the_model_client_when_the_window_is_opened(
+    qtbot: Any, configured_home: Any, runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memtray.core.llm import client
+
+    from tests.gui.conftest import close_desktop, make_desktop
+
+    loads: list[str] = []
+    monkeypatch.setattr(client, "load_litellm", lambda: loads.append("litellm"))
+    d = make_desktop(qtbot, configured_home, tray_available=True, warm_up=True)
+    try:
+        qtbot.waitUntil(lambda: d._after_shown_done, timeout=20000)
+        qtbot.wait(1000)
+        assert loads == []
+        d.open("memory")
+        qtbot.waitUntil(lambda: loads == ["litellm"], timeout=20000)
+    finally:
+        close_desktop(d)
