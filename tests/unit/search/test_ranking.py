@@ -146,6 +146,30 @@ def test_the_answer_after_the_question_is_found_by_its_context(store: Store, ind
     assert by_seq[answer].keyword_score is None  # found by its context, not by its words
 
 
+def test_a_passage_whose_turns_hold_all_the_words_beats_one_with_a_single_word(
+        store: Store, index: SearchIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """"How did Melanie feel watching the meteor shower?": a turn that says "meteor" once
+    among turns that say "shower", "watching" and "felt" is what the question is about; a
+    turn elsewhere that repeats "meteor" (the rarest word) and nothing else is not. The
+    ranking by each turn's words and its neighbours' shares alone puts the repeater first."""
+    for i in range(20):
+        say(store, f"unrelated chatter about the weather, day {i}", session="other")
+    for i in range(4):
+        say(store, f"a shower of rain and some watching of films, {i}", session=f"rain{i}")
+    poster = say(store, "Meteor! Meteor! I bought a meteor poster", session="shop")
+    say(store, "Cheers to the weekend!", session="trip")
+    say(store, "Pretty quiet here.", role="assistant", session="trip")
+    told = say(store, "That meteor night was something else.", session="trip")
+    say(store, "Lying there watching it with the kids...", role="assistant", session="trip")
+    say(store, "A shower of light, and I felt tiny.", session="trip")
+    question = "How did Melanie feel while watching the meteor shower?"
+    got = ranked(index, store, question)
+    assert got.index(told) < got.index(poster)
+    monkeypatch.setattr("memtray.core.search.ranking.COVER_WEIGHT", 0.0)
+    got = ranked(index, store, question)
+    assert got.index(poster) < got.index(told)  # the test can fail: without step 4 it would
+
+
 def test_context_stays_within_the_session(store: Store, index: SearchIndex) -> None:
     say(store, "I love hiking in the Alps", session="a")
     other = say(store, "Totally unrelated sentence", session="b")
