@@ -128,8 +128,8 @@ class Ranker:
         filters, params = filter_sql(kind, session)
         with self.index.lock:
             try:
-                postings = self._postings(terms)
-                found, match = self._bm25(terms, postings, filters, params, max(KEEP, limit))
+                found, match, used = self._bm25(terms, filters, params, max(KEEP, limit))
+                postings = self._postings(used)
             except sqlite3.OperationalError:  # a query we failed to make safe: no hits, not a crash
                 return [], ""
             own = {seq: f[0] for seq, f in found.items()}
@@ -179,17 +179,23 @@ class Ranker:
 
     # --- the parts -------------------------------------------------------------------
 
-    def _postings(self, terms: Terms) -> dict[str, set[int]]:
-        """``term -> the passages holding it``, for each term of ``terms``; a term in more
-        than :data:`POSTINGS` passages has :data:`POSTINGS` + 1 of them (its count says so)."""
-        return {t: {int(r[0]) for r in self.index.db.execute(
-                    "SELECT rowid FROM docs WHERE docs MATCH ? LIMIT ?", (t, POSTINGS + 1))}
-                for t in dict.fromkeys(terms.fts)}
+    def _df(self, term: str, cap: int) -> int:
+        (n,) = self.index.db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ? LIMIT ?)", (term, cap + 1)
+        ).fetchone()
+        return int(n)
 
-    def _bm25(self, terms: Terms, postings: dict[str, set[int]], filters: str, params: list[Any],
-              keep: int) -> tuple[dict[int, tuple[float, str | None, str]], str]:
-        """``seq -> (BM25, session, kind)`` of the ``keep`` best passages, and the FTS5 match."""
-        counted = sorted(((len(p), t) for t, p in postings.items()), key=lambda x: x[0])
+    def _postings(self, used: Iterable[str]) -> dict[str, set[int]]:
+        """``term -> the passages holding it`` for the terms the ranking used (together
+        within :data:`POSTINGS`, so this reads no more than the ranking did)."""
+        return {t: {r for (r,) in self.index.db.execute("SELECT rowid FROM docs WHERE docs MATCH ?", (t,))}
+                for t in used}
+
+    def _bm25(self, terms: Terms, filters: str, params: list[Any],
+              keep: int) -> tuple[dict[int, tuple[float, str | None, str]], str, list[str]]:
+        """``seq -> (BM25, session, kind)`` of the ``keep`` best passages, the FTS5 match and
+        the terms it used (all of them when even the rarest is in more than POSTINGS passages)."""
+        counted = sorted(((self._df(t, POSTINGS), t) for t in dict.fromkeys(terms.fts)), key=lambda x: x[0])
         used: list[str] = []
         budget = 0
         for df, term in counted:
@@ -200,7 +206,7 @@ class Ranker:
             used.append(term)
             budget += df
         if not used:
-            return {}, ""
+            return {}, "", []
         cols = "SELECT d.seq, -bm25(docs) AS score, d.session, d.kind FROM docs JOIN documents AS d ON d.seq = docs.rowid"
         if budget > POSTINGS:  # even the rarest word is everywhere: the newest with every word
             match = " AND ".join(terms.fts)
@@ -211,7 +217,8 @@ class Ranker:
             match = " OR ".join(used)
             sql = f"{cols} WHERE docs MATCH ?{filters} ORDER BY score DESC, d.seq DESC LIMIT ?"
             rows = self.index.db.execute(sql, [match, *params, keep]).fetchall()
-        return {int(seq): (float(score), sess, kind) for seq, score, sess, kind in rows if score > 0}, match
+        found = {int(seq): (float(score), sess, kind) for seq, score, sess, kind in rows if score > 0}
+        return found, match, used if budget <= POSTINGS else []
 
     def _with_context(self, own: dict[int, float], found: dict[int, tuple[float, str | None, str]],
                       ) -> dict[int, float]:
@@ -234,10 +241,8 @@ class Ranker:
         """Step 4 of the module doc: each passage's score times ``1 + COVER_WEIGHT * c ** 2``,
         ``c`` the share (by idf) of the query's words found in its window."""
         n = self.index.count()
-        # a word in more passages than POSTINGS is left out: its idf is near 0 and its list cut
-        idf = {t: math.log((n - len(p) + 0.5) / (len(p) + 0.5)) for t, p in postings.items()
-               if p and len(p) <= POSTINGS}
-        idf = {t: w for t, w in idf.items() if w > 0}
+        # the words the ranking left out (step 2: too common) are left out here too
+        idf = {t: w for t, p in postings.items() if (w := math.log((n - len(p) + 0.5) / (len(p) + 0.5))) > 0}
         whole = sum(idf.values())
         if len(idf) < 2 or not total:  # one word: every window that has it covers all
             return
