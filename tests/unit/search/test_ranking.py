@@ -10,7 +10,7 @@ from memtray.core.log.events import MemoryWritten, Message
 from memtray.core.log.store import Store
 from memtray.core.search.index import SearchIndex, index_path
 from memtray.core.search.query import asks_when, content_words, dated_in, periods, terms_of
-from memtray.core.search.ranking import Ranker
+from memtray.core.search.ranking import Ranker, asks
 from memtray.core.search.service import SearchService
 from memtray.core.search.vectors import VectorStore
 
@@ -73,12 +73,19 @@ def test_questions_that_ask_when() -> None:
 # --- ranking -------------------------------------------------------------------------------
 
 
+def test_a_message_that_ends_by_asking() -> None:
+    assert asks("Wow, what did you take away from it? ")
+    assert asks("你周末去哪里了？")
+    assert not asks("Did I ask? No, I told you: Mount Rainier.")
+    assert not asks("")
+
+
 def test_a_when_question_favours_the_passage_that_says_when(store: Store, index: SearchIndex) -> None:
-    """The turn that asks about camping is shorter (BM25 likes it); the one that says when
-    the camping was is what a "when" question wants."""
+    """The turn that loves camping is shorter (BM25 likes it); the one that says when the
+    camping was is what a "when" question wants."""
     for i in range(10):
         say(store, f"the weather and the weekend, day {i}", session=f"s{i}")
-    asks = say(store, "What's your best camping memory with the kids?", session="a")
+    asks = say(store, "Camping with the kids is the best!", session="a")
     tells = say(store, "We went camping at the lake with the kids two weekends ago", session="b")
     assert ranked(index, store, "Where did Melanie go camping?")[0] == asks
     assert ranked(index, store, "When did Melanie go camping?")[0] == tells
@@ -130,7 +137,9 @@ def test_nothing_near_means_no_hits(store: Store, index: SearchIndex) -> None:
 
 
 def test_the_answer_after_the_question_is_found_by_its_context(store: Store, index: SearchIndex) -> None:
-    """The turn that answers often lacks the question's words: it ranks for its neighbour."""
+    """The turn that answers often lacks the question's words: it ranks for its neighbour,
+    and a neighbour that asks lends it all its score and keeps less of its own: the answer
+    comes first."""
     for i in range(10):
         say(store, f"unrelated chatter {i}", session="other")
     asked = say(store, "Where did you go hiking last weekend?", role="assistant")
@@ -138,7 +147,7 @@ def test_the_answer_after_the_question_is_found_by_its_context(store: Store, ind
     say(store, "Sounds amazing.", role="assistant")
     far = say(store, "Some other day entirely.")
     got = ranked(index, store, "Where did Maria go hiking?")
-    assert got[:2] == [asked, answer]
+    assert got[:2] == [answer, asked]
     assert far not in got[:3]
     hits = Ranker(index).hits("Where did Maria go hiking?")
     by_seq = {h.seq: h for h in hits}
