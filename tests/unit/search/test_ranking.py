@@ -9,7 +9,7 @@ import pytest
 from memtray.core.log.events import MemoryWritten, Message
 from memtray.core.log.store import Store
 from memtray.core.search.index import SearchIndex, index_path
-from memtray.core.search.query import asks_when, content_words, dated_in, periods, terms_of
+from memtray.core.search.query import asks_when, content_words, dated_in, days, periods, terms_of
 from memtray.core.search.ranking import Ranker, asks
 from memtray.core.search.service import SearchService
 from memtray.core.search.vectors import VectorStore
@@ -62,6 +62,15 @@ def test_a_named_month_or_year_is_a_period_and_may_the_verb_is_not() -> None:
     assert terms_of("camping in June").when == ("-06-",)
 
 
+def test_a_named_day_with_its_year_is_that_day_and_one_either_side() -> None:
+    assert days("What did Maria share on 7 July, 2023?") == ("2023-07-06", "2023-07-07", "2023-07-08")
+    assert days("Who did Maria have dinner with on May 3rd 2023?") == ("2023-05-02", "2023-05-03", "2023-05-04")
+    assert days("on 1 March, 2024") == ("2024-02-29", "2024-03-01", "2024-03-02")  # a leap year
+    assert days("on 31 February, 2023") == ()  # no such day: no day, not a crash
+    assert days("in July 2023") == () and days("on 7 July") == ()  # a month, or a day without its year
+    assert dated_in("2023-07-07T23:30:00.000Z", terms_of("on 7 July, 2023").on)
+
+
 def test_questions_that_ask_when() -> None:
     for q in ("When did Melanie go camping?", "how long has she had the dog", "What year did they move?",
               "Since when do you run?", "她什么时候去的北京？"):
@@ -102,6 +111,19 @@ def test_a_named_month_favours_what_was_said_then(store: Store, index: SearchInd
     assert ranked(index, store, "When did Melanie go camping in July?")[0] == july
     assert ranked(index, store, "When did Melanie go camping?")[0] == july  # equal words: the newer
     assert ranked(index, store, "camping in December") == [july, june]  # a period favours, never filters
+
+
+def test_a_named_day_favours_what_was_said_that_day(store: Store, index: SearchIndex) -> None:
+    """Three dinners told in the same words in one month: the month rule cannot tell them
+    apart, the day can (what was said on the 3rd, or just after midnight UTC on the 4th)."""
+    first = store.append(Message(role="user", content="Dinner with my mom tonight",
+                                 sent_at="2023-05-03T19:00:00.000Z"), session="a").seq
+    store.append(Message(role="user", content="Dinner with my mom tonight",
+                         sent_at="2023-05-12T19:00:00.000Z"), session="b")
+    store.append(Message(role="user", content="Dinner with my mom tonight",
+                         sent_at="2023-05-20T19:00:00.000Z"), session="c")
+    assert ranked(index, store, "Who did Maria have dinner with on May 3, 2023?")[0] == first
+    assert ranked(index, store, "Who did Maria have dinner with in May 2023?")[0] != first  # the newest
 
 
 def test_a_question_finds_the_passage_keyword_search_misses(store: Store, index: SearchIndex) -> None:
