@@ -33,18 +33,19 @@ strict rules of :mod:`index` (every word, then substrings).
    answered by a turn with none of those words ("I felt tiny and in awe") between
    turns that hold all of them, while a turn elsewhere that repeats only the
    rarest word matches BM25 better and is not about it. The idf of a word is
-   FTS5's own (``log((N - df + 0.5) / (df + 0.5))``), from the postings the
-   ranking fetches anyway (a word in more than :data:`POSTINGS` passages is left
-   out). On LoCoMo this is worth 0.047 of recall@5 on the tuning conversations
+   FTS5's own (``log((N - df + 0.5) / (df + 0.5))``), from the postings of the
+   words step 2 used (so it reads no more than :data:`POSTINGS` of them; the
+   words step 2 left out as too common are left out here too). On LoCoMo this is worth 0.047 of recall@5 on the tuning conversations
    and 0.021 held out (bench/BENCHMARKS.md).
 5. **When**: a query that names a month or a year ("When did Melanie go camping
    in June?", "what did I say about the flat in March 2024") multiplies the score
    of the passages dated in that period by :data:`IN_PERIOD` (:attr:`Terms.when`).
    They are not filtered: the words decide which passages are candidates, and a
-   plan for June is often told in May. A day named with its year ("on 7 July,
-   2023") multiplies the passages dated within a day of it by :data:`ON_DAY`
-   again (+0.007 of recall@5 on the tuning conversations). On LoCoMo this is worth 0.02 of recall@5
-   (it helped on each tuning conversation and on the held-out ones). A question
+   plan for June is often told in May. On LoCoMo this is worth 0.02 of recall@5
+   (it helped on each tuning conversation and on the held-out ones). A day named
+   with its year ("on 7 July, 2023", :attr:`Terms.on`) multiplies the passages
+   dated within a day of it by :data:`ON_DAY` again: the month cannot tell apart
+   the talks of one month (+0.007 of recall@5 tuning, +0.011 held out). A question
    that asks when (:attr:`Terms.asks_when`) multiplies by :data:`SAYS_WHEN` the
    score of the best :data:`SPREAD_FROM` passages that say when ("last week",
    "in 2022", "yesterday", a weekday or a month): the answer to "when did she go
@@ -264,9 +265,10 @@ class Ranker:
     def _cover(self, total: dict[int, float], postings: dict[str, set[int]]) -> None:
         """Step 4 of the module doc: each passage's score times ``1 + COVER_WEIGHT * c ** 2``,
         ``c`` the share (by idf) of the query's words found in its window."""
-        n = self.index.count()
+        count = self.index.count()
         # the words the ranking left out (step 2: too common) are left out here too
-        idf = {t: w for t, p in postings.items() if (w := math.log((n - len(p) + 0.5) / (len(p) + 0.5))) > 0}
+        idf = {t: w for t, p in postings.items()
+               if (w := math.log((count - len(p) + 0.5) / (len(p) + 0.5))) > 0}
         whole = sum(idf.values())
         if len(idf) < 2 or not total:  # one word: every window that has it covers all
             return
