@@ -8,7 +8,7 @@ data home, builds the index with ``SearchIndex.sync`` (timed), then times
 ``SearchIndex.search`` (``--mode keyword``: every word) and ``Ranker.hits`` (what
 the default ``hybrid`` search runs by words: BM25 over any word, with context) for
 queries of 1–3 words, and the same words asked as a question about a month ("When
-did we … in March?": the ranking's two time rules, ranking.py step 4, read the
+did we … in March?": the ranking's two time rules, ranking.py step 5, read the
 dates and texts of its best passages too), and prints p50/p99 latency. Budget: p50 <= 50 ms at 100 000
 entries, for both.
 """

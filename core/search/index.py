@@ -158,6 +158,7 @@ class SearchIndex:
         self.db = db
         self.lock = threading.RLock()
         self._validated = False  # the stored position was checked against the log
+        self._count: int | None = None  # documents, known since the last write (count() scans them)
 
     # --- opening -----------------------------------------------------------------------
 
@@ -238,6 +239,7 @@ class SearchIndex:
             return self._rebuild(elog, None)
 
     def _rebuild(self, elog: EventLog, should_stop: Callable[[], bool] | None) -> int:
+        self._count = None
         with self._tx():
             for stmt in _CLEAR:
                 self.db.execute(stmt)
@@ -284,6 +286,7 @@ class SearchIndex:
         if last is None:
             return 0
         rec, pos = last
+        self._count = None
         with self._tx():
             # Plain INSERTs: a seq indexed twice would be a bug, and the meta row
             # committed with them is what makes a retry skip them.
@@ -325,8 +328,11 @@ class SearchIndex:
             return self._meta().last_seq
 
     def count(self) -> int:
+        """How many documents there are (the ranking reads it for every query: kept between writes)."""
         with self.lock:
-            return int(self.db.execute("SELECT count(*) FROM documents").fetchone()[0])
+            if self._count is None:
+                self._count = int(self.db.execute("SELECT count(*) FROM documents").fetchone()[0])
+            return self._count
 
     @property
     def generation(self) -> str:

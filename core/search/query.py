@@ -21,13 +21,16 @@ in them (:mod:`ranking`). "May" counts as the month only when written with a
 capital inside the sentence or next to a number ("May I ask" does not). A
 question that asks when ("When did…", "How long…", "What year…", "什么时候…")
 sets :attr:`Terms.asks_when`: the ranking then favours the passages that say
-when (a date, "yesterday", "two weeks ago").
+when (a date, "yesterday", "two weeks ago"). A day named with its year ("on 7
+July, 2023", "May 3, 2023") is :attr:`Terms.on`, the day before and after
+included (timestamps are UTC): what was said that day is favoured again.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date, timedelta
 
 from memtray.core.search.text import cjk_split, has_cjk
 
@@ -73,6 +76,8 @@ class Terms:
     when: tuple[str, ...] = ()
     #: the query asks when something happened (module doc)
     asks_when: bool = False
+    #: the days the query names with their year, a day either side (time zones), as ISO prefixes
+    on: tuple[str, ...] = ()
 
 
 def content_words(query: str, *, fallback: bool = True) -> list[str]:
@@ -111,7 +116,7 @@ def terms_of(query: str) -> Terms:
         core = w.rstrip("*")
         quoted = '"' + core.replace('"', '""') + '"'
         fts.append(quoted + "*" if core != w else quoted)
-    return Terms(tuple(w.rstrip("*") for w in words), tuple(fts), periods(query), asks_when(query))
+    return Terms(tuple(w.rstrip("*") for w in words), tuple(fts), periods(query), asks_when(query), days(query))
 
 
 _ASKS_WHEN = re.compile(
@@ -149,6 +154,25 @@ def periods(query: str) -> tuple[str, ...]:
             return tuple(f"{y}-{m:02d}" for y in years for m in months)
         return tuple(f"-{m:02d}-" for m in months)
     return tuple(f"{y}-" for y in years)
+
+
+_DAY = re.compile(
+    r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(" + "|".join(_MONTHS) + r"),?\s+((?:19|20)\d\d)\b"
+    r"|\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
+
+
+def days(query: str) -> tuple[str, ...]:
+    """The days a query names with their year ("on 7 July, 2023", "May 3, 2023"), each with
+    the day before and after (a message's timestamp is UTC), as ISO date prefixes."""
+    out: list[str] = []
+    for m in _DAY.finditer(query):
+        day, month, year = (m.group(1), m.group(2), m.group(3)) if m.group(1) else (m.group(5), m.group(4), m.group(6))
+        try:
+            named = date(int(year), _MONTHS.index(month.lower()) + 1, int(day))
+        except ValueError:  # "31 February"
+            continue
+        out.extend((named + timedelta(days=k)).isoformat() for k in (-1, 0, 1))
+    return tuple(dict.fromkeys(out))
 
 
 def dated_in(ts: str, when: tuple[str, ...]) -> bool:

@@ -19,13 +19,33 @@ strict rules of :mod:`index` (every word, then substrings).
    message before and after it in its session and :data:`NEXT_NEIGHBOUR` to the
    ones two away: the answer to "where did Maria go hiking?" is often the turn
    after the one that says "hiking" ("Mount Rainier, last week!"). On the LoCoMo
-   conversations this is worth 0.09 of recall@5 (bench/BENCHMARKS.md).
-4. **When**: a query that names a month or a year ("When did Melanie go camping
+   conversations this is worth 0.09 of recall@5 (bench/BENCHMARKS.md). A message
+   that ends by asking (:func:`asks`) lends :data:`TO_ANSWER` (all) of its score
+   to the message after it, and keeps :data:`ASKER` of its own: "What did you
+   take away from it?" holds the words of "What did Caroline take away from the
+   book?", and the turn after it holds the answer. Worth 0.029 of recall@5 on the
+   tuning conversations (on each of them) and 0.024 held out.
+4. **Coverage** (document expansion by the window): a passage is read with the
+   :data:`COVER_REACH` messages either side of it in its session, and its score
+   is multiplied by ``1 + COVER_WEIGHT * c ** 2``, ``c`` the share of the query's
+   words (each weighed by its idf) that the window holds. A conversation tells one
+   thing over several turns: "How did Melanie feel watching the meteor shower?" is
+   answered by a turn with none of those words ("I felt tiny and in awe") between
+   turns that hold all of them, while a turn elsewhere that repeats only the
+   rarest word matches BM25 better and is not about it. The idf of a word is
+   FTS5's own (``log((N - df + 0.5) / (df + 0.5))``), from the postings of the
+   words step 2 used (so it reads no more than :data:`POSTINGS` of them; the
+   words step 2 left out as too common are left out here too). On LoCoMo this is worth 0.047 of recall@5 on the tuning conversations
+   and 0.021 held out (bench/BENCHMARKS.md).
+5. **When**: a query that names a month or a year ("When did Melanie go camping
    in June?", "what did I say about the flat in March 2024") multiplies the score
    of the passages dated in that period by :data:`IN_PERIOD` (:attr:`Terms.when`).
    They are not filtered: the words decide which passages are candidates, and a
    plan for June is often told in May. On LoCoMo this is worth 0.02 of recall@5
-   (it helped on each tuning conversation and on the held-out ones). A question
+   (it helped on each tuning conversation and on the held-out ones). A day named
+   with its year ("on 7 July, 2023", :attr:`Terms.on`) multiplies the passages
+   dated within a day of it by :data:`ON_DAY` again: the month cannot tell apart
+   the talks of one month (+0.007 of recall@5 tuning, +0.011 held out). A question
    that asks when (:attr:`Terms.asks_when`) multiplies by :data:`SAYS_WHEN` the
    score of the best :data:`SPREAD_FROM` passages that say when ("last week",
    "in 2022", "yesterday", a weekday or a month): the answer to "when did she go
@@ -37,6 +57,7 @@ Scores are comparable within one query only. Equal scores go to the newer passag
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from collections.abc import Iterable
@@ -67,9 +88,18 @@ KEEP = 300
 #: share of a message's score lent to the message before and after it, and to those two away
 NEIGHBOUR = 0.5
 NEXT_NEIGHBOUR = 0.2
-#: factor for a passage dated in a period the query names (step 4 of the module doc)
+#: share a message that asks lends to the message after it (its answer), and what it keeps of its own
+TO_ANSWER = 1.0
+ASKER = 0.7
+#: a passage's window: the messages this many turns either side of it in its session (step 4)
+COVER_REACH = 3
+#: how much a window holding all of the query's words multiplies a passage's score (step 4)
+COVER_WEIGHT = 2.0
+#: factor for a passage dated in a period the query names (step 5 of the module doc)
 IN_PERIOD = 2.0
-#: factor for a passage that says when, for a question that asks when (step 4)
+#: factor for a passage dated on a day the query names (or a day either side), on top of IN_PERIOD
+ON_DAY = 2.0
+#: factor for a passage that says when, for a question that asks when (step 5)
 SAYS_WHEN = 1.3
 #: what says when in a passage (English; CJK: a date or a time word)
 _TIME_WORDS = re.compile(
@@ -81,6 +111,11 @@ _SNIPPET_SQL = (f"SELECT snippet(docs, 0, '{OPEN}', '{CLOSE}', '{ELLIPSIS}', 16)
                 "FROM docs WHERE docs MATCH ? AND rowid = ?")
 #: how far (in seqs) a neighbour in the same session is looked for
 _REACH = 12
+
+
+def asks(text: str) -> bool:
+    """Whether a message ends by asking (step 3 of the module doc)."""
+    return text.rstrip().endswith(("?", "？"))
 
 
 @dataclass(frozen=True)
@@ -111,20 +146,24 @@ class Ranker:
         filters, params = filter_sql(kind, session)
         with self.index.lock:
             try:
-                found, match = self._bm25(terms, filters, params, max(KEEP, limit))
+                found, match, used = self._bm25(terms, filters, params, max(KEEP, limit))
+                postings = self._postings(used)
             except sqlite3.OperationalError:  # a query we failed to make safe: no hits, not a crash
                 return [], ""
             own = {seq: f[0] for seq, f in found.items()}
             total = self._with_context(own, found) if kind in (None, "message") else dict(own)
+            self._cover(total, postings)
             if terms.asks_when:
                 best = sorted(total, key=lambda s: (-total[s], -s))[:SPREAD_FROM]
                 for seq, doc in self.index.documents(best).items():
                     if _TIME_WORDS.search(doc[4]):
                         total[seq] *= SAYS_WHEN
-            if terms.when:
+            if terms.when or terms.on:
                 for seq, ts in self._dates(total).items():
                     if dated_in(ts, terms.when):
                         total[seq] *= IN_PERIOD
+                    if dated_in(ts, terms.on):
+                        total[seq] *= ON_DAY
         order = sorted(total, key=lambda s: (-total[s], -s))[:limit]
         return [Scored(s, round(total[s], 6), round(own.get(s, 0.0), 6)) for s in order], match
 
@@ -166,9 +205,16 @@ class Ranker:
         ).fetchone()
         return int(n)
 
+    def _postings(self, used: Iterable[str]) -> dict[str, set[int]]:
+        """``term -> the passages holding it`` for the terms the ranking used (together
+        within :data:`POSTINGS`, so this reads no more than the ranking did)."""
+        return {t: {r for (r,) in self.index.db.execute("SELECT rowid FROM docs WHERE docs MATCH ?", (t,))}
+                for t in used}
+
     def _bm25(self, terms: Terms, filters: str, params: list[Any],
-              keep: int) -> tuple[dict[int, tuple[float, str | None, str]], str]:
-        """``seq -> (BM25, session, kind)`` of the ``keep`` best passages, and the FTS5 match."""
+              keep: int) -> tuple[dict[int, tuple[float, str | None, str]], str, list[str]]:
+        """``seq -> (BM25, session, kind)`` of the ``keep`` best passages, the FTS5 match and
+        the terms it used (all of them when even the rarest is in more than POSTINGS passages)."""
         counted = sorted(((self._df(t, POSTINGS), t) for t in dict.fromkeys(terms.fts)), key=lambda x: x[0])
         used: list[str] = []
         budget = 0
@@ -180,7 +226,7 @@ class Ranker:
             used.append(term)
             budget += df
         if not used:
-            return {}, ""
+            return {}, "", []
         cols = "SELECT d.seq, -bm25(docs) AS score, d.session, d.kind FROM docs JOIN documents AS d ON d.seq = docs.rowid"
         if budget > POSTINGS:  # even the rarest word is everywhere: the newest with every word
             match = " AND ".join(terms.fts)
@@ -191,24 +237,57 @@ class Ranker:
             match = " OR ".join(used)
             sql = f"{cols} WHERE docs MATCH ?{filters} ORDER BY score DESC, d.seq DESC LIMIT ?"
             rows = self.index.db.execute(sql, [match, *params, keep]).fetchall()
-        return {int(seq): (float(score), sess, kind) for seq, score, sess, kind in rows if score > 0}, match
+        found = {int(seq): (float(score), sess, kind) for seq, score, sess, kind in rows if score > 0}
+        return found, match, used if budget <= POSTINGS else []
 
     def _with_context(self, own: dict[int, float], found: dict[int, tuple[float, str | None, str]],
                       ) -> dict[int, float]:
         total = dict(own)
         best = [seq for seq in sorted(own, key=lambda s: (-own[s], -s))[:SPREAD_FROM] if found[seq][2] == "message"]
         sessions = self._message_sessions({n for seq in best for n in range(seq - _REACH, seq + _REACH + 1)})
+        texts = self.index.documents(best)
         for seq in best:
             same = [n for n in range(seq - _REACH, seq + _REACH + 1) if sessions.get(n, "\0") == found[seq][1]]
             at = same.index(seq) if seq in same else -1
             if at < 0:
                 continue
             before, after = same[:at][::-1], same[at + 1 :]
+            asking = seq in texts and asks(texts[seq][4])
             for lend, near in ((NEIGHBOUR, 0), (NEXT_NEIGHBOUR, 1)):
                 for side in (before, after):
                     if len(side) > near:
-                        total[side[near]] = total.get(side[near], 0.0) + lend * own[seq]
+                        share = TO_ANSWER if asking and side is after and near == 0 else lend
+                        total[side[near]] = total.get(side[near], 0.0) + share * own[seq]
+            if asking:
+                total[seq] -= (1.0 - ASKER) * own[seq]
         return total
+
+    def _cover(self, total: dict[int, float], postings: dict[str, set[int]]) -> None:
+        """Step 4 of the module doc: each passage's score times ``1 + COVER_WEIGHT * c ** 2``,
+        ``c`` the share (by idf) of the query's words found in its window."""
+        count = self.index.count()
+        # the words the ranking left out (step 2: too common) are left out here too
+        idf = {t: w for t, p in postings.items()
+               if (w := math.log((count - len(p) + 0.5) / (len(p) + 0.5))) > 0}
+        whole = sum(idf.values())
+        if len(idf) < 2 or not total:  # one word: every window that has it covers all
+            return
+        sessions = self._message_sessions(
+            {n for seq in total for n in range(seq - _REACH, seq + _REACH + 1)})
+        for seq in total:
+            window = self._window(seq, sessions)
+            covered = sum(w for t, w in idf.items() if not postings[t].isdisjoint(window))
+            total[seq] *= 1.0 + COVER_WEIGHT * (covered / whole) ** 2
+
+    @staticmethod
+    def _window(seq: int, sessions: dict[int, str | None]) -> list[int]:
+        """``seq`` and the :data:`COVER_REACH` messages either side of it in its session
+        (``seq`` alone for a diary entry or a memory revision)."""
+        if seq not in sessions:
+            return [seq]
+        same = [n for n in range(seq - _REACH, seq + _REACH + 1) if n in sessions and sessions[n] == sessions[seq]]
+        at = same.index(seq)
+        return same[max(0, at - COVER_REACH) : at + COVER_REACH + 1]
 
     def _dates(self, seqs: Iterable[int]) -> dict[int, str]:
         """``seq -> ts`` of the documents among ``seqs``."""

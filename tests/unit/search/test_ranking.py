@@ -9,8 +9,8 @@ import pytest
 from memtray.core.log.events import MemoryWritten, Message
 from memtray.core.log.store import Store
 from memtray.core.search.index import SearchIndex, index_path
-from memtray.core.search.query import asks_when, content_words, dated_in, periods, terms_of
-from memtray.core.search.ranking import Ranker
+from memtray.core.search.query import asks_when, content_words, dated_in, days, periods, terms_of
+from memtray.core.search.ranking import Ranker, asks
 from memtray.core.search.service import SearchService
 from memtray.core.search.vectors import VectorStore
 
@@ -62,6 +62,15 @@ def test_a_named_month_or_year_is_a_period_and_may_the_verb_is_not() -> None:
     assert terms_of("camping in June").when == ("-06-",)
 
 
+def test_a_named_day_with_its_year_is_that_day_and_one_either_side() -> None:
+    assert days("What did Maria share on 7 July, 2023?") == ("2023-07-06", "2023-07-07", "2023-07-08")
+    assert days("Who did Maria have dinner with on May 3rd 2023?") == ("2023-05-02", "2023-05-03", "2023-05-04")
+    assert days("on 1 March, 2024") == ("2024-02-29", "2024-03-01", "2024-03-02")  # a leap year
+    assert days("on 31 February, 2023") == ()  # no such day: no day, not a crash
+    assert days("in July 2023") == () and days("on 7 July") == ()  # a month, or a day without its year
+    assert dated_in("2023-07-07T23:30:00.000Z", terms_of("on 7 July, 2023").on)
+
+
 def test_questions_that_ask_when() -> None:
     for q in ("When did Melanie go camping?", "how long has she had the dog", "What year did they move?",
               "Since when do you run?", "她什么时候去的北京？"):
@@ -73,12 +82,19 @@ def test_questions_that_ask_when() -> None:
 # --- ranking -------------------------------------------------------------------------------
 
 
+def test_a_message_that_ends_by_asking() -> None:
+    assert asks("Wow, what did you take away from it? ")
+    assert asks("你周末去哪里了？")
+    assert not asks("Did I ask? No, I told you: Mount Rainier.")
+    assert not asks("")
+
+
 def test_a_when_question_favours_the_passage_that_says_when(store: Store, index: SearchIndex) -> None:
-    """The turn that asks about camping is shorter (BM25 likes it); the one that says when
-    the camping was is what a "when" question wants."""
+    """The turn that loves camping is shorter (BM25 likes it); the one that says when the
+    camping was is what a "when" question wants."""
     for i in range(10):
         say(store, f"the weather and the weekend, day {i}", session=f"s{i}")
-    asks = say(store, "What's your best camping memory with the kids?", session="a")
+    asks = say(store, "Camping with the kids is the best!", session="a")
     tells = say(store, "We went camping at the lake with the kids two weekends ago", session="b")
     assert ranked(index, store, "Where did Melanie go camping?")[0] == asks
     assert ranked(index, store, "When did Melanie go camping?")[0] == tells
@@ -95,6 +111,19 @@ def test_a_named_month_favours_what_was_said_then(store: Store, index: SearchInd
     assert ranked(index, store, "When did Melanie go camping in July?")[0] == july
     assert ranked(index, store, "When did Melanie go camping?")[0] == july  # equal words: the newer
     assert ranked(index, store, "camping in December") == [july, june]  # a period favours, never filters
+
+
+def test_a_named_day_favours_what_was_said_that_day(store: Store, index: SearchIndex) -> None:
+    """Three dinners told in the same words in one month: the month rule cannot tell them
+    apart, the day can (what was said on the 3rd, or just after midnight UTC on the 4th)."""
+    first = store.append(Message(role="user", content="Dinner with my mom tonight",
+                                 sent_at="2023-05-03T19:00:00.000Z"), session="a").seq
+    store.append(Message(role="user", content="Dinner with my mom tonight",
+                         sent_at="2023-05-12T19:00:00.000Z"), session="b")
+    store.append(Message(role="user", content="Dinner with my mom tonight",
+                         sent_at="2023-05-20T19:00:00.000Z"), session="c")
+    assert ranked(index, store, "Who did Maria have dinner with on May 3, 2023?")[0] == first
+    assert ranked(index, store, "Who did Maria have dinner with in May 2023?")[0] != first  # the newest
 
 
 def test_a_question_finds_the_passage_keyword_search_misses(store: Store, index: SearchIndex) -> None:
@@ -130,7 +159,9 @@ def test_nothing_near_means_no_hits(store: Store, index: SearchIndex) -> None:
 
 
 def test_the_answer_after_the_question_is_found_by_its_context(store: Store, index: SearchIndex) -> None:
-    """The turn that answers often lacks the question's words: it ranks for its neighbour."""
+    """The turn that answers often lacks the question's words: it ranks for its neighbour,
+    and a neighbour that asks lends it all its score and keeps less of its own: the answer
+    comes first."""
     for i in range(10):
         say(store, f"unrelated chatter {i}", session="other")
     asked = say(store, "Where did you go hiking last weekend?", role="assistant")
@@ -138,12 +169,36 @@ def test_the_answer_after_the_question_is_found_by_its_context(store: Store, ind
     say(store, "Sounds amazing.", role="assistant")
     far = say(store, "Some other day entirely.")
     got = ranked(index, store, "Where did Maria go hiking?")
-    assert got[:2] == [asked, answer]
+    assert got[:2] == [answer, asked]
     assert far not in got[:3]
     hits = Ranker(index).hits("Where did Maria go hiking?")
     by_seq = {h.seq: h for h in hits}
     assert by_seq[asked].keyword_score is not None and "«hiking»" in by_seq[asked].snippet
     assert by_seq[answer].keyword_score is None  # found by its context, not by its words
+
+
+def test_a_passage_whose_turns_hold_all_the_words_beats_one_with_a_single_word(
+        store: Store, index: SearchIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """"How did Melanie feel watching the meteor shower?": a turn that says "meteor" once
+    among turns that say "shower", "watching" and "felt" is what the question is about; a
+    turn elsewhere that repeats "meteor" (the rarest word) and nothing else is not. The
+    ranking by each turn's words and its neighbours' shares alone puts the repeater first."""
+    for i in range(20):
+        say(store, f"unrelated chatter about the weather, day {i}", session="other")
+    for i in range(4):
+        say(store, f"a shower of rain and some watching of films, {i}", session=f"rain{i}")
+    poster = say(store, "Meteor! Meteor! I bought a meteor poster", session="shop")
+    say(store, "Cheers to the weekend!", session="trip")
+    say(store, "Pretty quiet here.", role="assistant", session="trip")
+    told = say(store, "That meteor night was something else.", session="trip")
+    say(store, "Lying there watching it with the kids...", role="assistant", session="trip")
+    say(store, "A shower of light, and I felt tiny.", session="trip")
+    question = "How did Melanie feel while watching the meteor shower?"
+    got = ranked(index, store, question)
+    assert got.index(told) < got.index(poster)
+    monkeypatch.setattr("memtray.core.search.ranking.COVER_WEIGHT", 0.0)
+    got = ranked(index, store, question)
+    assert got.index(poster) < got.index(told)  # the test can fail: without step 4 it would
 
 
 def test_context_stays_within_the_session(store: Store, index: SearchIndex) -> None:

@@ -85,11 +85,14 @@ def test_sync_is_incremental_and_idempotent(store: Store, index: SearchIndex) ->
     assert index.sync(store) == 6
     assert index.sync(store) == 0
     assert index.last_seq == store.log.last_seq
+    assert index.count() == 6  # read once and kept (the ranking asks for it every query)...
     new = say(store, "user", "Let's talk about sourdough baking")
     assert index.search("sourdough") == []  # not synced yet
     assert index.sync(store) == 1
+    assert index.count() == 7  # ...and read again after a write
     assert seqs(index.search("sourdough")) == {new}
     assert index.sync(store) == 0
+    assert index.rebuild(store) == 7 and index.count() == 7
 
 
 def test_sync_resumes_in_a_new_process(store: Store) -> None:
