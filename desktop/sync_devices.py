@@ -111,10 +111,10 @@ class SyncDevices(QWidget):
     # --- reading ----------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Read the paired devices again, on the worker."""
+        """Read the paired devices again, on the worker (the buttons follow the saved address now)."""
         sync = self.sync
+        self._update()
         if sync is None:
-            self._update()
             return
         store = self.ctx.app.store
 
