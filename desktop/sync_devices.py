@@ -139,6 +139,9 @@ class SyncDevices(QWidget):
             item.setData(HANDLE, (d["device"] or d["key"]) if removable else None)
             self.devices.addItem(item)
         self.devices.setVisible(bool(listed))
+        alone = encrypted and [d["this"] for d in listed if not d["removed"]] == [True]
+        if alone and not self.message.text():  # the only device holding the keys: say what losing it means
+            self._said(texts.text("sync.alone") + "\n" + LOSS_WARNING)
         self._update()
 
     # --- commands ---------------------------------------------------------------------

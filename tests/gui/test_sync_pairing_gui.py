@@ -52,6 +52,9 @@ def test_the_card_pairs_a_new_device_with_a_code_then_removes_it(qtbot: Any, des
     assert card.kind.text() == "Encrypted: signed and encrypted on your devices (1 paired device)"
     qtbot.waitUntil(lambda: _rows(card) == [f"{desktop.app.sync.device} · this device"], timeout=10_000)
     assert not pairing.join_btn.isEnabled()  # paired already: nothing to join
+    # the only device holding the keys: the card says what losing it means, as `memtray sync setup` does
+    qtbot.waitUntil(lambda: "only one holding the keys" in pairing.message.text(), timeout=10_000)
+    assert "every paired device is lost" in pairing.message.text()
 
     qtbot.mouseClick(pairing.pair_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: "Pairing code:" in pairing.message.text(), timeout=60_000)
