@@ -119,3 +119,27 @@ def grab_window(widget: object, path: Path) -> None:
     screen = QGuiApplication.primaryScreen()
     pix = screen.grabWindow(0, widget.x(), widget.y(), widget.width(), widget.height())  # type: ignore[attr-defined]
     pix.save(str(path))
+
+
+def memory_keyring() -> object:
+    """An in-memory keyring (the benches and screenshot scripts never touch the OS keyring):
+    ``keyring.set_keyring(memory_keyring())``."""
+    from keyring.backend import KeyringBackend
+
+    class Backend(KeyringBackend):
+        priority = 1  # type: ignore[assignment]
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.store: dict[tuple[str, str], str] = {}
+
+        def get_password(self, service: str, username: str) -> str | None:
+            return self.store.get((service, username))
+
+        def set_password(self, service: str, username: str, password: str) -> None:
+            self.store[(service, username)] = password
+
+        def delete_password(self, service: str, username: str) -> None:
+            self.store.pop((service, username), None)
+
+    return Backend()

@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from _common import grab_window, screenshot_home
+from _common import grab_window, memory_keyring, screenshot_home
 from memtray.core.log.events import Message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,6 +74,9 @@ def main() -> int:
     tmp = screenshot_home("desktop_screenshots.py")
     if tmp is None:
         return 2
+    import keyring
+
+    keyring.set_keyring(memory_keyring())  # type: ignore[arg-type]  # the Sync card's new remote makes keys
     if args.dark:
         os.environ["QT_QPA_PLATFORMTHEME"] = ""
     from memtray.core.app import App

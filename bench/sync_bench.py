@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import _common  # noqa: F401 (puts the repository on sys.path)
+from _common import memory_keyring  # (and puts the repository on sys.path)
 from memtray.core.app import App
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home, device_id
@@ -58,7 +58,7 @@ def open_app(root: Path) -> App:
     home = Home(root)
     home.create()
     device_id(home)
-    return App.open(home, config=Config())
+    return App.open(home, config=Config(sync_encrypt=False))  # clear unless a run sets up keys itself
 
 
 def add(app: App, n: int, tag: str) -> None:
@@ -76,29 +76,6 @@ def count_objects(remote: Path) -> tuple[int, float]:
                          capture_output=True, text=True).stdout
     vals = dict(line.split(": ") for line in out.splitlines())
     return int(vals["in-pack"]) + int(vals["count"]), (int(vals["size-pack"]) + int(vals["size"])) / 1024
-
-
-def _memory_keyring() -> object:
-    """An in-memory keyring for the encrypted run (the bench never touches the OS keyring)."""
-    from keyring.backend import KeyringBackend
-
-    class Backend(KeyringBackend):
-        priority = 1  # type: ignore[assignment]
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.store: dict[tuple[str, str], str] = {}
-
-        def get_password(self, service: str, username: str) -> str | None:
-            return self.store.get((service, username))
-
-        def set_password(self, service: str, username: str, password: str) -> None:
-            self.store[(service, username)] = password
-
-        def delete_password(self, service: str, username: str) -> None:
-            self.store.pop((service, username), None)
-
-    return Backend()
 
 
 def _one_kind(tmp: Path, syncs: int, per: int, encrypted: bool) -> dict[str, float]:
@@ -138,7 +115,7 @@ def _one_kind(tmp: Path, syncs: int, per: int, encrypted: bool) -> dict[str, flo
 def compare(syncs: int, per: int) -> None:
     import keyring
 
-    keyring.set_keyring(_memory_keyring())  # type: ignore[arg-type]
+    keyring.set_keyring(memory_keyring())  # type: ignore[arg-type]
     print(f"load average before: {os.getloadavg()[0]:.1f}")
     got = {}
     for kind in ("clear", "encrypted"):

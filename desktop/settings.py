@@ -60,6 +60,7 @@ FIELD_NAMES = {
     "recall_limit": "Recall limit", "embedding_model": "Embedding model", "embedding_api_base": "Embedding API base",
     "vision_models": "Reads images",
     "sync_remote": "Sync remote", "sync_enabled": "Sync automatically", "sync_interval_minutes": "Sync interval",
+    "sync_encrypt": "Encrypt a new remote",
 }
 
 

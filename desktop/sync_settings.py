@@ -1,5 +1,7 @@
 """Sync in Settings: the "Sync" card's fields (``sync_remote``, ``sync_enabled``,
-``sync_interval_minutes``), this device's id, the last sync's status and "Sync now".
+``sync_interval_minutes``, ``sync_encrypt``), this device's id, the last sync's status and
+"Sync now", which kind the remote is (encrypted or in clear), and the paired devices with
+pairing and removal (:mod:`.sync_devices`).
 
 The fields are saved like every other setting (:meth:`SyncSection.values`, through
 ``SettingsPage.save``); an address that holds a password is refused before anything
@@ -38,6 +40,7 @@ from .qt import (
     QWidget,
     Signal,
 )
+from .sync_devices import SyncDevices
 from .sync_status import describe, remote_kind
 
 log = logging.getLogger(__name__)
@@ -87,6 +90,11 @@ class SyncSection(QWidget):
         box = QWidget()
         box.setLayout(every)
         f.addRow("Every", box)
+        # what a new user gets: a new remote is encrypted (this device makes its keys at the first
+        # sync); unticked, a new remote stays in clear. A remote in use keeps its kind either way.
+        self.encrypt = QCheckBox("Encrypt a new remote (recommended)")
+        self.encrypt.setToolTip(texts.text("sync.encrypt_help"))
+        f.addRow("", self.encrypt)
         # the name the user gives this device ("Laptop"): a device.named event, which syncs, so every
         # device shows it (conflicts, where a fact came from); the id stays as detail below it
         naming = QHBoxLayout()
@@ -124,7 +132,10 @@ class SyncSection(QWidget):
         #: whether the remote is encrypted (docs/SYNC.md, "Encrypted remotes"), from the last sync
         self.kind = label("", muted=True)
         self.kind.setWordWrap(True)
-        f.addRow("Remote", self.kind)
+        f.addRow("Encryption", self.kind)
+        self.pairing = SyncDevices(ctx, self._saved_remote, self.sync_now)
+        self.pairing.listed.connect(lambda *_a: self._render())
+        f.addRow("Devices", self.pairing)
         #: the last status shown, and the conflicts waiting for review (None: not read yet)
         self.last: dict[str, Any] = {}
         self.pending: int | None = None
@@ -145,6 +156,7 @@ class SyncSection(QWidget):
     def load(self, cfg: cfgmod.Config) -> None:
         self.remote.setText(cfg.sync_remote)
         self.enabled.setChecked(cfg.sync_enabled)
+        self.encrypt.setChecked(cfg.sync_encrypt)
         self._interval = cfg.sync_interval_minutes
         self.interval.setValue(round(cfg.sync_interval_minutes))
         self._update()
@@ -157,6 +169,7 @@ class SyncSection(QWidget):
             "sync_remote": self.remote.text().strip(),
             "sync_enabled": self.enabled.isChecked(),
             "sync_interval_minutes": minutes,
+            "sync_encrypt": self.encrypt.isChecked(),
         }
 
     def check(self) -> None:
@@ -170,6 +183,7 @@ class SyncSection(QWidget):
         self._interval = cfg.sync_interval_minutes
         self._update()
         self._render()
+        self.pairing.refresh()  # a new address: pairing follows it
 
     # --- status -----------------------------------------------------------------------
 
@@ -228,9 +242,8 @@ class SyncSection(QWidget):
         self.last = status
         self._render()
         self._update()
-        memory = getattr(self.ctx.app, "memory", None)
-        if status and memory is not None and hasattr(memory, "merge_conflicts"):
-            self.ctx.bridge.call(memory.merge_conflicts, name="sync-conflicts",
+        if status:
+            self.ctx.bridge.call(self.ctx.app.memory.merge_conflicts, name="sync-conflicts",
                                  on_result=self._pending_read, on_error=lambda _e: None)
 
     def _pending_read(self, items: list[dict[str, Any]]) -> None:
@@ -249,7 +262,8 @@ class SyncSection(QWidget):
             text = text[6:7].upper() + text[7:]
         self.status.setText(text)
         self.status.setToolTip(tip)
-        self.kind.setText(remote_kind(self.last))
+        self.kind.setText(remote_kind(self.last, keys=self.pairing.encrypted,
+                                      encrypt_new=self.ctx.app.settings.current.sync_encrypt))
         _restyle(self.status, "error" if failed else ("ok" if self.last.get("last_success") else "muted"))
         hint = str(self.last.get("hint") or "") if failed else ""
         if failed:
@@ -279,6 +293,7 @@ class SyncSection(QWidget):
 
     def _ended(self, err: dict[str, Any]) -> None:
         self._thread = None
+        self.pairing.refresh()  # a first sync may have made this device's keys, a sync learns devices
         if err and self.last.get("last_error") != err["last_error"]:
             # an error the status file does not hold (refused before it started)
             self.last = {**self.last, **err, "last_attempt": format_ts(datetime.now(UTC))}

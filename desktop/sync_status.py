@@ -64,14 +64,21 @@ def describe(status: dict[str, Any], *, configured: bool, now: datetime | None =
     return (f"Synced {_ago(status.get('last_success'), now)}{tail}", f"with {status.get('remote')}{review}")
 
 
-def remote_kind(status: dict[str, Any]) -> str:
-    """Which kind the remote of the last sync is: encrypted, in clear, or not known yet."""
+def remote_kind(status: dict[str, Any], *, keys: bool = False, encrypt_new: bool = True) -> str:
+    """Which kind the remote is: from the last sync (encrypted, or in clear with the way to an
+    encrypted one); before one, from this device (``keys``: it has its sync keys) and the
+    ``sync_encrypt`` setting (``encrypt_new``)."""
     if status.get("encrypted"):
         n = int(status.get("devices") or 0)
         return f"Encrypted: signed and encrypted on your devices ({n} paired device{'s' if n != 1 else ''})"
     if status.get("encrypted") is False:
-        return "In clear: the remote can read everything (memtray sync setup, then a new remote: docs/SYNC.md)"
-    return ""
+        return ("In clear: whoever holds the remote can read everything. To encrypt it, move to a new "
+                "remote: docs/SYNC.md, \"From a clear remote to an encrypted one\"")
+    if keys:
+        return "Encrypted: this device has its sync keys (not synced yet)"
+    if encrypt_new:
+        return "Not synced yet: a new remote will be encrypted (this device makes its keys at the first sync)"
+    return "Not synced yet: a new remote will be in clear (encryption is off)"
 
 
 class SyncStatusMenu(QObject):

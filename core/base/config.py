@@ -68,6 +68,10 @@ class Config:
     sync_remote: str = ""
     sync_enabled: bool = False  # sync automatically while the desktop or daemon runs
     sync_interval_minutes: float = 15.0
+    #: a new remote is encrypted: a device without sync keys makes them (in the OS keyring) at its
+    #: first sync with a remote that holds nothing of memtray's; false: new remotes are in clear, as
+    #: `memtray sync --clear` asks for one sync (docs/SYNC.md, "Encrypted remotes")
+    sync_encrypt: bool = True
     #: where `memtray model download` fetches from (empty: https://huggingface.co; a mirror)
     model_hub: str = ""
     #: models that read images whatever litellm's list says (a local vision model through

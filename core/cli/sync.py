@@ -42,6 +42,9 @@ def add_commands(sub: Any) -> None:
                    "under it")
     p.add_argument("--republish", action="store_true",
                    help="publish this device's stream again from its log (its copy on the remote was rewritten)")
+    p.add_argument("--clear", action="store_true",
+                   help="a new remote stays in clear (by default this device makes its sync keys at its first "
+                   "sync with a new remote, which is then encrypted)")
     p.add_argument("--status", action="store_true", help="only say what the last sync did")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(fn=cmd_sync)
@@ -56,6 +59,11 @@ def add_commands(sub: Any) -> None:
     d.set_defaults(fn=cmd_device)
 
 
+#: how a clear remote is reported, with the way to an encrypted one (docs/SYNC.md)
+CLEAR_NOTE = ("the remote holds everything in clear; to encrypt it, move to a new remote: docs/SYNC.md, "
+              "\"From a clear remote to an encrypted one\"")
+
+
 def _remote_arg(remote: str | None) -> str | None:
     if remote is None:
         return None
@@ -67,6 +75,9 @@ def _remote_arg(remote: str | None) -> str | None:
 
 def cmd_sync(args: argparse.Namespace, home: Home) -> int:
     if args.remote in ACTIONS:
+        if args.clear:
+            raise MemtrayError("`--clear` goes with `memtray sync [REMOTE]`",
+                               hint="It keeps a new remote in clear: `memtray sync --clear REMOTE`.")
         return ACTIONS[args.remote](args, home)
     if args.target is not None or args.join is not None:
         raise MemtrayError("`memtray sync` takes one remote; `--join` goes with `memtray sync pair`",
@@ -78,7 +89,8 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
         svc: SyncService | None = app.sync
         assert svc is not None
         follow_tombstones(app)  # a purge made on another device is applied here too
-        rep = svc.sync(remote, init=args.init, new_device=args.new_device, republish=args.republish)
+        rep = svc.sync(remote, init=args.init, new_device=args.new_device, republish=args.republish,
+                       clear=args.clear)
         names = dict(app.store.state.device_names)  # a name imported by this sync counts too
     if args.json:
         out(json.dumps(rep.to_json(), ensure_ascii=False, sort_keys=True))
@@ -88,6 +100,11 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
     peers = ", ".join(f"{names[d]} ({d}): {n}" if d in names else f"{d}: {n}"
                       for d, n in sorted(rep.peers.items())) or "no new events"
     out(f"synced with {rep.remote}: pushed {rep.pushed} event(s), imported {rep.imported} ({peers})")
+    if rep.keys_created:
+        out(f"  a new remote, encrypted: this device made its sync keys (in the keyring); {LOSS_WARNING}")
+        out("  Pair your other devices: `memtray sync pair` here, then `memtray sync pair --join CODE` there.")
+    elif not rep.encrypted:
+        out(f"  {CLEAR_NOTE}")
     if rep.republished:
         out("  this device's stream was published again as a new history (all its events counted as pushed)")
     if rep.merged_heads:
@@ -159,8 +176,7 @@ def _status(args: argparse.Namespace, home: Home) -> int:
     if st.get("encrypted"):
         out(f"encrypted: yes, signed and encrypted on the devices ({st.get('devices')} paired device(s))")
     elif st.get("encrypted") is False:
-        out("encrypted: no, the remote holds everything in clear (`memtray sync setup` and a new remote: "
-            "docs/SYNC.md)")
+        out(f"encrypted: no, {CLEAR_NOTE}")
     out(f"last sync: {st.get('last_success') or 'never succeeded'}")
     if st.get("last_error"):
         out(f"last attempt {st.get('last_attempt')} failed: {st['last_error']}")
@@ -231,7 +247,7 @@ def _devices(args: argparse.Namespace, home: Home) -> int:
         out("this device has no sync keys: its remote is in clear (`memtray sync setup`)")
         return 0
     for d in listed:
-        name = d["device"] or "(invited, not synced yet)"
+        name = d["device"] or "(invited, not synced yet: `remove-device` takes its key)"
         flags = " (this device)" if d["this"] else ""
         flags += " removed" if d["removed"] else ""
         flags += " (the recovery code's keys)" if d["recovery"] else ""
@@ -240,22 +256,26 @@ def _devices(args: argparse.Namespace, home: Home) -> int:
 
 
 def _remove(args: argparse.Namespace, home: Home) -> int:
-    """``memtray sync remove-device DEVICE``: in one step, and synced at once when a remote is set."""
+    """``memtray sync remove-device DEVICE``: in one step, and synced at once when a remote is set.
+    DEVICE is a device id, or for a device invited that never synced, its key as listed."""
     if not args.target:
         raise MemtrayError("name the device to remove: `memtray sync remove-device DEVICE`",
-                           hint="`memtray sync devices` lists the paired devices.")
+                           hint="`memtray sync devices` lists the paired devices (one invited that never "
+                           "synced by its key).")
     with app_scope(home) as app:
         svc = app.sync
         assert svc is not None
-        gen = svc.pairing.remove(args.target)
+        done = svc.pairing.remove(args.target)
         synced = bool(svc.settings.current.sync_remote.strip())
         if synced:
             svc.sync()
     if args.json:
-        out(json.dumps({"removed": args.target, "key_generation": gen, "synced": synced}, sort_keys=True))
+        out(json.dumps({"removed": args.target, "device": done.device, "key": done.key[:16],
+                        "key_generation": done.gen, "synced": synced}, sort_keys=True))
         return 0
-    out(f"device {args.target} removed: its stream is no longer imported, and what is written from now on is "
-        f"sealed with a new sync key it does not have (generation {gen})")
+    what = f"device {done.device}" if done.device else f"the device invited with key {done.key[:16]}… (it never synced)"
+    out(f"{what} removed: its stream is no longer imported, and what is written from now on is "
+        f"sealed with a new sync key it does not have (generation {done.gen})")
     if not synced:
         out("  sync now so the other devices learn it: memtray sync REMOTE")
     return 0

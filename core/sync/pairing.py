@@ -26,6 +26,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -197,6 +198,9 @@ def invite(repo: LocalRepo, url: str, keys: Keys, device: str, clock: Clock, *, 
         trust.devices[newcomer.sign_pub]["recovery"] = True
     code = crypto.new_code(crypto.RECOVERY_CHARS if recovery else crypto.CODE_CHARS)
     stretched = crypto.code_keys(code)
+    # the invitation's name (not the code: the name is on the remote anyway), so removing the
+    # invited device before it joins also takes its invitation off the remote
+    trust.devices[newcomer.sign_pub]["invite"] = stretched.name
     now = clock.now()
     body = json.dumps({"identity": json.loads(newcomer.to_secret()), "roster": trust.to_json(), "by": device,
                        "expires": None if recovery else format_ts(now + INVITE_LIFE)}).encode()
@@ -256,30 +260,80 @@ def join(repo: LocalRepo, url: str, keys: Keys, device: str, code: str, clock: C
     return inviter
 
 
-def remove_device(keys: Keys, device: str, gone: str) -> int:
-    """Remove device ``gone``: its stream is refused from now on, and a new sync key, wrapped for
-    each remaining device, seals everything written from now on. The new key's generation."""
+#: the shortest start of a public key that names a device to remove (``memtray sync devices`` shows 16)
+KEY_PREFIX_MIN = 6
+
+
+def find_device(trust: Trust, name: str) -> str:
+    """The signing key ``name`` stands for: a device id, or the start of a public key as
+    ``memtray sync devices`` shows it (a device invited that never synced has no id yet)."""
+    name = name.strip()
+    pub = trust.key_of(name)
+    if pub is not None:
+        return pub
+    starting = [k for k in trust.devices if len(name) >= KEY_PREFIX_MIN and k.startswith(name)]
+    if len(starting) == 1:
+        return starting[0]
+    known = ", ".join(sorted(str(v.get("device") or f"key {k[:16]}") for k, v in trust.active().items()))
+    if len(starting) > 1:
+        raise SyncError(f"{name} starts more than one device's key", hint="Give more of the key, as "
+                        "`memtray sync devices` shows it.")
+    raise SyncError(f"{name} is not a paired device (paired: {known or 'none'})",
+                    hint="Name a device by its id, or one invited that never synced by its key, as "
+                    "`memtray sync devices` shows them.")
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What ``remove-device`` did: the key removed, its device id (None: invited, never synced),
+    and the generation of the new sync key."""
+
+    key: str
+    device: str | None
+    gen: int
+
+
+def remove_device(keys: Keys, device: str, gone: str) -> Removal:
+    """Remove the device ``gone`` names (an id, or a key's start, :func:`find_device`): its stream
+    is refused from now on, and a new sync key, wrapped for each remaining device (this one
+    included), seals everything written from now on."""
     identity = keys.load()
     if identity is None:
         raise SyncError("this device has no sync keys", hint="Only a paired device can remove another.")
     trust = keys.trust()
-    pub = trust.key_of(gone)
-    if gone == device:
+    pub = find_device(trust, gone)
+    if pub == identity.sign_pub or gone == device:
         raise SyncError("a device cannot remove itself", hint="Remove it from another paired device.")
-    if pub is None or not trust.accepts(pub):
-        known = ", ".join(sorted(str(v.get("device")) for v in trust.active().values() if v.get("device")))
-        raise SyncError(f"{gone} is not a paired device (paired: {known or 'none'})")
+    if not trust.accepts(pub):
+        raise SyncError(f"{gone} was removed already", hint="`memtray sync devices` lists the paired devices.")
     trust.remove(pub)
     new = SyncKey(identity.current().gen + 1, crypto.new_sync_key())
     wrapped = {}
     for entry in trust.active().values():
         wrapped[entry["box"]] = b64(crypto.wrap(unb64(entry["box"]), new.key, new.id.encode()))
     trust.wrapped[new.id] = {"gen": new.gen, "for": wrapped}
-    identity.keys[new.id] = new
-    keys.store(identity, device)  # the new key first: a crash leaves the removal undone, not half done
+    # the trust first: a crash before the keyring holds the new key leaves it wrapped for this
+    # device too, and the next sync takes it from there (take_rosters); the other order would
+    # seal with a key no other device was handed
     trust.dirty = True
     trust.save()
-    return new.gen
+    crash_point("sync.removing")
+    identity.keys[new.id] = new
+    keys.store(identity, device)
+    return Removal(pub, trust.devices[pub].get("device"), new.gen)
+
+
+def withdraw_invitations(repo: LocalRepo, url: str, refs: dict[str, str], trust: Trust) -> int:
+    """Delete from the remote the invitations this device left for devices removed since (an
+    invitation never used); how many."""
+    gone = 0
+    for entry in trust.devices.values():
+        name = entry.get("invite")
+        if entry.get("removed") and isinstance(name, str) and invite_ref(name) in refs:
+            res = repo.git.run(["push", "--quiet", "--", url, f":{invite_ref(name)}"], timeout=NETWORK_TIMEOUT,
+                               check=False)
+            gone += res.code == 0
+    return gone
 
 
 def devices(keys: Keys, device: str) -> list[dict[str, Any]]:
@@ -326,7 +380,8 @@ class Pairing:
     def join(self, url: str, code: str) -> str:
         return join(self._repo(), url, self.keys, self._device(), code, self.clock)
 
-    def remove(self, gone: str) -> int:
+    def remove(self, gone: str) -> Removal:
+        """Remove a device by its id, or one invited that never synced by its key's start."""
         return remove_device(self.keys, self._device(), gone)
 
     def devices(self) -> list[dict[str, Any]]:

@@ -65,7 +65,7 @@ from memtray.core.memory.merge import PeerHead
 from memtray.core.sync import attach, pairing
 from memtray.core.sync.gitcli import Git, SyncError, has_password, safe_url
 from memtray.core.sync.history import git_date, purged_to, republished
-from memtray.core.sync.identity import Keys, Seal
+from memtray.core.sync.identity import PAIR_HINT, Keys, Seal
 from memtray.core.sync.intake import check_peer, claim_ids
 from memtray.core.sync.status import SyncReport, complete, read_status, remote_key, status_file
 from memtray.core.sync.stream import (
@@ -191,10 +191,12 @@ class SyncService:
     # --- one sync ---------------------------------------------------------------------
 
     def sync(self, remote: str | None = None, *, init: bool = False, new_device: bool = False,
-             republish: bool = False) -> SyncReport:
+             republish: bool = False, clear: bool = False) -> SyncReport:
         """Sync with ``remote`` (default: the ``sync_remote`` setting). Raises SyncError.
         ``new_device``: this home takes a new device id first (a copied home, docs/SYNC.md);
-        ``republish``: publish this device's stream again from its log (a stream rewritten on the remote)."""
+        ``republish``: publish this device's stream again from its log (a stream rewritten on the remote);
+        ``clear``: a new remote stays in clear (by default a device without keys makes them at its
+        first sync with a remote that holds nothing of memtray's, :meth:`_new_remote`)."""
         # an empty REMOTE (`memtray sync ""`) is no remote given: the configured one
         url = check_remote(remote if remote and remote.strip() else self.settings.current.sync_remote)
         with self._lock:
@@ -206,7 +208,7 @@ class SyncService:
             except (OSError, ValueError):
                 prev = {}
             try:
-                rep = self._sync(url, init, new_device, republish)
+                rep = self._sync(url, init, new_device, republish, clear)
             except MemtrayError as exc:
                 failures = int(prev.get("failures", 0)) + 1 if prev.get("last_error") else 1
                 self._save_status({**prev, "remote": safe_url(url), "device": self.device, "last_attempt": started,
@@ -222,17 +224,22 @@ class SyncService:
             }, where)
             return rep
 
-    def _sync(self, url: str, init: bool, new_device: bool = False, republish: bool = False) -> SyncReport:
+    def _sync(self, url: str, init: bool, new_device: bool = False, republish: bool = False,
+              clear: bool = False) -> SyncReport:
         if self.store.readonly:
             raise SyncError("the event log is read-only (damaged or opened by another program)",
                             hint="Run `memtray doctor` first.")
         me = self.device
         rep = SyncReport(safe_url(url), me)
         seal = self.keys.seal(me)  # the keyring is read once a sync
-        rep.encrypted = seal.secured
         repo = self.repo(seal)
         key = remote_key(url)
         refs = repo.ls_remote(url)
+        if seal.identity is None and self._new_remote(url, refs, clear):
+            seal = self.keys.seal(me)
+            repo = self.repo(seal)
+            rep.keys_created = True
+        rep.encrypted = seal.secured
         if seal.identity is not None:  # devices paired and removed elsewhere, keys handed to this one
             seal.identity = pairing.take_rosters(repo, url, key, refs, self.keys, seal.identity, seal.trust, me,
                                                  rep.notes)
@@ -293,11 +300,39 @@ class SyncService:
         if seal.identity is not None:
             when = format_ts(self.clock.now())
             pairing.publish_roster(repo, url, refs, seal.identity, seal.trust, me, git_date(when, when))
+            if pairing.withdraw_invitations(repo, url, refs, seal.trust):
+                rep.notes.append("the invitation of a device removed before it joined was taken off the remote")
             self._save_trust(seal, rep)
             rep.devices = len(seal.trust.active())
         else:
             self._mirror_memory(url, rep, refs)  # an encrypted remote gets no memory mirror (docs/SYNC.md)
         return rep
+
+    def _new_remote(self, url: str, refs: dict[str, str], clear: bool) -> bool:
+        """For a device without sync keys: whether to make them now. Yes at its first sync with
+        a remote that holds nothing of memtray's (a new remote is encrypted by default), unless
+        asked for clear (``clear``, the ``sync_encrypt`` setting) or this device already syncs in
+        clear with other devices (they could no longer read it: that is a migration, docs/SYNC.md).
+        A remote other devices encrypted is refused: this device must be paired to use it."""
+        if any(n.startswith(pairing.INVITE_PREFIX) or (n.startswith(PREFIX) and n.endswith("/keys"))
+               for n in refs):
+            raise SyncError(f"{safe_url(url)} is an encrypted remote and this device is not paired with its devices",
+                            hint=PAIR_HINT)
+        if clear or not self.settings.current.sync_encrypt:
+            return False
+        if any(n.startswith("refs/memtray/") for n in refs):
+            return False  # a clear remote memtray uses already: it stays clear
+        if self.store.state.sync or self.repo().git.rev(log_ref(self.device)) is not None:
+            return False  # it syncs in clear elsewhere: encrypting is a migration the user starts
+        try:
+            pairing.set_up(self.keys, self.device)
+        except MemtrayError as exc:  # no secure keyring, or it refused: never clear without being asked
+            raise SyncError(f"this device's sync keys could not be made for the new remote: {exc}",
+                            hint="A new remote is encrypted, with keys kept in the OS keyring. Unlock or install "
+                            "one (docs/INSTALL.md), or sync in clear on purpose: `memtray sync --clear REMOTE` "
+                            "(or `memtray config set sync_encrypt false`).") from None
+        log.info("new remote %s: this device's sync keys were made, the remote is encrypted", safe_url(url))
+        return True
 
     def _save_trust(self, seal: Seal, rep: SyncReport) -> None:
         try:

@@ -56,6 +56,8 @@ class SyncReport:
     encrypted: bool = False
     #: the paired devices (not removed) this device knows of; 0 on a clear remote
     devices: int = 0
+    #: this sync made this device's sync keys (its first sync with a new remote: encrypted by default)
+    keys_created: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

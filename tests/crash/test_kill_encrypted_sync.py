@@ -7,6 +7,7 @@ home has its own keyring, a file that outlives the process as the OS keyring doe
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -14,8 +15,8 @@ from pathlib import Path
 import pytest
 from memtray.core.base.faults import CRASH_ENV
 
-from tests.crash.test_kill_sync import _converged, _say
-from tests.integration.sync_support import GIT, bare, git, remote_refs
+from tests.crash.test_kill_sync import SECRET, _converged, _kill_receive_pack, _say, _state
+from tests.integration.sync_support import GIT, bare, git, log_holds, remote_refs
 from tests.support import run_cli
 
 
@@ -94,3 +95,73 @@ def test_kill_during_an_encrypted_sync_then_the_next_sync_completes(tmp_path: Pa
     assert "refused" not in _ok(_cli(a, "sync", str(remote)))
     assert {"a new", "b new", "a before", "b before"} <= _converged(a, b)
     assert _in_clear(remote, "a new", "b new", "a before", "b before") == []
+
+
+def _paired(tmp_path: Path, names: str = "ab") -> tuple[Path, list[Path]]:
+    """A bare remote and homes paired through it with the CLI, as a user pairs them (the first
+    one set up, each other joined with a code it showed), each synced once."""
+    remote = bare(tmp_path / "remote.git")
+    roots = [tmp_path / n for n in names]
+    _ok(_cli(roots[0], "sync", "setup"))
+    for root in roots[1:]:
+        _, code = _code(roots[0], remote)
+        assert code is not None
+        _ok(_cli(root, "sync", "pair", str(remote), "--join", code))
+    for root in roots:
+        _say(root, f"{root.name} before")
+        _ok(_cli(root, "sync", str(remote)))
+    return remote, roots
+
+
+def test_kill_while_removing_a_device_then_the_next_sync_seals_with_a_key_the_others_have(tmp_path: Path) -> None:
+    """kill -9 between the removal's two writes (the paired devices saved, the keyring not yet):
+    the next sync takes the new key from what was saved; the device that stays reads what is
+    written next, the removed one does not."""
+    remote, (a, b, c) = _paired(tmp_path, "abc")
+    for root in (a, b):
+        _ok(_cli(root, "sync", str(remote)))  # both know c's id (and what it said) from its stream
+    gone = next(d["device"] for d in json.loads(_ok(_cli(c, "sync", "devices", "--json")))["devices"] if d["this"])
+    killed = _cli(a, "sync", "remove-device", gone, **{CRASH_ENV: "sync.removing"})
+    assert killed.returncode == -9, killed.stderr
+    assert "removed" in _ok(_cli(a, "sync", "devices"))  # the removal holds
+    _say(a, "a after the removal")
+    _ok(_cli(a, "sync", str(remote)))
+    synced_b = _ok(_cli(b, "sync", str(remote)))  # a's new stream opens: sealed with the key b was handed
+    refused = [line for line in synced_b.splitlines() if "its stream:" in line]
+    assert all(gone in line and "was removed" in line for line in refused)  # c alone, if it pushed
+    _ok(_cli(c, "sync", str(remote)))
+    assert "a after the removal" in _converged(a, b)
+    assert "a after the removal" not in _state(c)[1]
+    assert _in_clear(remote, "a after the removal", "a before", "b before") == []
+
+
+def test_receive_pack_killed_during_an_encrypted_sync_then_the_next_sync_completes(tmp_path: Path) -> None:
+    remote, (a, b) = _paired(tmp_path)
+    _say(a, "a new")
+    before = remote_refs(remote)
+    hook = _kill_receive_pack(remote)
+    killed = _cli(a, "sync", str(remote))
+    assert killed.returncode != 0 and "memtray: error:" in killed.stderr and "Traceback" not in killed.stderr
+    assert remote_refs(remote) == before
+    hook.unlink()
+    _ok(_cli(a, "sync", str(remote)))
+    assert "refused" not in _ok(_cli(b, "sync", str(remote)))
+    assert {"a new", "a before", "b before"} <= _converged(a, b)
+    git("--git-dir", str(remote), "fsck")
+
+
+def test_a_purge_then_a_killed_sealed_republication_then_the_next_sync_completes(tmp_path: Path) -> None:
+    remote, (a, b) = _paired(tmp_path)
+    _say(a, f"the code is {SECRET}")
+    _ok(_cli(a, "sync", str(remote)))
+    _ok(_cli(b, "sync", str(remote)))
+    assert log_holds(b, SECRET)
+    purged = _cli(a, "purge", SECRET, "--yes")
+    assert purged.returncode == 0, purged.stderr
+    killed = _cli(a, "sync", str(remote), **{CRASH_ENV: "sync.pushed"})
+    assert killed.returncode == -9, killed.stderr
+    for root in (a, b, a, b):
+        out = _cli(root, "sync", str(remote))
+        assert out.returncode == 0 and "refused" not in out.stdout, out.stderr + out.stdout
+    assert not log_holds(a, SECRET) and not log_holds(b, SECRET)
+    assert {"a before", "b before", "the code is [PURGED]"} <= _converged(a, b)

@@ -49,7 +49,7 @@ def _state(root: Path) -> tuple[str, set[str], list[str]]:
 
 
 def _sync(root: Path, remote: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return run_cli(root, "sync", str(remote), **env)
+    return run_cli(root, "sync", "--clear", str(remote), **env)  # a clear remote (these homes have no keyring)
 
 
 def _two_synced_homes(tmp_path: Path) -> tuple[Path, Path, Path]:

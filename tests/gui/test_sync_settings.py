@@ -88,7 +88,11 @@ def test_sync_now_against_a_bare_remote_then_a_broken_one(qtbot: Any, desktop: A
     say(desktop.app, "hello")
     page, card = _card(desktop)
     card.remote.setText(str(remote))
+    assert card.encrypt.isChecked()  # a new remote is encrypted unless the user says otherwise
+    card.encrypt.setChecked(False)
     _save(qtbot, page)
+    assert config.load(desktop.app.home).sync_encrypt is False
+    assert card.kind.text() == "Not synced yet: a new remote will be in clear (encryption is off)"
     assert card.now_btn.isEnabled()
     qtbot.mouseClick(card.now_btn, Qt.MouseButton.LeftButton)
     assert card.status.text() == "Syncing…" and not card.now_btn.isEnabled()

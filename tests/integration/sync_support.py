@@ -21,10 +21,19 @@ from memtray.core.sync.digest import state_digest
 from memtray.core.sync.service import SyncReport
 
 GIT = shutil.which("git") or "git"
-#: ``MEMTRAY_TEST_SYNC_ENCRYPTED=1``: every home :func:`open_app` opens is paired with the others
-#: of its test (one group per test folder), so the sync suites run on encrypted remotes
-#: (tests/integration/test_sync_suites_encrypted.py runs a set of them so)
-ENCRYPTED = os.environ.get("MEMTRAY_TEST_SYNC_ENCRYPTED") == "1"
+
+
+class RemoteKind:
+    """Which remote the homes :func:`open_app` opens sync through. ``encrypted``: each is paired
+    with the other homes of its test (one group per test folder), so every stream is sealed.
+    Set per test by the ``remote_kind`` fixture (tests/integration/conftest.py: the sync suites
+    run on both kinds); ``MEMTRAY_TEST_SYNC_ENCRYPTED=1`` makes encrypted the default of every
+    other test too (a local run of everything on encrypted remotes)."""
+
+    encrypted = os.environ.get("MEMTRAY_TEST_SYNC_ENCRYPTED") == "1"
+
+
+KIND = RemoteKind()
 
 
 def pair_locally(root: Path) -> None:
@@ -73,8 +82,10 @@ def open_app(root: Path, clock: Clock | None = None, **cfg: object) -> App:
     home = Home(root)
     home.create()
     device_id(home)
-    if ENCRYPTED:
+    if KIND.encrypted:
         pair_locally(root)
+    else:  # a clear remote, asked for (a new remote is encrypted by default)
+        cfg.setdefault("sync_encrypt", False)
     return App.open(home, config=Config(**cfg), clock=clock)  # type: ignore[arg-type]
 
 

@@ -109,7 +109,7 @@ def test_sync_says_the_devices_names(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     assert run_cli(a, "device", "name", "Laptop").returncode == 0
     assert run_cli(a, "remind", "add", "water the plants", "--at", "in 5h").returncode == 0
-    assert run_cli(a, "sync", str(remote)).returncode == 0
+    assert run_cli(a, "sync", "--clear", str(remote)).returncode == 0
     first = run_cli(b, "sync", str(remote))
     assert first.returncode == 0, first.stderr
     [row_a] = [r for r in json.loads(run_cli(a, "device", "--json").stdout) if r["this"]]

@@ -41,6 +41,7 @@ def _attachment_findings(app: App) -> list[doctor.Finding]:
     return [f for f in doctor.check_attachments(app.home) if f.code.startswith("attachments")]
 
 
+@pytest.mark.clear_only("lists the remote's attachment files by their hash (hidden on an encrypted remote)")
 def test_attachments_reach_every_device_with_their_messages(tmp_path: Path, llm_server: ScriptedLLMServer) -> None:
     remote = bare(tmp_path / "remote.git")
     image = png()

@@ -117,6 +117,7 @@ def test_sync_without_a_remote_says_how_to_set_one(tmp_path: Path) -> None:
     assert st.returncode == 0 and st.stdout.strip() == "never synced"
 
 
+@pytest.mark.clear_only("its second home is a CLI process never paired")
 def test_the_counts_say_what_travelled_memory_revisions_are_merged_not_imported(tmp_path: Path) -> None:
     from tests.support import run_cli
 

@@ -69,6 +69,7 @@ def _with_ids(tmp_path: Path, ids: tuple[str, ...]) -> None:
         home.device_file.write_text(json.dumps({"id": dev, "name": name}))
 
 
+@pytest.mark.encrypted_once
 @pytest.mark.parametrize("ids", list(itertools.permutations(["d000000000001", "d000000000002", "d000000000003"])))
 @pytest.mark.parametrize("how", ["accept", "restore"])
 def test_every_device_that_has_the_merge_lists_its_conflicts_and_one_resolution_reaches_all(

@@ -33,7 +33,7 @@ def test_sync_through_a_running_daemon_and_a_purge_from_another_device(tmp_path:
     try:
         line = proc.stderr.readline()
         assert "memtray daemon: ready" in line, line + proc.stderr.read()
-        assert run_cli(b, "sync", str(remote)).returncode == 0
+        assert run_cli(b, "sync", "--clear", str(remote)).returncode == 0  # a remote in clear, asked for
         out = run_cli(a, "sync", str(remote))  # forwarded: the daemon holds a
         assert out.returncode == 0, out.stderr
         assert "imported 2" in out.stdout

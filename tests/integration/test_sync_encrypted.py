@@ -7,8 +7,18 @@ from pathlib import Path
 
 import pytest
 from memtray.core.app import App
+from memtray.core.sync.gitcli import SyncError
 
-from tests.integration.sync_support import GIT, bare, contents, digest, homes, remember, say
+from tests.integration.sync_support import (
+    GIT,
+    bare,
+    contents,
+    digest,
+    homes,
+    remember,
+    remote_refs,
+    say,
+)
 
 
 def remote_objects(remote: Path) -> bytes:
@@ -123,10 +133,12 @@ def test_a_stream_in_clear_or_sealed_by_an_unpaired_device_is_refused_and_report
     remote = bare(tmp_path / "remote.git")
     with homes(tmp_path, "abcu") as (a, b, c, u):
         assert a.sync is not None and b.sync is not None and c.sync is not None and u.sync is not None
+        say(c, "a device nobody paired, in clear")
+        c.sync.sync(str(remote))  # while the remote was still in clear
         pair(remote, a, b)
         a.sync.sync(str(remote))
-        say(c, "a device nobody paired, in clear")
-        c.sync.sync(str(remote))
+        with pytest.raises(SyncError, match="is an encrypted remote and this device is not paired"):
+            c.sync.sync(str(remote))  # and now it is not: c is told to pair, it pushes nothing
         u.sync.pairing.set_up()  # its own keys: a remote of its own, sealed with a key b does not have
         say(u, "a device with keys of its own")
         u.sync.sync(str(remote))
@@ -170,7 +182,7 @@ def test_three_devices_then_one_removed_cannot_read_what_is_written_after(tmp_pa
         assert len(contents(a)) == 6
         assert {d["device"] for d in a.sync.pairing.devices()} == {a.sync.device, b.sync.device, c.sync.device}
         # c is lost: removed on a, in one step
-        assert a.sync.pairing.remove(c.sync.device) == 2
+        assert a.sync.pairing.remove(c.sync.device).gen == 2
         assert a.sync.sync(str(remote)).devices == 2
         say(a, "written after c was removed")
         a.sync.sync(str(remote))
@@ -244,3 +256,67 @@ def test_a_recovery_code_brings_everything_back_after_every_device_is_lost(tmp_p
         assert rep.refusals == 0 and rep.imported >= 4
         assert {"before b was removed", "after b was removed"} <= contents(new)
         assert any(d["recovery"] and d["this"] for d in new.sync.pairing.devices())
+
+
+def test_a_device_invited_that_never_synced_is_removed_in_one_step(tmp_path: Path) -> None:
+    """A laptop lost between ``pair`` and its first sync has no device id yet: it is removed by
+    its key, as ``sync devices`` lists it. Its invitation leaves the remote, the code opens
+    nothing, a new sync key is handed to the others only, and what it might still publish with
+    the keys it was given (a join before the invitation was withdrawn) is refused everywhere."""
+    remote = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "abl") as (a, b, lost):
+        assert a.sync is not None and b.sync is not None and lost.sync is not None
+        pair(remote, a, b)
+        for app in (a, b, a):
+            app.sync.sync(str(remote))  # type: ignore[union-attr]
+        code = a.sync.pairing.invite(str(remote))
+        invited = [d for d in a.sync.pairing.devices() if d["device"] is None]
+        assert len(invited) == 1 and not invited[0]["removed"]
+        with pytest.raises(SyncError, match="not a paired device"):
+            a.sync.pairing.remove("dffffffffffff")  # neither an id nor a key it knows
+        with pytest.raises(SyncError, match="cannot remove itself"):
+            a.sync.pairing.remove(a.sync.device)
+        done = a.sync.pairing.remove(invited[0]["key"])
+        assert done.device is None and done.gen == 2 and done.key.startswith(invited[0]["key"])
+        assert [d["removed"] for d in a.sync.pairing.devices() if d["device"] is None] == [True]
+        with pytest.raises(SyncError, match="removed already"):
+            a.sync.pairing.remove(invited[0]["key"])
+        rep = a.sync.sync(str(remote))
+        assert rep.devices == 2 and any("invitation" in n for n in rep.notes)
+        assert not [r for r in remote_refs(remote) if r.startswith("refs/memtray/pairing/")]
+        with pytest.raises(SyncError, match="no invitation for this code"):
+            lost.sync.pairing.join(str(remote), code)
+        rb = b.sync.sync(str(remote))  # b takes in the removal and the new key from a's roster
+        assert any("new sync key" in n for n in rb.notes)
+        assert [d["removed"] for d in b.sync.pairing.devices() if d["device"] is None] == [True]
+        say(a, "after the invited laptop was removed")
+        a.sync.sync(str(remote))
+        b.sync.sync(str(remote))
+        assert "after the invited laptop was removed" in contents(b)
+
+
+def test_a_device_removed_after_its_invitation_was_taken_is_refused(tmp_path: Path) -> None:
+    """The invited device joined before the removal reached it, but never synced: removed by
+    its key on the second device; its stream is refused by both, and it reads nothing new."""
+    remote = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "abl") as (a, b, lost):
+        assert a.sync is not None and b.sync is not None and lost.sync is not None
+        pair(remote, a, b)
+        for app in (a, b, a):
+            app.sync.sync(str(remote))  # type: ignore[union-attr]
+        pair(remote, a, lost)  # joined, never synced: nobody knows its device id
+        b.sync.sync(str(remote))  # b knows its key from a's roster
+        key = next(d["key"] for d in b.sync.pairing.devices() if d["device"] is None)
+        b.sync.pairing.remove(key)
+        say(b, "b after the removal")
+        b.sync.sync(str(remote))
+        a.sync.sync(str(remote))
+        say(lost, "the lost laptop speaks")
+        rl = lost.sync.sync(str(remote))
+        assert "b after the removal" not in contents(lost)
+        assert any("this device was removed" in n for n in rl.notes)
+        for app in (a, b):
+            rep = app.sync.sync(str(remote))  # type: ignore[union-attr]
+            assert "the lost laptop speaks" not in contents(app)
+            assert rep.refusals >= 1
+        assert contents(a) == contents(b)

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from tests.integration.sync_support import bare
+from tests.integration.sync_support import bare, remote_holds, remote_refs
 from tests.support import run_cli
 
 
@@ -46,7 +46,8 @@ def test_set_up_pair_list_and_remove_devices_from_the_command_line(tmp_path: Pat
     cli(a, ka, "sync", remote)
     assert b_id in {d["device"] for d in json.loads(cli(a, ka, "sync", "devices", "--json"))["devices"]}
     removed = json.loads(cli(a, ka, "sync", "remove-device", b_id, "--json"))
-    assert removed == {"removed": b_id, "key_generation": 2, "synced": False}
+    assert removed == {"removed": b_id, "device": b_id, "key": next(d["key"] for d in listed["devices"] if d["this"]),
+                       "key_generation": 2, "synced": False}
     assert "removed" in cli(a, ka, "sync", "devices")
     # the keys are in the keyring files only: not in the data home, the log or the remote
     secret = json.loads(ka.read_text())
@@ -57,8 +58,56 @@ def test_set_up_pair_list_and_remove_devices_from_the_command_line(tmp_path: Pat
                     assert part.encode() not in path.read_bytes(), path
 
 
-def test_a_clear_remote_says_so(tmp_path: Path) -> None:
+def test_a_new_remote_is_encrypted_by_default_and_in_clear_only_when_asked(tmp_path: Path) -> None:
+    """What a new user gets: the first sync with a new remote makes the device's keys and seals
+    everything; ``--clear`` keeps a new remote in clear; a clear remote in use stays clear for
+    every device that joins it, and says how to move to an encrypted one."""
+    sealed, clear = str(bare(tmp_path / "sealed.git")), str(bare(tmp_path / "clear.git"))
+    a, b, c, d = (tmp_path / n for n in "abcd")
+    keyring = {n: tmp_path / f"keyring-{n}.json" for n in "abcd"}
+    assert run_cli(a, "remind", "add", "water the ficus Bartholomew", "--at", "in 5h").returncode == 0
+    first = cli(a, keyring["a"], "sync", sealed)
+    assert "a new remote, encrypted" in first and "every paired device is lost" in first
+    status = json.loads(cli(a, keyring["a"], "sync", "--status", "--json"))
+    assert status["encrypted"] is True and status["devices"] == 1
+    assert not _in_remote(sealed, "Bartholomew")
+    # a device nobody paired is told to pair, and pushes nothing
+    refused = run_cli(b, "sync", sealed, PYTHON_KEYRING_BACKEND="tests.support.FileKeyring",
+                      MEMTRAY_TEST_KEYRING=str(keyring["b"]))
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "is an encrypted remote and this device is not paired" in refused.stderr
+    assert "memtray sync pair --join CODE" in refused.stderr
+    assert len(_stream_refs(sealed)) == 1
+    # --clear, asked for: a plain remote, and the status says what that means
+    assert run_cli(c, "remind", "add", "feed the cat Clementine", "--at", "in 5h").returncode == 0
+    said = cli(c, keyring["c"], "sync", "--clear", clear)
+    assert "in clear" in said and "From a clear remote to an encrypted one" in said
+    assert _in_remote(clear, "Clementine")  # the control: what is in clear is found
+    assert "encrypted: no" in cli(c, keyring["c"], "sync", "--status")
+    assert "From a clear remote to an encrypted one" in cli(c, keyring["c"], "sync", "--status")
+    # another device joining that clear remote keeps it clear (no keys made), and reads it
+    joined = json.loads(cli(d, keyring["d"], "sync", clear, "--json"))
+    assert joined["encrypted"] is False and joined["keys_created"] is False and joined["imported"] >= 1
+    assert json.loads(cli(d, keyring["d"], "sync", "devices", "--json"))["encrypted"] is False
+    assert json.loads(cli(d, keyring["d"], "sync", "--status", "--json"))["encrypted"] is False
+
+
+def test_no_keyring_never_means_a_new_remote_in_clear_without_being_asked(tmp_path: Path) -> None:
     remote = str(bare(tmp_path / "remote.git"))
-    cli(tmp_path / "a", tmp_path / "k.json", "sync", remote)
-    assert "encrypted: no" in cli(tmp_path / "a", tmp_path / "k.json", "sync", "--status")
-    assert json.loads(cli(tmp_path / "a", tmp_path / "k.json", "sync", "--status", "--json"))["encrypted"] is False
+    assert run_cli(tmp_path / "a", "remind", "add", "water the plants", "--at", "in 5h").returncode == 0
+    out = run_cli(tmp_path / "a", "sync", remote)  # run_cli's keyring is the null one: not secure
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "could not be made" in out.stderr and "memtray sync --clear REMOTE" in out.stderr
+    assert _stream_refs(remote) == []
+    wrong = run_cli(tmp_path / "a", "sync", "setup", "--clear")
+    assert wrong.returncode == 1 and "`--clear` goes with `memtray sync [REMOTE]`" in wrong.stderr
+    assert run_cli(tmp_path / "a", "sync", "--clear", remote).returncode == 0
+    assert len(_stream_refs(remote)) == 1
+
+
+def _stream_refs(remote: str) -> list[str]:
+    return [r for r in remote_refs(Path(remote)) if r.endswith("/log")]
+
+
+def _in_remote(remote: str, text: str) -> bool:
+    return remote_holds(Path(remote), text, reachable=False)

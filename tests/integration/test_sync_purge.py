@@ -25,6 +25,7 @@ from tests.integration.sync_support import (
 SECRET = "hunter2-the-door-code"
 
 
+@pytest.mark.clear_only("searches the remote's objects for the text in clear")
 def test_a_purge_reaches_every_device_and_says_what_the_remote_keeps(tmp_path: Path) -> None:
     remote = bare(tmp_path / "remote.git")
     with homes(tmp_path, "abc") as (a, b, c):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from memtray.core.admin.purge import Matcher, purge
 from memtray.core.admin.tombstones import follow_tombstones
 
@@ -23,6 +24,7 @@ from tests.integration.sync_support import (
 SECRET = "Zorgblatt-the-nickname"
 
 
+@pytest.mark.clear_only("searches the remote's objects for the text in clear")
 def test_after_a_purge_the_second_remote_is_caught_up_not_refused(tmp_path: Path) -> None:
     r1, r2 = bare(tmp_path / "r1.git"), bare(tmp_path / "r2.git")
     with homes(tmp_path, "ab") as (a, b):
@@ -54,6 +56,7 @@ def test_after_a_purge_the_second_remote_is_caught_up_not_refused(tmp_path: Path
         assert a.sync.sync(str(r2)).notes == []  # type: ignore[union-attr]
 
 
+@pytest.mark.clear_only("writes a clear segment on the remote by hand")
 def test_an_older_epoch_that_reaches_further_is_a_rewrite(tmp_path: Path) -> None:
     r1, r2 = bare(tmp_path / "r1.git"), bare(tmp_path / "r2.git")
     with homes(tmp_path, "ab") as (a, b):
