@@ -53,7 +53,7 @@ def test_pasted_screenshot_reaches_the_model_as_an_image_part(qtbot: Any, vision
     assert [i.ref.name for i in pane.attach.items] == ["screenshot-1.png"]
     assert pane.attach.isVisibleTo(pane) and pane.input.toPlainText() == ""
     qtbot.keyClicks(pane.input, "what is in this screenshot?")
-    with qtbot.waitSignal(pane.turn_done, timeout=60000) as sig:
+    with qtbot.waitSignal(pane.turn_done, timeout=90000) as sig:
         qtbot.keyClick(pane.input, Qt.Key.Key_Return)
     assert sig.args[0] == "finished"
     assert pane.attach.items == [] and not pane.attach.isVisibleTo(pane)
@@ -86,7 +86,7 @@ def test_pasted_pdf_reaches_the_model_as_text_and_a_chip_can_be_removed(
     qtbot.mouseClick(remove[0], Qt.MouseButton.LeftButton)
     assert [i.ref.name for i in pane.attach.items] == ["invoice.pdf"]
     qtbot.keyClicks(pane.input, "when is it due?")
-    with qtbot.waitSignal(pane.turn_done, timeout=60000):
+    with qtbot.waitSignal(pane.turn_done, timeout=90000):
         qtbot.keyClick(pane.input, Qt.Key.Key_Return)
     content = _user(llm_server.chat_requests[-1])["content"]
     assert "[attached file: invoice.pdf]\nInvoice number 4471 due Friday" in content

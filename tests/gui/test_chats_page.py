@@ -101,7 +101,7 @@ def test_a_failed_turn_keeps_its_mark_and_retry(qtbot: Any, desktop: Any, llm_se
     pane = chats.pane
     chats.refresh(select="chat-b")
     llm_server.script(error(401))
-    with qtbot.waitSignal(pane.turn_done, timeout=30000):
+    with qtbot.waitSignal(pane.turn_done, timeout=90000):
         pane.send("hello there")
     assert pane._error is not None
     # another conversation and back: the card is built again from the log
@@ -117,7 +117,7 @@ def test_a_failed_turn_keeps_its_mark_and_retry(qtbot: Any, desktop: Any, llm_se
     qtbot.waitUntil(lambda: chats.item_for("chat-b") is not None and "Not answered" in chats.item_for(
         "chat-b").preview.text(), timeout=10000)
     llm_server.script(reply("Hi!"))
-    with qtbot.waitSignal(pane.turn_done, timeout=30000) as sig:
+    with qtbot.waitSignal(pane.turn_done, timeout=90000) as sig:
         card.retry.emit()
     assert sig.args[0] == "finished"
     qtbot.waitUntil(lambda: pane._error is None and "Hi!" in _texts(pane), timeout=10000)

@@ -39,7 +39,7 @@ def test_a_message_sent_from_the_popup_appears_in_the_open_main_window(qtbot: An
     popup = desktop.popup.pane
     desktop.show_popup()
     llm_server.script(reply("Green tea it is."))
-    with qtbot.waitSignal(popup.turn_done, timeout=60000):
+    with qtbot.waitSignal(popup.turn_done, timeout=90000):
         popup.send("I like green tea")
     qtbot.waitUntil(lambda: _texts(main) == ["I like green tea", "Green tea it is."], timeout=10000)
     # the popup shows the same conversation once: its own views took the logged messages over

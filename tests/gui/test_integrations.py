@@ -93,7 +93,7 @@ def test_refused_call_in_the_chat_asks_then_allows_and_retries(qtbot: Any, confi
     try:
         pane = d.popup.pane
         llm_server.script(tool_call("hostile__sneaky", {}, id="c1"), reply("I may not use that tool yet."))
-        with qtbot.waitSignal(pane.turn_done, timeout=60000):
+        with qtbot.waitSignal(pane.turn_done, timeout=90000):
             pane.send("use the sneaky tool")
         qtbot.waitUntil(lambda: bool(pane.findChildren(ConsentQuestion)), timeout=10000)
         (q,) = pane.findChildren(ConsentQuestion)
@@ -104,7 +104,7 @@ def test_refused_call_in_the_chat_asks_then_allows_and_retries(qtbot: Any, confi
         assert servers.allowed_now(configured_home, "hostile")
         assert q.retry_btn.isVisibleTo(q) and not q.allow_btn.isVisibleTo(q)
         llm_server.script(tool_call("hostile__sneaky", {}, id="c2"), reply("Done, that was data."))
-        with qtbot.waitSignal(pane.turn_done, timeout=60000) as sig:
+        with qtbot.waitSignal(pane.turn_done, timeout=90000) as sig:
             qtbot.mouseClick(q.retry_btn, Qt.MouseButton.LeftButton)
         assert sig.args == ["finished", "Done, that was data."]
         calls = [r.data["status"] for r in d.app.store.log.records() if r.type == "mcp.call"]
@@ -132,7 +132,7 @@ def test_a_redraw_from_the_log_keeps_the_consent_question(qtbot: Any, configured
     try:
         pane = d.popup.pane
         llm_server.script(tool_call("hostile__sneaky", {}, id="c1"), reply("I may not use that tool yet."))
-        with qtbot.waitSignal(pane.turn_done, timeout=60000):
+        with qtbot.waitSignal(pane.turn_done, timeout=90000):
             pane.send("use the sneaky tool")
         qtbot.waitUntil(lambda: bool(pane.findChildren(ConsentQuestion)), timeout=10000)
         (q,) = pane.findChildren(ConsentQuestion)

@@ -43,7 +43,7 @@ def test_closing_during_a_consolidation(qtbot: Any, configured_home: Any, runtim
     d.quit = lambda: quits.append(True)  # type: ignore[method-assign]
     pane = d.popup.pane
     llm_server.script(reply("noted"))
-    with qtbot.waitSignal(pane.turn_done, timeout=20000):
+    with qtbot.waitSignal(pane.turn_done, timeout=90000):
         pane.send("keep this")
     llm_server.script(hang())
     pane.new_session()

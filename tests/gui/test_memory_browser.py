@@ -146,7 +146,7 @@ def test_review_and_redo_after_a_consolidation(qtbot: Any, desktop: Any, llm_ser
     from tests.fixtures.llm_server import reply
 
     llm_server.script(reply("sure"))
-    with qtbot.waitSignal(pane.turn_done, timeout=60000):  # may be the process's first turn: imports litellm
+    with qtbot.waitSignal(pane.turn_done, timeout=90000):  # may be the process's first turn: imports litellm
         pane.send("I moved to Paris")
     # the model drops "Lives in Lyon" without saying so: held for review
     llm_server.script(receipted(tool_call("save_memory", {

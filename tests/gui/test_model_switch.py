@@ -47,7 +47,7 @@ def test_a_chat_uses_the_model_chosen_for_it(qtbot: Any, configured_home: Any, l
         assert d.app.store.state.sessions["quick"].model == "openai/coder-1.5b"
         llm_server.script(reply("from coder"))
         pane = d.popup.pane
-        with qtbot.waitSignal(pane.turn_done, timeout=60000):
+        with qtbot.waitSignal(pane.turn_done, timeout=90000):
             pane.send("hello")
         assert llm_server.chat_requests[-1]["model"] == "coder-1.5b"
         # from the terminal (or any door): the switch follows
@@ -63,7 +63,7 @@ def test_a_chat_uses_the_model_chosen_for_it(qtbot: Any, configured_home: Any, l
         _choose(qtbot, switch, "")
         assert d.app.store.state.sessions["quick"].model is None
         llm_server.script(reply("from the default"))
-        with qtbot.waitSignal(d.popup.pane.turn_done, timeout=60000):
+        with qtbot.waitSignal(d.popup.pane.turn_done, timeout=90000):
             d.popup.pane.send("and now?")
         assert llm_server.chat_requests[-1]["model"] == "test-model"
     finally:
@@ -86,7 +86,7 @@ def test_an_image_reaches_a_model_marked_reads_images(qtbot: Any, configured_hom
         config.set_value(configured_home, "vision_models", "openai/vision-7b")  # as Settings saves it
         d.app.settings.refresh()
         llm_server.script(reply("A red square."))
-        with qtbot.waitSignal(pane.turn_done, timeout=60000):
+        with qtbot.waitSignal(pane.turn_done, timeout=90000):
             pane.submit()
         parts = [m for m in llm_server.chat_requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
         assert llm_server.chat_requests[-1]["model"] == "vision-7b"
@@ -120,7 +120,7 @@ def test_settings_marks_the_model_as_reading_images(qtbot: Any, desktop: Any, ll
     pane.attach.add(prepare(png(), "red.png"))
     pane.input.setPlainText("what is this?")
     llm_server.script(reply("A red square."))
-    with qtbot.waitSignal(pane.turn_done, timeout=60000):
+    with qtbot.waitSignal(pane.turn_done, timeout=90000):
         pane.submit()
     parts = [m for m in llm_server.chat_requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
     assert [p["type"] for p in parts] == ["text", "image_url"]

@@ -47,7 +47,7 @@ def test_core_services_use_the_notifier_on_failure(qtbot: Any, desktop: Any, llm
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")
     pane = desktop.popup.pane
     llm_server.script(reply("ok"))
-    with qtbot.waitSignal(pane.turn_done, timeout=20000):
+    with qtbot.waitSignal(pane.turn_done, timeout=90000):
         pane.send("hello")
     llm_server.script(reply("no tool call, so consolidation fails"))
     pane.new_session()

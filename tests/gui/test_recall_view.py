@@ -55,7 +55,7 @@ def test_a_reply_that_recalled_messages_shows_them_on_click(qtbot: Any, recall_d
     pane = recall_desktop.popup.pane
     recall_desktop.show_popup()
     llm_server.script(reply("Your daughter's teacher is Mr Okafor."))
-    with qtbot.waitSignal(pane.turn_done, timeout=60000) as sig:
+    with qtbot.waitSignal(pane.turn_done, timeout=90000) as sig:
         pane.send("What is my daughter's teacher called?")
     assert sig.args[0] == "finished"
     user = next(m for m in app.store.state.session("quick").messages if m["role"] == "user")
@@ -88,7 +88,7 @@ def test_a_reply_without_recall_has_no_link(qtbot: Any, desktop: Any, llm_server
     pane = desktop.popup.pane
     desktop.show_popup()
     llm_server.script(reply("No idea."))
-    with qtbot.waitSignal(pane.turn_done, timeout=60000):
+    with qtbot.waitSignal(pane.turn_done, timeout=90000):
         pane.send("Who is Okafor?")  # recall is off by default
     qtbot.waitUntil(lambda: len(app.store.state.session("quick").messages) >= 2, timeout=10000)
     pane.reload()

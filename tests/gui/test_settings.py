@@ -165,7 +165,7 @@ def test_drop_policy_label_says_what_a_consolidation_does(
     assert app.config.drop_policy == policy
     llm_server.script(reply("noted"))
     pane = desktop.popup.pane
-    with qtbot.waitSignal(pane.turn_done, timeout=20000):
+    with qtbot.waitSignal(pane.turn_done, timeout=90000):
         pane.send("My cat went to live with my sister")
     # "Lives in Lyon" vanishes without a reason; "Has a cat" is removed with one
     llm_server.script(receipted(tool_call("save_memory", {
