@@ -27,6 +27,7 @@ from memtray.core.agent.context import (
     load_bootstrap,
     load_skills,
     runtime_context,
+    zone_of,
 )
 from memtray.core.agent.layout import prompt_messages, rebase_due
 from memtray.core.base.clock import Clock
@@ -51,6 +52,7 @@ from memtray.core.log.events import (
 )
 from memtray.core.log.store import Entry, Store
 from memtray.core.log.usage import as_usage
+from memtray.core.memory import factdiff, timing
 
 if TYPE_CHECKING:
     from memtray.core.search.service import Recall
@@ -177,12 +179,21 @@ class Agent:
         text = clean_text(text)
         if len(text) > MAX_INPUT_CHARS:
             raise InputTooLarge(f"the message is {len(text):,} characters; the limit is {MAX_INPUT_CHARS:,}")
-        ctx = runtime_context(self.clock.now(), self.zone())
+        ctx = self.runtime_line()
         refs = [self.attachments.put(a).to_data() for a in attachments] or None
         msg = Message(role="user", content=redact(text), context=ctx,
                       recall=recall.text if recall else None, recalled=recall.seqs if recall else None,
                       attachments=refs, rebase=self._rebase_due(session) or None)
         return self.store.append(msg, session=session)
+
+    def runtime_line(self) -> str:
+        """What goes before the user's words: the local date and time, and what memory's
+        facts with a time are on that day (upcoming, current, past: core/memory/timing.py)."""
+        now = self.clock.now()
+        line = runtime_context(now, self.zone())
+        today = now.astimezone(zone_of(self.zone())).date()
+        dated = timing.note([f.text for f in factdiff.parse(self.store.state.memory)], today)
+        return f"{line}\n{dated}" if dated else line
 
     def _rebase_due(self, session: str) -> bool:
         """Whether this turn starts the session's prompt over (core/agent/layout.py)."""
