@@ -168,3 +168,31 @@ def test_a_hostile_models_dates_are_held_with_the_reason(home: Home, llm_server:
         ]), reasons
     finally:
         app.close()
+
+
+def test_the_sweep_asks_once_per_check_date_and_says_what_ended(home: Home, llm_server: ScriptedLLMServer) -> None:
+    from memtray.core.base.notify import RecordingNotifier
+    from memtray.core.memory.dated import CheckIns
+
+    clock = FakeClock(datetime(2027, 6, 20, 9, 0, tzinfo=UTC))
+    llm_server.responder = Model(GOOD)
+    app = open_app(home, llm_server, clock)
+    try:
+        app.run(app.consolidation.consolidate("s", trigger="manual"))
+        rec = RecordingNotifier()
+        sweep = CheckIns(app.memory, clock, lambda: "UTC", rec, lambda: False)
+        app.worker.call(sweep.sweep)
+        assert rec.sent == []  # nothing due, nothing ended
+        clock.advance(20 * DAY)  # 2027-07-10: the marathon's check date
+        app.worker.call(sweep.sweep)
+        app.worker.call(sweep.sweep)
+        [asked] = rec.sent
+        fid = app.memory.review_due(sweep.today())[0]["id"]
+        assert (asked["title"], asked["kind"], asked["target"]) == ("Still true?", "memory", f"check:{fid}")
+        assert asked["body"].startswith("Still training for the Berlin marathon?")
+        clock.advance(30 * DAY)  # 2027-08-09: Kyoto ended more than a week ago
+        app.worker.call(sweep.sweep)
+        assert [s["title"] for s in rec.sent[1:]] == ["Memory: past their end"]  # asked already: not again
+        assert rec.sent[1]["body"] == "Going to Kyoto" and rec.sent[1]["target"].startswith("memory:")
+    finally:
+        app.close()
