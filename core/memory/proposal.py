@@ -385,6 +385,14 @@ def _apply_full(current: Ledger, update: str, reasons: dict[str, str], judge: Ju
         verdicts.append(Verdict("split", assign[j], f.text, parent) if parent is not None
                         else Verdict("added", assign[j], f.text))
         live.append(f.text)
+    # a rewording by id that does not restate the fact's time keeps it (a time is never dropped
+    # by leaving it out; a fact that ended is removed, with its reason)
+    retimed: dict[int, str] = {}
+    for j, f in enumerate(new):
+        old = by_id.get(str(assign[j])) if j not in drop and assign[j] is not None else None
+        if old is not None and timing.split(f.text)[1] is None and (w := timing.split(old.text)[1]) is not None:
+            retimed[j] = timing.with_when(f.text, w)
+            new[j] = replace(f, text=retimed[j], norm=factdiff.normalize(retimed[j]))
     # a fact reworded (or merged) by id: the receipt check, and the old wording back if it fails
     revert: dict[int, Fact] = {}
     for j, f in enumerate(new):
@@ -402,6 +410,9 @@ def _apply_full(current: Ledger, update: str, reasons: dict[str, str], judge: Ju
     # the text: the reply without dropped bullets, plus what the guard puts back
     text = _without(marked.text, drop)
     kept_j = [j for j in range(len(new)) if j not in drop]
+    for j, words in retimed.items():
+        if j not in revert:
+            text = factdiff.replace_fact(text, kept_j.index(j), words)
     back: list[Fact] = []  # a held merge takes nothing with it: the facts it merged stay as they were
     for j, old in revert.items():
         text = factdiff.replace_fact(text, kept_j.index(j), old.text)

@@ -36,7 +36,10 @@ __all__ = [
     "body",
     "due",
     "ended",
+    "is_note",
     "note",
+    "note_lines",
+    "note_none",
     "read_members",
     "render",
     "split",
@@ -301,3 +304,20 @@ def note(facts: Iterable[str], today: date) -> str:
     lines = [f"> {s.capitalize()}: " + "; ".join(groups[s]) for s in ("upcoming", "current", "past") if groups[s]]
     template = resources.text("prompts/memory_time.txt").strip()
     return template.replace("{date}", today.isoformat()).replace("{facts}", "\n".join(lines))
+
+
+def note_none(today: date) -> str:
+    """The note that says no fact has a time any more (after one that named some)."""
+    template = resources.text("prompts/memory_time.txt").strip()
+    return template.replace("{date}", today.isoformat()).replace("{facts}", "> (none)")
+
+
+def is_note(text: str) -> bool:
+    """Whether ``text`` (a user message's runtime context) carries a :func:`note`."""
+    head = resources.text("prompts/memory_time.txt").split("{date}", 1)[0]
+    return head in text
+
+
+def note_lines(text: str) -> list[str]:
+    """The Upcoming / Current / Past lines of the note in ``text`` (its date left out)."""
+    return [ln for ln in text.split("\n") if ln.startswith(("> Upcoming:", "> Current:", "> Past:"))]

@@ -77,6 +77,9 @@ def test_a_dated_fact_is_upcoming_then_current_then_past_then_leaves_by_a_revisi
         assert "- Training for the Berlin marathon (check after 2027-07-10)\n" in memory
         kyoto = "Going to Kyoto (from 2027-07-01 until 2027-07-31)"
         assert f"> Upcoming: {kyoto}" in _turn(app, model)
+        # the request keeps that message: the next one, a minute later, does not repeat it
+        clock.advance(60)
+        assert "Memory as of" not in _turn(app, model)
         clock.advance(14 * DAY)  # 2027-07-04
         prompt = _turn(app, model)
         assert f"> Current: {kyoto}" in prompt and "Upcoming" not in prompt
@@ -87,6 +90,7 @@ def test_a_dated_fact_is_upcoming_then_current_then_past_then_leaves_by_a_revisi
         clock.advance(7 * DAY)  # 2027-08-08: past its end by more than the grace days
         prompt = _turn(app, model)
         assert "Kyoto" not in prompt and "Kyoto" not in app.store.state.memory
+        assert "> (none)" in prompt  # the earlier "Past: Going to Kyoto" in the request no longer holds
         [rev] = app.memory.revisions()[: len(app.memory.revisions()) - len(revisions)]
         assert rev.reason == "expired" and rev.removed == 1
         [gone] = [d for d in app.memory.dropped() if d["rev"] == rev.rev]

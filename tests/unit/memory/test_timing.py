@@ -100,6 +100,8 @@ def test_the_note_says_what_is_upcoming_current_and_past() -> None:
     assert "> Upcoming: Trip to Kyoto (from 2027-07-01 until 2027-07-31)" in text
     assert "> Past: Exam week (from 2027-06-01 until 2027-06-05)" in text
     assert "Graz" not in text and "marathon" not in text and "Current" not in text
+    assert timing.is_note(f"[Runtime context: ...]\n{text}") and not timing.is_note("[Runtime context: ...]")
+    assert timing.note_lines(text) == timing.note_lines(timing.note(pairs, date(2027, 6, 11)))  # only the date moved
 
 
 # --- the guard ----------------------------------------------------------------------------
@@ -162,3 +164,15 @@ def test_a_hand_edit_that_moves_the_date_keeps_the_facts_id() -> None:
     after = facts.attach(before, "- Trip to Kyoto (from 2027-07-05 until 2027-07-20)\n- Lives in Graz\n",
                          in_place=True)
     assert after.ids == before.ids
+
+
+def test_a_rewording_in_memory_update_that_leaves_the_time_out_keeps_it() -> None:
+    dated = "## Me\n- Lives in Graz\n- Training for the Berlin marathon (until 2027-09-30)\n"
+    current = facts.attach(facts.Ledger(()), dated)
+    out = apply_reply(current, dated, memory_update="## Me\n- [F1] Lives in Graz\n- [F2] Trains for the Berlin marathon\n",
+                      edits=None, removed=[], messages=MESSAGES, roles=ROLES)
+    assert "- Trains for the Berlin marathon (until 2027-09-30)\n" in out.memory
+    assert out.ledger.ids == ["F1", "F2"] and out.flagged == []
+    same = apply_reply(current, dated, memory_update="## Me\n- [F1] Lives in Graz\n- [F2] Training for the Berlin marathon\n",
+                       edits=None, removed=[], messages=MESSAGES, roles=ROLES)
+    assert same.memory == dated and [v.kind for v in same.verdicts if v.id == "F2"] == ["kept"]
