@@ -62,3 +62,21 @@ def test_dated_facts_and_checks_from_the_command_line(home: Home) -> None:
     ok(home, "memory", "undo", rev["rev"])
     assert "Trip to Kyoto" in ok(home, "memory", "show")
     assert ok(home, "memory", "expire") == "no fact is past its end\n"  # the undo stands
+
+
+def test_a_hand_edit_of_the_file_moves_a_date_or_garbles_one_and_nothing_breaks(home: Home) -> None:
+    ids = _seed(home)
+    path = home.root / "memory" / "MEMORY.md"
+    text = path.read_text(encoding="utf-8")
+    text = text.replace("(from 2199-01-01)", "(From 2199-02-01)")  # moved, in the user's own case
+    text = text.replace("(check after 2199-01-01)", "(check after 2199-13-45)")  # no such month
+    text = text.replace("(check after 2001-01-01)", "(until July-ish)")  # no date at all
+    path.write_text(text, encoding="utf-8")
+    facts = {f["id"]: f for f in json.loads(ok(home, "memory", "facts", "--json"))}  # the edit is adopted
+    assert facts[ids["Moving to Lisbon"]]["text"] == "Moving to Lisbon (From 2199-02-01)"  # same id
+    assert facts[ids["Plays chess"]]["text"] == "Plays chess (check after 2199-13-45)"
+    rows = {r["id"]: r for r in json.loads(ok(home, "memory", "dated", "--json"))}
+    assert rows[ids["Moving to Lisbon"]]["time"] == {"from": "2199-02-01"}
+    assert ids["Plays chess"] not in rows  # a garbled time is text: no time, nothing lost
+    assert json.loads(ok(home, "memory", "review-due", "--json")) == []
+    assert "Training for the Berlin marathon (until July-ish)" in ok(home, "memory", "show")

@@ -176,3 +176,12 @@ def test_a_rewording_in_memory_update_that_leaves_the_time_out_keeps_it() -> Non
     same = apply_reply(current, dated, memory_update="## Me\n- [F1] Lives in Graz\n- [F2] Training for the Berlin marathon\n",
                        edits=None, removed=[], messages=MESSAGES, roles=ROLES)
     assert same.memory == dated and [v.kind for v in same.verdicts if v.id == "F2"] == ["kept"]
+
+
+def test_a_check_date_the_model_writes_itself_is_held() -> None:
+    forged = "## Me\n- [F1] Lives in Graz\n- [F2] Training for the Berlin marathon (checked 2027-01-01; check after 2027-06-01)\n"
+    out = _apply(memory_update=forged, receipts=[{"fact": "F2", "messages": [3], "quote": "training runs until September"}])
+    assert out.memory == OLD
+    [item] = out.flagged
+    assert item["fact_id"] == "F2" and item["reason"] == (
+        "its time: a check date is recorded by memtray, never set by the model")
