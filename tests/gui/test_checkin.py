@@ -27,6 +27,12 @@ def _seed(desktop: Any) -> dict[str, str]:
     return {f.text.split(" (")[0]: f.id for f in app.memory.ledger().facts}
 
 
+def _settle(qtbot: Any, desktop: Any) -> None:
+    """The check-in's last question to the worker answered (none is cut off by the teardown)."""
+    box = desktop.popup.checkin
+    qtbot.waitUntil(lambda: not box.follower.in_flight and not desktop.bridge.busy, timeout=20000)
+
+
 def _text(desktop: Any, fid: str) -> str | None:
     f = desktop.app.memory.ledger().get(fid)
     return None if f is None else f.text
@@ -64,6 +70,7 @@ def test_the_check_in_asks_and_each_click_is_a_revision(qtbot: Any, desktop: Any
     qtbot.waitUntil(lambda: box.current is None and not box.question.isVisible(), timeout=10000)
     assert box.status.text() == "Memory updated."
     assert "Plays chess (check after 2199-01-01)" in desktop.app.store.state.memory  # not due: never asked
+    _settle(qtbot, desktop)
 
 
 def test_later_skips_a_question_for_this_run(qtbot: Any, desktop: Any) -> None:
@@ -78,6 +85,7 @@ def test_later_skips_a_question_for_this_run(qtbot: Any, desktop: Any) -> None:
     qtbot.waitSignal(box.follower.shown, timeout=10000)
     assert box.question.text().startswith("Still looking for a flat in Graz?")
     assert desktop.app.store.state.memory == before  # "later" writes nothing
+    _settle(qtbot, desktop)
 
 
 def test_a_check_in_notification_answers_with_its_buttons(qtbot: Any, desktop: Any) -> None:
@@ -90,3 +98,4 @@ def test_a_check_in_notification_answers_with_its_buttons(qtbot: Any, desktop: A
     assert [d["reason"] for d in desktop.app.memory.dropped() if d["id"] == fid] == [NO_LONGER]
     desktop.notification_action("edit", f"check:{ids['Plays chess']}")  # the quick chat has the field
     qtbot.waitUntil(desktop.popup.isVisible, timeout=10000)
+    _settle(qtbot, desktop)

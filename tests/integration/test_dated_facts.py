@@ -28,8 +28,9 @@ CHAT = [
 
 
 def open_app(home: Home, server: ScriptedLLMServer, clock: FakeClock) -> App:
-    cfg = Config(model="openai/test-model", api_base=server.base_url, llm_retries=0, llm_timeout=10.0,
-                 memory_window=1000, idle_consolidate_minutes=0, consolidation_timeout=30.0, timezone="UTC")
+    # generous timeouts: on a loaded machine litellm's first import alone takes seconds
+    cfg = Config(model="openai/test-model", api_base=server.base_url, llm_retries=0, llm_timeout=60.0,
+                 memory_window=1000, idle_consolidate_minutes=0, consolidation_timeout=120.0, timezone="UTC")
     app = App.open(home, config=cfg, clock=clock)
     app.store.append_many([(Message(role=r, content=t), "s", None) for r, t in CHAT])
     return app
