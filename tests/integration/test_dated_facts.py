@@ -124,6 +124,10 @@ def test_a_check_answered_no_longer_removes_the_fact_and_yes_records_the_check(
         assert after is not None and after.text == (
             "Training for the Berlin marathon (checked 2027-07-10; check after 2027-10-08)")
         assert app.memory.review_due(date(2027, 7, 11)) == []
+        # a check changes the fact's time, not its words: its receipt and sources stay
+        why = app.memory.why(fid)
+        assert why["receipt"] is not None and why["receipt"]["quote"] == "training for the Berlin marathon"
+        assert why["consolidation"] is not None
         # no longer: removed, with that reason, undoable
         rev = app.memory.check_fact(fid, "no-longer", date(2027, 10, 9))
         assert rev.reason == "review" and "marathon" not in app.store.state.memory
