@@ -18,6 +18,7 @@ from memtray.core.cli.console import app_scope, listing
 from memtray.core.cli.console import dumps as _dumps
 from memtray.core.cli.console import out as _out
 from memtray.core.memory.dated import local_day
+from memtray.core.memory.facts import id_key
 
 
 def _today(app: Any) -> date:
@@ -49,10 +50,11 @@ def cmd_check(args: argparse.Namespace, home: Home) -> int:
     answer = "yes" if args.yes else "no-longer" if args.no_longer else "edit"
     with app_scope(home) as app:
         today = _today(app)
-        before = app.memory.ledger().get(args.id.strip())
+        fid = id_key(args.id) or args.id.strip()
+        before = app.memory.ledger().get(fid)
         rev = app.memory.check_fact(args.id, answer, today, " ".join(args.edit) if args.edit else None)
-        after = app.memory.ledger().get(args.id.strip())
-        row = {"id": args.id.strip(), "answer": answer, "revision": rev.to_json(),
+        after = app.memory.ledger().get(fid)
+        row = {"id": fid, "answer": answer, "revision": rev.to_json(),
                "before": before.text if before else None, "after": after.text if after else None}
         if args.json:
             _out(_dumps(row))

@@ -29,6 +29,7 @@ from memtray.core.base.notify import Notifier
 from memtray.core.log.events import MemoryWritten, Record
 from memtray.core.log.store import Store
 from memtray.core.memory import factdiff, timing
+from memtray.core.memory import facts as fact_ids
 from memtray.core.memory.browse import MemoryError_
 from memtray.core.memory.factdiff import Fact
 from memtray.core.memory.facts import Ledger
@@ -52,7 +53,8 @@ def fact_json(f: Fact, today: date) -> dict[str, Any]:
 
 
 def question(words: str) -> str:
-    """The gentle question a check-in asks ("Still: training for the marathon?")."""
+    """The gentle question a check-in asks: "Still training for the marathon?" for a fact
+    that starts with a verb in -ing, else "Still true: Lives in Graz?"."""
     w = words.rstrip(" .")
     return f"Still {w[:1].lower()}{w[1:]}?" if w[:1].isupper() and w.split(" ", 1)[0].endswith("ing") else (
         f"Still true: {w}?")
@@ -113,7 +115,8 @@ class DatedOps:
             raise MemoryError_(f"unknown answer {answer!r}", hint="Answer yes, no-longer or edit.")
         self.projection.adopt_worktree()
         led = self.ledger()
-        found = led.get(fact_id.strip())
+        key = fact_ids.id_key(fact_id)  # "F12", "f12", "#F12" as the user types it
+        found = led.get(key) if key else None
         if found is None:
             raise MemoryError_(f"no fact {fact_id!r} in memory now",
                                hint="`memtray memory review-due` lists the facts to check.")

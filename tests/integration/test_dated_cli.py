@@ -40,7 +40,8 @@ def test_dated_facts_and_checks_from_the_command_line(home: Home) -> None:
     assert "Still training for the Berlin marathon?" in ok(home, "memory", "review-due")
 
     fid = ids["Training for the Berlin marathon"]
-    out = json.loads(ok(home, "memory", "check", fid, "--yes", "--json"))
+    out = json.loads(ok(home, "memory", "check", fid.lower(), "--yes", "--json"))  # typed as "f4"
+    assert out["id"] == fid
     assert out["answer"] == "yes" and out["revision"]["reason"] == "review"
     assert "checked " in out["after"] and "check after " in out["after"]
     assert json.loads(ok(home, "memory", "review-due", "--json")) == []
