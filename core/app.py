@@ -32,6 +32,7 @@ from memtray.core.llm.tools import ToolRegistry
 from memtray.core.log.store import Store
 from memtray.core.memory import tools as memory_tools
 from memtray.core.memory.consolidation import ConsolidationService
+from memtray.core.memory.dated import CheckIns
 from memtray.core.memory.service import MemoryService
 from memtray.core.reminders.service import ReminderService
 from memtray.core.reminders.tools import register_tools as register_reminder_tools
@@ -48,6 +49,7 @@ IDLE_SWEEP_SECONDS = 300.0
 GC_SECONDS = 6 * 3600.0
 SETTINGS_SECONDS = 2.0  # how soon a running instance sees a hand edit of config.toml
 EMBED_SECONDS = 60.0  # how often a delivering instance makes sure the history embedding runs
+CHECKIN_SECONDS = 900.0  # how often facts past their end leave memory and due checks are asked about
 SYNC_CHECK_SECONDS = 60.0  # how often the instance asks whether an automatic sync is due
 
 
@@ -190,6 +192,10 @@ def _build(
     mcp = McpTools(home, tools, store, worker)  # starts mcp.toml's servers at the first turn
     agent.before_turn.append(mcp.before_turn)
 
+    # facts past their end leave memory (a revision) before a turn builds its prompt
+    checkins = CheckIns(memory, clock, agent.zone, notifier, lambda: store.readonly)
+    agent.before_turn.append(checkins.expire)
+
     sync = SyncService(home, store, memory, settings, clock)
     app = App(home, store, settings, clock, llm, agent, tools, worker, notifier,
               memory, consolidation, search, reminders, mcp, sync)
@@ -233,6 +239,12 @@ def add_maintenance(app: App) -> None:
 
     app.reminders.add_maintenance("git-gc", GC_SECONDS, gc_when_idle)
     app.reminders.add_maintenance("settings", SETTINGS_SECONDS, app.settings.refresh)
+    checkins = CheckIns(memory, app.clock, app.agent.zone, app.notifier, lambda: app.store.readonly)
+
+    async def dated_facts() -> None:  # memory writes belong to the worker
+        checkins.sweep()
+
+    app.reminders.add_maintenance("dated-facts", CHECKIN_SECONDS, dated_facts)
     # a delivering instance is long-lived (the desktop, the daemon): it embeds the history;
     # the later runs restart a backfill whose back-off after a failure is over
     app.reminders.add_maintenance("embedding", EMBED_SECONDS, app.start_background)

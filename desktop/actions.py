@@ -2,6 +2,8 @@
 
 * "memory updated": Undo (the browser at that revision, then the undo with its
   confirmation) and, when the consolidation held facts, Review;
+* "still true?" for a fact due for a check: Yes and No longer (a revision each), Edit
+  (the quick chat's check-in line, which has the field);
 * a reminder: Snooze (10 minutes: ``ReminderService.snooze``) and Done (a one-shot
   still waiting is cancelled as done; a fired one needs nothing more).
 
@@ -15,6 +17,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+
+from memtray.core.memory.dated import local_day
 
 from .bridge import Bridge
 from .forms import error_text
@@ -37,6 +41,8 @@ class NotificationActions:
     def offered(self, kind: str, target: str) -> list[tuple[str, str]]:
         if kind == "reminder" and target.startswith("reminder:"):
             return [("snooze", SNOOZE_LABEL), ("done", "Done")]
+        if kind == "memory" and target.startswith("check:"):  # "Still true?" (core/memory/dated.py)
+            return [("yes", "Yes"), ("no-longer", "No longer"), ("edit", "Edit…")]
         if kind != "memory" or not target.startswith(("consolidation:", "memory:")):
             return []
         actions = [("undo", "Undo")]
@@ -60,6 +66,9 @@ class NotificationActions:
     def invoke(self, action: str, target: str) -> None:
         if target.startswith("reminder:"):
             self._reminder(action, target.partition(":")[2])
+            return
+        if target.startswith("check:"):
+            self._check(action, target.partition(":")[2])
             return
         window = self.window()
         window.open("memory", target)
@@ -85,3 +94,18 @@ class NotificationActions:
                     svc.cancel(r.id, reason="done")
 
             self.bridge.call(done, name="reminder-done", on_error=failed)
+
+    def _check(self, action: str, fact_id: str) -> None:
+        """Yes / No longer from a check-in notification: a revision, said in a notification."""
+        if action not in ("yes", "no-longer"):
+            return
+        app = self.app
+
+        def check() -> Any:  # on the worker
+            return app.memory.check_fact(fact_id, action, local_day(app.clock.now(), app.agent.zone()))
+
+        def done(_rev: Any) -> None:
+            self.say("Memory", "Still true: noted." if action == "yes" else "Removed: no longer true.", "memory")
+
+        self.bridge.call(check, name="check-in", on_result=done,
+                         on_error=lambda exc: self.say("Memory", error_text(exc), "failure"))

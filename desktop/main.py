@@ -363,6 +363,9 @@ class Desktop(QObject):
                 page, arg = "chat", arg.partition(":")[2]
             elif kind == "reminder":
                 page, arg = "reminders", arg.partition(":")[2]
+            elif kind == "check":  # "Still true?": the quick chat asks it, with its buttons
+                self.show_popup()
+                return
             elif kind == "upkeep":  # upkeep paused or stopped: Settings shows why, with "Run now"
                 page, arg = "settings", ""
             else:
@@ -379,7 +382,10 @@ class Desktop(QObject):
         self.main_window().present()
 
     def notification_action(self, action: str, target: str) -> None:
-        """A notification's or banner's extra button (Undo, Review, Snooze, Done)."""
+        """A notification's or banner's extra button (Undo, Review, Snooze, Done, Yes, No longer, Edit)."""
+        if target.startswith("check:") and action == "edit":
+            self.show_popup()  # the check-in line has the edit field
+            return
         self.actions.invoke(action, target)
 
     def _say(self, title: str, body: str, kind: str) -> None:

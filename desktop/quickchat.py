@@ -7,6 +7,7 @@ hotkey (or ``memtray toggle``) toggles. Its session key is ``"quick"``.
 from __future__ import annotations
 
 from .chatpane import ChatPane
+from .checkin import CheckIn
 from .context import Context
 from .model_switch import ModelSwitch
 from .qt import (
@@ -89,6 +90,8 @@ class QuickChat(QWidget):
         close.clicked.connect(self.hide)
         hl.addWidget(close)
         lay.addWidget(head)
+        self.checkin = CheckIn(ctx, self)  # "Still training for the marathon?", when a check is due
+        lay.addWidget(self.checkin)
         self.pane = ChatPane(ctx, SESSION, compact=True)
         # which model this conversation's turns go to (remembered per session: session.model)
         self.model_switch = ModelSwitch(ctx, lambda: self.pane.session, head)
@@ -140,6 +143,7 @@ class QuickChat(QWidget):
     def showEvent(self, e: QShowEvent) -> None:
         super().showEvent(e)
         self.model_switch.ask_server()
+        self.checkin.refresh()
         self.pane.focus_input()
         self.shown.emit()
 

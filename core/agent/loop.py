@@ -27,6 +27,7 @@ from memtray.core.agent.context import (
     load_bootstrap,
     load_skills,
     runtime_context,
+    zone_of,
 )
 from memtray.core.agent.layout import prompt_messages, rebase_due
 from memtray.core.base.clock import Clock
@@ -51,6 +52,7 @@ from memtray.core.log.events import (
 )
 from memtray.core.log.store import Entry, Store
 from memtray.core.log.usage import as_usage
+from memtray.core.memory import factdiff, timing
 
 if TYPE_CHECKING:
     from memtray.core.search.service import Recall
@@ -177,12 +179,43 @@ class Agent:
         text = clean_text(text)
         if len(text) > MAX_INPUT_CHARS:
             raise InputTooLarge(f"the message is {len(text):,} characters; the limit is {MAX_INPUT_CHARS:,}")
-        ctx = runtime_context(self.clock.now(), self.zone())
+        rebase = self._rebase_due(session)
+        ctx = self.runtime_line(session, rebase=rebase)
         refs = [self.attachments.put(a).to_data() for a in attachments] or None
         msg = Message(role="user", content=redact(text), context=ctx,
                       recall=recall.text if recall else None, recalled=recall.seqs if recall else None,
-                      attachments=refs, rebase=self._rebase_due(session) or None)
+                      attachments=refs, rebase=rebase or None)
         return self.store.append(msg, session=session)
+
+    def runtime_line(self, session: str | None = None, *, rebase: bool = True) -> str:
+        """What goes before the user's words: the local date and time, and what memory's
+        facts with a time are on that day (upcoming, current, past: core/memory/timing.py).
+        The latter only when the prompt does not say it already: a session's request keeps
+        its earlier user messages, so the block comes again only when it changed (or the
+        prompt starts over, ``rebase``), and once as "none" when no fact has a time any more."""
+        now = self.clock.now()
+        line = runtime_context(now, self.zone())
+        today = now.astimezone(zone_of(self.zone())).date()
+        dated = timing.note([f.text for f in factdiff.parse(self.store.state.memory)], today)
+        shown = self._dated_shown(session, rebase) if session is not None else None
+        if dated and not rebase and shown == timing.note_lines(dated):
+            dated = ""
+        elif not dated and shown:  # the prompt still shows times that no longer hold
+            dated = timing.note_none(today)
+        return f"{line}\n{dated}" if dated else line
+
+    def _dated_shown(self, session: str, rebase: bool) -> list[str] | None:
+        """The lines of the last dated-facts block ``session``'s next request shows (its
+        history from the re-base, or from the pointer when this turn re-bases), or None."""
+        s = self.store.state.sessions.get(session)
+        start = None if s is None else s.last_consolidated if rebase or s.prompt_base is None else s.prompt_base
+        if s is None or start is None:
+            return None
+        for m in reversed(s.slice(start, s.count)):
+            ctx = m.get("context") if m.get("role") == "user" else None
+            if isinstance(ctx, str) and timing.is_note(ctx):
+                return timing.note_lines(ctx)
+        return None
 
     def _rebase_due(self, session: str) -> bool:
         """Whether this turn starts the session's prompt over (core/agent/layout.py)."""

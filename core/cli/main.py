@@ -368,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     from memtray.core.cli import audit as cli_audit
     from memtray.core.cli import chats as cli_chats
     from memtray.core.cli import daemon as cli_daemon
+    from memtray.core.cli import dated as cli_dated
     from memtray.core.cli import importing as cli_importing
     from memtray.core.cli import mcp as cli_mcp
     from memtray.core.cli import memory as cli_memory
@@ -379,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_memory.add_commands(sub)
     cli_audit.add_commands(sub)  # after cli_memory: adds memory rebuild/compare/adopt
+    cli_dated.add_commands(sub)  # after cli_memory: adds memory dated/review-due/check/expire
     cli_search.add_commands(sub)
     cli_remind.add_commands(sub)
     cli_chats.add_commands(sub)

@@ -194,6 +194,7 @@ DROPPED_BY = {
     "user-edit": "a hand edit", "rollback": "a rollback", "restore": "a restore", "review": "a review",
     "adopt": "an adopted rebuild", "rebuild": "a rebuild", "undo": "an undo",
     "merge": "a merge with another device's memory",
+    "expired": "the end of its time",
 }
 
 

@@ -127,7 +127,7 @@ class MemoryWritten(Payload):
     TYPE: ClassVar[str] = "memory.written"
     memory: str
     #: consolidation | agent | user-edit | restore | rollback | redo | review | adopt | rebuild |
-    #: import | undo | merge (core/memory/service.py REASONS)
+    #: import | undo | merge | expired (core/memory/service.py REASONS)
     reason: str
     source: str = "memtray"  # memtray | user | model | import | mcp
     history_append: str | None = None

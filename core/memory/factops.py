@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtray.core.log.events import MemoryWritten, Provenance, ProvenanceOrigin, Record
-from memtray.core.memory import factdiff, facts
+from memtray.core.memory import factdiff, facts, timing
 from memtray.core.memory.browse import SILENT_HELD, MemoryBrowsing, MemoryError_, msg_json, said
 from memtray.core.memory.factdiff import Fact, FactDiff
 from memtray.core.memory.facts import Ledger
@@ -225,7 +225,7 @@ class FactOps(MemoryBrowsing):
                 f = live.get(fid)
                 if f is None or "quote" not in prov:
                     continue
-                if factdiff.normalize(prov.get("text", "")) == f.norm:
+                if _words(prov.get("text", "")) == _words(f.text):  # a new time (a check, a date) is no new words
                     out[fid] = {"quote": prov["quote"], "stated": prov.get("stated", True),
                                 "source_seqs": sorted(prov.get("source_seqs", []))}
                 else:
@@ -261,7 +261,7 @@ class FactOps(MemoryBrowsing):
                 continue
             if not prov.get("source_seqs") and prov.get("origin", ProvenanceOrigin()).get("device") == here:
                 continue  # another device's merge restating this device's own: the revision here that made it
-            same = factdiff.normalize(prov.get("text", "")) == target.norm
+            same = _words(prov.get("text", "")) == _words(target.text)
             if same or not exact:  # the newest that gave it these words, else the newest at all
                 found, exact = (rec, w, prov), same
         if found is None or not exact:  # ids are per device: another fact's F3 says nothing of this one
@@ -354,3 +354,9 @@ def _conflict_open(item: dict[str, Any], texts: dict[str, str]) -> bool:
 
 
 __all__ = ["FactOps", "UndoResult", "waiting"]
+
+
+def _words(text: str) -> str:
+    """A fact's words, normalised, without its time: its receipt and sources stay its own
+    when a check or a new date changes only the time (core/memory/timing.py)."""
+    return factdiff.normalize(timing.body(text))

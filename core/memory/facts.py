@@ -35,7 +35,7 @@ from typing import Any
 
 from memtray import resources
 from memtray.core.log.payloads_memory import FactLedger
-from memtray.core.memory import factdiff
+from memtray.core.memory import factdiff, timing
 from memtray.core.memory.factdiff import Fact
 
 __all__ = [
@@ -276,7 +276,8 @@ def anchors(text: str) -> frozenset[str]:
     """The words that make a fact *this* fact: numbers (ages, years, dates, amounts) and
     names (capitalised words that are not common words), casefolded."""
     out: set[str] = set()
-    words = _WORD_RE.findall(text)
+    # a fact's time is not what makes it this fact: a hand edit that moves "until" keeps its id
+    words = _WORD_RE.findall(timing.body(text))
     for i, w in enumerate(words):
         if any(c.isdigit() for c in w):
             out.add(w.casefold())

@@ -79,6 +79,12 @@ SAVE_MEMORY = tool_spec(
                         "section": {"type": "string"},
                         "receipt": receipt_schema("the fact (add, update, merge)"),
                         "reason": {"type": "string", "description": "remove: why."},
+                        "from": {"type": "string", "description": (
+                            "add, update: the first day the fact holds (YYYY-MM-DD), only when the user said when.")},
+                        "until": {"type": "string", "description": (
+                            "add, update: the last day the fact holds (YYYY-MM-DD), only when the user said when.")},
+                        "review_after": {"type": "string", "description": (
+                            "add, update: the day to ask the user whether it still holds (YYYY-MM-DD).")},
                     },
                     "required": ["op"],
                 },

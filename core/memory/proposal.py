@@ -36,10 +36,10 @@ guard on ids (a :class:`Verdict` per fact says what happened to it):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from memtray.core.memory import factdiff, facts
+from memtray.core.memory import factdiff, facts, timing
 from memtray.core.memory.factdiff import Fact
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.items import review_item
@@ -99,16 +99,42 @@ class Judge:
     similarity: Callable[[str, str], float | None] | None = None
 
     def new(self, text: str, receipt: Receipt | None, ids: Sequence[str] = ()) -> Check:
-        """A new fact: on its own receipt, or the top-level one that names it."""
-        if receipt is None:
-            receipt = find_receipt(self.receipts, text, ids)
-        return check(text, receipt, self.messages, similarity=self.similarity)
+        """A new fact: on its own receipt, or the top-level one that names it. Its time
+        (:mod:`timing`) is checked apart from its words: the quote must say when."""
+        words, when = timing.split(text)
+        if receipt is None:  # the receipt may name the fact with its time or without it
+            receipt = find_receipt(self.receipts, text, ids) or find_receipt(self.receipts, words)
+        c = check(words, receipt, self.messages, similarity=self.similarity)
+        return self._time(c, when, receipt, ())
 
     def change(self, text: str, receipt: Receipt | None, old: Sequence[str], ids: Sequence[str] = ()) -> Check:
-        """A fact reworded or merged by id: what it said before counts as said."""
-        if receipt is None:
-            receipt = find_receipt(self.receipts, text, ids)
-        return check(text, receipt, self.messages, known=old, reworded=True, similarity=self.similarity)
+        """A fact reworded or merged by id: what it said before counts as said (its time too)."""
+        words, when = timing.split(text)
+        if receipt is None:  # the receipt may name the fact with its time or without it
+            receipt = find_receipt(self.receipts, text, ids) or find_receipt(self.receipts, words)
+        olds = [timing.split(o) for o in old]
+        c = check(words, receipt, self.messages, known=[w for w, _ in olds], reworded=True,
+                  similarity=self.similarity)
+        return self._time(c, when, receipt, [w for _, w in olds if w is not None])
+
+    def _time(self, c: Check, when: timing.When | None, receipt: Receipt | None,
+              before: Sequence[timing.When]) -> Check:
+        """``c`` held when the fact's time is new and its receipt's quote does not say it."""
+        if c.kind == "held" or when is None or (when.start is None and when.until is None and when.checked is None):
+            return c
+        key = (when.start, when.until, when.checked)
+        if any((b.start, b.until, b.checked) == key for b in before):
+            return c  # the same time as before (only the review date may have moved)
+        quote, where = c.quote, c.messages
+        if not quote:  # the words were known already: the receipt must still be there for the time
+            if receipt is None:
+                return Check("held", "no receipt says when the fact holds")
+            q = check(receipt.quote, receipt, self.messages)
+            if q.kind == "held":
+                return Check("held", q.reason, q.messages, q.quote)
+            quote, where = q.quote, q.messages
+        why = timing.supports(quote, when)
+        return Check("held", f"its time: {why}", where, quote) if why else replace(c, messages=where, quote=quote)
 
     def held(self, c: Check) -> str | None:
         """The review kind a checked fact is held as, or None when it is written."""
@@ -359,6 +385,14 @@ def _apply_full(current: Ledger, update: str, reasons: dict[str, str], judge: Ju
         verdicts.append(Verdict("split", assign[j], f.text, parent) if parent is not None
                         else Verdict("added", assign[j], f.text))
         live.append(f.text)
+    # a rewording by id that does not restate the fact's time keeps it (a time is never dropped
+    # by leaving it out; a fact that ended is removed, with its reason)
+    retimed: dict[int, str] = {}
+    for j, f in enumerate(new):
+        old = by_id.get(str(assign[j])) if j not in drop and assign[j] is not None else None
+        if old is not None and timing.split(f.text)[1] is None and (w := timing.split(old.text)[1]) is not None:
+            retimed[j] = timing.with_when(f.text, w)
+            new[j] = replace(f, text=retimed[j], norm=factdiff.normalize(retimed[j]))
     # a fact reworded (or merged) by id: the receipt check, and the old wording back if it fails
     revert: dict[int, Fact] = {}
     for j, f in enumerate(new):
@@ -376,6 +410,9 @@ def _apply_full(current: Ledger, update: str, reasons: dict[str, str], judge: Ju
     # the text: the reply without dropped bullets, plus what the guard puts back
     text = _without(marked.text, drop)
     kept_j = [j for j in range(len(new)) if j not in drop]
+    for j, words in retimed.items():
+        if j not in revert:
+            text = factdiff.replace_fact(text, kept_j.index(j), words)
     back: list[Fact] = []  # a held merge takes nothing with it: the facts it merged stay as they were
     for j, old in revert.items():
         text = factdiff.replace_fact(text, kept_j.index(j), old.text)
@@ -498,10 +535,22 @@ def _apply_edits(current: Ledger, text: str, edits: Sequence[Mapping[str, Any]],
         if kind not in EDIT_OPS:
             notes.append(f"edit {n}: unknown op {kind!r}, skipped")
             continue
+        when, bad_time = timing.read_members(op)
+        if bad_time and kind != "remove":
+            # a time the door cannot read holds the change with the reason: nothing is lost
+            shown = new_text or " . ".join(g.text for i in [fid, *(op.get("ids") or [])]
+                                          if i and (g := ledger.get(facts.id_key(str(i)) or "")) is not None)
+            held.append(review_item("unsupported", shown or "(no text)", section or "", fid,
+                                    f"its time: {bad_time}"))
+            verdicts.append(Verdict("unsupported", fid, shown))
+            notes.append(f"edit {n}: {kind} held: {bad_time}")
+            continue
         if kind == "add":
             if not new_text:
                 notes.append(f"edit {n}: add without text, skipped")
                 continue
+            if when is not None:
+                new_text = timing.with_when(new_text, when)
             if any(f.norm == factdiff.normalize(new_text) or facts.covers(f.text, new_text) for f in ledger.facts):
                 verdicts.append(Verdict("duplicate", None, new_text))
                 continue
@@ -537,13 +586,20 @@ def _apply_edits(current: Ledger, text: str, edits: Sequence[Mapping[str, Any]],
             continue
         ids = [facts.id_key(str(x)) for x in op.get("ids") or []] if kind == "merge" else [fid]
         ids_ok = [i for i in ids if i and index_of(i) is not None]
-        if not ids_ok or (kind == "update" and not new_text):
+        if not ids_ok or (kind == "update" and not new_text and when is None):
             notes.append(f"edit {n}: {kind} names no fact in memory ({raw_id or op.get('ids')!r}), skipped")
             continue
         survivor = ids_ok[0]
         k = index_of(survivor)
         assert k is not None
         old = ledger.facts[k]
+        if when is not None:  # a new time over the old one: what the edit does not name stays
+            before = timing.split(old.text)[1] or timing.When()
+            when = timing.When(when.start or before.start, when.until or before.until,
+                               when.review or before.review, before.checked)
+            new_text = timing.with_when(new_text or old.text, when)
+        elif new_text and timing.split(new_text)[1] is None and (kept := timing.split(old.text)[1]) is not None:
+            new_text = timing.with_when(new_text, kept)  # a rewording keeps the time it does not restate
         if (new_text and factdiff.normalize(new_text) != old.norm) or kind == "merge":
             olds = [g.text for i in ids_ok if (g := ledger.get(i)) is not None]
             c = judge.change(new_text or " . ".join(olds), receipt, olds, ids_ok)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from datetime import date
 from typing import Any, cast
 
 from memtray.core.base.clock import Clock
@@ -34,6 +35,7 @@ from memtray.core.log.store import Entry, Store
 from memtray.core.memory import factdiff
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory.browse import SILENT_HELD, MemoryError_
+from memtray.core.memory.dated import DatedOps
 from memtray.core.memory.factdiff import Fact
 from memtray.core.memory.factops import FactOps, UndoResult
 from memtray.core.memory.facts import Ledger
@@ -50,13 +52,13 @@ from memtray.core.memory.wording import clean_controls
 log = logging.getLogger(__name__)
 
 REASONS = ("consolidation", "agent", "user-edit", "restore", "rollback", "redo", "review", "adopt", "rebuild", "import", "undo",
-           "merge")
+           "merge", "expired")
 MAX_MEMORY_CHARS = 200_000
 
 __all__ = ["MAX_MEMORY_CHARS", "REASONS", "SILENT_HELD", "MemoryError_", "MemoryService", "UndoResult"]
 
 
-class MemoryService(ReviewOps, FactOps, PeerMerging):
+class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
     def __init__(self, store: Store, home: Home, clock: Clock) -> None:
         self.store = store
         self.projection = GitProjection(store, home, clock, self.write)
@@ -364,6 +366,14 @@ class MemoryService(ReviewOps, FactOps, PeerMerging):
     @on_writer
     def undo_review(self, item_id: str) -> Revision:
         return ReviewOps.undo_review(self, item_id)
+
+    @on_writer
+    def expire_ended(self, today: date) -> dict[str, Any] | None:
+        return DatedOps.expire_ended(self, today)
+
+    @on_writer
+    def check_fact(self, fact_id: str, answer: str, today: date, text: str | None = None) -> Revision:
+        return DatedOps.check_fact(self, fact_id, answer, today, text)
 
     @on_writer
     def undo(self, target: str) -> UndoResult:

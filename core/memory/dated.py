@@ -1,0 +1,200 @@
+"""Facts with a time, as memory changes: what is dated, what ended, what is due for a check.
+
+The time of a fact is in its words (:mod:`memtray.core.memory.timing`); this module is
+what :class:`~memtray.core.memory.service.MemoryService` does with it, every change a
+revision like any other (undoable by ``memtray memory undo``):
+
+* :meth:`DatedOps.expire_ended` removes the facts past their end by more than
+  :data:`timing.GRACE_DAYS` in one revision (reason ``expired``) whose dropped facts say
+  "ended on 2027-07-31". Until then the prompt shows such a fact as past.
+* :meth:`DatedOps.review_due` lists the facts whose check date has come;
+  :meth:`DatedOps.check_fact` records the user's answer: ``yes`` (the check date is
+  written and the next one moved, reason ``review``), ``no-longer`` (the fact is removed,
+  "no longer true", reason ``review``) or ``edit`` (new words, checked).
+
+The day is always the caller's (from the injected clock, in the user's zone).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from memtray.core.base.clock import Clock
+from memtray.core.base.errors import MemtrayError
+from memtray.core.base.notify import Notifier
+from memtray.core.log.events import MemoryWritten, Record
+from memtray.core.log.store import Store
+from memtray.core.memory import factdiff, timing
+from memtray.core.memory import facts as fact_ids
+from memtray.core.memory.browse import MemoryError_
+from memtray.core.memory.factdiff import Fact
+from memtray.core.memory.facts import Ledger
+from memtray.core.memory.projection import GitProjection
+from memtray.core.memory.revisions import Revision
+from memtray.core.memory.wording import clean_controls
+
+log = logging.getLogger(__name__)
+
+#: the answers a check-in offers (``memtray memory check``, the quick chat's buttons)
+ANSWERS = ("yes", "no-longer", "edit")
+NO_LONGER = "no longer true (answered when asked to check it)"
+
+
+def fact_json(f: Fact, today: date) -> dict[str, Any]:
+    """One dated fact as the CLI's ``--json`` and the desktop show it."""
+    words, when = timing.split(f.text)
+    return {"id": f.id, "text": f.text, "words": words, "section": f.section,
+            "time": when.to_json() if when else {}, "status": timing.status(when, today),
+            "due": timing.due(when, today), "question": question(words)}
+
+
+def question(words: str) -> str:
+    """The gentle question a check-in asks: "Still training for the marathon?" for a fact
+    that starts with a verb in -ing, else "Still true: Lives in Graz?"."""
+    w = words.rstrip(" .")
+    return f"Still {w[:1].lower()}{w[1:]}?" if w[:1].isupper() and w.split(" ", 1)[0].endswith("ing") else (
+        f"Still true: {w}?")
+
+
+class DatedOps:
+    """The dated-fact changes of :class:`~memtray.core.memory.service.MemoryService`."""
+
+    store: Store
+    projection: GitProjection
+    write: Callable[..., list[Record]]
+    ledger: Callable[[], Ledger]
+    revision: Callable[[str], Revision]
+    edit_fact: Callable[..., Revision]
+    memory_events: Callable[[], list[Record]]
+
+    def dated(self, today: date) -> list[dict[str, Any]]:
+        """Every fact of memory with a time, as :func:`fact_json` shows it."""
+        return [fact_json(f, today) for f in self.ledger().facts if timing.split(f.text)[1] is not None]
+
+    def review_due(self, today: date) -> list[dict[str, Any]]:
+        """The facts whose check date has come, oldest check date first."""
+        due = [d for d in self.dated(today) if d["due"]]
+        return sorted(due, key=lambda d: (d["time"].get("review_after", ""), d["id"]))
+
+    def expire_ended(self, today: date) -> dict[str, Any] | None:
+        """Remove the facts past their end (by more than the grace days) in one revision,
+        each with "ended on ..." as its reason: ``{"rev", "removed": [{id, text, reason}]}``,
+        or None when none has ended."""
+        self.projection.adopt_worktree()
+        led = self.ledger()
+        gone = [(f, w) for f in led.facts if timing.ended(w := timing.split(f.text)[1], today)]
+        if gone:  # one the user brought back (an undo of its expiry) stays: they chose so
+            back = self._expired_before()
+            gone = [(f, w) for f, w in gone if f.id not in back]
+        if not gone:
+            return None
+        text = self.store.state.memory
+        for k in sorted((led.facts.index(f) for f, _w in gone), reverse=True):  # the ledger is in text order
+            text = factdiff.remove_fact(text, factdiff.parse(text)[k])
+        keep = Ledger(tuple(f for f in led.facts if f.id not in {g.id for g, _ in gone}), led.next)
+        reasons = {f.id: f"ended on {w.until.isoformat()} (past its end)" for f, w in gone if w and w.until}
+        self.write(text, reason="expired", source="memtray", dropped_reasons=reasons, facts=keep)
+        return {"rev": self.revision("HEAD").rev,
+                "removed": [{"id": f.id, "text": f.text, "reason": reasons.get(f.id, "")} for f, _w in gone]}
+
+    def _expired_before(self) -> set[str]:
+        out: set[str] = set()
+        for rec in self.memory_events():
+            w = MemoryWritten.of(rec)
+            if w.reason == "expired" and w.diff:
+                out |= {d["id"] for d in w.diff["dropped"]}
+        return out
+
+    def check_fact(self, fact_id: str, answer: str, today: date, text: str | None = None) -> Revision:
+        """Record the user's answer to "still true?" for one fact (by id); one revision."""
+        if answer not in ANSWERS:
+            raise MemoryError_(f"unknown answer {answer!r}", hint="Answer yes, no-longer or edit.")
+        self.projection.adopt_worktree()
+        led = self.ledger()
+        key = fact_ids.id_key(fact_id)  # "F12", "f12", "#F12" as the user types it
+        found = led.get(key) if key else None
+        if found is None:
+            raise MemoryError_(f"no fact {fact_id!r} in memory now",
+                               hint="`memtray memory review-due` lists the facts to check.")
+        when = timing.split(found.text)[1]
+        current = self.store.state.memory
+        k = led.facts.index(found)
+        if answer == "no-longer":
+            new = factdiff.remove_fact(current, factdiff.parse(current)[k])
+            self.write(new, reason="review", source="user", dropped_reasons={found.id: NO_LONGER},
+                       facts=Ledger(tuple(f for f in led.facts if f.id != found.id), led.next))
+            return self.revision("HEAD")
+        if answer == "edit":
+            words = " ".join(clean_controls(text or "").split())
+            if not words:
+                raise MemoryError_("the new text is empty", hint="Answer no-longer to remove the fact.")
+            own = timing.split(words)[1]
+            return self.edit_fact(found.id, timing.with_when(words, own or timing.checked(when, today)),
+                                  "edited when asked to check it")
+        after = timing.checked(when, today)
+        new = factdiff.replace_fact(current, k, timing.with_when(found.text, after))
+        assert after.review is not None
+        self.write(new, reason="review", source="user", facts=Ledger.with_ids(new, led.ids, led.next),
+                   dropped_reasons={found.id: f"still true on {today.isoformat()}; asked again after "
+                                              f"{after.review.isoformat()}"})
+        return self.revision("HEAD")
+
+
+def local_day(now: datetime, zone: str) -> date:
+    """The user's day at ``now`` (an aware time) in the IANA zone ``zone`` (UTC when unknown)."""
+    try:
+        tz = ZoneInfo(zone or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        tz = ZoneInfo("UTC")
+    return now.astimezone(tz).date()
+
+
+class CheckIns:
+    """The background side of dated facts, on the reminders' maintenance timer and before
+    each turn: facts past their end leave memory (:meth:`DatedOps.expire_ended`), and each
+    fact due for a check is asked about once per check date by a notification whose
+    buttons answer it (``target`` ``check:<id>``). Asked already is remembered for the
+    running process only: a restart asks again, once."""
+
+    def __init__(self, memory: DatedOps, clock: Clock, zone: Callable[[], str], notifier: Notifier,
+                 readonly: Callable[[], bool]) -> None:
+        self.memory = memory
+        self.clock = clock
+        self.zone = zone
+        self.notifier = notifier
+        self.readonly = readonly
+        self._asked: set[tuple[str, str]] = set()
+
+    def today(self) -> date:
+        return local_day(self.clock.now(), self.zone())
+
+    def expire(self) -> dict[str, Any] | None:
+        """Remove the ended facts now; never fails the caller (a turn goes on without it)."""
+        if self.readonly():
+            return None
+        try:
+            return self.memory.expire_ended(self.today())
+        except MemtrayError as exc:
+            log.warning("could not remove the facts past their end: %s", exc)
+            return None
+        except Exception:  # upkeep, not a step a turn depends on: the turn goes on (as recall)
+            log.exception("removing the facts past their end failed")
+            return None
+
+    def sweep(self) -> None:
+        """Expire, then ask about what is due and not asked yet."""
+        gone = self.expire()
+        if gone is not None:
+            self.notifier.notify("Memory: past their end", "; ".join(timing.body(f["text"]) for f in gone["removed"]),
+                                 kind="memory", target=f"memory:{gone['rev']}")
+        for item in self.memory.review_due(self.today()):
+            key = (item["id"], item["time"].get("review_after", ""))
+            if key in self._asked:
+                continue
+            self._asked.add(key)
+            self.notifier.notify("Still true?", f"{item['question']} ({item['words']})", kind="memory",
+                                 target=f"check:{item['id']}")

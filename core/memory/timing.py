@@ -1,0 +1,323 @@
+"""Facts with a time: when a fact holds (from, until) and when to check it again (pure).
+
+The time of a fact lives in MEMORY.md, at the end of its bullet, in words a person
+reads and edits without a manual::
+
+    - Trip to Kyoto (from 2027-07-01 until 2027-07-31; check after 2027-08-01)
+    - Training for the Berlin marathon (until 2027-09-26; checked 2026-12-04; check after 2027-03-04)
+
+:func:`split` reads it back. The last parenthesis of the fact is the time only when
+every one of its ``;``-separated parts is one of ``from D``, ``until D``, ``from D
+until D``, ``check after D``, ``checked D`` with a real ISO date (case, spaces, a
+comma for ``;`` and ``to``/``till`` for ``until`` are forgiven). Anything else there
+("(born 2019)", "(until 2027-13-45)") is ordinary text: a garbled hand edit stays in
+the fact as written and never fails a read.
+
+:func:`read_members` is the door for a model's ``from`` / ``until`` / ``review_after``
+members: ISO dates only, in a sane range and order, else a reason the change is held
+for. :func:`supports` is the receipt check of a time: the quote must say when.
+:func:`status` and :func:`note` say what is upcoming, current and past on a given day;
+the caller passes the day (from the injected clock), nothing here reads one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import date, timedelta
+
+from memtray import resources
+
+__all__ = [
+    "GRACE_DAYS",
+    "MEMBERS",
+    "When",
+    "body",
+    "due",
+    "ended",
+    "is_note",
+    "note",
+    "note_lines",
+    "note_none",
+    "read_members",
+    "render",
+    "split",
+    "status",
+    "supports",
+    "with_when",
+]
+
+#: how long a fact past its end is still shown (as past) before it leaves memory
+GRACE_DAYS = 7
+#: the review interval when nothing says better (the first "yes", a fact without a check date)
+DEFAULT_REVIEW_DAYS = 90
+MIN_REVIEW_DAYS = 7
+MAX_REVIEW_DAYS = 365
+#: the ``save_memory`` members that carry a time (an edit's, or a receipt's)
+MEMBERS = ("from", "until", "review_after")
+_EARLIEST = date(1900, 1, 1)
+_LATEST = date(2200, 12, 31)
+
+
+@dataclass(frozen=True)
+class When:
+    """When a fact holds and when to ask about it again; every field optional."""
+
+    start: date | None = None
+    until: date | None = None
+    review: date | None = None
+    checked: date | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.start is None and self.until is None and self.review is None and self.checked is None
+
+    def to_json(self) -> dict[str, str]:
+        out = {"from": self.start, "until": self.until, "review_after": self.review, "checked": self.checked}
+        return {k: v.isoformat() for k, v in out.items() if v is not None}
+
+
+_DATE = r"(\d{4}-\d{1,2}-\d{1,2})"
+_UNTIL = r"(?:until|till|til|to|through|thru)"
+_PART_RES = (
+    ("range", re.compile(rf"from\s+{_DATE}\s+{_UNTIL}\s+{_DATE}", re.I)),
+    ("from", re.compile(rf"(?:from|since|starting)\s+{_DATE}", re.I)),
+    ("until", re.compile(rf"{_UNTIL}\s+{_DATE}", re.I)),
+    ("review", re.compile(rf"(?:check|review)(?:\s+again)?\s+(?:after|on|from)\s+{_DATE}", re.I)),
+    ("checked", re.compile(rf"(?:last\s+)?checked(?:\s+on)?\s+{_DATE}", re.I)),
+)
+_TAIL_RE = re.compile(r"\s*\(([^()]{4,200})\)\s*$")
+
+
+def _date(text: str) -> date | None:
+    try:
+        y, m, d = (int(x) for x in text.split("-"))
+        out = date(y, m, d)
+    except ValueError:
+        return None
+    return out if _EARLIEST <= out <= _LATEST else None
+
+
+def _read(inner: str) -> When | None:
+    fields: dict[str, date] = {}
+    parts = [p.strip() for p in re.split(r"[;,]", inner) if p.strip()]
+    if not parts:
+        return None
+    for part in parts:
+        for kind, rx in _PART_RES:
+            m = rx.fullmatch(part)
+            if m is None:
+                continue
+            days = [_date(g) for g in m.groups()]
+            if any(d is None for d in days):
+                return None
+            names = {"range": ("start", "until"), "from": ("start",), "until": ("until",),
+                     "review": ("review",), "checked": ("checked",)}[kind]
+            for name, d in zip(names, days, strict=True):
+                if name in fields:
+                    return None  # "from X; from Y": not ours to choose
+                assert d is not None
+                fields[name] = d
+            break
+        else:
+            return None
+    when = When(**fields)
+    if when.start and when.until and when.start > when.until:
+        return None
+    return when
+
+
+def split(text: str) -> tuple[str, When | None]:
+    """A fact's words and its time, or ``(text, None)`` when it ends in no (valid) time."""
+    m = _TAIL_RE.search(text)
+    if m is None or m.start() == 0:
+        return text, None
+    when = _read(m.group(1))
+    if when is None:
+        return text, None
+    return text[: m.start()].rstrip(), when
+
+
+def body(text: str) -> str:
+    """A fact without its time."""
+    return split(text)[0]
+
+
+def render(when: When | None) -> str:
+    """The time as MEMORY.md writes it (without the parentheses); "" for none."""
+    if when is None or when.empty:
+        return ""
+    parts: list[str] = []
+    if when.start and when.until:
+        parts.append(f"from {when.start.isoformat()} until {when.until.isoformat()}")
+    elif when.start:
+        parts.append(f"from {when.start.isoformat()}")
+    elif when.until:
+        parts.append(f"until {when.until.isoformat()}")
+    if when.checked:
+        parts.append(f"checked {when.checked.isoformat()}")
+    if when.review:
+        parts.append(f"check after {when.review.isoformat()}")
+    return "; ".join(parts)
+
+
+def with_when(text: str, when: When | None) -> str:
+    """``text`` (its old time, if any, replaced) with ``when`` at its end."""
+    words = body(text)
+    shown = render(when)
+    return f"{words} ({shown})" if shown else words
+
+
+# --- the door ------------------------------------------------------------------------------
+
+def read_members(raw: Mapping[str, object], today: date | None = None) -> tuple[When | None, str]:
+    """A model's ``from`` / ``until`` / ``review_after`` members, validated: ``(When, "")``,
+    ``(None, "")`` when it sent none, or ``(None, reason)`` when one is not a date it may
+    set (the change is then held with that reason). ``today``, when given, bounds how far
+    ahead a review may be set."""
+    got: dict[str, date] = {}
+    for key, name in (("from", "start"), ("until", "until"), ("review_after", "review")):
+        value = raw.get(key)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            return None, f"'{key}' is not a date (YYYY-MM-DD)"
+        v = value.strip()
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+            return None, f"'{key}' is not a date in the form YYYY-MM-DD: {v[:40]!r}"
+        d = _date(v)
+        if d is None:
+            return None, f"'{key}' is not a real date: {v!r}"
+        got[name] = d
+    if not got:
+        return None, ""
+    when = When(**got)
+    if when.start and when.until and when.start > when.until:
+        return None, f"'from' ({when.start}) is after 'until' ({when.until})"
+    if when.review and when.start and when.review < when.start:
+        return None, f"'review_after' ({when.review}) is before 'from' ({when.start})"
+    if when.review and today is not None and when.review > today + timedelta(days=5 * 366):
+        return None, f"'review_after' ({when.review}) is more than five years away"
+    return when, ""
+
+
+_MONTHS = {m: n for n, names in enumerate((
+    ("january", "jan", "janvier", "januar", "enero"), ("february", "feb", "février", "fevrier", "februar", "febrero"),
+    ("march", "mar", "mars", "märz", "marzo"), ("april", "apr", "avril", "abril"), ("may", "mai", "mayo"),
+    ("june", "jun", "juin", "juni", "junio"), ("july", "jul", "juillet", "juli", "julio"),
+    ("august", "aug", "août", "aout", "agosto"), ("september", "sep", "sept", "septembre", "septiembre"),
+    ("october", "oct", "octobre", "oktober", "octubre"), ("november", "nov", "novembre", "noviembre"),
+    ("december", "dec", "décembre", "decembre", "dezember", "diciembre"),
+), 1) for m in names}
+_WORD_RE = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
+
+
+def _time_words() -> frozenset[str]:
+    return frozenset(resources.text("corpus/time_words.txt").split())
+
+
+def supports(quote: str, when: When) -> str:
+    """Whether ``quote`` (the receipt's words) says the time the model gave: "" when it
+    does, else why not. A quote must say *when* (a month, a year, "this week", "until the
+    end of the year", "tomorrow", a date); a month or a year it names must be the month or
+    the year of the dates ("in July" is no 2027-08-01). The review date is the model's
+    judgement of when to ask again and needs no quote; a check date is never the model's."""
+    if when.checked is not None:
+        return "a check date is recorded by memtray, never set by the model"
+    dates = [d for d in (when.start, when.until) if d is not None]
+    if not dates:
+        return ""
+    low = quote.casefold()
+    words = _WORD_RE.findall(low)
+    months = {_MONTHS[w] for w in words if w in _MONTHS and (len(w) > 3 or w in ("may", "mai"))}
+    years = {int(w) for w in words if len(w) == 4 and w.isdigit() and 1900 <= int(w) <= 2200}
+    numeric = [(int(y), int(mo)) for y, mo in re.findall(r"\b(\d{4})-(\d{1,2})(?:-\d{1,2})?\b", low)]
+    months |= {mo for _y, mo in numeric}
+    years |= {y for y, _mo in numeric}
+    if not (months or years or any(w in _time_words() for w in words)):
+        return "the quote does not say when (a month, a year, 'this week', 'until the end of the year'...)"
+    if months and not any(d.month in months for d in dates):
+        shown = ", ".join(sorted(d.isoformat() for d in dates))
+        return f"the quote names another month than {shown}"
+    if years and not any(d.year in years for d in dates):
+        shown = ", ".join(sorted(d.isoformat() for d in dates))
+        return f"the quote names another year than {shown}"
+    return ""
+
+
+# --- as of a day -----------------------------------------------------------------------------
+
+def status(when: When | None, today: date) -> str | None:
+    """``upcoming``, ``current`` or ``past`` on ``today``; None for a fact that holds always."""
+    if when is None or (when.start is None and when.until is None):
+        return None
+    if when.start is not None and today < when.start:
+        return "upcoming"
+    if when.until is not None and today > when.until:
+        return "past"
+    return "current"
+
+
+def ended(when: When | None, today: date, grace: int = GRACE_DAYS) -> bool:
+    """Whether a fact is past its end by more than ``grace`` days: it leaves memory."""
+    return when is not None and when.until is not None and today > when.until + timedelta(days=grace)
+
+
+def due(when: When | None, today: date) -> bool:
+    """Whether a fact's review date has come."""
+    return when is not None and when.review is not None and when.review <= today
+
+
+def next_review(when: When | None, today: date) -> date:
+    """The review date after a "still true" on ``today``: the same interval as last time
+    (from the last check, or the day the review was set), within a week and a year."""
+    days = DEFAULT_REVIEW_DAYS
+    if when is not None and when.review is not None and when.checked is not None and when.review > when.checked:
+        days = (when.review - when.checked).days
+    days = max(MIN_REVIEW_DAYS, min(MAX_REVIEW_DAYS, days))
+    out = today + timedelta(days=days)
+    if when is not None and when.until is not None and out > when.until:
+        out = max(today + timedelta(days=1), when.until)  # ask again at the end at the latest
+    return out
+
+
+def checked(when: When | None, today: date) -> When:
+    """``when`` after a "still true" on ``today``: the check recorded, the review moved."""
+    return replace(when or When(), checked=today, review=next_review(when, today))
+
+
+def note(facts: Iterable[str], today: date) -> str:
+    """What the prompt says of dated facts (their texts) on ``today``: one line each for
+    upcoming, current and past, or "" when no fact has a time. It goes with the runtime
+    context of the user's message (core/agent/loop.py), not into the system prompt, which
+    stays the same from day to day for the providers' prompt caches."""
+    groups: dict[str, list[str]] = {"upcoming": [], "current": [], "past": []}
+    for text in facts:
+        words, when = split(text)
+        s = status(when, today)
+        if s is None or when is None:
+            continue
+        groups[s].append(f"{words} ({render(replace(when, review=None, checked=None))})")
+    if not any(groups.values()):
+        return ""
+    lines = [f"> {s.capitalize()}: " + "; ".join(groups[s]) for s in ("upcoming", "current", "past") if groups[s]]
+    template = resources.text("prompts/memory_time.txt").strip()
+    return template.replace("{date}", today.isoformat()).replace("{facts}", "\n".join(lines))
+
+
+def note_none(today: date) -> str:
+    """The note that says no fact has a time any more (after one that named some)."""
+    template = resources.text("prompts/memory_time.txt").strip()
+    return template.replace("{date}", today.isoformat()).replace("{facts}", "> (none)")
+
+
+def is_note(text: str) -> bool:
+    """Whether ``text`` (a user message's runtime context) carries a :func:`note`."""
+    head = resources.text("prompts/memory_time.txt").split("{date}", 1)[0]
+    return head in text
+
+
+def note_lines(text: str) -> list[str]:
+    """The Upcoming / Current / Past lines of the note in ``text`` (its date left out)."""
+    return [ln for ln in text.split("\n") if ln.startswith(("> Upcoming:", "> Current:", "> Past:"))]

@@ -1,0 +1,101 @@
+"""The quick chat's check-in (issue 32): facts due for a check are asked about in one line
+with one-click answers, each a revision; a notification asks the same with its buttons."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from memtray.core.memory.dated import NO_LONGER
+from memtray.desktop.qt import Qt
+
+pytestmark = pytest.mark.gui
+
+# check dates long past: due on any day the test runs, so the wall clock decides nothing
+MEMORY = """## Now
+- Training for the Berlin marathon (check after 2001-01-01)
+- Looking for a flat in Graz (check after 2001-02-01)
+- Learning Japanese (check after 2001-03-01)
+- Lives in Graz
+- Plays chess (check after 2199-01-01)
+"""
+
+
+def _seed(desktop: Any) -> dict[str, str]:
+    app = desktop.app
+    app.worker.call(lambda: app.memory.write(MEMORY, reason="user-edit", source="user"))
+    return {f.text.split(" (")[0]: f.id for f in app.memory.ledger().facts}
+
+
+def _settle(qtbot: Any, desktop: Any) -> None:
+    """The check-in's last question to the worker answered (none is cut off by the teardown)."""
+    box = desktop.popup.checkin
+    qtbot.waitUntil(lambda: not box.follower.in_flight and not desktop.bridge.busy, timeout=20000)
+
+
+def _text(desktop: Any, fid: str) -> str | None:
+    f = desktop.app.memory.ledger().get(fid)
+    return None if f is None else f.text
+
+
+def test_the_check_in_asks_and_each_click_is_a_revision(qtbot: Any, desktop: Any) -> None:
+    ids = _seed(desktop)
+    popup = desktop.popup
+    desktop.show_popup()
+    box = popup.checkin
+    qtbot.waitUntil(lambda: box.isVisible() and box.current is not None, timeout=10000)
+    assert box.question.text() == "Still training for the Berlin marathon?  (+2 more)"
+    assert "Berlin marathon" in box.detail.text()
+    with qtbot.waitSignal(box.answered, timeout=10000) as sig:
+        qtbot.mouseClick(box.yes_btn, Qt.MouseButton.LeftButton)
+    assert sig.args == [ids["Training for the Berlin marathon"], "yes"]
+    assert "checked " in str(_text(desktop, ids["Training for the Berlin marathon"]))
+    assert desktop.app.memory.revisions()[0].reason == "review"
+    # the next one comes up by itself
+    qtbot.waitUntil(lambda: box.question.text().startswith("Still looking for a flat in Graz?"), timeout=10000)
+    with qtbot.waitSignal(box.answered, timeout=10000):
+        qtbot.mouseClick(box.no_btn, Qt.MouseButton.LeftButton)
+    fid = ids["Looking for a flat in Graz"]
+    assert _text(desktop, fid) is None
+    assert [d["reason"] for d in desktop.app.memory.dropped() if d["id"] == fid] == [NO_LONGER]
+    qtbot.waitUntil(lambda: box.question.text() == "Still learning Japanese?", timeout=10000)
+    qtbot.mouseClick(box.edit_btn, Qt.MouseButton.LeftButton)
+    assert box.edit_row.isVisible() and box.edit.text() == "Learning Japanese"
+    box.edit.clear()
+    qtbot.keyClicks(box.edit, "Learning Japanese, level N3")
+    with qtbot.waitSignal(box.answered, timeout=10000):
+        qtbot.keyClick(box.edit, Qt.Key.Key_Return)
+    assert str(_text(desktop, ids["Learning Japanese"])).startswith("Learning Japanese, level N3 (checked ")
+    # nothing left to ask: the line says what the last answer did, and no question
+    qtbot.waitUntil(lambda: box.current is None and not box.question.isVisible(), timeout=10000)
+    assert box.status.text() == "Memory updated."
+    assert "Plays chess (check after 2199-01-01)" in desktop.app.store.state.memory  # not due: never asked
+    _settle(qtbot, desktop)
+
+
+def test_later_skips_a_question_for_this_run(qtbot: Any, desktop: Any) -> None:
+    _seed(desktop)
+    desktop.show_popup()
+    box = desktop.popup.checkin
+    qtbot.waitUntil(lambda: box.current is not None, timeout=10000)
+    qtbot.mouseClick(box.later_btn, Qt.MouseButton.LeftButton)
+    assert box.question.text().startswith("Still looking for a flat in Graz?")
+    before = desktop.app.store.state.memory
+    box.refresh()
+    qtbot.waitSignal(box.follower.shown, timeout=10000)
+    assert box.question.text().startswith("Still looking for a flat in Graz?")
+    assert desktop.app.store.state.memory == before  # "later" writes nothing
+    _settle(qtbot, desktop)
+
+
+def test_a_check_in_notification_answers_with_its_buttons(qtbot: Any, desktop: Any) -> None:
+    ids = _seed(desktop)
+    fid = ids["Learning Japanese"]
+    target = f"check:{fid}"
+    assert desktop.actions.offered("memory", target) == [("yes", "Yes"), ("no-longer", "No longer"), ("edit", "Edit…")]
+    desktop.notification_action("no-longer", target)
+    qtbot.waitUntil(lambda: _text(desktop, fid) is None, timeout=10000)
+    assert [d["reason"] for d in desktop.app.memory.dropped() if d["id"] == fid] == [NO_LONGER]
+    desktop.notification_action("edit", f"check:{ids['Plays chess']}")  # the quick chat has the field
+    qtbot.waitUntil(desktop.popup.isVisible, timeout=10000)
+    _settle(qtbot, desktop)

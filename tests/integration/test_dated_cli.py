@@ -1,0 +1,83 @@
+"""Facts with a time from the command line, as a user would: `memory dated` and `memory
+review-due` list them, `memory check ID --yes|--no-longer|--edit` answers (each a revision
+with its reason), `memory expire` removes what is past its end (undoable). The dates are far
+from any day the test may run on, so the wall clock decides nothing."""
+
+from __future__ import annotations
+
+import json
+
+from memtray.core.app import App
+from memtray.core.base.home import Home
+
+from tests.integration.test_memory_cli import fails, ok
+
+MEMORY = """## Plans
+- Trip to Kyoto (from 2001-07-01 until 2001-07-31)
+- Moving to Lisbon (from 2199-01-01)
+
+## Sport
+- Training for the Berlin marathon (check after 2001-01-01)
+- Plays chess (check after 2199-01-01)
+- Has a daughter (born 2019)
+"""
+
+
+def _seed(home: Home) -> dict[str, str]:
+    with App.open(home, start_services=False) as app:
+        app.worker.call(lambda: app.memory.write(MEMORY, reason="user-edit", source="user"))
+        return {f.text.split(" (")[0]: f.id for f in app.memory.ledger().facts}
+
+
+def test_dated_facts_and_checks_from_the_command_line(home: Home) -> None:
+    ids = _seed(home)
+    rows = {r["words"]: r for r in json.loads(ok(home, "memory", "dated", "--json"))}
+    assert set(rows) == {"Trip to Kyoto", "Moving to Lisbon", "Training for the Berlin marathon", "Plays chess"}
+    assert (rows["Trip to Kyoto"]["status"], rows["Moving to Lisbon"]["status"]) == ("past", "upcoming")
+    assert rows["Trip to Kyoto"]["time"] == {"from": "2001-07-01", "until": "2001-07-31"}
+    due = json.loads(ok(home, "memory", "review-due", "--json"))
+    assert [d["id"] for d in due] == [ids["Training for the Berlin marathon"]]
+    assert "Still training for the Berlin marathon?" in ok(home, "memory", "review-due")
+
+    fid = ids["Training for the Berlin marathon"]
+    out = json.loads(ok(home, "memory", "check", fid.lower(), "--yes", "--json"))  # typed as "f4"
+    assert out["id"] == fid
+    assert out["answer"] == "yes" and out["revision"]["reason"] == "review"
+    assert "checked " in out["after"] and "check after " in out["after"]
+    assert json.loads(ok(home, "memory", "review-due", "--json")) == []
+    out = json.loads(ok(home, "memory", "check", ids["Plays chess"], "--edit", "Plays", "chess", "online", "--json"))
+    assert out["after"].startswith("Plays chess online (checked ")
+    out = json.loads(ok(home, "memory", "check", fid, "--no-longer", "--json"))
+    assert out["after"] is None
+    [gone] = [d for d in json.loads(ok(home, "memory", "dropped", "--json")) if d["id"] == fid]
+    assert gone["reason"] == "no longer true (answered when asked to check it)"
+    fails(home, "memory", "check", "F999", "--yes", needle="no fact 'F999' in memory now")
+
+    text = ok(home, "memory", "expire")
+    assert "removed " in text and "Trip to Kyoto" in text and "ended on 2001-07-31 (past its end)" in text
+    assert "Kyoto" not in ok(home, "memory", "show")
+    assert "Has a daughter (born 2019)" in ok(home, "memory", "show")  # a parenthesis that is no time stays
+    assert ok(home, "memory", "expire") == "no fact is past its end\n"
+    rev = json.loads(ok(home, "memory", "log", "--json"))[0]
+    assert rev["reason"] == "expired" and rev["removed"] == 1
+    ok(home, "memory", "undo", rev["rev"])
+    assert "Trip to Kyoto" in ok(home, "memory", "show")
+    assert ok(home, "memory", "expire") == "no fact is past its end\n"  # the undo stands
+
+
+def test_a_hand_edit_of_the_file_moves_a_date_or_garbles_one_and_nothing_breaks(home: Home) -> None:
+    ids = _seed(home)
+    path = home.root / "memory" / "MEMORY.md"
+    text = path.read_text(encoding="utf-8")
+    text = text.replace("(from 2199-01-01)", "(From 2199-02-01)")  # moved, in the user's own case
+    text = text.replace("(check after 2199-01-01)", "(check after 2199-13-45)")  # no such month
+    text = text.replace("(check after 2001-01-01)", "(until July-ish)")  # no date at all
+    path.write_text(text, encoding="utf-8")
+    facts = {f["id"]: f for f in json.loads(ok(home, "memory", "facts", "--json"))}  # the edit is adopted
+    assert facts[ids["Moving to Lisbon"]]["text"] == "Moving to Lisbon (From 2199-02-01)"  # same id
+    assert facts[ids["Plays chess"]]["text"] == "Plays chess (check after 2199-13-45)"
+    rows = {r["id"]: r for r in json.loads(ok(home, "memory", "dated", "--json"))}
+    assert rows[ids["Moving to Lisbon"]]["time"] == {"from": "2199-02-01"}
+    assert ids["Plays chess"] not in rows  # a garbled time is text: no time, nothing lost
+    assert json.loads(ok(home, "memory", "review-due", "--json")) == []
+    assert "Training for the Berlin marathon (until July-ish)" in ok(home, "memory", "show")
