@@ -95,7 +95,9 @@ def test_stop_mid_stream_then_retry(qtbot: Any, desktop: Any, llm_server: Any) -
     pane = desktop.popup.pane
     desktop.show_popup()
     pane.send("tell me")
-    qtbot.waitUntil(lambda: pane._streaming is not None and "partial" in pane._streaming.text, timeout=20000)
+    # the whole partial text, not its first chunk: Stop keeps what was shown when it was clicked
+    qtbot.waitUntil(lambda: pane._streaming is not None and "partial answer" in pane._streaming.text,
+                    timeout=90000)
     assert pane.send_btn.text() == "Stop"
     with qtbot.waitSignal(pane.turn_done, timeout=90000) as sig:
         qtbot.mouseClick(pane.send_btn, Qt.MouseButton.LeftButton)
