@@ -154,6 +154,15 @@ class LLMClient:
         """Whether the model runs in this process (``local/...``: llama.cpp, no litellm)."""
         return localmodel.is_local(self.model)
 
+    async def ready(self, model: str | None = None) -> None:
+        """Load what a request to ``model`` needs (litellm's import), off the event loop.
+
+        Called before a request whose time is limited, so the limit measures the provider's
+        answer, not an import that takes seconds (a minute on a loaded machine).
+        """
+        if _litellm is None and not localmodel.is_local(model or self.model):
+            await asyncio.to_thread(load_litellm)
+
     def preload(self) -> None:
         """Load the model now when it runs in-process (``local/...``), so the first request does
         not wait for it (blocking: the warm instance and the desktop call it on a thread)."""
@@ -261,7 +270,9 @@ class LLMClient:
     async def _once(self, req: Request, model: str, on_delta: DeltaCallback | None) -> LLMResult:
         if localmodel.is_local(model):  # in-process: no litellm to import (localprovider.py)
             return await self._local(req, model, on_delta)
-        litellm = load_litellm()
+        # off the event loop: the import takes seconds (a minute on a loaded machine), and the
+        # worker's loop must keep logging and answering meanwhile
+        litellm = _litellm if _litellm is not None else await asyncio.to_thread(load_litellm)
         kw = self._kwargs(req, model)
         try:
             if not req.stream:

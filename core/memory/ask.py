@@ -34,6 +34,7 @@ async def request_save_memory(
             "{size}", f"{len(memory):,}").replace("{budget}", f"{budget:,}")
     prompt = text.replace("{memory}", shown or "(empty)").replace(
         "{conversation}", format_messages(messages))
+    await llm.ready(model)  # the timeout is the model's time to answer, not litellm's import
     return await asyncio.wait_for(
         llm.complete(Request(
             messages=[{"role": "system", "content": "You consolidate memory by calling save_memory."},

@@ -54,6 +54,9 @@ class ScriptedModel(LLMClient):
         super().__init__(Config(model="scripted/model"))
         self.calls = 0
 
+    async def ready(self, model: str | None = None) -> None:
+        """No provider library to load: the answers are made here."""
+
     async def complete(self, req: Request, on_delta: DeltaCallback | None = None) -> LLMResult:
         self.calls += 1
         prompt = str(req.messages[-1]["content"])

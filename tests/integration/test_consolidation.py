@@ -427,6 +427,36 @@ def test_bad_answers_fail_cleanly_and_lose_nothing(home: Home, llm_server: Scrip
         a.close()
 
 
+def test_the_timeout_measures_the_model_not_litellms_import(
+    home: Home, llm_server: ScriptedLLMServer, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A consolidation limited to 1 s, whose model answers at once, goes through though loading
+    the client takes 2 s (litellm's first import: seconds idle, a minute on a loaded machine)."""
+    from memtray.core.llm import client
+
+    real = client.load_litellm
+    loads: list[str] = []
+
+    def slow_load() -> Any:
+        loads.append(threading.current_thread().name)
+        time.sleep(2.0)
+        return real()
+
+    monkeypatch.setattr(client, "_litellm", None)  # as in a process that has not imported it yet
+    monkeypatch.setattr(client, "load_litellm", slow_load)
+    a = open_app(home, llm_server, clock, consolidation_timeout=1.0, memory_window=4)
+    try:
+        mem(a).write(MEM0, reason="user-edit", source="user")
+        add_messages(a, "quick", 6)
+        llm_server.responder = keep_all
+        out = a.run(cons(a).consolidate("quick", trigger="window"))
+        assert (out.start, out.end) == (0, 4)
+        assert not events_of(a, "consolidation.failed")
+        assert len(loads) == 1 and loads[0] != threading.current_thread().name  # once, off the caller
+    finally:
+        a.close()
+
+
 def _fail_twice(a: App, llm_server: ScriptedLLMServer) -> None:
     """Memory and four messages, then two consolidations the provider fails (500)."""
     mem(a).write(MEM0, reason="user-edit", source="user")
