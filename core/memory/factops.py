@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtray.core.log.events import MemoryWritten, Provenance, ProvenanceOrigin, Record
-from memtray.core.memory import factdiff, facts
+from memtray.core.memory import factdiff, facts, scopes
 from memtray.core.memory.browse import SILENT_HELD, MemoryBrowsing, MemoryError_, msg_json, said
 from memtray.core.memory.factdiff import Fact, FactDiff
 from memtray.core.memory.facts import Ledger
@@ -118,30 +118,50 @@ class FactOps(MemoryBrowsing):
     # --- undo -------------------------------------------------------------------------
 
     def undo_changes(self, target: str, *, flagged: list[dict[str, Any]] | None = None,
-                     reopened: list[str] | None = None) -> UndoResult:
+                     reopened: list[str] | None = None, scope: str | None = None) -> UndoResult:
         """Undo exactly the fact changes of one revision (a consolidation id or a revision):
-        re-add what it dropped, restore what it reworded, remove what it added, as one new
-        revision that keeps everything after it. Says what it could not undo and why.
-        ``flagged`` / ``reopened`` go with that revision (the undo of a review choice holds
-        its item again)."""
+        re-add what it dropped, restore what it reworded, remove what it added, move back what
+        it moved between scopes, as one new revision that keeps everything after it. Says what
+        it could not undo and why. ``flagged`` / ``reopened`` go with that revision (the undo of
+        a review choice holds its item again). ``scope``: only the changes of that scope's facts
+        (a fact comes back in the scope it left)."""
         sha = self.resolve(target)
         rev = self.revision(sha)
         parents = self.git.info(sha).parents
-        before = self.ledgers.at_seq(self.revision(parents[0]).event_seq) if parents else Ledger(())
+        before_seq = self.revision(parents[0]).event_seq if parents else 0
+        before = self.ledgers.at_seq(before_seq) if parents else Ledger(())
         after = self.ledgers.at_seq(rev.event_seq)
         rec = self.ledgers.record(rev.event_seq)
-        relabeled = MemoryWritten.of(rec).relabeled if rec is not None else None
+        written = MemoryWritten.of(rec) if rec is not None else None
+        relabeled = written.relabeled if written is not None else None
         if relabeled:  # a merge renumbered some of this device's ids
             before = renamed(before, relabeled)
+        prev = self.ledgers.record(before_seq)
+        was = scopes.scope_map(before, MemoryWritten.of(prev).memory) if prev is not None else {}
+        now_in = scopes.scope_map(after, written.memory) if written is not None else {}
+        if scope is not None:
+            name = scopes.check_name(scope)
+            # a fact of that scope on either side (one moved in or out counts, whole)
+            mine = {i for i, s in [*was.items(), *now_in.items()] if s == name}
+            before = Ledger(tuple(f for f in before.facts if f.id in mine), before.next)
+            after = Ledger(tuple(f for f in after.facts if f.id in mine), after.next)
         current = self.ledger()
         out = undo_changes(before, after, self.store.state.memory, current)
+        here = scopes.scope_map(current, self.store.state.memory)
+        moves = (written.moved if written is not None else None) or []
+        back = {m["id"]: m["source"] for m in moves if here.get(m["id"]) == m["target"]
+                and (scope is None or scopes.check_name(scope) in (m["source"], m["target"]))}
+        out.done += [{"id": m["id"], "text": m["text"], "action": "moved back", "scope": m["source"]}
+                     for m in moves if m["id"] in back]
         if not out.done:
             return UndoResult(None, rev, [], out.not_done)
         reasons = {d["id"]: f"undo of {rev.short}" for d in out.done if d["action"] == "removed"}
         prov = {d["id"]: {"restored_from": parents[0] if parents else None} for d in out.done
                 if d["action"] in ("restored", "reverted")}
+        placed = {d["id"]: was.get(d["id"], scopes.GLOBAL) for d in out.done if d["action"] == "restored"}
         self.write(out.memory, reason="undo", source="user", dropped_reasons=reasons, provenance=prov or None,
-                   facts=out.ledger, flagged=flagged, reopened=reopened)
+                   facts=out.ledger, flagged=flagged, reopened=reopened, placed={**placed, **back},
+                   moved_reasons={i: f"undo of {rev.short}" for i in back})
         return UndoResult(self.revision("HEAD"), rev, out.done, out.not_done)
 
     # --- by id ------------------------------------------------------------------------
@@ -156,7 +176,7 @@ class FactOps(MemoryBrowsing):
         seqs = [self.revision(a).event_seq if a else 0, self.revision(b).event_seq]
         recs = [self.ledgers.record(seq) for seq in seqs]
         leds = [self.ledgers.at_seq(seq) for seq in seqs]
-        texts = [self.git.read(a, "MEMORY.md") if a else "", self.git.read(b, "MEMORY.md")]
+        texts = [self.git.read_memory(a) if a else "", self.git.read_memory(b)]
         named = all([f.norm for f in led.facts] == [f.norm for f in factdiff.parse(t)] for led, t in zip(
             leds, texts, strict=True))
         written = [MemoryWritten.of(r) if r is not None else None for r in recs]

@@ -29,9 +29,10 @@ from memtray.core.log.events import (
     RebuildAdopted,
     Record,
     ReviewItem,
+    ScopeMove,
 )
 from memtray.core.log.store import Entry, Store
-from memtray.core.memory import factdiff
+from memtray.core.memory import factdiff, scopes
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory.browse import SILENT_HELD, MemoryError_
 from memtray.core.memory.factdiff import Fact
@@ -50,7 +51,7 @@ from memtray.core.memory.wording import clean_controls
 log = logging.getLogger(__name__)
 
 REASONS = ("consolidation", "agent", "user-edit", "restore", "rollback", "redo", "review", "adopt", "rebuild", "import", "undo",
-           "merge")
+           "merge", "move")
 MAX_MEMORY_CHARS = 200_000
 
 __all__ = ["MAX_MEMORY_CHARS", "REASONS", "SILENT_HELD", "MemoryError_", "MemoryService", "UndoResult"]
@@ -118,6 +119,8 @@ class MemoryService(ReviewOps, FactOps, PeerMerging):
         sync: SyncFields | None = None,
         reviewed: list[str] | None = None,
         reopened: list[str] | None = None,
+        moved_reasons: dict[str, str] | None = None,
+        placed: dict[str, str] | None = None,
     ) -> list[Record]:
         """Append ``memory.written`` (+ ``extra`` events) in one write; git follows.
 
@@ -140,6 +143,11 @@ class MemoryService(ReviewOps, FactOps, PeerMerging):
         log before it). ``reviewed`` names the merge conflicts this revision resolves (an
         accept or a restore): it travels with the revision, so they are resolved on every device;
         ``reopened`` names those an undo of such a choice holds for review again.
+
+        Scopes (core/memory/scopes.py): a fact stays in the scope it was in, whatever the new
+        text's order (a guard's put-back, an undo, a merge never moves one), except where
+        ``placed`` (fact id -> scope: a new fact's scope, a move) says otherwise, or the user
+        moved it by hand (``user-edit``). ``moved_reasons`` says why a fact moved.
         """
         if reason not in REASONS:
             raise MemoryError_(f"unknown memory change reason {reason!r}")
@@ -152,7 +160,14 @@ class MemoryService(ReviewOps, FactOps, PeerMerging):
         for survivor, ids in (merged or {}).items():
             for i in ids:
                 reasons.setdefault(i, f"merged into {survivor}")
+        memory = scopes.canonical(memory)
+        before_scopes = scopes.scope_map(self.ledger(), self.store.state.memory)
         ledger, d = self.facts_for(memory, reason, facts)
+        keep_scope = {} if (reason, source) == ("user-edit", "user") else {
+            i: before_scopes[i] for i in ledger.ids if i in before_scopes}
+        want = {**keep_scope, **{k: scopes.check_name(v) for k, v in (placed or {}).items()}}
+        if want and any(want.get(i, s) != s for i, s in zip(ledger.ids, scopes.of_facts(memory), strict=False)):
+            memory, ledger = scopes.place(memory, ledger, want)
         if sync is not None and sync.relabeled:
             d = diff_by_id(renamed(self.ledger(), sync.relabeled), ledger)
         if provenance:
@@ -161,6 +176,14 @@ class MemoryService(ReviewOps, FactOps, PeerMerging):
             live = set(ledger.ids)
             provenance = {k if k in live else content_ids.get(k, k): v for k, v in provenance.items()}
         diff_json = d.to_json()
+        after_scopes = scopes.scope_map(ledger, memory)
+        moved = _moves(ledger, before_scopes, after_scopes, moved_reasons or {}, reason)
+        for fact in [*diff_json["added"], *(c["new"] for c in diff_json["changed"])]:
+            if after_scopes.get(fact["id"], scopes.GLOBAL) != scopes.GLOBAL:
+                fact["scope"] = after_scopes[fact["id"]]
+        for fact in diff_json["dropped"]:
+            if before_scopes.get(fact["id"], scopes.GLOBAL) != scopes.GLOBAL:
+                fact["scope"] = before_scopes[fact["id"]]
         flagged = [_redact_item(i) for i in flagged or ()]
         held = {i["fact_id"] for i in flagged if i.get("kind") == "silent-drop"}
         for change in diff_json["changed"]:  # a rewording's reason (the user's edit) is kept with it
@@ -196,7 +219,7 @@ class MemoryService(ReviewOps, FactOps, PeerMerging):
                 client=redact(client)[:80] if client else None, facts=facts_json,
                 relabeled=dict(sync.relabeled) if sync is not None and sync.relabeled else None,
                 reviewed=list(reviewed) if reviewed else None, messages=span,
-                reopened=list(reopened) if reopened else None,
+                reopened=list(reopened) if reopened else None, moved=moved or None,
                 device=sync.device if sync is not None and sync.device else self.device, parents=parents,
             )
             items: list[Entry] = [*before, (ev, session, sync.event_id if sync is not None else None)]
@@ -253,7 +276,7 @@ class MemoryService(ReviewOps, FactOps, PeerMerging):
     def rollback(self, rev: str) -> Revision:
         self.projection.adopt_worktree()
         sha = self.resolve(rev)
-        text = self.git.read(sha, "MEMORY.md")
+        text = self.git.read_memory(sha)
         seq = self.store.state.memory_seq
         target = self.ledger_at(sha)
         self.write(text, reason="rollback", source="user", facts=Ledger(target.facts, self.ledger().next), target=sha,
@@ -263,7 +286,8 @@ class MemoryService(ReviewOps, FactOps, PeerMerging):
     # --- agent tools ------------------------------------------------------------------
 
     @on_writer
-    def remember(self, fact: str, section: str | None, *, model: str | None, source_seq: int | None) -> str:
+    def remember(self, fact: str, section: str | None, *, model: str | None, source_seq: int | None,
+                 scope: str = scopes.GLOBAL) -> str:
         fact = " ".join(clean_controls(fact).split())
         if not fact:
             raise MemoryError_("the fact is empty")
@@ -281,8 +305,27 @@ class MemoryService(ReviewOps, FactOps, PeerMerging):
         led, d = self.facts_for(new, "agent", None)
         prov = {"source_seqs": [source_seq], "text": fact} if source_seq else None
         self.write(new, reason="agent", source="model", model=model, facts=led,
-                   provenance={f.id: prov for f in d.added} if prov else None)
+                   provenance={f.id: prov for f in d.added} if prov else None,
+                   placed={f.id: scope for f in d.added})  # in the conversation's scope
         return f"remembered: {fact}"
+
+    @on_writer
+    def move_fact(self, fact_id: str, scope: str, why: str, *, source: str = "user",
+                  client: str | None = None) -> Revision:
+        """Move one fact, by id, into ``scope`` ("global" or a name): one revision (reason
+        ``move``) that records the move and why; the fact keeps its id, words and history."""
+        name = scopes.check_name(scope)
+        why = " ".join(clean_controls(why).split())
+        if not why:
+            raise MemoryError_("say why the fact moves", hint="--reason '...'")
+        led, found = self._fact_by_id(fact_id)
+        current = self.store.state.memory
+        if scopes.scope_map(led, current).get(found.id) == name:
+            raise MemoryError_(f"{found.id} is in {name} already")
+        new, new_led = scopes.place(current, led, {found.id: name})
+        self.write(new, reason="move", source=source, facts=new_led, placed={found.id: name},
+                   moved_reasons={found.id: why}, client=client)
+        return self.revision("HEAD")
 
     @on_writer
     def forget(self, fact: str, why: str, *, model: str | None) -> str:
@@ -366,10 +409,11 @@ class MemoryService(ReviewOps, FactOps, PeerMerging):
         return ReviewOps.undo_review(self, item_id)
 
     @on_writer
-    def undo(self, target: str) -> UndoResult:
-        """Undo one consolidation or revision by fact id (see :meth:`FactOps.undo_changes`)."""
+    def undo(self, target: str, scope: str | None = None) -> UndoResult:
+        """Undo one consolidation or revision by fact id (see :meth:`FactOps.undo_changes`);
+        ``scope``: only its changes to that scope's facts."""
         self.projection.adopt_worktree()
-        return self.undo_changes(target)
+        return self.undo_changes(target, scope=scope)
 
     def close(self) -> None:
         self.projection.close()
@@ -386,3 +430,15 @@ def _linked(p: Payload, seq: int) -> Payload:
 
 def _redact_item(item: dict[str, Any]) -> dict[str, Any]:
     return {k: redact(v) if k in ("text", "reason", "section") and isinstance(v, str) else v for k, v in item.items()}
+
+
+def _moves(ledger: Ledger, before: dict[str, str], after: dict[str, str], reasons: dict[str, str],
+           reason: str) -> list[ScopeMove]:
+    """The facts of ``ledger`` that stand in another scope than before, with why."""
+    out: list[ScopeMove] = []
+    for f in ledger.facts:
+        was, now = before.get(f.id), after.get(f.id, scopes.GLOBAL)
+        if was is not None and was != now:
+            out.append(ScopeMove(id=f.id, section=f.section, text=f.text, source=was, target=now,
+                                 reason=clean_controls(redact(reasons.get(f.id) or reason))[:300]))
+    return out
