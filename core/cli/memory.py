@@ -199,7 +199,7 @@ DROPPED_BY = {
     "consolidation": "a consolidation", "redo": "a redone consolidation", "agent": "the assistant in a chat",
     "user-edit": "a hand edit", "rollback": "a rollback", "restore": "a restore", "review": "a review",
     "adopt": "an adopted rebuild", "rebuild": "a rebuild", "undo": "an undo",
-    "merge": "a merge with another device's memory",
+    "merge": "a merge with another device's memory", "move": "a move between scopes",
 }
 
 
@@ -247,8 +247,13 @@ def cmd_undo(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_facts(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        return listing(app.memory.current_facts(), args.json, "memory holds no facts yet",
-                       lambda f: f"{f['id']:<6} [{f['section']}] {f['text']}\n       by {f['by']}")
+        rows = app.memory.current_facts()
+        if not scopes.known(app.store.state):  # a home without scopes: the shape as it always was
+            rows = [{k: v for k, v in r.items() if k != "scope"} for r in rows]
+        return listing(rows, args.json, "memory holds no facts yet",
+                       lambda f: f"{f['id']:<6} [{f['section']}] {f['text']}"
+                                 + (f"  (scope {f['scope']})" if f.get("scope", scopes.GLOBAL) != scopes.GLOBAL else "")
+                                 + f"\n       by {f['by']}")
 
 
 def cmd_edit(args: argparse.Namespace, home: Home) -> int:

@@ -65,13 +65,14 @@ class FactOps(MemoryBrowsing):
         (``by``: a chat, you, an MCP client by name, an import, another device by the name the
         user gave it, else its id; from the provenance trace of the log, so it reads the log's
         memory events once), and its ``receipt`` (:meth:`receipts`: stated or inferred, with the
-        quote; None without one)."""
+        quote; None without one), and its memory ``scope``."""
         from memtray.core.memory.provenance import trace
 
         _text, origins = trace(self.store.log.records())
         names = self.store.state.device_names
         receipts = self.receipts()
         out = []
+        where = scopes.scope_map(self.ledger(), self.store.state.memory)
         for f in self.ledger().facts:
             o = origins.get(f.id)
             name = names.get(o.device) if o is not None and o.device else None
@@ -81,7 +82,8 @@ class FactOps(MemoryBrowsing):
                         "reason": o.reason if o is not None else None, "client": o.client if o is not None else None,
                         "device": o.device if o is not None else None,
                         "event_seq": o.event_seq if o is not None else None,
-                        "edited": bool(o.via) if o is not None else False, "receipt": receipts.get(f.id)})
+                        "edited": bool(o.via) if o is not None else False, "receipt": receipts.get(f.id),
+                        "scope": where.get(f.id, scopes.GLOBAL)})
         return out
 
     def ledger_at(self, rev: str) -> Ledger:

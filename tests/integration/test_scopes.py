@@ -42,7 +42,7 @@ def clock() -> FakeClock:
 def app(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> Iterator[App]:
     llm_server.responder = respond
     a = App.open(home, config=Config(model="openai/test-model", api_base=llm_server.base_url, llm_retries=0,
-                                     memory_window=50, idle_consolidate_minutes=0),
+                                     memory_window=50, idle_consolidate_minutes=0, recall=True),
                  clock=clock, ids=seeded_ids(clock), start_services=False)
     yield a
     a.close()
@@ -272,3 +272,22 @@ def test_a_consolidation_writes_into_its_conversations_scope(app: App, llm_serve
     last = MemoryWritten.of(next(r for r in reversed(list(app.store.log.records())) if r.type == MemoryWritten.TYPE))
     assert last.moved is not None and [(m["id"], m["target"], m["reason"]) for m in last.moved] == [
         (ids["tea"], "work", "only drinks it at the office")]
+
+
+def test_recall_and_search_stay_in_their_scope(app: App, llm_server: ScriptedLLMServer, clock: FakeClock) -> None:
+    setup_scopes(app)
+    app.worker.call(lambda: scopes.choose(app.store, "f", "family"))
+    app.worker.call(lambda: scopes.choose(app.store, "w", "work"))
+    turn(app, clock, "f", "The cello teacher Mrs Okafor comes on Thursdays.")
+    turn(app, clock, "w", "The staging server Okafor-7 reboots on Thursdays.")
+    turn(app, clock, "g", "Who is Okafor again?")  # a global conversation: neither scope's talk
+    assert "cello teacher" not in prompt_text(llm_server) and "staging server" not in prompt_text(llm_server)
+    turn(app, clock, "w", "When does Okafor reboot?")
+    work = prompt_text(llm_server)
+    assert "cello teacher" not in work
+    svc = app.search
+    assert svc is not None
+    found = app.run(svc.asearch("Okafor Thursdays", mode="keyword", scope="family"))
+    assert {h.session for h in found.hits} == {"f"}
+    everything = app.run(svc.asearch("Okafor Thursdays", mode="keyword"))
+    assert {"f", "w"} <= {h.session for h in everything.hits}
