@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtray.core.log.events import MemoryWritten, Provenance, ProvenanceOrigin, Record
+from memtray.core.log.events import MemoryWritten, Provenance, ProvenanceOrigin, Record, ScopeMove
 from memtray.core.memory import factdiff, facts, scopes
 from memtray.core.memory.browse import SILENT_HELD, MemoryBrowsing, MemoryError_, msg_json, said
 from memtray.core.memory.factdiff import Fact, FactDiff
@@ -85,6 +85,11 @@ class FactOps(MemoryBrowsing):
                         "edited": bool(o.via) if o is not None else False, "receipt": receipts.get(f.id),
                         "scope": where.get(f.id, scopes.GLOBAL)})
         return out
+
+    def moves(self, rev: str) -> list[ScopeMove]:
+        """The facts revision ``rev`` moved between memory scopes (id, words, from, to, why)."""
+        rec = self.ledgers.record(self.revision(rev).event_seq)
+        return list(MemoryWritten.of(rec).moved or []) if rec is not None and rec.type == MemoryWritten.TYPE else []
 
     def ledger_at(self, rev: str) -> Ledger:
         return self.ledgers.at_seq(self.revision(rev).event_seq)

@@ -122,6 +122,8 @@ def of_facts(text: str) -> list[str]:
 
 def scope_map(ledger: Ledger, text: str) -> dict[str, str]:
     """Fact id -> scope for every fact of ``ledger`` (the ledger of ``text``)."""
+    if "<!-- scope:" not in text:
+        return dict.fromkeys(ledger.ids, GLOBAL)  # no parse: a home without scopes pays nothing
     return dict(zip(ledger.ids, of_facts(text), strict=False))
 
 

@@ -163,10 +163,12 @@ class MemoryService(ReviewOps, FactOps, PeerMerging):
         memory = scopes.canonical(memory)
         before_scopes = scopes.scope_map(self.ledger(), self.store.state.memory)
         ledger, d = self.facts_for(memory, reason, facts)
-        keep_scope = {} if (reason, source) == ("user-edit", "user") else {
+        # a hand edit moves what the user moved; a sync merge's text is the same on every device
+        # (its id is made of it): both stand as written
+        keep_scope = {} if (reason, source) == ("user-edit", "user") or reason == "merge" else {
             i: before_scopes[i] for i in ledger.ids if i in before_scopes}
         want = {**keep_scope, **{k: scopes.check_name(v) for k, v in (placed or {}).items()}}
-        if want and any(want.get(i, s) != s for i, s in zip(ledger.ids, scopes.of_facts(memory), strict=False)):
+        if want and any(want.get(i, s) != s for i, s in scopes.scope_map(ledger, memory).items()):
             memory, ledger = scopes.place(memory, ledger, want)
         if sync is not None and sync.relabeled:
             d = diff_by_id(renamed(self.ledger(), sync.relabeled), ledger)

@@ -96,3 +96,10 @@ def test_the_browser_shows_scopes_and_moves_a_fact(qtbot: Any, scoped: Any) -> N
     assert moved[acme] == "global"  # the same id, in another scope
     assert "Reviews code at Acme" in (d.app.home.memory / "MEMORY.md").read_text(encoding="utf-8")
     assert not (d.app.home.memory / "scopes" / "work.md").exists()
+    # the revision says what moved, where and why (a move changes no words: no diff row would)
+    qtbot.waitUntil(lambda: browser.list.topLevelItem(0).text(1) == "Moved between scopes", timeout=10000)
+    with qtbot.waitSignal(browser.shown, timeout=10000):
+        browser.list.setCurrentItem(browser.list.topLevelItem(0))
+    moved = [r for r in browser.rows if "moved from work to global" in r.toolTip() + " ".join(
+        lab.text() for lab in r.findChildren(QLabel))]
+    assert len(moved) == 1 and "it is about me everywhere" in " ".join(lab.text() for lab in moved[0].findChildren(QLabel))

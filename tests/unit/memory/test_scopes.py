@@ -86,3 +86,25 @@ def test_the_scope_golden_fixture_replays() -> None:
     assert not promptbase.shown_to(moved, "work")
     assert promptbase.shown_to(added, "work") and not promptbase.shown_to(added, None)
     assert not promptbase.shown_to(added, "family")
+
+
+def test_a_sync_merge_keeps_each_new_fact_in_its_scope_on_both_orders() -> None:
+    from memtray.core.memory.merge import Side, merge3
+
+    base_text = "## Me\n- Lives in Lyon\n- Likes tea\n\n<!-- scope: work -->\n## Work\n- Reviews code at Acme\n"
+    base = Ledger.with_ids(base_text, ["F1", "F2", "F3"], 4)
+
+    def side(device: str, text: str, ids: list[str]) -> Side:
+        led = Ledger.with_ids(text, ids, 6)
+        return Side(device, text, led, {}, frozenset(led.ids))
+
+    # device A adds a global fact and one more; device B (fewer facts) adds a work fact
+    a_text = "## Me\n- Lives in Lyon\n- Likes tea\n- Runs on Sundays\n- Has a bike\n\n<!-- scope: work -->\n" \
+             "## Work\n- Reviews code at Acme\n"
+    b_text = base_text.rstrip("\n") + "\n- Deploys on Tuesdays\n"
+    a = side("d0000000000aa", a_text, ["F1", "F2", "F4", "F5", "F3"])
+    b = side("d0000000000bb", b_text, ["F1", "F2", "F3", "F6"])
+    one, two = merge3(base, a, b), merge3(base, b, a)
+    assert (one.text, one.ledger) == (two.text, two.ledger)  # the same on every device
+    where = dict(zip(one.ledger.ids, scopes.of_facts(one.text), strict=True))
+    assert where == {"F1": "global", "F2": "global", "F4": "global", "F5": "global", "F3": "work", "F6": "work"}
