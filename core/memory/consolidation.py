@@ -389,7 +389,7 @@ class ConsolidationService:
                 self.memory.ledger_at(base_rev), base, see) if base_rev else Ledger(())
             budget = self.settings.current.memory_budget
             result = await request_save_memory(self.llm, self.settings.current.consolidation_timeout, prompt_memory,
-                                               messages, model, ledger=prompt_ids, budget=budget)
+                                               messages, model, ledger=prompt_ids, budget=budget, scope=scope)
             usage = as_usage(result.usage)
             crash_point("consolidation.replied")
             call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)

@@ -255,6 +255,7 @@ def test_a_consolidation_writes_into_its_conversations_scope(app: App, llm_serve
     out = app.run(app.consolidation.consolidate("w"))
 
     assert seen and "Acme" in seen[0] and "Lyon" in seen[0]
+    assert 'belongs to the memory scope \\"work\\"' in seen[0]  # the model is told where its facts go
     assert "cello" not in seen[0] and "Ada" not in seen[0]  # the model never saw the family scope
     where = {f.text: s for f, s in zip(app.memory.ledger().facts, scopes.of_facts(app.store.state.memory),
                                        strict=True)}
