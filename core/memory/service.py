@@ -164,8 +164,8 @@ class MemoryService(ReviewOps, FactOps, PeerMerging):
         before_scopes = scopes.scope_map(self.ledger(), self.store.state.memory)
         ledger, d = self.facts_for(memory, reason, facts)
         # a hand edit moves what the user moved; a sync merge's text is the same on every device
-        # (its id is made of it): both stand as written
-        keep_scope = {} if (reason, source) == ("user-edit", "user") or reason == "merge" else {
+        # (its id is made of it); a rollback is a past revision, scopes and all: they stand as written
+        keep_scope = {} if (reason, source) == ("user-edit", "user") or reason in ("merge", "rollback") else {
             i: before_scopes[i] for i in ledger.ids if i in before_scopes}
         want = {**keep_scope, **{k: scopes.check_name(v) for k, v in (placed or {}).items()}}
         if want and any(want.get(i, s) != s for i, s in scopes.scope_map(ledger, memory).items()):
@@ -271,7 +271,9 @@ class MemoryService(ReviewOps, FactOps, PeerMerging):
             raise MemoryError_(f"the fact is already in memory: [{here.id}] {here.text}")
         new = factdiff.add_fact(current, f.text, f.section or None)
         ids = fact_ids.attach(led, new, keep={f.norm: f.id})
-        self.write(new, reason="restore", source="user", provenance={f.id: {"restored_from": src}}, facts=ids)
+        was = scopes.scope_map(self.ledger_at(src), self.git.read_memory(src)).get(f.id, scopes.GLOBAL)
+        self.write(new, reason="restore", source="user", provenance={f.id: {"restored_from": src}}, facts=ids,
+                   placed={f.id: was})  # back in the scope it was in
         return self.revision("HEAD")
 
     @on_writer

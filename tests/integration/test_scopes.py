@@ -292,3 +292,16 @@ def test_recall_and_search_stay_in_their_scope(app: App, llm_server: ScriptedLLM
     assert {h.session for h in found.hits} == {"f"}
     everything = app.run(svc.asearch("Okafor Thursdays", mode="keyword"))
     assert {"f", "w"} <= {h.session for h in everything.hits}
+
+
+def test_restore_and_rollback_bring_a_fact_back_in_its_scope(app: App) -> None:
+    ids = setup_scopes(app)
+    ada = ids["Ada"]
+    app.memory.forget_fact(ada, "asked to forget")
+    app.memory.restore_fact(None, ada)
+    where = scopes.scope_map(app.memory.ledger(), app.store.state.memory)
+    assert where[ada] == "family"  # back where it was, not in the global memory
+    before_move = app.memory.revision("HEAD").rev
+    app.memory.move_fact(ids["Acme"], "global", "about me everywhere")
+    app.memory.rollback(before_move)
+    assert scopes.scope_map(app.memory.ledger(), app.store.state.memory)[ids["Acme"]] == "work"
