@@ -103,3 +103,16 @@ def test_the_browser_shows_scopes_and_moves_a_fact(qtbot: Any, scoped: Any) -> N
     moved = [r for r in browser.rows if "moved from work to global" in r.toolTip() + " ".join(
         lab.text() for lab in r.findChildren(QLabel))]
     assert len(moved) == 1 and "it is about me everywhere" in " ".join(lab.text() for lab in moved[0].findChildren(QLabel))
+
+
+def test_the_chats_page_switch_follows_the_open_conversation(qtbot: Any, scoped: Any) -> None:
+    d = scoped
+    app = d.app
+    app.worker.call(lambda: scopes.choose(app.store, "job", "work"))
+    d.open("chat", "job")
+    page = d.window.chats
+    switch = page.scope_switch
+    qtbot.waitUntil(lambda: switch.currentData() == "work", timeout=10000)
+    with qtbot.waitSignal(switch.chosen, timeout=10000):
+        _choose(qtbot, switch, "family")
+    assert app.store.state.sessions["job"].scope == "family"
