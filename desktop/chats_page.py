@@ -44,6 +44,7 @@ from .qt import (
     QVBoxLayout,
     QWidget,
 )
+from .scope_switch import ScopeSwitch
 from .wheel import guard_wheel
 
 #: the long-running sessions of the front ends: named for where they are, not their first line
@@ -243,6 +244,12 @@ class ChatsPage(QWidget):
         self.model_switch.failed.connect(self.pane.attach.say)
         self.pane.session_changed.connect(lambda _key: self.model_switch.refresh())
         bar.addWidget(self.model_switch)
+        bar.addWidget(label("Memory", muted=True))
+        # and its memory scope (session.scope): what memory it sees and writes
+        self.scope_switch = ScopeSwitch(ctx, lambda: self.pane.session, right)
+        self.scope_switch.failed.connect(self.pane.attach.say)
+        self.pane.session_changed.connect(lambda _key: self.scope_switch.refresh())
+        bar.addWidget(self.scope_switch)
         rl.addLayout(bar)
         rl.addWidget(self.pane, 1)
         guard_wheel(right)

@@ -89,6 +89,8 @@ class MemoryBrowser(QWidget):
         self.current: Any = None
         self.parent_rev: str | None = None
         self.rows: list[FactRow] = []
+        #: the moves between scopes of the revision shown (read with its diff)
+        self.moved: list[Any] = []
         self._pending_select: str | None = None
 
         lay = QVBoxLayout(self)
@@ -396,9 +398,9 @@ class MemoryBrowser(QWidget):
         self.timeline.set_current(rev)
         mem = self.memory
 
-        def load() -> tuple[Any, str, str | None]:
+        def load() -> tuple[Any, str, str | None, list[Any]]:
             parents = mem.git.info(rev).parents
-            return mem.diff(None, rev), mem.show(rev), (parents[0] if parents else None)
+            return mem.diff(None, rev), mem.show(rev), (parents[0] if parents else None), mem.moves(rev)
 
         self._set_actions_enabled(False)
         self._call(load, self._show_revision, "memory-diff")
@@ -416,8 +418,8 @@ class MemoryBrowser(QWidget):
         self._fill_diff(None)
         self._status(f"Redo of consolidation {c.redo_of[:8]} failed: {c.reason}. Memory is unchanged.", error=True)
 
-    def _show_revision(self, result: tuple[Any, str, str | None]) -> None:
-        diff, text, parent = result
+    def _show_revision(self, result: tuple[Any, str, str | None, list[Any]]) -> None:
+        diff, text, parent, self.moved = result
         r = self.current
         if r is None:
             return
@@ -444,6 +446,9 @@ class MemoryBrowser(QWidget):
                                   ("Why?", partial(self.why, new))]))
         for fact in diff.added if diff is not None else ():
             items.append(FactRow(self.ctx, "added", None, fact, [("Why?", partial(self.why, fact))]))
+        for m in self.moved if diff is not None else ():  # a move between scopes: same id, same words
+            items.append(FactRow(self.ctx, "moved", None, Blank(m["text"], f"{m['id']} · moved from {m['source']} "
+                                                                         f"to {m['target']}: {m['reason']}"), []))
         if not items and diff is not None:
             empty = QLabel("No fact changed in this revision (only wording outside facts, or HISTORY.md).")
             empty.setProperty("muted", True)

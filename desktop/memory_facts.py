@@ -11,8 +11,11 @@ shown again after one).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
+
+from memtray.core.memory import scopes
 
 from .bridge import Change, Follower
 from .context import Context
@@ -21,6 +24,7 @@ from .memory_rows import Blank, FactRow
 from .qt import (
     QDialog,
     QDialogButtonBox,
+    QInputDialog,
     QLineEdit,
     QScrollArea,
     QShowEvent,
@@ -100,6 +104,8 @@ class FactsTab(QScrollArea):
         self.facts: list[dict[str, Any]] = []
         self.rows: list[FactRow] = []
         self.dialog: FactDialog | None = None
+        #: asks where a fact moves and why (a dialog; tests give their own)
+        self.ask_move: Callable[[dict[str, Any], list[str]], tuple[str, str] | None] = self._ask_move
         self._stale = True
         self.feed = Follower(ctx.bridge, self._query, self._show, wants=self._wants, name="memory-facts",
                              parent=self, on_error=lambda e: self.message.emit(error_text(e), True))
@@ -134,7 +140,14 @@ class FactsTab(QScrollArea):
         if not facts:
             self.col.insertWidget(0, label("Memory holds no facts yet.", muted=True))
         section: str | None = None
+        scope: str | None = None
+        scoped = any(f["scope"] != scopes.GLOBAL for f in facts)
         for fact in facts:
+            if scoped and fact["scope"] != scope:  # the global memory, then each scope (its own file)
+                scope, section = fact["scope"], None
+                self.col.insertWidget(self.col.count() - 1, label(
+                    "Global memory · MEMORY.md" if scope == scopes.GLOBAL else f"Scope: {scope} · scopes/{scope}.md",
+                    heading=True))
             if fact["section"] != section:
                 section = fact["section"]
                 self.col.insertWidget(self.col.count() - 1, label(section or "No section", subheading=True))
@@ -142,7 +155,8 @@ class FactsTab(QScrollArea):
             receipt = fact.get("receipt")
             said = "" if receipt is None else " · you said it" if receipt["stated"] else " · inferred, not said by you"
             row = FactRow(self.ctx, "current", None, Blank(fact["text"], f"{fact['id']} · by {by}{said}"), [
-                ("Edit", partial(self.edit, fact)), ("Forget", partial(self.forget, fact)),
+                ("Edit", partial(self.edit, fact)), ("Move…", partial(self.move_fact, fact)),
+                ("Forget", partial(self.forget, fact)),
             ])
             row.setToolTip(f"Fact {fact['id']}, written by {by}" + ("" if receipt is None else (
                 f"\n{'You said' if receipt['stated'] else 'Only the assistant said'}: \u201c{receipt['quote']}\u201d")))
@@ -160,6 +174,26 @@ class FactsTab(QScrollArea):
 
     def forget(self, fact: dict[str, Any]) -> None:
         self._ask(fact, "forget")
+
+    def move_fact(self, fact: dict[str, Any]) -> None:
+        """Move a fact to another scope, under its id, with the reason the user gives
+        (:meth:`MemoryService.move_fact`, as ``memtray memory move``)."""
+        here = sorted({f["scope"] for f in self.facts} | {scopes.GLOBAL})
+        asked = self.ask_move(fact, [s for s in here if s != fact["scope"]])
+        if asked is None:
+            return
+        target, why = asked
+        self._enable(False)
+        self.ctx.bridge.call(self.ctx.app.memory.move_fact, fact["id"], target, why or "moved by the user",
+                             name="memory-move-fact", on_result=self._done, on_error=self._failed)
+
+    def _ask_move(self, fact: dict[str, Any], others: list[str]) -> tuple[str, str] | None:
+        target, ok = QInputDialog.getItem(self, "Move a fact", f"Move \u201c{fact['text']}\u201d to the scope "
+                                          "(pick one, or type a new name):", others, 0, True)
+        if not ok or not target.strip():
+            return None
+        why, ok = QInputDialog.getText(self, "Move a fact", "Why (kept with the revision):")
+        return (target.strip(), why.strip()) if ok else None
 
     def _ask(self, fact: dict[str, Any], mode: str) -> None:
         if self.dialog is not None:

@@ -26,7 +26,7 @@ REASON_LABELS = {
     "consolidation": "Consolidation", "agent": "From a chat", "user-edit": "Edited by you",
     "restore": "Fact restored", "rollback": "Rolled back", "redo": "Consolidation redone",
     "review": "Review", "adopt": "Adopted", "rebuild": "Rebuilt", "import": "Imported", "undo": "Undone",
-    "merge": "Merged from another device", "expired": "Past its end",
+    "merge": "Merged from another device", "expired": "Past its end", "move": "Moved between scopes",
 }
 
 

@@ -26,6 +26,7 @@ from .qt import (
     QWidget,
     Signal,
 )
+from .scope_switch import ScopeSwitch
 from .wheel import guard_wheel
 
 SESSION = "quick"
@@ -97,6 +98,11 @@ class QuickChat(QWidget):
         self.model_switch = ModelSwitch(ctx, lambda: self.pane.session, head)
         self.model_switch.failed.connect(self.pane.attach.say)
         hl.insertWidget(hl.count() - 1, self.model_switch)
+        # which memory this conversation sees and writes (remembered per session: session.scope)
+        self.scope_switch = ScopeSwitch(ctx, lambda: self.pane.session, head)
+        self.scope_switch.failed.connect(self.pane.attach.say)
+        self.pane.session_changed.connect(lambda _key: self.scope_switch.refresh())
+        hl.insertWidget(hl.count() - 1, self.scope_switch)
         guard_wheel(head)  # a wheel passing over the header never switches the model
         self.pane.escaped.connect(self.hide)
         self.pane.open_main.connect(self._open_main)

@@ -25,6 +25,7 @@ from memtray.core.base.clock import parse_ts
 from memtray.core.log import promptbase
 from memtray.core.log.projections import SessionState, State
 from memtray.core.log.sessions import Loader, get_history
+from memtray.core.memory import scopes
 
 #: how long providers keep a cached prefix (OpenAI and Anthropic: 5 minutes at least)
 CACHE_LIFETIME = timedelta(minutes=5)
@@ -37,9 +38,11 @@ def prompt_messages(state: State, session: str, pctx: PromptContext, load: Loade
     s = state.sessions.get(session) or SessionState(session)
     shown = promptbase.view(state, s) if format >= 3 else None
     if shown is None:
-        return build_messages(pctx.system_prompt(state.memory, format=format), get_history(s, load=load))
+        return build_messages(pctx.system_prompt(scopes.view(state.memory, s.scope), format=format),
+                              get_history(s, load=load))
     snapshot, notes = shown
-    return build_messages(pctx.system_prompt(snapshot, format=format),
+    # the global memory and the conversation's scope, never another scope's (notes are told by scope too)
+    return build_messages(pctx.system_prompt(scopes.view(snapshot, s.scope), format=format),
                           get_history(s, load=load, start=s.prompt_base, notes=notes))
 
 

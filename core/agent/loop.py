@@ -52,7 +52,7 @@ from memtray.core.log.events import (
 )
 from memtray.core.log.store import Entry, Store
 from memtray.core.log.usage import as_usage
-from memtray.core.memory import factdiff, timing
+from memtray.core.memory import factdiff, scopes, timing
 
 if TYPE_CHECKING:
     from memtray.core.search.service import Recall
@@ -196,7 +196,10 @@ class Agent:
         now = self.clock.now()
         line = runtime_context(now, self.zone())
         today = now.astimezone(zone_of(self.zone())).date()
-        dated = timing.note([f.text for f in factdiff.parse(self.store.state.memory)], today)
+        # only what this conversation's prompt shows: the global facts and its scope's
+        sess = self.store.state.sessions.get(session) if session is not None else None
+        memory = scopes.view(self.store.state.memory, sess.scope if sess is not None else None)
+        dated = timing.note([f.text for f in factdiff.parse(memory)], today)
         shown = self._dated_shown(session, rebase) if session is not None else None
         if dated and not rebase and shown == timing.note_lines(dated):
             dated = ""

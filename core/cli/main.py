@@ -64,6 +64,7 @@ def cmd_ask(args: argparse.Namespace, home: Home) -> int:
     try:
         with app_scope(home, warm=True) as app:
             _offline_notice(app)
+            _choose_scope(app, args.session, args.scope)
             streaming = c.tty
             result = app.run(
                 app.agent.turn(args.session, text, on_delta=c.write if streaming else None, stream=streaming,
@@ -76,9 +77,18 @@ def cmd_ask(args: argparse.Namespace, home: Home) -> int:
             _recalled_note(result.records)
     except Forward:
         # what the instance runs: the text itself, whatever this process read it from
-        raise Forward(["ask", "--session", args.session, "--literal",
+        raise Forward(["ask", "--session", args.session, *(["--scope", args.scope] if args.scope else []), "--literal",
                        *[x for f in attach for x in ("--attach", f)], "--", text], model=True) from None
     return 0
+
+
+def _choose_scope(app: Any, session: str, scope: str | None) -> None:
+    """``--scope``: the conversation belongs to that memory scope from now on (remembered)."""
+    if scope:
+        from memtray.core.memory import scopes
+
+        name = scopes.check_name(scope)  # a bad name is said before anything is logged
+        app.worker.call(lambda: scopes.choose(app.store, session, name))
 
 
 def _recalled_note(records: Sequence[Any]) -> None:
@@ -101,6 +111,7 @@ def cmd_chat(args: argparse.Namespace, home: Home) -> int:
     try:
         with app_scope(home, warm=True) as app:
             _offline_notice(app)
+            _choose_scope(app, args.session, args.scope)
 
             def turn(line: str) -> None:
                 con().write("memtray> ")
@@ -118,8 +129,9 @@ def cmd_chat(args: argparse.Namespace, home: Home) -> int:
         # each line goes to the instance; if it has left meanwhile (idle, quit), the line
         # starts a new one or runs here, as `memtray ask` would
         def remote_turn(line: str) -> None:
-            ask = argparse.Namespace(session=args.session, text=[line], literal=True)
-            forward(home, ["ask", "--session", args.session, "--literal", "--", line],
+            ask = argparse.Namespace(session=args.session, text=[line], literal=True, scope=args.scope)
+            forward(home, ["ask", "--session", args.session, *(["--scope", args.scope] if args.scope else []),
+                           "--literal", "--", line],
                     run_here=lambda: cmd_ask(ask, home), model=True)
 
         def remote_new() -> None:
@@ -315,6 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("ask", help="one turn: print the reply")
     a.add_argument("--session", default="cli")
+    a.add_argument("--scope", metavar="NAME",
+                   help="the memory scope of the conversation (remembered for the session; 'global' again: none)")
     a.add_argument("--attach", action="append", metavar="FILE",
                    help="attach an image (for a model that reads images), a PDF or a text file; repeatable")
     a.add_argument("--literal", action="store_true", help=argparse.SUPPRESS)  # "-" is the text itself
@@ -323,6 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("chat", help="terminal chat (/new, /quit)")
     c.add_argument("--session", default="cli")
+    c.add_argument("--scope", metavar="NAME",
+                   help="the memory scope of the conversation (remembered for the session; 'global' again: none)")
     c.set_defaults(fn=cmd_chat)
 
     n = sub.add_parser("new", help="archive the session and start a fresh one")

@@ -54,9 +54,15 @@ def cmd_mcp(args: argparse.Namespace, home: Home) -> int:
         raise MemtrayError("`memtray mcp` talks to its client over stdin/stdout; it cannot run inside another instance")
     from memtray.core.mcp import server as mcpserver
 
-    srv = mcpserver.build(runner(home, args.mcp_entry), read_only=args.read_only, undo=not args.read_only)
+    scope = None
+    if args.scope:
+        from memtray.core.memory import scopes
+
+        scope = scopes.check_name(args.scope)  # a bad name is said before a client connects
+    srv = mcpserver.build(runner(home, args.mcp_entry), read_only=args.read_only, undo=not args.read_only, scope=scope)
     if args.http is None:
-        _err("memtray mcp: serving " + str(home.root) + " over stdio" + (" (read-only)" if args.read_only else ""))
+        _err("memtray mcp: serving " + str(home.root) + " over stdio" + (" (read-only)" if args.read_only else "")
+             + (f" (scope {scope} only)" if scope else ""))
         srv.run("stdio")
         return 0
     token = os.environ.get("MEMTRAY_MCP_TOKEN") or _token(home)
@@ -90,7 +96,8 @@ def cmd_remember(args: argparse.Namespace, home: Home) -> int:
 
     with app_scope(home) as app:
         mem = _memory(app)
-        _out(app.worker.call(lambda: writes.remember(mem, " ".join(args.fact), args.section, args.client)))
+        _out(app.worker.call(lambda: writes.remember(mem, " ".join(args.fact), args.section, args.client,
+                                                     scope=args.scope)))
     return 0
 
 
@@ -99,7 +106,8 @@ def cmd_forget(args: argparse.Namespace, home: Home) -> int:
 
     with app_scope(home) as app:
         mem = _memory(app)
-        _out(app.worker.call(lambda: writes.forget(mem, " ".join(args.fact), args.reason or "", args.client)))
+        _out(app.worker.call(lambda: writes.forget(mem, " ".join(args.fact), args.reason or "", args.client,
+                                                   scope=args.scope)))
     return 0
 
 
@@ -142,6 +150,8 @@ def add_commands(sub: Any, *, entry: Callable[[list[str]], int]) -> None:
     """Add ``mcp``; the server runs its tools through ``entry`` (the CLI's ``main``)."""
     m = sub.add_parser("mcp", help="serve memory to MCP clients (Claude Desktop, Cursor, VS Code)")
     m.add_argument("--read-only", action="store_true", help="offer no tool that changes memory")
+    m.add_argument("--scope", metavar="NAME",
+                   help="the client sees and writes this memory scope only ('global': the global memory only)")
     m.add_argument("--http", type=_port, metavar="PORT", nargs="?", const=8765, default=None,
                    help="streamable HTTP on 127.0.0.1:PORT (default 8765) with a token, instead of stdio")
     m.set_defaults(fn=cmd_mcp, mcp_entry=entry)
@@ -149,11 +159,13 @@ def add_commands(sub: Any, *, entry: Callable[[list[str]], int]) -> None:
     r = ms.add_parser("remember", help="add a fact as an MCP client (Source: mcp)")
     r.add_argument("--client", required=True, help="the client's name, recorded with the change")
     r.add_argument("--section")
+    r.add_argument("--scope", metavar="NAME", help="write into this memory scope (default: global)")
     r.add_argument("fact", nargs="+")
     r.set_defaults(fn=cmd_remember)
     f = ms.add_parser("forget", help="remove a fact as an MCP client (Source: mcp)")
     f.add_argument("--client", required=True)
     f.add_argument("--reason", required=True)
+    f.add_argument("--scope", metavar="NAME", help="only a fact of this memory scope")
     f.add_argument("fact", nargs="+")
     f.set_defaults(fn=cmd_forget)
     ls = ms.add_parser("servers", help="the MCP servers memtray may use (mcp.toml) and whether each is allowed")

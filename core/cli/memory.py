@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
+from memtray.core.cli import scopes as cli_scopes
 from memtray.core.cli.console import app_scope, con, listing
 from memtray.core.cli.console import dumps as _dumps
 from memtray.core.cli.console import out as _out
-from memtray.core.memory import unsaid
+from memtray.core.memory import scopes, unsaid
 
 if TYPE_CHECKING:
     from memtray.core.memory.service import MemoryService
@@ -70,7 +71,9 @@ def cmd_show(args: argparse.Namespace, home: Home) -> int:
             sha = rev.rev
         else:
             sha = mem.resolve(args.rev)
-        app_text = mem.git.read(sha, "HISTORY.md" if args.history else "MEMORY.md")
+        app_text = mem.show(sha, "HISTORY.md" if args.history else "MEMORY.md")
+        if (scope := cli_scopes.name_of(args)) is not None and not args.history:
+            app_text = scopes.only(app_text, scope)
         con_text = app_text if app_text.endswith("\n") or not app_text else app_text + "\n"
         if args.sources and not args.history:
             con_text = with_sources(mem, sha, con_text)
@@ -120,6 +123,7 @@ def cmd_log(args: argparse.Namespace, home: Home) -> int:
         if purges:
             at = {id(r): r.get("event_seq") or _started(r, failed) for r in rows}
             rows = sorted(rows + purges, key=lambda r: at.get(id(r)) or r["event_seq"], reverse=True)
+        rows = cli_scopes.log_rows(app, rows, cli_scopes.name_of(args))
         if args.json:
             _out(_dumps(rows[: args.limit]))
             return 0
@@ -136,8 +140,9 @@ def cmd_log(args: argparse.Namespace, home: Home) -> int:
             else:
                 flag = f"  ⚑{r['flagged']}" if r["flagged"] else ""
                 cons = f"  [{r['consolidation'][:10]}]" if r["consolidation"] else ""
+                where = f"  ({', '.join(r['scopes'])})" if set(r.get("scopes", ())) - {scopes.GLOBAL} else ""
                 _out(f"{r['rev'][:8]} {when}  {r['reason']:<13} {r['model'] or '-':<24} "
-                     f"+{r['added']} −{r['removed']} ~{r['changed']}{flag}{cons}")
+                     f"+{r['added']} −{r['removed']} ~{r['changed']}{flag}{cons}{where}")
     return 0
 
 
@@ -162,18 +167,19 @@ def cmd_diff(args: argparse.Namespace, home: Home) -> int:
 
             con().write(mem.raw_diff(a, b))
             return 0
-        d = mem.diff(a, b)
+        scope = cli_scopes.name_of(args)
+        data = cli_scopes.diff_json(app, mem.diff(a, b), a, b, scope)
         if args.json:
-            _out(_dumps(d.to_json()))
+            _out(_dumps(data))
             return 0
-        if d.is_empty:
+        if not (data["added"] or data["dropped"] or data["changed"]):
             _out("no fact changes")
-        for f in d.added:
-            _out(f"+ {f.id} [{f.section}] {f.text}")
-        for f in d.dropped:
-            _out(f"- {f.id} [{f.section}] {f.text}")
-        for old, new in d.changed:
-            _out(f"~ {new.id} [{new.section}] {old.text}\n    → {new.text}")
+        for f in data["added"]:
+            _out(f"+ {f['id']} [{f['section']}] {f['text']}")
+        for f in data["dropped"]:
+            _out(f"- {f['id']} [{f['section']}] {f['text']}")
+        for c in data["changed"]:
+            _out(f"~ {c['new']['id']} [{c['new']['section']}] {c['old']['text']}\n    → {c['new']['text']}")
     return 0
 
 
@@ -193,7 +199,7 @@ DROPPED_BY = {
     "consolidation": "a consolidation", "redo": "a redone consolidation", "agent": "the assistant in a chat",
     "user-edit": "a hand edit", "rollback": "a rollback", "restore": "a restore", "review": "a review",
     "adopt": "an adopted rebuild", "rebuild": "a rebuild", "undo": "an undo",
-    "merge": "a merge with another device's memory",
+    "merge": "a merge with another device's memory", "move": "a move between scopes",
     "expired": "the end of its time",
 }
 
@@ -224,7 +230,7 @@ def cmd_restore_fact(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_undo(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        res = app.memory.undo(args.target)
+        res = app.memory.undo(args.target, cli_scopes.name_of(args))
     if args.json:
         _out(_dumps(res.to_json()))
     else:
@@ -242,8 +248,13 @@ def cmd_undo(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_facts(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        return listing(app.memory.current_facts(), args.json, "memory holds no facts yet",
-                       lambda f: f"{f['id']:<6} [{f['section']}] {f['text']}\n       by {f['by']}")
+        rows = app.memory.current_facts()
+        if not scopes.known(app.store.state):  # a home without scopes: the shape as it always was
+            rows = [{k: v for k, v in r.items() if k != "scope"} for r in rows]
+        return listing(rows, args.json, "memory holds no facts yet",
+                       lambda f: f"{f['id']:<6} [{f['section']}] {f['text']}"
+                                 + (f"  (scope {f['scope']})" if f.get("scope", scopes.GLOBAL) != scopes.GLOBAL else "")
+                                 + f"\n       by {f['by']}")
 
 
 def cmd_edit(args: argparse.Namespace, home: Home) -> int:
@@ -313,7 +324,7 @@ def cmd_redo(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_why(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        info = app.memory.why(" ".join(args.fact))
+        info = cli_scopes.check_why(app, app.memory.why(" ".join(args.fact)), cli_scopes.name_of(args))
         if args.json:
             _out(_dumps(info))
             return 0
@@ -468,18 +479,21 @@ def add_commands(sub: Any) -> None:
     s.add_argument("rev", nargs="?", default="HEAD")
     s.add_argument("--at", metavar="DATETIME")
     s.add_argument("--history", action="store_true", help="show HISTORY.md instead")
+    s.add_argument("--scope", metavar="NAME", help=cli_scopes.SCOPE_HELP)
     s.add_argument("--sources", action="store_true",
                    help="each fact's id and receipt: stated by the user (with the quote), inferred, or none")
     s.set_defaults(fn=cmd_show)
     lg = ms.add_parser("log", help="one line per revision (and failed consolidations)")
     lg.add_argument("--limit", type=int, default=20)
     lg.add_argument("--json", action="store_true")
+    lg.add_argument("--scope", metavar="NAME", help="only the revisions that changed facts of this scope")
     lg.set_defaults(fn=cmd_log)
     d = ms.add_parser("diff", help="fact-level diff (default HEAD~1..HEAD)")
     d.add_argument("rev_a", nargs="?")
     d.add_argument("rev_b", nargs="?")
     d.add_argument("--json", action="store_true")
     d.add_argument("--raw", action="store_true", help="the text diff")
+    d.add_argument("--scope", metavar="NAME", help=cli_scopes.SCOPE_HELP)
     d.set_defaults(fn=cmd_diff)
     dr = ms.add_parser("dropped", help="every fact ever removed, and why")
     dr.add_argument("--json", action="store_true")
@@ -491,6 +505,7 @@ def add_commands(sub: Any) -> None:
     un = ms.add_parser("undo", help="undo one consolidation or revision, fact by fact (a new revision)")
     un.add_argument("target", metavar="CONSOLIDATION|REV")
     un.add_argument("--json", action="store_true")
+    un.add_argument("--scope", metavar="NAME", help="undo only its changes to this scope's facts")
     un.set_defaults(fn=cmd_undo)
     fa = ms.add_parser("facts", help="the facts in memory now, with their ids and who wrote them")
     fa.add_argument("--json", action="store_true")
@@ -517,6 +532,7 @@ def add_commands(sub: Any) -> None:
     w = ms.add_parser("why", help="where a fact came from")
     w.add_argument("fact", nargs="+")
     w.add_argument("--json", action="store_true")
+    w.add_argument("--scope", metavar="NAME", help="the fact must be of this scope")
     w.set_defaults(fn=cmd_why)
     rv = ms.add_parser("review", help="changes held for review: list, add to memory or keep out, keep a version of a "
                                       "merge conflict, undo a choice")
@@ -532,3 +548,5 @@ def add_commands(sub: Any) -> None:
                     help="keep: this = the words memory holds now, other = the other device's")
     rv.add_argument("--json", action="store_true")
     rv.set_defaults(fn=cmd_review)
+
+    cli_scopes.add_commands(sub, ms)

@@ -45,6 +45,7 @@ def add_search_command(subparsers: Any) -> None:
     s.add_argument("--limit", type=_positive_int, default=20, metavar="N")
     s.add_argument("--regex", action="store_true", help="QUERY is a Python regular expression")
     s.add_argument("--session", metavar="KEY", help="only this session")
+    s.add_argument("--scope", metavar="NAME", help="only the conversations of this memory scope")
     s.add_argument("--kind", choices=KINDS, help="only diary entries, memory edits or messages")
     s.add_argument("--mode", choices=MODES, default="hybrid",
                    help="keyword (words), semantic (meaning; needs embedding_model or the offline model) or hybrid "
@@ -74,7 +75,7 @@ def cmd_history_search(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
         svc = _service(app, home)
         result = app.run(svc.asearch(query, mode=args.mode, limit=args.limit, kind=args.kind,
-                                     session=args.session, regex=args.regex))
+                                     session=args.session, regex=args.regex, scope=args.scope))
         for note in result.notes:
             err(f"memtray: note: {note}")
         if args.json:

@@ -65,6 +65,7 @@ from memtray.core.log.payloads import (
     SessionPinned,
     SessionReset,
     SessionRestored,
+    SessionScope,
     SessionTitled,
     ToolCall,
     ToolFunctionSpec,
@@ -96,6 +97,7 @@ from memtray.core.log.payloads_memory import (
     Provenance,
     ProvenanceOrigin,
     ReviewItem,
+    ScopeMove,
 )
 from memtray.core.log.payloads_sync import DeviceNamed, LogDamaged, SyncPulled, SyncPurge
 from memtray.core.log.schema import (
@@ -159,11 +161,13 @@ __all__ = [
     "ReminderScheduled",
     "ReviewItem",
     "Schema",
+    "ScopeMove",
     "SessionDeleted",
     "SessionModel",
     "SessionPinned",
     "SessionReset",
     "SessionRestored",
+    "SessionScope",
     "SessionTitled",
     "SilentDrop",
     "SyncPulled",

@@ -196,6 +196,17 @@ class SessionModel(Payload):
 
 @SCHEMA.register
 @dataclass(frozen=True)
+class SessionScope(Payload):
+    """The memory scope this conversation belongs to ("global" again: the global memory
+    only) (``transcript.choose_scope``, core/memory/scopes.py). A conversation without one
+    is global: every conversation before scopes existed."""
+
+    TYPE: ClassVar[str] = "session.scope"
+    scope: str = "global"
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
 class TurnFailed(Payload):
     """A turn ended with a provider error; the user's message stays in the log."""
 
@@ -220,6 +231,8 @@ class ConsolidationStarted(Payload):
     last_seq: int | None = None
     trigger: str = "window"
     redo_of: str | None = None
+    #: the conversation's memory scope, where its new facts go (absent before scopes: global)
+    scope: str = "global"
 
 
 @SCHEMA.register

@@ -22,6 +22,20 @@ class DiffFact(TypedDict):
     text: str
     #: a dropped fact's: why it went (the consolidation's reason, "merged into F3", ...)
     reason: NotRequired[str]
+    #: the fact's memory scope, when not the global one (core/memory/scopes.py)
+    scope: NotRequired[str]
+
+
+class ScopeMove(TypedDict):
+    """A fact moved from one memory scope to another, under its id, and why."""
+
+    id: str
+    section: str
+    text: str
+    #: "global" or a scope's name
+    source: str
+    target: str
+    reason: str
 
 
 class DiffChange(TypedDict):
@@ -157,6 +171,8 @@ class MemoryWritten(Payload):
     messages: MessageSpan | None = None
     #: the review items (merge conflicts) this revision opens again: the undo of a review choice
     reopened: list[str] | None = None
+    #: facts this revision moved between memory scopes (their id, words and history stay)
+    moved: list[ScopeMove] | None = None
 
 
 @SCHEMA.register

@@ -39,20 +39,22 @@ from memtray.core.log.events import (
     SessionPinned,
     SessionReset,
     SessionRestored,
+    SessionScope,
     SessionTitled,
     SyncPulled,
     TurnFailed,
     Usage,
     UsageRecorded,
 )
+from memtray.core.log.folded import ConsolidationState, ReminderState
 from memtray.core.log.integrations import ImportItem
 from memtray.core.log.usage import UsageBook
 
-STATE_VERSION = 10  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
+STATE_VERSION = 11  # 2: consolidations keep their failed attempt and retry delay; 3: only recent ones;
 # 4: another device's reminder is dated when its owner scheduled it; 5: early reminder events;
 # 6: unfoldable records, purges; 7: sessions' titles, first message time, last words and failed turn;
 # 8: sessions deleted, pinned, their own model; 9: device names;
-# 10: the usage ledger, prompt layout 3's snapshots and notes
+# 10: the usage ledger, prompt layout 3's snapshots and notes; 11: sessions' memory scope
 #: Finished (completed or failed) consolidations kept in the state, newest by start: the
 #: state (and so the checkpoint and start-up) stays the same size however long the log
 #: grows. Older ones are read back from the log when asked for (Store.consolidation).
@@ -95,6 +97,8 @@ class SessionState:
     prompt_base: int | None = None
     snapshot_seq: int = 0
     last_seq: int = 0  # the last message's seq: orders sessions whose last messages share a millisecond
+    #: the memory scope it belongs to (None: global, core/memory/scopes.py)
+    scope: str | None = None
 
     @property
     def preview(self) -> str | None:
@@ -149,6 +153,7 @@ class SessionState:
             "prompt_base": self.prompt_base,
             "snapshot_seq": self.snapshot_seq,
             "last_seq": self.last_seq,
+            "scope": self.scope,
         }
 
     @classmethod
@@ -158,60 +163,8 @@ class SessionState:
             obj.get("resets", 0), obj.get("last_ts"), obj.get("title"), obj.get("titled", ""),
             obj.get("first_ts"), obj.get("last_words"), obj.get("failed"),
             obj.get("deleted"), bool(obj.get("pinned", False)), obj.get("model"), obj.get("prompt_base"),
-            obj.get("snapshot_seq", 0), obj.get("last_seq", 0),
+            obj.get("snapshot_seq", 0), obj.get("last_seq", 0), obj.get("scope"),
         )
-
-
-@dataclass
-class ConsolidationState:
-    id: str
-    session: str
-    start: int
-    end: int
-    model: str
-    status: str = "started"  # started | completed | failed
-    reason: str | None = None
-    attempts: int = 0
-    started_seq: int = 0
-    first_seq: int | None = None
-    last_seq: int | None = None
-    redo_of: str | None = None
-    memory_seq: int | None = None
-    ts: str | None = None  # when it last changed status
-    #: of a failure: the session's consecutive failed attempt and the backoff before the next
-    failed_attempt: int | None = None
-    retry_after: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> ConsolidationState:
-        return cls(**obj)
-
-
-@dataclass
-class ReminderState:
-    id: str
-    text: str
-    kind: str
-    spec: str
-    tz: str
-    mode: str
-    scheduled_seq: int
-    scheduled_ts: str
-    active: bool = True
-    fired: list[str] = field(default_factory=list)  # occurrence keys, newest last (bounded)
-    last_fired: str | None = None
-    #: the device that owns it when it was imported from a peer (only the owner fires it)
-    device: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> ReminderState:
-        return cls(**obj)
 
 
 _FIRED_KEEP = 64
@@ -453,6 +406,11 @@ def _session_model(state: State, rec: Record) -> None:
     state.session(rec.session or "default").model = SessionModel.of(rec).model or None
 
 
+def _session_scope(state: State, rec: Record) -> None:
+    scope = SessionScope.of(rec).scope
+    state.session(rec.session or "default").scope = None if scope in ("", "global") else scope
+
+
 def _import_item(state: State, rec: Record) -> None:
     title = ImportItem.of(rec).title
     if rec.session and title:
@@ -601,6 +559,7 @@ _FOLDS: dict[str, Callable[[State, Record], None]] = {
     SessionRestored.TYPE: _session_restored,
     SessionPinned.TYPE: _session_pinned,
     SessionModel.TYPE: _session_model,
+    SessionScope.TYPE: _session_scope,
     ImportItem.TYPE: _import_item,
     UsageRecorded.TYPE: _usage_recorded,
 }

@@ -33,6 +33,7 @@ class SessionState(Protocol):
     last_consolidated: int
     prompt_base: int | None
     snapshot_seq: int
+    scope: str | None
 
 
 class State(Protocol):
@@ -51,6 +52,50 @@ KEEP_SNAPSHOTS = 16
 KEEP_NOTES = 200
 
 
+def _tag(scope: str | None) -> str:
+    return "" if not scope or scope == "global" else scope
+
+
+def shown_to(tag: str, scope: str | None) -> bool:
+    """Whether a note tagged ``tag`` ("": every conversation, "work": conversations of
+    scope work, "!work": all but those) is told to a conversation of ``scope``."""
+    mine = _tag(scope)
+    if not tag:
+        return True
+    if tag.startswith("!"):
+        return tag[1:] != mine
+    return tag == mine
+
+
+def notes_of(p: MemoryWritten) -> list[tuple[str, str]]:
+    """:func:`note_of` split by who may be told (``(tag, text)``, see :func:`shown_to`): a
+    scope's facts are told only to conversations of that scope, and a fact moved between
+    scopes comes into sight, or leaves it, where it moved."""
+    d = p.diff
+    if d is None:
+        return [("", note_of(p))]
+    by: dict[str, list[str]] = {}
+    for f in d["added"]:
+        by.setdefault(_tag(f.get("scope")), []).append(f"+ [{f['section']}] {f['text']}")
+    for f in d["dropped"]:
+        by.setdefault(_tag(f.get("scope")), []).append(
+            f"- [{f['section']}] {f['text']}" + (f" (removed: {f['reason']})" if f.get("reason") else " (removed)"))
+    for c in d["changed"]:
+        by.setdefault(_tag(c["new"].get("scope")), []).append(f"~ [{c['new']['section']}] {c['old']['text']} -> {c['new']['text']}")
+    for m in p.moved or ():
+        src, dst = _tag(m["source"]), _tag(m["target"])
+        gone = f"- [{m['section']}] {m['text']} (moved to another memory scope)"
+        came = f"+ [{m['section']}] {m['text']}"
+        if not src:  # global -> dst: everyone but dst loses sight of it
+            by.setdefault("!" + dst, []).append(gone)
+        elif not dst:  # src -> global: everyone but src now sees it
+            by.setdefault("!" + src, []).append(came)
+        else:
+            by.setdefault(src, []).append(gone)
+            by.setdefault(dst, []).append(came)
+    return [(tag, "\n".join(lines)) for tag, lines in by.items() if lines]
+
+
 def note_of(p: MemoryWritten) -> str:
     """What one memory revision changed, a line per fact (``+`` added, ``-`` removed and
     why, ``~`` reworded); the whole new text when the revision carries no fact diff."""
@@ -65,12 +110,12 @@ def note_of(p: MemoryWritten) -> str:
 
 
 def noted(state: State, seq: int, p: MemoryWritten) -> None:
-    """Fold a ``memory.written``'s note in (a revision that changed no fact leaves none)."""
-    text = note_of(p)
-    if not text:
-        return
-    state.notes.append([seq, text])
-    if len(state.notes) > KEEP_NOTES:
+    """Fold a ``memory.written``'s note in (a revision that changed no fact leaves none); a
+    note for some scopes only carries its tag third (``[seq, text, tag]``)."""
+    for tag, text in notes_of(p):
+        if text:
+            state.notes.append([seq, text, tag] if tag else [seq, text])
+    while len(state.notes) > KEEP_NOTES:
         dropped = state.notes.pop(0)
         state.notes_from = max(state.notes_from, int(dropped[0]))
 
@@ -103,4 +148,5 @@ def view(state: State, s: SessionState) -> tuple[str, list[list[Any]]] | None:
     snap = state.snapshots.get(str(s.snapshot_seq))
     if snap is None:
         return None
-    return snap, [n for n in state.notes if int(n[0]) > s.snapshot_seq]
+    return snap, [n[:2] for n in state.notes
+                  if int(n[0]) > s.snapshot_seq and shown_to(str(n[2]) if len(n) > 2 else "", s.scope)]

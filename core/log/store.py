@@ -37,7 +37,8 @@ from memtray.core.log.events import (
     Verbatim,
     decode_raw,
 )
-from memtray.core.log.projections import STATE_VERSION, ConsolidationState, State, apply
+from memtray.core.log.folded import ConsolidationState
+from memtray.core.log.projections import STATE_VERSION, State, apply
 from memtray.core.log.segments import DEFAULT_SEGMENT_BYTES, Position, segment_path
 
 log = logging.getLogger(__name__)

@@ -94,9 +94,21 @@ Section = Annotated[str | None, Field(max_length=120, description="Heading, e.g.
 ConsolidationId = Annotated[str, Field(min_length=4, max_length=80, pattern="^[A-Za-z0-9_-]+$")]
 
 
-def build(run: Runner, *, read_only: bool = False, undo: bool = False) -> MCPServer:
-    """The MCP server over ``run``; ``undo`` offers ``undo_consolidation`` (``memory undo``)."""
-    server: MCPServer = MCPServer("memtray", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+def build(run: Runner, *, read_only: bool = False, undo: bool = False, scope: str | None = None) -> MCPServer:
+    """The MCP server over ``run``; ``undo`` offers ``undo_consolidation`` (``memory undo``).
+
+    ``scope`` (the user's ``memtray mcp --scope NAME``): the client sees and writes that memory
+    scope only. Every command it runs carries ``--scope``, so the scope is applied by the same
+    code a terminal runs; the diary (HISTORY.md), which spans every scope, is not offered, and
+    search finds only that scope's conversations."""
+    server: MCPServer = MCPServer("memtray", version=__version__, log_level="WARNING",
+                                  instructions=INSTRUCTIONS if scope is None else INSTRUCTIONS + (
+                                      f" This client is limited to the memory scope {scope!r}."))
+    only = ["--scope", scope] if scope is not None else []
+
+    def no_diary(error: type[Exception] = ToolError) -> None:
+        if scope is not None:
+            raise error(f"the diary spans every memory scope; this client is limited to {scope!r}")
 
     async def call(argv: list[str], error: type[Exception] = ToolError) -> str:
         ran = await anyio.to_thread.run_sync(run, argv)
@@ -118,18 +130,19 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False) -> MCPSer
     @server.resource("memtray://memory/MEMORY.md", name="MEMORY.md", mime_type="text/markdown",
                      description="What memtray knows about the user, now.")
     async def memory_now() -> str:
-        return await call(["memory", "show"], ResourceError)
+        return await call(["memory", "show", *only], ResourceError)
 
     @server.resource("memtray://memory/HISTORY.md", name="HISTORY.md", mime_type="text/markdown",
                      description="The diary of past conversations, one dated entry each.")
     async def history_now() -> str:
+        no_diary(ResourceError)
         return await call(["memory", "show", "--history"], ResourceError)
 
     @server.resource("memtray://memory/{rev}/MEMORY.md", name="MEMORY.md at a revision", mime_type="text/markdown",
                      description="MEMORY.md as it was at a revision (see memory_log).")
     async def memory_at(rev: str) -> str:
         try:
-            return await call(["memory", "show", _rev(rev)], ResourceError)
+            return await call(["memory", "show", _rev(rev), *only], ResourceError)
         except CommandFailed as exc:
             raise ResourceError(str(exc)) from None
 
@@ -143,7 +156,7 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False) -> MCPSer
         kind: Kind = None,
     ) -> str:
         """Search the user's past conversations and the history diary. Returns a JSON array of hits."""
-        argv = ["history", "search", "--json", "--limit", str(limit)]
+        argv = ["history", "search", "--json", "--limit", str(limit), *only]
         if session:
             argv += ["--session", session]
         if kind:
@@ -160,12 +173,13 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False) -> MCPSer
         """MEMORY.md (or HISTORY.md) now, at a revision, or as it was at a date. ``sources`` (the
         current memory only): each fact's id and receipt after it, "stated" by the user with the
         quote, "inferred" (only the assistant said it) or "no receipt"."""
-        argv = ["memory", "show"]
+        argv = ["memory", "show", *only]
         if at:
             argv += ["--at", at]
         else:
             argv.append(_checked(rev))
         if history:
+            no_diary()
             argv.append("--history")
         if sources:
             argv.append("--sources")
@@ -180,12 +194,12 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False) -> MCPSer
     @server.tool(annotations=reading, structured_output=False)
     async def memory_log(limit: LogLimit = 20) -> str:
         """Recent memory revisions (and failed consolidations), newest first, as JSON."""
-        return await call(["memory", "log", "--json", "--limit", str(limit)])
+        return await call(["memory", "log", "--json", "--limit", str(limit), *only])
 
     @server.tool(annotations=reading, structured_output=False)
     async def memory_diff(rev_a: Rev | None = None, rev_b: Rev | None = None) -> str:
         """Facts added, dropped and changed between two revisions (default: the last change), as JSON."""
-        argv = ["memory", "diff", "--json"]
+        argv = ["memory", "diff", "--json", *only]
         argv += [_checked(r) for r in (rev_a, rev_b) if r]
         return await call(argv)
 
@@ -193,7 +207,7 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False) -> MCPSer
     async def memory_why(fact: Fact) -> str:
         """Where a fact in memory came from: its revision, the messages behind it and its receipt
         (the quote, stated by the user or inferred; null for facts without one), as JSON."""
-        return await call(["memory", "why", "--json", "--", fact])
+        return await call(["memory", "why", "--json", *only, "--", fact])
 
     if read_only:
         return server
@@ -209,7 +223,7 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False) -> MCPSer
         section: Section = None,
     ) -> str:
         """Save one durable fact about the user to memory (a new revision the user can undo)."""
-        argv = ["mcp", "remember", "--client", who(ctx)]
+        argv = ["mcp", "remember", "--client", who(ctx), *only]
         if section:
             argv += ["--section", section]
         return (await call([*argv, "--", fact])).strip()
@@ -218,7 +232,7 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False) -> MCPSer
                  structured_output=False)
     async def forget(fact: Fact, reason: Reason, ctx: Context) -> str:
         """Remove a fact from memory (its text or id), with the reason; the old revision stays."""
-        return (await call(["mcp", "forget", "--client", who(ctx), "--reason", reason, "--", fact])).strip()
+        return (await call(["mcp", "forget", "--client", who(ctx), "--reason", reason, *only, "--", fact])).strip()
 
     if undo:
         @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False),
@@ -228,7 +242,7 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False) -> MCPSer
         ) -> str:
             """Undo one consolidation or revision (an id from memory_log): what it changed is taken
             back and later changes stay, as a new revision the user can see."""
-            return (await call(["memory", "undo", consolidation])).strip()
+            return (await call(["memory", "undo", consolidation, *only])).strip()
 
     return server
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.log.integrations import McpWrite
-from memtray.core.memory import factdiff
+from memtray.core.memory import factdiff, scopes
 from memtray.core.memory.poison import looks_like_instruction
 
 #: The longest fact or reason a client may send (the agent's own tools allow the same).
@@ -32,8 +32,9 @@ def client_name(name: str | None) -> str:
     return name or "unknown client"
 
 
-def remember(memory: Any, fact: str, section: str | None, client: str | None) -> str:
-    """Add ``fact`` to MEMORY.md (under ``section``) for MCP client ``client``."""
+def remember(memory: Any, fact: str, section: str | None, client: str | None, *, scope: str | None = None) -> str:
+    """Add ``fact`` to memory (under ``section``, in ``scope``: default global) for MCP client ``client``."""
+    where = scopes.check_name(scope or scopes.GLOBAL)
     fact = " ".join(fact.split())
     if not fact:
         raise McpWriteRefused("the fact is empty")
@@ -49,17 +50,23 @@ def remember(memory: Any, fact: str, section: str | None, client: str | None) ->
     new = factdiff.add_fact(current, fact, " ".join(section.split())[:MAX_FACT] if section else None)
     if new == current:
         return "already remembered"
-    _write(memory, new, "remember", client, None)
+    _led, d = memory.facts_for(new, "agent", None)
+    _write(memory, new, "remember", client, None, {f.id: where for f in d.added})
     return f"remembered: {fact}"
 
 
-def forget(memory: Any, fact: str, why: str, client: str | None) -> str:
-    """Remove the fact matching ``fact`` (its text or id) for MCP client ``client``."""
+def forget(memory: Any, fact: str, why: str, client: str | None, *, scope: str | None = None) -> str:
+    """Remove the fact matching ``fact`` (its text or id) for MCP client ``client``; with
+    ``scope``, only a fact of that scope can match."""
     if len(fact) > MAX_FACT or len(why) > MAX_FACT:
         raise McpWriteRefused(f"the fact and the reason must each be at most {MAX_FACT} characters")
     memory.check_worktree()
     current = memory.store.state.memory
-    found = factdiff.match_fact(factdiff.parse(current), fact)
+    parsed = factdiff.parse(current)
+    if scope is not None:
+        where = scopes.check_name(scope)
+        parsed = [f for f, s in zip(parsed, scopes.of_facts(current), strict=True) if s == where]
+    found = factdiff.match_fact(parsed, fact)
     if found is None:
         raise McpWriteRefused(f"no fact in memory matches {fact!r}", hint="Read memtray://memory/MEMORY.md for the facts.")
     new = factdiff.remove_fact(current, found)
@@ -68,8 +75,9 @@ def forget(memory: Any, fact: str, why: str, client: str | None) -> str:
     return f"forgot: {found.text} ({reason})"
 
 
-def _write(memory: Any, new: str, tool: str, client: str | None, reasons: dict[str, str] | None) -> None:
+def _write(memory: Any, new: str, tool: str, client: str | None, reasons: dict[str, str] | None,
+           placed: dict[str, str] | None = None) -> None:
     seq = memory.store.state.memory_seq
     extra = [(McpWrite(client=client_name(client), tool=tool, memory_seq=seq + 1), None)]
     memory.write(new, reason="agent", source="mcp", model=None, dropped_reasons=reasons, extra=extra,
-                 client=client_name(client))
+                 client=client_name(client), placed=placed)

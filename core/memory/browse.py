@@ -88,7 +88,10 @@ class MemoryBrowsing:
         raise BadRevision(f"unknown revision {spec!r}")
 
     def show(self, rev: str = "HEAD", name: str = "MEMORY.md") -> str:
-        return self.git.read(self.resolve(rev), name)
+        """A file of the revision; ``MEMORY.md`` is the whole memory, every scope's file
+        joined (core/memory/scopes.py)."""
+        sha = self.resolve(rev)
+        return self.git.read_memory(sha) if name == "MEMORY.md" else self.git.read(sha, name)
 
     def at(self, when: datetime) -> Revision | None:
         """The revision in force at ``when``."""
@@ -101,10 +104,10 @@ class MemoryBrowsing:
         b = self.resolve(rev_b or "HEAD")
         if rev_a is None:
             parents = self.git.info(b).parents
-            old = self.git.read(parents[0], "MEMORY.md") if parents else ""
+            old = self.git.read_memory(parents[0]) if parents else ""
         else:
-            old = self.git.read(self.resolve(rev_a), "MEMORY.md")
-        return factdiff.diff(old, self.git.read(b, "MEMORY.md"))
+            old = self.git.read_memory(self.resolve(rev_a))
+        return factdiff.diff(old, self.git.read_memory(b))
 
     def raw_diff(self, rev_a: str | None = None, rev_b: str | None = None) -> str:
         import difflib
@@ -115,8 +118,8 @@ class MemoryBrowsing:
             a_sha = parents[0] if parents else None
         else:
             a_sha = self.resolve(rev_a)
-        old = self.git.read(a_sha, "MEMORY.md") if a_sha else ""
-        new = self.git.read(b, "MEMORY.md")
+        old = self.git.read_memory(a_sha) if a_sha else ""
+        new = self.git.read_memory(b)
         return "".join(difflib.unified_diff(
             old.splitlines(keepends=True), new.splitlines(keepends=True),
             f"a/MEMORY.md ({(a_sha or 'empty')[:8]})", f"b/MEMORY.md ({b[:8]})",
@@ -161,7 +164,7 @@ class MemoryBrowsing:
             raise MemoryError_(f"no fact in current memory matches {fact!r}")
         introduced: CommitInfo | None = None
         for info in self.git.walk():
-            facts = factdiff.parse(self.git.read(info.sha, "MEMORY.md"))
+            facts = factdiff.parse(self.git.read_memory(info.sha))
             if factdiff.match_fact(facts, target.text) is None:
                 break
             introduced = info

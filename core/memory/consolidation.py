@@ -37,6 +37,7 @@ tree, idle sessions and failed consolidations whose backoff has passed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -60,10 +61,10 @@ from memtray.core.log.events import (
     Message,
     Usage,
 )
-from memtray.core.log.projections import ConsolidationState
+from memtray.core.log.folded import ConsolidationState
 from memtray.core.log.store import Store
 from memtray.core.log.usage import as_usage
-from memtray.core.memory import facts
+from memtray.core.memory import facts, scopereply, scopes
 from memtray.core.memory.ask import NEAR_BUDGET, request_save_memory
 from memtray.core.memory.facts import Ledger, read_markers
 from memtray.core.memory.guard import (
@@ -342,7 +343,7 @@ class ConsolidationService:
         if c.memory_seq:
             sha = self.memory.resolve(f"seq:{c.memory_seq}")
             parents = self.memory.git.info(sha).parents
-            base = self.memory.git.read(parents[0], "MEMORY.md") if parents else ""
+            base = self.memory.git.read_memory(parents[0]) if parents else ""
             base_rev = parents[0] if parents else None
         cid = self.store.new_id()
         async with self._lock(c.session):
@@ -364,12 +365,13 @@ class ConsolidationService:
         base_rev: str | None = None,
     ) -> Outcome:
         use_model = model or self.settings.current.model
+        scope = scopes.of_session(self.store.state, session)
         seqs = [m["seq"] for m in messages if "seq" in m]
         self.store.append(
             ConsolidationStarted(
                 consolidation=cid, start=start, end=end, model=use_model,
                 first_seq=min(seqs) if seqs else None, last_seq=max(seqs) if seqs else None,
-                trigger=trigger, redo_of=redo_of,
+                trigger=trigger, redo_of=redo_of, scope=scope,
             ),
             session=session,
         )
@@ -377,33 +379,43 @@ class ConsolidationService:
         usage = None
         try:
             self.memory.check_worktree()  # a hand edit made before this started is what the model sees
+            # the model sees the global memory and the conversation's scope, never another scope's
+            see = scopereply.shown(scope)
             snapshot, read_seq = self.store.state.memory, self.store.state.memory_seq
-            snap_ids = self.memory.ledger()
-            prompt_memory = snapshot if base is None else base
-            prompt_ids = snap_ids if base is None else self.memory.ledger_at(base_rev) if base_rev else Ledger(())
+            snap_ids = scopes.sub_ledger(self.memory.ledger(), snapshot, see)
+            snapshot = scopes.restrict(snapshot, see)
+            prompt_memory = snapshot if base is None else scopes.restrict(base, see)
+            prompt_ids = snap_ids if base is None else scopes.sub_ledger(
+                self.memory.ledger_at(base_rev), base, see) if base_rev else Ledger(())
             budget = self.settings.current.memory_budget
             result = await request_save_memory(self.llm, self.settings.current.consolidation_timeout, prompt_memory,
-                                               messages, model, ledger=prompt_ids, budget=budget)
+                                               messages, model, ledger=prompt_ids, budget=budget, scope=scope)
             usage = as_usage(result.usage)
             crash_point("consolidation.replied")
             call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
             if call is None:
                 raise ValueError("the model answered without calling save_memory")
-            reply = parse_reply(call.arguments)
+            scoped = scopereply.plan(parse_reply(call.arguments), scope, snap_ids)
+            reply = scoped.reply
             # Memory may have changed while the model worked (agent tools, a hand edit):
             # keep those changes rather than undo them with a proposal made before them.
             self.memory.check_worktree()
-            now = self.memory.ledger()
+            full, full_ids = self.store.state.memory, self.memory.ledger()
+            now = scopes.sub_ledger(full_ids, full, see)
             asked: list[tuple[str, str]] = []  # the pairs the receipt check would weigh by meaning
             g = self._guard(reply, snapshot, snap_ids, now, prompt_ids, messages, cid, read_seq,
                             lambda a, b: asked.append((a, b)))
             if asked and self.similarities is not None and (scores := await self.similarities(asked)):
                 g = self._guard(reply, snapshot, snap_ids, now, prompt_ids, messages, cid, read_seq,
                                 lambda a, b: scores.get((a, b)))
+            text, led = scopes.merge_back(full, full_ids, see, g.memory, g.ledger)  # beside the unseen scopes
+            g = dataclasses.replace(g, memory=text, ledger=led)
+            placed = scopereply.placed(scoped, scopes.scope_map(full_ids, full), g.ledger)
             entry = hold_history(redact(reply.history_entry), g.flagged)
             verdict = judge(use_model or self.llm.model, self.settings.current.hold_consolidations)
             if not verdict.unattended:  # too small to judge facts: the proposal waits for the user (hold.py)
-                held, now = hold(self.memory.ledger(), g.ledger, entry, g.flagged, verdict.reason), self.memory.ledger()
+                held, now, placed = hold(self.memory.ledger(), g.ledger, entry, g.flagged, verdict.reason), \
+                    self.memory.ledger(), {}
                 g, entry = IdGuarded(self.store.state.memory, held.flagged, 0, {}, g.notes + held.notes, now, {}, {}), ""
             d = diff_by_id(self.memory.ledger(), g.ledger)
             acc = account(reply.skipped, messages, keepers(g.ledger, g.flagged, entry, g.reasons, snap_ids), g.notes)
@@ -422,7 +434,7 @@ class ConsolidationService:
                 provenance=g.provenance or None,
                 session=session,
                 facts=g.ledger,
-                merged=g.merged or None,
+                merged=g.merged or None, placed=placed, moved_reasons=scoped.why,
                 extra=[(
                     ConsolidationCompleted(
                         consolidation=cid, end=end, memory_seq=0,  # write() fills in the real seq

@@ -143,6 +143,7 @@ _BULLET_RE = re.compile(r"([ \t]*)([-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)$")
 _COMMENT_OPEN_RE = re.compile(r" {0,3}<!--")
 _COMMENT_CLOSE = "-->"
+_SCOPE_MARKER_RE = re.compile(r"^<!-- scope: [a-z0-9][a-z0-9_-]{0,31} -->[ \t]*\r?$", re.M)
 
 
 class _Block(NamedTuple):
@@ -362,6 +363,12 @@ def add_fact(text: str, fact_text: str, section: str | None = None) -> str:
     doc = _scan(text)
     if any(fact.norm == norm for fact, _ in _facts(doc)):
         return text
+    scoped = _SCOPE_MARKER_RE.search(text)
+    if scoped is not None:
+        # named scopes' blocks follow the global facts (core/memory/scopes.py): a fact added
+        # without saying where is global, never the last scope's by standing at the end
+        head = add_fact(text[:scoped.start()], fact_text, section)
+        return head + ("\n" if head.endswith("\n") else "\n\n" if head else "") + text[scoped.start():]
     title = _HEADING_CLOSE_RE.sub("", _one_line(section or "")).strip()
     if not normalize(title):
         title = DEFAULT_SECTION

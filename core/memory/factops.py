@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtray.core.log.events import MemoryWritten, Provenance, ProvenanceOrigin, Record
-from memtray.core.memory import factdiff, facts, timing
+from memtray.core.log.events import MemoryWritten, Provenance, ProvenanceOrigin, Record, ScopeMove
+from memtray.core.memory import factdiff, facts, scopes, timing
 from memtray.core.memory.browse import SILENT_HELD, MemoryBrowsing, MemoryError_, msg_json, said
 from memtray.core.memory.factdiff import Fact, FactDiff
 from memtray.core.memory.facts import Ledger
@@ -65,13 +65,14 @@ class FactOps(MemoryBrowsing):
         (``by``: a chat, you, an MCP client by name, an import, another device by the name the
         user gave it, else its id; from the provenance trace of the log, so it reads the log's
         memory events once), and its ``receipt`` (:meth:`receipts`: stated or inferred, with the
-        quote; None without one)."""
+        quote; None without one), and its memory ``scope``."""
         from memtray.core.memory.provenance import trace
 
         _text, origins = trace(self.store.log.records())
         names = self.store.state.device_names
         receipts = self.receipts()
         out = []
+        where = scopes.scope_map(self.ledger(), self.store.state.memory)
         for f in self.ledger().facts:
             o = origins.get(f.id)
             name = names.get(o.device) if o is not None and o.device else None
@@ -81,8 +82,14 @@ class FactOps(MemoryBrowsing):
                         "reason": o.reason if o is not None else None, "client": o.client if o is not None else None,
                         "device": o.device if o is not None else None,
                         "event_seq": o.event_seq if o is not None else None,
-                        "edited": bool(o.via) if o is not None else False, "receipt": receipts.get(f.id)})
+                        "edited": bool(o.via) if o is not None else False, "receipt": receipts.get(f.id),
+                        "scope": where.get(f.id, scopes.GLOBAL)})
         return out
+
+    def moves(self, rev: str) -> list[ScopeMove]:
+        """The facts revision ``rev`` moved between memory scopes (id, words, from, to, why)."""
+        rec = self.ledgers.record(self.revision(rev).event_seq)
+        return list(MemoryWritten.of(rec).moved or []) if rec is not None and rec.type == MemoryWritten.TYPE else []
 
     def ledger_at(self, rev: str) -> Ledger:
         return self.ledgers.at_seq(self.revision(rev).event_seq)
@@ -118,30 +125,50 @@ class FactOps(MemoryBrowsing):
     # --- undo -------------------------------------------------------------------------
 
     def undo_changes(self, target: str, *, flagged: list[dict[str, Any]] | None = None,
-                     reopened: list[str] | None = None) -> UndoResult:
+                     reopened: list[str] | None = None, scope: str | None = None) -> UndoResult:
         """Undo exactly the fact changes of one revision (a consolidation id or a revision):
-        re-add what it dropped, restore what it reworded, remove what it added, as one new
-        revision that keeps everything after it. Says what it could not undo and why.
-        ``flagged`` / ``reopened`` go with that revision (the undo of a review choice holds
-        its item again)."""
+        re-add what it dropped, restore what it reworded, remove what it added, move back what
+        it moved between scopes, as one new revision that keeps everything after it. Says what
+        it could not undo and why. ``flagged`` / ``reopened`` go with that revision (the undo of
+        a review choice holds its item again). ``scope``: only the changes of that scope's facts
+        (a fact comes back in the scope it left)."""
         sha = self.resolve(target)
         rev = self.revision(sha)
         parents = self.git.info(sha).parents
-        before = self.ledgers.at_seq(self.revision(parents[0]).event_seq) if parents else Ledger(())
+        before_seq = self.revision(parents[0]).event_seq if parents else 0
+        before = self.ledgers.at_seq(before_seq) if parents else Ledger(())
         after = self.ledgers.at_seq(rev.event_seq)
         rec = self.ledgers.record(rev.event_seq)
-        relabeled = MemoryWritten.of(rec).relabeled if rec is not None else None
+        written = MemoryWritten.of(rec) if rec is not None else None
+        relabeled = written.relabeled if written is not None else None
         if relabeled:  # a merge renumbered some of this device's ids
             before = renamed(before, relabeled)
+        prev = self.ledgers.record(before_seq)
+        was = scopes.scope_map(before, MemoryWritten.of(prev).memory) if prev is not None else {}
+        now_in = scopes.scope_map(after, written.memory) if written is not None else {}
+        if scope is not None:
+            name = scopes.check_name(scope)
+            # a fact of that scope on either side (one moved in or out counts, whole)
+            mine = {i for i, s in [*was.items(), *now_in.items()] if s == name}
+            before = Ledger(tuple(f for f in before.facts if f.id in mine), before.next)
+            after = Ledger(tuple(f for f in after.facts if f.id in mine), after.next)
         current = self.ledger()
         out = undo_changes(before, after, self.store.state.memory, current)
+        here = scopes.scope_map(current, self.store.state.memory)
+        moves = (written.moved if written is not None else None) or []
+        back = {m["id"]: m["source"] for m in moves if here.get(m["id"]) == m["target"]
+                and (scope is None or scopes.check_name(scope) in (m["source"], m["target"]))}
+        out.done += [{"id": m["id"], "text": m["text"], "action": "moved back", "scope": m["source"]}
+                     for m in moves if m["id"] in back]
         if not out.done:
             return UndoResult(None, rev, [], out.not_done)
         reasons = {d["id"]: f"undo of {rev.short}" for d in out.done if d["action"] == "removed"}
         prov = {d["id"]: {"restored_from": parents[0] if parents else None} for d in out.done
                 if d["action"] in ("restored", "reverted")}
+        placed = {d["id"]: was.get(d["id"], scopes.GLOBAL) for d in out.done if d["action"] == "restored"}
         self.write(out.memory, reason="undo", source="user", dropped_reasons=reasons, provenance=prov or None,
-                   facts=out.ledger, flagged=flagged, reopened=reopened)
+                   facts=out.ledger, flagged=flagged, reopened=reopened, placed={**placed, **back},
+                   moved_reasons={i: f"undo of {rev.short}" for i in back})
         return UndoResult(self.revision("HEAD"), rev, out.done, out.not_done)
 
     # --- by id ------------------------------------------------------------------------
@@ -156,7 +183,7 @@ class FactOps(MemoryBrowsing):
         seqs = [self.revision(a).event_seq if a else 0, self.revision(b).event_seq]
         recs = [self.ledgers.record(seq) for seq in seqs]
         leds = [self.ledgers.at_seq(seq) for seq in seqs]
-        texts = [self.git.read(a, "MEMORY.md") if a else "", self.git.read(b, "MEMORY.md")]
+        texts = [self.git.read_memory(a) if a else "", self.git.read_memory(b)]
         named = all([f.norm for f in led.facts] == [f.norm for f in factdiff.parse(t)] for led, t in zip(
             leds, texts, strict=True))
         written = [MemoryWritten.of(r) if r is not None else None for r in recs]

@@ -264,14 +264,31 @@ class GitRepo:
             return False
 
     def read(self, sha: str, name: str) -> str:
-        """The text of ``name`` at commit ``sha`` ("" if the file is absent)."""
-        try:
-            commit = self.repo[sha.encode()]
-            tree = self.repo[commit.tree]
-            _mode, blob_sha = tree[name.encode()]
-        except KeyError:
+        """The text of ``name`` at commit ``sha`` ("" if the file is absent); ``name`` may be
+        in a folder (``scopes/work.md``)."""
+        blob_sha = self._blob_id(sha, name)
+        if blob_sha is None:
             return ""
         return self.repo[blob_sha].data.decode("utf-8", "replace")  # type: ignore[no-any-return]
+
+    def listdir(self, sha: str, folder: str) -> list[str]:
+        """The names of the files in ``folder`` at commit ``sha`` (none: [])."""
+        try:
+            commit = self.repo[sha.encode()]
+            _mode, tree_sha = self.repo[commit.tree][folder.encode()]
+            tree = self.repo[tree_sha]
+            return sorted(e.path.decode("utf-8", "replace") for e in tree.iteritems())
+        except (KeyError, AttributeError):
+            return []
+
+    def read_memory(self, sha: str) -> str:
+        """The whole memory of commit ``sha``: MEMORY.md and every scope's file, joined
+        (core/memory/scopes.py), which is the text its ``memory.written`` carries."""
+        from memtray.core.memory import scopes
+
+        named = {n.removesuffix(".md"): self.read(sha, f"{scopes.FOLDER}/{n}")
+                 for n in self.listdir(sha, scopes.FOLDER) if n.endswith(".md")}
+        return scopes.from_files(self.read(sha, "MEMORY.md"), named)
 
     def walk(self, start: str | None = None) -> Iterator[CommitInfo]:
         """First-parent history from ``start`` (default HEAD), newest first."""
@@ -305,11 +322,19 @@ class GitRepo:
             parent = None
         try:
             tree = Tree()
-            blobs = []
+            blobs: list[Any] = []
+            folders: dict[str, Any] = {}
             for name in sorted(files):
                 blob = Blob.from_string(encode_text(name, files[name]))
                 blobs.append(blob)
-                tree.add(name.encode(), 0o100644, blob.id)
+                folder, _, base = name.rpartition("/")
+                if folder:  # one level of folders: scopes/NAME.md
+                    folders.setdefault(folder, Tree()).add(base.encode(), 0o100644, blob.id)
+                else:
+                    tree.add(name.encode(), 0o100644, blob.id)
+            for folder, sub in sorted(folders.items()):
+                blobs.append(sub)
+                tree.add(folder.encode(), 0o040000, sub.id)
             commit = Commit()
             commit.tree = tree.id
             given: list[Any] = [p.encode() for p in parents] if parents is not None else []
@@ -369,11 +394,26 @@ class GitRepo:
                 said = f"removed a symbolic link planted at {self.path / name}; the file is written from the log"
                 log.warning("%s", said)
                 self.removed_links.append(said)
+            if "/" in name:
+                (self.path / name).parent.mkdir(mode=0o700, exist_ok=True)
             atomic_write(self.path / name, data)
             st = os.stat(self.path / name)
             index[name.encode()] = index_entry_from_stat(st, blob_id, 0o100644)
             changed = True
         if changed:
+            index.write()
+
+    def remove_files(self, names: Collection[str]) -> None:
+        """Remove work tree files the branch no longer has (a scope left without facts)."""
+        self._check_writer("a memory checkout")
+        with translated("cannot write the memory work tree"):
+            index = self.repo.open_index()
+            for name in names:
+                p = self.path / name
+                if p.is_file() or p.is_symlink():
+                    p.unlink()
+                with contextlib.suppress(KeyError):
+                    del index[name.encode()]
             index.write()
 
     def _unchanged(self, index: Any, name: str, blob_id: bytes) -> bool:
@@ -424,8 +464,13 @@ class GitRepo:
     def _blob_id(self, sha: str, name: str) -> bytes | None:
         try:
             commit = self.repo[sha.encode()]
-            _mode, blob_sha = self.repo[commit.tree][name.encode()]
-        except KeyError:
+            tree = self.repo[commit.tree]
+            *folders, base = name.split("/")
+            for folder in folders:
+                _mode, sub = tree[folder.encode()]
+                tree = self.repo[sub]
+            _mode, blob_sha = tree[base.encode()]
+        except (KeyError, AttributeError, TypeError):
             return None
         return blob_sha  # type: ignore[no-any-return]
 

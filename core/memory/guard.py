@@ -42,6 +42,11 @@ _FILLER_WORDS = frozenset({
 })
 _WORD_RE = re.compile(r"\w+")
 
+#: where a new fact goes, or a moved one (core/memory/scopereply.py reads it at the door)
+SCOPE_FIELD = {"type": "string", "description": (
+    "Memory scope: \"global\" for a fact about the user in general; leave it out for this conversation's "
+    "scope. move: the scope the fact moves to (\"global\" or this conversation's).")}
+
 SAVE_MEMORY = tool_spec(
     "save_memory",
     "Save the consolidated memory. Call exactly once.",
@@ -62,6 +67,7 @@ SAVE_MEMORY = tool_spec(
                         "fact": {"type": "string", "description": "The fact's id, or its text if it is new."},
                         "messages": {"type": "array", "items": {"type": "integer"}},
                         "quote": {"type": "string", "description": "A short verbatim quote from those messages."},
+                        "scope": SCOPE_FIELD,
                     },
                     "required": ["fact", "messages", "quote"],
                 },
@@ -72,19 +78,20 @@ SAVE_MEMORY = tool_spec(
                 "items": {
                     "type": "object",
                     "properties": {
-                        "op": {"type": "string", "enum": ["update", "add", "remove", "merge"]},
+                        "op": {"type": "string", "enum": ["update", "add", "remove", "merge", "move"]},
                         "id": {"type": "string", "description": "The fact's id (update, remove)."},
                         "ids": {"type": "array", "items": {"type": "string"}, "description": "merge: the ids merged."},
                         "text": {"type": "string", "description": "The fact's new wording (update, add, merge)."},
                         "section": {"type": "string"},
                         "receipt": receipt_schema("the fact (add, update, merge)"),
-                        "reason": {"type": "string", "description": "remove: why."},
+                        "reason": {"type": "string", "description": "remove, move: why."},
                         "from": {"type": "string", "description": (
                             "add, update: the first day the fact holds (YYYY-MM-DD), only when the user said when.")},
                         "until": {"type": "string", "description": (
                             "add, update: the last day the fact holds (YYYY-MM-DD), only when the user said when.")},
                         "review_after": {"type": "string", "description": (
                             "add, update: the day to ask the user whether it still holds (YYYY-MM-DD).")},
+                        "scope": SCOPE_FIELD,
                     },
                     "required": ["op"],
                 },
@@ -134,6 +141,8 @@ class Reply:
     notes: list[str] = field(default_factory=list)
     #: ``skipped`` as sent: checked against the messages by :func:`unsaid.parse_skipped`
     skipped: Any = None
+    #: ``receipts[].scope`` as sent, ``(fact, scope)``: checked by core/memory/scopereply.py
+    scoped: list[tuple[str, Any]] = field(default_factory=list)
 
 
 def parse_reply(raw: str) -> Reply:
@@ -170,8 +179,11 @@ def parse_reply(raw: str) -> Reply:
     if edits and update in (None, ""):
         args = {**args, "memory_update": ""}
     entry, text, removed = parse_arguments(json.dumps({k: v for k, v in args.items() if k != "edits"}))
+    raw = args.get("receipts")
+    scoped: list[tuple[str, Any]] = [(str(r.get("fact") or ""), r["scope"]) for r in raw
+                                     if isinstance(r, dict) and "scope" in r] if isinstance(raw, list) else []
     return Reply(entry, None if edits and not text else text, list(edits) if edits else None, removed,
-                 receipts, notes, args.get("skipped"))
+                 receipts, notes, args.get("skipped"), scoped)
 
 
 @dataclass

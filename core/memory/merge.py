@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtray.core.log.events import MemoryWritten
-from memtray.core.memory import factdiff
+from memtray.core.memory import factdiff, scopes
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory.factdiff import Fact
 from memtray.core.memory.facts import Ledger
@@ -299,9 +299,9 @@ def merge3(base: Ledger, x: Side, y: Side) -> Merged:
     # the text is built from the side with more facts (then the fewest are added one by one);
     # which side that is does not depend on who merges, so the result does not either
     if len(b_facts) > len(a.ledger.facts):
-        text, led = _build(b.text, b_facts, a.ledger.facts, final, nxt)
+        text, led = _build(b.text, b_facts, a.ledger.facts, final, nxt, _scopes(a.text, a.ledger.facts))
     else:
-        text, led = _build(a.text, a.ledger.facts, b_facts, final, nxt)
+        text, led = _build(a.text, a.ledger.facts, b_facts, final, nxt, _scopes(b.text, b_facts))
     out.text, out.ledger = text, led
     out.origin = {f.id: (b.device if f.id in from_b or (f.id in lb and f.id not in la) else a.device)
                   for f in led.facts}
@@ -328,10 +328,28 @@ def _moved(base: Ledger, side: Side) -> dict[str, str]:
     return out
 
 
+def _scopes(text: str, facts: Sequence[Fact]) -> dict[str, str]:
+    """The memory scope of each of ``facts`` (the facts of ``text``, in its order)."""
+    where = scopes.of_facts(text)
+    return {f.id: s for f, s in zip(facts, where, strict=False)} if len(where) == len(facts) else {}
+
+
+def _add(text: str, fact: Fact, scope: str) -> str:
+    """``fact`` added to ``text`` in its scope's block (the global part for a global one)."""
+    if scope == scopes.GLOBAL:
+        return factdiff.add_fact(text, fact.text, fact.section or None)
+    if any(f.norm == fact.norm for f in factdiff.parse(text)):
+        return text
+    parts = scopes.split(text)
+    parts[scope] = factdiff.add_fact(parts.get(scope, ""), fact.text, fact.section or None)
+    return scopes.join(parts)
+
+
 def _build(text: str, mine: Sequence[Fact], others: Sequence[Fact], final: Mapping[str, Fact | None],
-           nxt: int) -> tuple[str, Ledger]:
+           nxt: int, where: Mapping[str, str] | None = None) -> tuple[str, Ledger]:
     """The merged MEMORY.md: ``text`` (whose facts are ``mine``) with the decisions ``final``
-    applied and the ``others`` it lacks added, and its ledger."""
+    applied and the ``others`` it lacks added, each into the memory scope it has on its side
+    (``where``), and its ledger."""
     ids = [f.id for f in mine]
     la = set(ids)
     # rewordings in place first (they keep every index), then removals from the last
@@ -351,7 +369,7 @@ def _build(text: str, mine: Sequence[Fact], others: Sequence[Fact], final: Mappi
         target = final.get(f.id, f)
         if f.id in la or target is None or f.id in ids:
             continue
-        new = factdiff.add_fact(text, target.text, target.section or None)
+        new = _add(text, target, (where or {}).get(f.id, scopes.GLOBAL))
         if new == text:
             continue  # the same words are already there (under another id)
         after = [g.norm for g in factdiff.parse(new)]

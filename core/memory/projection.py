@@ -32,7 +32,7 @@ from memtray.core.base.worker import WriterThread
 from memtray.core.log.events import MemoryWritten, Record
 from memtray.core.log.projections import State
 from memtray.core.log.store import Store
-from memtray.core.memory import factdiff
+from memtray.core.memory import factdiff, scopes
 from memtray.core.memory.gitrepo import (
     FILES,
     GitError,
@@ -219,9 +219,13 @@ class GitProjection:
 
     def _commit(self, rec: Record) -> str:
         head = self.git.head()
-        files = {"MEMORY.md": MemoryWritten.of(rec).memory, "HISTORY.md": self.peers.history(rec, self.git, head)}
+        # the global facts in MEMORY.md, each scope's in scopes/NAME.md (core/memory/scopes.py)
+        files = {**scopes.files(MemoryWritten.of(rec).memory), "HISTORY.md": self.peers.history(rec, self.git, head)}
         parents = self.peers.commit_parents(rec, self.git, head)
         sha = self.git.commit(files, commit_message(rec), parse_ts(rec.ts), parents=parents)
+        gone = [f"{scopes.FOLDER}/{n}" for n in self.git.listdir(head, scopes.FOLDER)] if head else []
+        if gone := [n for n in gone if n not in files]:
+            self.git.remove_files(gone)
         self.peers.committed(rec, sha)
         self._behind = False
         return sha
@@ -287,16 +291,21 @@ class GitProjection:
         head = self.git.head()
         if head is None:
             return self._adopt_first()
-        status = {n: self.git.worktree_status(n, head) for n in FILES}
+        names = [*FILES, *self._scope_files(head)]
+        status = {n: self.git.worktree_status(n, head) for n in names}
         if all(v == "clean" for v in status.values()):
             return False
         edited = {n for n, v in status.items() if v == "edited"}
         recorded = False
         if edited and not self.store.readonly and not self.adopting:
             on_disk = {n: self.git.worktree_text(n) for n in edited}
-            new_mem = on_disk.get("MEMORY.md")
-            if new_mem is None:
-                new_mem = self.git.read(head, "MEMORY.md")
+            if edited - {"HISTORY.md"}:
+                # the memory is every memory file as it is now: edited ones from the disk
+                now = {n: on_disk[n] or "" if n in edited else self.git.read(head, n) for n in names}
+                named = {n[len(scopes.FOLDER) + 1:-3]: t for n, t in now.items() if n.startswith(scopes.FOLDER + "/")}
+                new_mem = scopes.from_files(now["MEMORY.md"], named)
+            else:
+                new_mem = self.git.read_memory(head)
             hist = on_disk.get("HISTORY.md")
             log.warning("%s edited by hand; recording it as a user edit", " and ".join(sorted(edited)))
             self.adopting = True
@@ -309,8 +318,18 @@ class GitProjection:
             assert head is not None
         restore = {n for n, v in status.items() if v in ("missing", "stale")}
         if restore and not recorded:  # recording an edit commits, which rewrites both files
-            self.git.checkout_files({n: self.git.read(head, n) for n in restore})
+            self.git.checkout_files({n: self.git.read(head, n) for n in restore
+                                     if n in FILES or self.git.read(head, n)})
         return recorded
+
+    def _scope_files(self, head: str) -> list[str]:
+        """The scope files of ``head`` and those the user put in ``scopes/`` by hand."""
+        folder = self.home.memory / scopes.FOLDER
+        found = set(self.git.listdir(head, scopes.FOLDER))
+        if folder.is_dir() and not folder.is_symlink():
+            found |= {p.name for p in folder.iterdir() if p.suffix == ".md" and p.is_file()
+                      and _is_scope_file(p.name)}
+        return [f"{scopes.FOLDER}/{n}" for n in sorted(found)]
 
     def _adopt_first(self) -> bool:
         """No revision yet: a MEMORY.md (or HISTORY.md) written by hand is the first one."""
@@ -342,3 +361,10 @@ class GitProjection:
 
     def close(self) -> None:
         self.git.close()
+
+
+def _is_scope_file(name: str) -> bool:
+    try:
+        return scopes.check_name(name[:-3]) == name[:-3]
+    except scopes.ScopeError:
+        return False

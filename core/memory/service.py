@@ -30,9 +30,10 @@ from memtray.core.log.events import (
     RebuildAdopted,
     Record,
     ReviewItem,
+    ScopeMove,
 )
 from memtray.core.log.store import Entry, Store
-from memtray.core.memory import factdiff
+from memtray.core.memory import factdiff, scopes
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory.browse import SILENT_HELD, MemoryError_
 from memtray.core.memory.dated import DatedOps
@@ -52,7 +53,7 @@ from memtray.core.memory.wording import clean_controls
 log = logging.getLogger(__name__)
 
 REASONS = ("consolidation", "agent", "user-edit", "restore", "rollback", "redo", "review", "adopt", "rebuild", "import", "undo",
-           "merge", "expired")
+           "merge", "expired", "move")
 MAX_MEMORY_CHARS = 200_000
 
 __all__ = ["MAX_MEMORY_CHARS", "REASONS", "SILENT_HELD", "MemoryError_", "MemoryService", "UndoResult"]
@@ -120,6 +121,8 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
         sync: SyncFields | None = None,
         reviewed: list[str] | None = None,
         reopened: list[str] | None = None,
+        moved_reasons: dict[str, str] | None = None,
+        placed: dict[str, str] | None = None,
     ) -> list[Record]:
         """Append ``memory.written`` (+ ``extra`` events) in one write; git follows.
 
@@ -142,6 +145,11 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
         log before it). ``reviewed`` names the merge conflicts this revision resolves (an
         accept or a restore): it travels with the revision, so they are resolved on every device;
         ``reopened`` names those an undo of such a choice holds for review again.
+
+        Scopes (core/memory/scopes.py): a fact stays in the scope it was in, whatever the new
+        text's order (a guard's put-back, an undo, a merge never moves one), except where
+        ``placed`` (fact id -> scope: a new fact's scope, a move) says otherwise, or the user
+        moved it by hand (``user-edit``). ``moved_reasons`` says why a fact moved.
         """
         if reason not in REASONS:
             raise MemoryError_(f"unknown memory change reason {reason!r}")
@@ -154,7 +162,16 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
         for survivor, ids in (merged or {}).items():
             for i in ids:
                 reasons.setdefault(i, f"merged into {survivor}")
+        memory = scopes.canonical(memory)
+        before_scopes = scopes.scope_map(self.ledger(), self.store.state.memory)
         ledger, d = self.facts_for(memory, reason, facts)
+        # a hand edit moves what the user moved; a sync merge's text is the same on every device
+        # (its id is made of it); a rollback is a past revision, scopes and all: they stand as written
+        keep_scope = {} if (reason, source) == ("user-edit", "user") or reason in ("merge", "rollback") else {
+            i: before_scopes[i] for i in ledger.ids if i in before_scopes}
+        want = {**keep_scope, **{k: scopes.check_name(v) for k, v in (placed or {}).items()}}
+        if want and any(want.get(i, s) != s for i, s in scopes.scope_map(ledger, memory).items()):
+            memory, ledger = scopes.place(memory, ledger, want)
         if sync is not None and sync.relabeled:
             d = diff_by_id(renamed(self.ledger(), sync.relabeled), ledger)
         if provenance:
@@ -163,6 +180,14 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
             live = set(ledger.ids)
             provenance = {k if k in live else content_ids.get(k, k): v for k, v in provenance.items()}
         diff_json = d.to_json()
+        after_scopes = scopes.scope_map(ledger, memory)
+        moved = _moves(ledger, before_scopes, after_scopes, moved_reasons or {}, reason)
+        for fact in [*diff_json["added"], *(c["new"] for c in diff_json["changed"])]:
+            if after_scopes.get(fact["id"], scopes.GLOBAL) != scopes.GLOBAL:
+                fact["scope"] = after_scopes[fact["id"]]
+        for fact in diff_json["dropped"]:
+            if before_scopes.get(fact["id"], scopes.GLOBAL) != scopes.GLOBAL:
+                fact["scope"] = before_scopes[fact["id"]]
         flagged = [_redact_item(i) for i in flagged or ()]
         held = {i["fact_id"] for i in flagged if i.get("kind") == "silent-drop"}
         for change in diff_json["changed"]:  # a rewording's reason (the user's edit) is kept with it
@@ -198,7 +223,7 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
                 client=redact(client)[:80] if client else None, facts=facts_json,
                 relabeled=dict(sync.relabeled) if sync is not None and sync.relabeled else None,
                 reviewed=list(reviewed) if reviewed else None, messages=span,
-                reopened=list(reopened) if reopened else None,
+                reopened=list(reopened) if reopened else None, moved=moved or None,
                 device=sync.device if sync is not None and sync.device else self.device, parents=parents,
             )
             items: list[Entry] = [*before, (ev, session, sync.event_id if sync is not None else None)]
@@ -248,14 +273,16 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
             raise MemoryError_(f"the fact is already in memory: [{here.id}] {here.text}")
         new = factdiff.add_fact(current, f.text, f.section or None)
         ids = fact_ids.attach(led, new, keep={f.norm: f.id})
-        self.write(new, reason="restore", source="user", provenance={f.id: {"restored_from": src}}, facts=ids)
+        was = scopes.scope_map(self.ledger_at(src), self.git.read_memory(src)).get(f.id, scopes.GLOBAL)
+        self.write(new, reason="restore", source="user", provenance={f.id: {"restored_from": src}}, facts=ids,
+                   placed={f.id: was})  # back in the scope it was in
         return self.revision("HEAD")
 
     @on_writer
     def rollback(self, rev: str) -> Revision:
         self.projection.adopt_worktree()
         sha = self.resolve(rev)
-        text = self.git.read(sha, "MEMORY.md")
+        text = self.git.read_memory(sha)
         seq = self.store.state.memory_seq
         target = self.ledger_at(sha)
         self.write(text, reason="rollback", source="user", facts=Ledger(target.facts, self.ledger().next), target=sha,
@@ -265,7 +292,8 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
     # --- agent tools ------------------------------------------------------------------
 
     @on_writer
-    def remember(self, fact: str, section: str | None, *, model: str | None, source_seq: int | None) -> str:
+    def remember(self, fact: str, section: str | None, *, model: str | None, source_seq: int | None,
+                 scope: str = scopes.GLOBAL) -> str:
         fact = " ".join(clean_controls(fact).split())
         if not fact:
             raise MemoryError_("the fact is empty")
@@ -283,8 +311,27 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
         led, d = self.facts_for(new, "agent", None)
         prov = {"source_seqs": [source_seq], "text": fact} if source_seq else None
         self.write(new, reason="agent", source="model", model=model, facts=led,
-                   provenance={f.id: prov for f in d.added} if prov else None)
+                   provenance={f.id: prov for f in d.added} if prov else None,
+                   placed={f.id: scope for f in d.added})  # in the conversation's scope
         return f"remembered: {fact}"
+
+    @on_writer
+    def move_fact(self, fact_id: str, scope: str, why: str, *, source: str = "user",
+                  client: str | None = None) -> Revision:
+        """Move one fact, by id, into ``scope`` ("global" or a name): one revision (reason
+        ``move``) that records the move and why; the fact keeps its id, words and history."""
+        name = scopes.check_name(scope)
+        why = " ".join(clean_controls(why).split())
+        if not why:
+            raise MemoryError_("say why the fact moves", hint="--reason '...'")
+        led, found = self._fact_by_id(fact_id)
+        current = self.store.state.memory
+        if scopes.scope_map(led, current).get(found.id) == name:
+            raise MemoryError_(f"{found.id} is in {name} already")
+        new, new_led = scopes.place(current, led, {found.id: name})
+        self.write(new, reason="move", source=source, facts=new_led, placed={found.id: name},
+                   moved_reasons={found.id: why}, client=client)
+        return self.revision("HEAD")
 
     @on_writer
     def forget(self, fact: str, why: str, *, model: str | None) -> str:
@@ -376,10 +423,11 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
         return DatedOps.check_fact(self, fact_id, answer, today, text)
 
     @on_writer
-    def undo(self, target: str) -> UndoResult:
-        """Undo one consolidation or revision by fact id (see :meth:`FactOps.undo_changes`)."""
+    def undo(self, target: str, scope: str | None = None) -> UndoResult:
+        """Undo one consolidation or revision by fact id (see :meth:`FactOps.undo_changes`);
+        ``scope``: only its changes to that scope's facts."""
         self.projection.adopt_worktree()
-        return self.undo_changes(target)
+        return self.undo_changes(target, scope=scope)
 
     def close(self) -> None:
         self.projection.close()
@@ -396,3 +444,15 @@ def _linked(p: Payload, seq: int) -> Payload:
 
 def _redact_item(item: dict[str, Any]) -> dict[str, Any]:
     return {k: redact(v) if k in ("text", "reason", "section") and isinstance(v, str) else v for k, v in item.items()}
+
+
+def _moves(ledger: Ledger, before: dict[str, str], after: dict[str, str], reasons: dict[str, str],
+           reason: str) -> list[ScopeMove]:
+    """The facts of ``ledger`` that stand in another scope than before, with why."""
+    out: list[ScopeMove] = []
+    for f in ledger.facts:
+        was, now = before.get(f.id), after.get(f.id, scopes.GLOBAL)
+        if was is not None and was != now:
+            out.append(ScopeMove(id=f.id, section=f.section, text=f.text, source=was, target=now,
+                                 reason=clean_controls(redact(reasons.get(f.id) or reason))[:300]))
+    return out

@@ -11,6 +11,7 @@ from typing import Any
 from memtray.core.base.config import Settings
 from memtray.core.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
 from memtray.core.log.store import Store
+from memtray.core.memory import scopes
 from memtray.core.memory.service import MemoryService
 
 
@@ -29,7 +30,8 @@ def register(tools: ToolRegistry, svc: MemoryService, store: Store, settings: Se
         fact = str(args["fact"]).strip()
         if len(fact) > 500:
             raise ToolError("a fact must be one short sentence (at most 500 characters)")
-        return svc.remember(fact, args.get("section"), model=settings.current.model, source_seq=_last_user_seq(store, ctx.session))
+        return svc.remember(fact, args.get("section"), model=settings.current.model, source_seq=_last_user_seq(store, ctx.session),
+                            scope=scopes.of_session(store.state, ctx.session))
 
     async def forget(args: dict[str, Any], ctx: ToolContext) -> str:
         return svc.forget(str(args["fact"]), str(args.get("reason") or ""), model=settings.current.model)

@@ -31,7 +31,8 @@ from memtray.core.base.clock import parse_ts
 from memtray.core.base.fsutil import FILE_MODE, ensure_dir
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import REMINDER_TYPES, Record, Reminder
-from memtray.core.log.projections import ReminderState, State
+from memtray.core.log.folded import ReminderState
+from memtray.core.log.projections import State
 from memtray.core.log.segments import Position
 from memtray.core.log.store import record_ending_at
 from memtray.core.reminders.spec import ReminderError, Schedule

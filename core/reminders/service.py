@@ -55,7 +55,7 @@ from memtray.core.log.events import (
     ReminderFired,
     ReminderScheduled,
 )
-from memtray.core.log.projections import ReminderState
+from memtray.core.log.folded import ReminderState
 from memtray.core.log.store import Store
 from memtray.core.reminders import natural
 from memtray.core.reminders.dueindex import DueIndex

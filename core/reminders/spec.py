@@ -40,7 +40,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memtray.core.base.clock import parse_ts
 from memtray.core.base.errors import MemtrayError
-from memtray.core.log.projections import ReminderState, State
+from memtray.core.log.folded import ReminderState
+from memtray.core.log.projections import State
 from memtray.core.reminders import natural
 
 if TYPE_CHECKING:  # apscheduler is imported where a trigger is built: not on the start-up path

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -36,6 +37,7 @@ from memtray.core.base.home import Home
 from memtray.core.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
 from memtray.core.log.events import Record, Usage, UsageRecorded
 from memtray.core.log.store import Store
+from memtray.core.memory import scopes
 from memtray.core.search.embed import SETUP_HINT, Embedder
 from memtray.core.search.hybrid import (
     CANDIDATES,
@@ -324,10 +326,34 @@ class SearchService:
     async def asearch(
         self, query: str, *, mode: str = "hybrid", limit: int = 20, kind: str | None = None,
         session: str | None = None, regex: bool = False, exclude: Iterable[int] = (), purpose: str = "search",
+        scope: str | None = None,
     ) -> SearchResult:
         """Search in ``mode``; ``hybrid`` without an embedding model (or when the model
         fails) is keyword search, with a note that says so. ``purpose`` names the query's
-        embedding in the usage ledger (``search``, or ``recall`` for a turn's)."""
+        embedding in the usage ledger (``search``, or ``recall`` for a turn's). ``scope``:
+        only what the conversations of that memory scope said and wrote (:meth:`in_scope`)."""
+        if scope is None or not scopes.known(self.store.state):
+            return await self._asearch(query, mode=mode, limit=limit, kind=kind, session=session, regex=regex,
+                                       exclude=exclude, purpose=purpose)
+        found = await self._asearch(query, mode=mode, limit=limit * 4, kind=kind, session=session, regex=regex,
+                                    exclude=exclude, purpose=purpose)
+        return dataclasses.replace(found, hits=self.in_scope(found.hits, scope)[:limit])
+
+    def in_scope(self, hits: list[Hit], scope: str) -> list[Hit]:
+        """The hits of conversations of ``scope`` (a diary entry or a memory edit counts as
+        the conversation that wrote it; one no conversation wrote, such as a hand edit, is of
+        no scope and left out). A home without named scopes keeps every hit."""
+        state = self.store.state
+        if not scopes.known(state):
+            return hits
+        want = scopes.check_name(scope)
+        return [h for h in hits if h.session is not None and h.session in state.sessions
+                and scopes.of_session(state, h.session) == want]
+
+    async def _asearch(
+        self, query: str, *, mode: str = "hybrid", limit: int = 20, kind: str | None = None,
+        session: str | None = None, regex: bool = False, exclude: Iterable[int] = (), purpose: str = "search",
+    ) -> SearchResult:
         if mode not in MODES:
             raise SearchError(f"unknown search mode {mode!r}", hint=f"Use one of: {', '.join(MODES)}.")
         if limit < 1:
@@ -463,6 +489,8 @@ class SearchService:
         # a conversation the user deleted is not brought back into another one (it stays
         # findable by `history search` until a purge)
         gone = self.deleted_sessions()
+        # another memory scope's conversations are never brought into this one
+        found.hits = self.in_scope(found.hits, scopes.of_session(self.store.state, session))
         hits = [h for h in found.hits if h.session not in gone and (h.keyword_score is not None
                 or (strong and (h.semantic_score or 0.0) >= RECALL_MIN_SIMILARITY))][:limit]
         if not hits:
@@ -483,7 +511,8 @@ class SearchService:
         query = str(args["query"])
         limit = min(max(int(args.get("limit") or 8), 1), _TOOL_LIMIT)
         try:
-            result = await self.asearch(query, mode="hybrid", limit=limit)
+            result = await self.asearch(query, mode="hybrid", limit=limit,
+                                        scope=scopes.of_session(self.store.state, ctx.session))
         except MemtrayError as exc:
             raise ToolError(str(exc)) from exc
         return format_hits(result.hits)

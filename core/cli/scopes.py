@@ -1,0 +1,142 @@
+"""Memory scopes on the command line: ``memory scopes``, ``memory move``, and what
+``--scope`` does to ``memory show/log/diff/why/undo`` (core/memory/scopes.py).
+
+``--json`` shapes only gain fields, and only once the home has scopes (or ``--scope`` is
+given), so a home without scopes prints exactly what it always did: a revision row of
+``memory log`` its ``scopes`` (the scopes whose facts it changed), a fact of ``memory diff``
+its ``scope``; ``memory why`` the fact's ``scope`` always.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from memtray.core.base.errors import MemtrayError
+from memtray.core.base.home import Home
+from memtray.core.cli.console import app_scope, listing
+from memtray.core.cli.console import dumps as _dumps
+from memtray.core.cli.console import out as _out
+from memtray.core.log.events import MemoryWritten
+from memtray.core.memory import scopes
+from memtray.core.memory.factdiff import FactDiff
+
+
+def name_of(args: argparse.Namespace) -> str | None:
+    """``--scope`` as a scope name (None: not given); a bad name is said before anything runs."""
+    return scopes.check_name(args.scope) if args.scope else None
+
+
+def touched(app: Any, event_seq: int) -> list[str]:
+    """The scopes whose facts the revision of ``event_seq`` added, removed, changed or moved."""
+    rec = app.memory.ledgers.record(event_seq)
+    if rec is None or rec.type != MemoryWritten.TYPE:
+        return []
+    w = MemoryWritten.of(rec)
+    found: set[str] = set()
+    if w.diff is not None:
+        found |= {f.get("scope") or scopes.GLOBAL for f in [*w.diff["added"], *w.diff["dropped"]]}
+        found |= {c["new"].get("scope") or scopes.GLOBAL for c in w.diff["changed"]}
+    for m in w.moved or ():
+        found |= {m["source"], m["target"]}
+    return sorted(found)
+
+
+def log_rows(app: Any, rows: list[dict[str, Any]], scope: str | None) -> list[dict[str, Any]]:
+    """``memory log``'s rows with each revision's ``scopes``; with ``scope``, only the rows of
+    that scope (its revisions, its conversations' failed consolidations)."""
+    if scope is None and not scopes.known(app.store.state):
+        return rows  # a home without scopes: the rows as they always were
+    out = []
+    for r in rows:
+        if r["kind"] == "revision":
+            r = {**r, "scopes": touched(app, int(r["event_seq"]))}
+            keep = scope is None or scope in r["scopes"]
+        elif r["kind"] == "failed":
+            keep = scope is None or scopes.of_session(app.store.state, str(r["session"])) == scope
+        else:
+            keep = scope is None
+        if keep:
+            out.append(r)
+    return out
+
+
+def diff_json(app: Any, d: FactDiff, rev_a: str | None, rev_b: str | None, scope: str | None) -> dict[str, Any]:
+    """``memory diff --json`` with each fact's ``scope`` (added and changed: in ``rev_b``;
+    dropped: in ``rev_a``); with ``scope``, only that scope's facts."""
+    mem = app.memory
+    b = mem.resolve(rev_b or "HEAD")
+    parents = mem.git.info(b).parents
+    a = (parents[0] if parents else None) if rev_a is None else mem.resolve(rev_a)
+    after = scopes.scope_map(mem.ledger_at(b), mem.git.read_memory(b))
+    before = scopes.scope_map(mem.ledger_at(a), mem.git.read_memory(a)) if a else {}
+    data = d.to_json()
+    if scope is None and not (set(after.values()) | set(before.values())) - {scopes.GLOBAL}:
+        return dict(data)  # revisions without scopes: the shape as it always was
+    keep: dict[str, list[Any]] = {"added": [], "dropped": [], "changed": []}
+    for f in data["added"]:
+        f["scope"] = after.get(f["id"], scopes.GLOBAL)
+        if scope is None or f["scope"] == scope:
+            keep["added"].append(f)
+    for f in data["dropped"]:
+        f["scope"] = before.get(f["id"], scopes.GLOBAL)
+        if scope is None or f["scope"] == scope:
+            keep["dropped"].append(f)
+    for c in data["changed"]:
+        c["new"]["scope"] = after.get(c["new"]["id"], scopes.GLOBAL)
+        c["old"]["scope"] = before.get(c["old"]["id"], scopes.GLOBAL)
+        if scope is None or scope in (c["new"]["scope"], c["old"]["scope"]):
+            keep["changed"].append(c)
+    return {**data, **keep}
+
+
+def check_why(app: Any, info: dict[str, Any], scope: str | None) -> dict[str, Any]:
+    """``memory why``'s answer with the fact's ``scope``; with ``--scope``, a fact of another
+    scope is refused (a script limited to one scope learns nothing of another's facts)."""
+    where = scopes.scope_map(app.memory.ledger(), app.store.state.memory).get(info["fact"]["id"], scopes.GLOBAL)
+    if scope is not None and where != scope:
+        raise MemtrayError(f"no fact of scope {scope} matches that", hint="`memtray memory show --scope NAME`")
+    return {**info, "scope": where}
+
+
+def cmd_scopes(args: argparse.Namespace, home: Home) -> int:
+    with app_scope(home) as app:
+        state = app.store.state
+        where = list(scopes.scope_map(app.memory.ledger(), state.memory).values())
+        rows = [{"scope": n, "facts": where.count(n),
+                 "conversations": sum(1 for s in state.sessions.values() if (s.scope or scopes.GLOBAL) == n)}
+                for n in [scopes.GLOBAL, *scopes.known(state)]]
+        return listing(rows, args.json, "",
+                       lambda r: f"{r['scope']:<20} {r['facts']:>4} facts  {r['conversations']:>3} conversations")
+
+
+def cmd_move(args: argparse.Namespace, home: Home) -> int:
+    target = scopes.check_name(args.scope)
+    with app_scope(home) as app:
+        rev = app.memory.move_fact(args.id, target, args.reason or "")
+        rec = app.memory.ledgers.record(rev.event_seq)
+        move = (MemoryWritten.of(rec).moved or [])[0] if rec is not None else None
+        if move is None:
+            raise MemtrayError("the move was not recorded")  # cannot happen: move_fact refuses a no-op
+        if args.json:
+            _out(_dumps({"revision": rev.to_json(), "move": move}))
+        else:
+            _out(f"moved {move['id']} ({move['text']}) from {move['source']} to {move['target']}; "
+                 f"new revision {rev.short}")
+    return 0
+
+
+def add_commands(_sub: Any, memory_sub: Any) -> None:
+    """``memory scopes`` and ``memory move`` (``memory_sub``: the ``memory`` subparsers)."""
+    ls = memory_sub.add_parser("scopes", help="the memory scopes, with their facts and conversations")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(fn=cmd_scopes)
+    mv = memory_sub.add_parser("move", help="move one fact, by id, to another scope (a new revision)")
+    mv.add_argument("id", metavar="ID")
+    mv.add_argument("--scope", required=True, metavar="NAME", help="the scope it moves to ('global': the global memory)")
+    mv.add_argument("--reason", required=True, help="why (kept with the revision)")
+    mv.add_argument("--json", action="store_true")
+    mv.set_defaults(fn=cmd_move)
+
+
+SCOPE_HELP = "only the facts of this memory scope ('global': the global memory)"

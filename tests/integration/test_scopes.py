@@ -1,0 +1,329 @@
+"""Memory scopes end to end (issue 32): each scope its own file in the memory repository,
+conversations that see the global memory and their own scope only (real litellm, the
+scripted server), a fact moved between scopes under its id, old homes all global."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memtray.core.agent.timetravel import reconstruct
+from memtray.core.app import App
+from memtray.core.base.clock import FakeClock, seeded_ids
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.log.events import MemoryWritten, decode_raw
+from memtray.core.log.projections import replay
+from memtray.core.memory import scopes
+from memtray.core.memory.ledgers import find_in_history
+
+from tests.fixtures.llm_server import Response, ScriptedLLMServer, reply, tool_call
+from tests.support import configure, run_cli
+
+JSON = dict[str, Any]
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "events"
+MEMORY = "# Memory\n\n## General\n- Lives in Lyon\n- Drinks green tea\n\n## Work\n- Reviews code at Acme on Fridays\n"
+
+
+def respond(req: JSON) -> Response:
+    return reply("Noted.")
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(datetime(2026, 12, 3, 10, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+def app(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> Iterator[App]:
+    llm_server.responder = respond
+    a = App.open(home, config=Config(model="openai/test-model", api_base=llm_server.base_url, llm_retries=0,
+                                     memory_window=50, idle_consolidate_minutes=0, recall=True),
+                 clock=clock, ids=seeded_ids(clock), start_services=False)
+    yield a
+    a.close()
+
+
+def turn(app: App, clock: FakeClock, session: str, text: str) -> None:
+    clock.advance(60)
+    app.run(app.agent.turn(session, text, stream=False))
+
+
+def prompt_text(server: ScriptedLLMServer) -> str:
+    """Everything the last chat request carried (system prompt, notes, history)."""
+    return json.dumps(server.chat_requests[-1].json["messages"], ensure_ascii=False)
+
+
+def fact_id(app: App, words: str) -> str:
+    return next(f.id for f in app.memory.ledger().facts if words in f.text)
+
+
+def setup_scopes(app: App) -> dict[str, str]:
+    app.memory.write(MEMORY, reason="user-edit", source="user")
+    ids = {w: fact_id(app, w) for w in ("Lyon", "tea", "Acme")}
+    app.memory.move_fact(ids["Acme"], "work", "a work convention")
+    app.memory.write(app.store.state.memory + "\n## Family\n- Daughter Ada plays the cello\n",
+                     reason="user-edit", source="user")
+    ids["Ada"] = fact_id(app, "Ada")
+    app.memory.move_fact(ids["Ada"], "family", "about the family")
+    return ids
+
+
+def test_two_scopes_never_see_each_others_facts(app: App, llm_server: ScriptedLLMServer, clock: FakeClock) -> None:
+    ids = setup_scopes(app)
+    app.worker.call(lambda: scopes.choose(app.store, "w", "work"))
+    app.worker.call(lambda: scopes.choose(app.store, "f", "family"))
+
+    turn(app, clock, "w", "What do I do on Fridays?")
+    work = prompt_text(llm_server)
+    assert "Reviews code at Acme" in work and "Lives in Lyon" in work
+    assert "Ada" not in work and "cello" not in work
+
+    turn(app, clock, "f", "What does my daughter play?")
+    family = prompt_text(llm_server)
+    assert "cello" in family and "Lives in Lyon" in family
+    assert "Acme" not in family
+
+    turn(app, clock, "g", "Where do I live?")
+    everyday = prompt_text(llm_server)
+    assert "Lives in Lyon" in everyday and "Acme" not in everyday and "cello" not in everyday
+
+    # a change while the conversations run is told only where its fact belongs (layout 3's notes)
+    app.memory.remember("Deploys on Tuesdays only", "Work", model=None, source_seq=None, scope="work")
+    app.memory.remember("Ada has a recital in May", "Family", model=None, source_seq=None, scope="family")
+    turn(app, clock, "f", "Anything new?")
+    family = prompt_text(llm_server)
+    assert "recital in May" in family and "Tuesdays" not in family and "Acme" not in family
+    turn(app, clock, "w", "Anything new?")
+    work = prompt_text(llm_server)
+    assert "Tuesdays" in work and "recital" not in work and "cello" not in work
+
+    # a fact moved out of the global memory into family leaves the work conversation's sight
+    app.memory.move_fact(ids["tea"], "family", "only matters at home")
+    turn(app, clock, "w", "And now?")
+    notes = json.dumps(llm_server.chat_requests[-1].json["messages"][-1], ensure_ascii=False)
+    assert "Drinks green tea (moved to another memory scope)" in notes
+    turn(app, clock, "f", "And now?")
+    assert "moved to another memory scope" not in json.dumps(llm_server.chat_requests[-1].json["messages"][-1])
+
+    # prompt time travel rebuilds every scoped request byte for byte
+    rebuilt = reconstruct(lambda: app.store.log.records())
+    assert rebuilt and all(r.match for r in rebuilt.values())
+
+
+def test_a_scopes_dated_facts_stay_out_of_other_conversations_time_notes(
+    app: App, llm_server: ScriptedLLMServer, clock: FakeClock
+) -> None:
+    """The "Memory as of" block (facts with a time) lists only what the conversation may see."""
+    setup_scopes(app)
+    app.memory.remember("Ada's recital (from 2026-12-20 until 2026-12-20)", "Family", model=None,
+                        source_seq=None, scope="family")
+    app.memory.remember("Quarterly audit at Acme (from 2026-12-10 until 2026-12-12)", "Work", model=None,
+                        source_seq=None, scope="work")
+    app.worker.call(lambda: scopes.choose(app.store, "w", "work"))
+    app.worker.call(lambda: scopes.choose(app.store, "f", "family"))
+    turn(app, clock, "w", "What is coming up?")
+    work = prompt_text(llm_server)
+    assert "Quarterly audit" in work and "recital" not in work
+    turn(app, clock, "f", "What is coming up?")
+    family = prompt_text(llm_server)
+    assert "recital" in family and "audit" not in family
+    turn(app, clock, "g", "What is coming up?")
+    everyday = prompt_text(llm_server)
+    assert "audit" not in everyday and "recital" not in everyday
+
+
+def test_each_scope_is_its_own_file_in_the_repository(app: App) -> None:
+    setup_scopes(app)
+    root = app.home.memory
+    assert "Acme" not in (root / "MEMORY.md").read_text() and "Ada" not in (root / "MEMORY.md").read_text()
+    assert "Reviews code at Acme" in (root / "scopes" / "work.md").read_text()
+    assert "Ada plays the cello" in (root / "scopes" / "family.md").read_text()
+    head = app.memory.git.head()
+    assert head is not None
+    assert app.memory.git.read_memory(head) == app.store.state.memory  # the files join back exactly
+
+    # a hand edit moves a bullet from one file to another: the same fact, now global
+    (root / "scopes" / "family.md").write_text("## Family\n")
+    (root / "MEMORY.md").write_text((root / "MEMORY.md").read_text() + "- Daughter Ada plays the cello\n")
+    ada = fact_id(app, "Ada")
+    assert app.memory.check_worktree()
+    assert fact_id(app, "Ada") == ada
+    assert scopes.scope_map(app.memory.ledger(), app.store.state.memory)[ada] == scopes.GLOBAL
+    assert not (root / "scopes" / "family.md").exists()  # a scope left without facts has no file
+
+
+def test_a_moved_fact_keeps_its_id_and_history(app: App) -> None:
+    ids = setup_scopes(app)
+    acme = ids["Acme"]
+    before = app.memory.ledger().get(acme)
+    app.memory.move_fact(acme, "global", "it is about me everywhere")
+    after = app.memory.ledger().get(acme)
+    assert before is not None and after is not None and after.text == before.text
+    last = MemoryWritten.of(next(r for r in reversed(list(app.store.log.records())) if r.type == MemoryWritten.TYPE))
+    assert last.reason == "move"
+    assert last.moved == [{"id": acme, "section": "Work", "text": "Reviews code at Acme on Fridays",
+                           "source": "work", "target": "global", "reason": "it is about me everywhere"}]
+    assert last.diff is not None and not (last.diff["added"] or last.diff["dropped"] or last.diff["changed"])
+    assert find_in_history(app.memory.ledgers, acme) is not None
+    # the history of the id runs through both scopes: every revision since its first write has it
+    seen = [r.seq for r in app.store.log.records() if r.type == MemoryWritten.TYPE
+            and acme in (MemoryWritten.of(r).facts or {"ids": []})["ids"]]
+    assert len(seen) == app.store.state.memory_revisions
+    # a consolidation's put-back, an undo, any rewrite never moves a fact on its own
+    app.memory.write(app.store.state.memory.replace("- Daughter Ada plays the cello\n", "")
+                     + "\n- Daughter Ada plays the cello\n", reason="user-edit", source="memtray")
+    assert scopes.scope_map(app.memory.ledger(), app.store.state.memory)[ids["Ada"]] == "family"
+
+
+def test_an_old_home_opens_with_everything_global(home: Home, clock: FakeClock) -> None:
+    recs = [decode_raw(line) for line in (GOLDEN / "v1.jsonl").read_bytes().split(b"\n") if line]
+    state = replay(recs)
+    assert state.memory and all(s.scope is None for s in state.sessions.values())
+    assert scopes.names(state.memory) == [] and scopes.view(state.memory, "work") == state.memory
+    assert scopes.files(state.memory) == {"MEMORY.md": state.memory}
+    # a home written before scopes: its memory is MEMORY.md whole, no scopes folder, one global memory
+    a = App.open(home, config=Config(model="openai/x"), clock=clock, ids=seeded_ids(clock), start_services=False)
+    try:
+        a.memory.write(MEMORY, reason="user-edit", source="user")
+        assert (home.memory / "MEMORY.md").read_text() == MEMORY
+        assert not (home.memory / "scopes").exists()
+        assert set(scopes.scope_map(a.memory.ledger(), a.store.state.memory).values()) == {"global"}
+    finally:
+        a.close()
+
+
+def test_the_command_line_knows_scopes(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> None:
+    llm_server.responder = respond
+    env = configure(home, llm_server)
+    a = App.open(home, clock=clock, ids=seeded_ids(clock), start_services=False)
+    try:
+        ids = setup_scopes(a)
+    finally:
+        a.close()
+    acme, ada = ids["Acme"], ids["Ada"]
+
+    out = run_cli(home.root, "ask", "--session", "job", "--scope", "work", "What do I do on Fridays?", **env)
+    assert out.returncode == 0, out.stderr
+    sent = json.dumps(llm_server.chat_requests[-1].json["messages"])
+    assert "Acme" in sent and "cello" not in sent
+    out = run_cli(home.root, "ask", "--session", "job", "And on Mondays?", **env)  # the scope is remembered
+    sent = json.dumps(llm_server.chat_requests[-1].json["messages"])
+    assert out.returncode == 0 and "Acme" in sent and "cello" not in sent
+    bad = run_cli(home.root, "ask", "--scope", "../etc", "hi", **env)
+    assert bad.returncode != 0 and "not a scope name" in bad.stderr and "Traceback" not in bad.stderr
+
+    shown = run_cli(home.root, "memory", "show", "--scope", "work").stdout
+    assert "Acme" in shown and "Lyon" not in shown and "cello" not in shown
+    assert "Lyon" in run_cli(home.root, "memory", "show", "--scope", "global").stdout
+
+    moved = run_cli(home.root, "memory", "move", acme, "--scope", "family", "--reason", "it was a family rota", "--json")
+    assert moved.returncode == 0, moved.stderr
+    assert json.loads(moved.stdout)["move"] == {"id": acme, "section": "Work", "text": "Reviews code at Acme on Fridays",
+                                                "source": "work", "target": "family", "reason": "it was a family rota"}
+    rows = json.loads(run_cli(home.root, "memory", "log", "--scope", "family", "--json").stdout)
+    assert rows and all("family" in r["scopes"] for r in rows) and rows[0]["reason"] == "move"
+    assert all("work" not in r["scopes"] or "family" in r["scopes"] for r in rows)
+    diff = json.loads(run_cli(home.root, "memory", "diff", "--scope", "family", "--json").stdout)
+    assert set(diff) >= {"added", "dropped", "changed", "unchanged"}
+    why = run_cli(home.root, "memory", "why", acme, "--scope", "family", "--json")
+    assert json.loads(why.stdout)["scope"] == "family" and json.loads(why.stdout)["fact"]["id"] == acme
+    refused = run_cli(home.root, "memory", "why", ada, "--scope", "work")
+    assert refused.returncode != 0 and "cello" not in refused.stdout + refused.stderr
+
+    undone = run_cli(home.root, "memory", "undo", "HEAD", "--scope", "family", "--json")
+    assert undone.returncode == 0, undone.stderr
+    assert [d["action"] for d in json.loads(undone.stdout)["done"]] == ["moved back"]
+    assert "Acme" in run_cli(home.root, "memory", "show", "--scope", "work").stdout
+    listed = json.loads(run_cli(home.root, "memory", "scopes", "--json").stdout)
+    assert {r["scope"] for r in listed} == {"global", "work", "family"}
+
+
+def consolidating(edits: list[JSON], seen: list[str]) -> Any:
+    """A model that answers chat turns and, asked to consolidate, records what it was shown
+    and sends ``edits`` (a hostile mix: a fact for another scope, an invented move...)."""
+    def respond_(req: JSON) -> Response:
+        if any(t.get("function", {}).get("name") == "save_memory" for t in req.get("tools") or []):
+            seen.append(json.dumps(req["messages"], ensure_ascii=False))
+            return tool_call("save_memory", {"history_entry": "[2026-12-03 10:00] Work talk.", "edits": edits,
+                                             "removed_facts": []})
+        return reply("Noted.")
+    return respond_
+
+
+def test_a_consolidation_writes_into_its_conversations_scope(app: App, llm_server: ScriptedLLMServer,
+                                                             clock: FakeClock) -> None:
+    ids = setup_scopes(app)
+    family_before = scopes.only(app.store.state.memory, "family")
+    seen: list[str] = []
+    llm_server.responder = consolidating([
+        {"op": "add", "text": "Writes Rust at work every day", "section": "Work",
+         "receipt": {"messages": [1], "quote": "I write Rust at work every day"}},
+        {"op": "add", "text": "Is vegetarian", "section": "Food", "scope": "global",
+         "receipt": {"messages": [3], "quote": "I am vegetarian"}},
+        {"op": "add", "text": "Has a daughter called Mia", "section": "Family", "scope": "family",
+         "receipt": {"messages": [5], "quote": "My daughter is called Mia"}},
+        {"op": "move", "id": ids["tea"], "scope": "work", "reason": "only drinks it at the office"},
+        {"op": "move", "id": ids["Ada"], "scope": "work", "reason": "invented: a fact it was never shown"},
+        {"op": "move", "id": ids["Lyon"], "scope": "work"},
+    ], seen)
+    app.worker.call(lambda: scopes.choose(app.store, "w", "work"))
+    for text in ("I write Rust at work every day.", "I am vegetarian.", "My daughter is called Mia."):
+        turn(app, clock, "w", text)
+    out = app.run(app.consolidation.consolidate("w"))
+
+    assert seen and "Acme" in seen[0] and "Lyon" in seen[0]
+    assert 'belongs to the memory scope \\"work\\"' in seen[0]  # the model is told where its facts go
+    assert "cello" not in seen[0] and "Ada" not in seen[0]  # the model never saw the family scope
+    where = {f.text: s for f, s in zip(app.memory.ledger().facts, scopes.of_facts(app.store.state.memory),
+                                       strict=True)}
+    assert where["Writes Rust at work every day"] == "work"
+    assert where["Is vegetarian"] == "global"
+    assert where["Drinks green tea"] == "work"  # moved, with its reason
+    assert where["Lives in Lyon"] == "global"  # a move without a reason is refused
+    assert "Has a daughter called Mia" not in where  # another scope: refused at the door...
+    assert scopes.only(app.store.state.memory, "family") == family_before  # ...and family is untouched
+    assert any("refused" in n and "'family'" in n for n in out.notes)
+    assert any("no fact of this conversation's memory" in n for n in out.notes)
+    assert any("without a reason" in n for n in out.notes)
+    # what the user said and nothing kept is listed, one click from memory
+    assert any(i.get("kind") == "not-remembered" and "Mia" in i["text"] for i in app.store.state.review.values())
+    last = MemoryWritten.of(next(r for r in reversed(list(app.store.log.records())) if r.type == MemoryWritten.TYPE))
+    assert last.moved is not None and [(m["id"], m["target"], m["reason"]) for m in last.moved] == [
+        (ids["tea"], "work", "only drinks it at the office")]
+
+
+def test_recall_and_search_stay_in_their_scope(app: App, llm_server: ScriptedLLMServer, clock: FakeClock) -> None:
+    setup_scopes(app)
+    app.worker.call(lambda: scopes.choose(app.store, "f", "family"))
+    app.worker.call(lambda: scopes.choose(app.store, "w", "work"))
+    turn(app, clock, "f", "The cello teacher Mrs Okafor comes on Thursdays.")
+    turn(app, clock, "w", "The staging server Okafor-7 reboots on Thursdays.")
+    turn(app, clock, "g", "Who is Okafor again?")  # a global conversation: neither scope's talk
+    assert "cello teacher" not in prompt_text(llm_server) and "staging server" not in prompt_text(llm_server)
+    turn(app, clock, "w", "When does Okafor reboot?")
+    work = prompt_text(llm_server)
+    assert "cello teacher" not in work
+    svc = app.search
+    assert svc is not None
+    found = app.run(svc.asearch("Okafor Thursdays", mode="keyword", scope="family"))
+    assert {h.session for h in found.hits} == {"f"}
+    everything = app.run(svc.asearch("Okafor Thursdays", mode="keyword"))
+    assert {"f", "w"} <= {h.session for h in everything.hits}
+
+
+def test_restore_and_rollback_bring_a_fact_back_in_its_scope(app: App) -> None:
+    ids = setup_scopes(app)
+    ada = ids["Ada"]
+    app.memory.forget_fact(ada, "asked to forget")
+    app.memory.restore_fact(None, ada)
+    where = scopes.scope_map(app.memory.ledger(), app.store.state.memory)
+    assert where[ada] == "family"  # back where it was, not in the global memory
+    before_move = app.memory.revision("HEAD").rev
+    app.memory.move_fact(ids["Acme"], "global", "about me everywhere")
+    app.memory.rollback(before_move)
+    assert scopes.scope_map(app.memory.ledger(), app.store.state.memory)[ids["Acme"]] == "work"
