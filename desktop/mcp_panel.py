@@ -18,13 +18,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.mcp import servers as serverlist
 
 from . import texts
 from .bridge import Change, Follower
 from .context import Context
+from .forms import error_text
 from .qt import (
     QApplication,
     QFrame,
@@ -39,6 +40,9 @@ from .qt import (
     QWidget,
     Signal,
 )
+
+if TYPE_CHECKING:
+    from memtray.core.app import App
 
 log = logging.getLogger(__name__)
 
@@ -75,19 +79,14 @@ class McpState:
     error: str = ""  # mcp.toml is not valid
 
 
-def error_text(exc: BaseException) -> str:
-    hint = getattr(exc, "hint", "")
-    return f"{exc}\n{hint}" if hint else str(exc)
-
-
-def mcp_state(app: Any) -> McpState:
+def mcp_state(app: App) -> McpState:
     """mcp.toml's servers and the instance's connections (run on the worker: it reads the file)."""
     where = str(serverlist.path(app.home))
     try:
         specs = serverlist.load(app.home)
     except Exception as exc:  # ConfigError: a damaged file is shown, not raised
         return McpState(where, [], error_text(exc))
-    mcp = getattr(app, "mcp", None)
+    mcp = app.mcp  # None: no instance runs the servers here
     live = {d["name"]: d for d in (mcp.describe() if mcp is not None else [])}
     rows = []
     for s in specs:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .context import Context
+from .forms import error_text
 from .qt import (
     QCheckBox,
     QDateTime,
@@ -217,8 +218,7 @@ class RebuildDialog(QDialog):
         self.task = None
         self._busy(False)
         self.bar.setRange(0, 1)
-        hint = getattr(exc, "hint", "")
-        self._fail(f"{exc}" + (f" — {hint}" if hint else ""))
+        self._fail(error_text(exc, " — "))
 
     def _fail(self, text: str) -> None:
         self.status.setText(text)

@@ -228,9 +228,8 @@ class SyncSection(QWidget):
         self.last = status
         self._render()
         self._update()
-        memory = getattr(self.ctx.app, "memory", None)
-        if status and memory is not None and hasattr(memory, "merge_conflicts"):
-            self.ctx.bridge.call(memory.merge_conflicts, name="sync-conflicts",
+        if status:
+            self.ctx.bridge.call(self.ctx.app.memory.merge_conflicts, name="sync-conflicts",
                                  on_result=self._pending_read, on_error=lambda _e: None)
 
     def _pending_read(self, items: list[dict[str, Any]]) -> None:

@@ -25,8 +25,7 @@ from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home, current_holder
 from memtray.core.cli.console import con, served_app
 from memtray.core.cli.console import out as _out
-
-Serve = Callable[[Any, dict[str, Any], Callable[[dict[str, Any]], None]], int]
+from memtray.core.cli.frontend import Serve
 
 #: How long a stopping instance lets the commands it started finish.
 DRAIN_SECONDS = 300.0
@@ -84,10 +83,9 @@ class _Instance:
 
 def _run(home: Home, serve: Serve, *, warm: bool) -> int:
     from memtray.core.app import App
-    from memtray.core.base import ipc, logsetup
+    from memtray.core.base import handover, ipc, logsetup
     from memtray.core.base.errors import AlreadyRunning
     from memtray.core.base.notify import StdoutNotifier
-    from memtray.core.cli import warm as warm_mod
 
     if served_app() is not None:
         raise MemtrayError("memtray is already running for this data home (this command was forwarded to it)")
@@ -107,7 +105,7 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
         except AlreadyRunning:
             if warm:
                 raise  # another instance or command has the home: the caller uses or waits for it
-            taken = warm_mod.take_over(home, lambda: App.open(home))  # a warm instance leaves for us
+            taken = handover.take_over(home, lambda: App.open(home))  # a warm instance leaves for us
             if taken is None:
                 raise
             app = taken
@@ -191,7 +189,7 @@ def _quietly(fn: Callable[[], Any]) -> None:
 
 
 def _status(home: Home, *, as_json: bool) -> int:
-    from memtray.core.base import ipc
+    from memtray.core.base import handover, ipc
     from memtray.core.cli import warm as warm_mod
 
     info: dict[str, Any]
@@ -207,7 +205,7 @@ def _status(home: Home, *, as_json: bool) -> int:
             info = {"running": True, "kind": "app", "pid": _lock_pid(home), "home": str(home.root)}
     except (ipc.NoInstance, ipc.NotPrivate):
         found = current_holder(home)
-        free = warm_mod.home_free(home)
+        free = handover.home_free(home)
         info = {"running": False, "kind": None if free else "command",
                 "pid": found.pid if found is not None and not free else None, "home": str(home.root)}
         if found is not None and not free:

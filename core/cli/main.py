@@ -45,10 +45,10 @@ Handler = Callable[[argparse.Namespace, Home], int]
 
 def cmd_ask(args: argparse.Namespace, home: Home) -> int:
     text = " ".join(args.text)
-    if text == "-" and not getattr(args, "literal", False):
+    if text == "-" and not args.literal:
         text = sys.stdin.read()
         args.text, args.literal = [text], True  # read once: a retry or a forward keeps it
-    attach = [os.path.abspath(f) for f in getattr(args, "attach", None) or []]
+    attach = [os.path.abspath(f) for f in args.attach or []]
     if attach:
         from memtray.core.log.attachments import from_file
 
@@ -118,7 +118,7 @@ def cmd_chat(args: argparse.Namespace, home: Home) -> int:
         # each line goes to the instance; if it has left meanwhile (idle, quit), the line
         # starts a new one or runs here, as `memtray ask` would
         def remote_turn(line: str) -> None:
-            ask = argparse.Namespace(session=args.session, text=[line], literal=True)
+            ask = argparse.Namespace(session=args.session, text=[line], literal=True, attach=None)
             forward(home, ["ask", "--session", args.session, "--literal", "--", line],
                     run_here=lambda: cmd_ask(ask, home), model=True)
 
@@ -299,7 +299,7 @@ def cmd_desktop(args: argparse.Namespace, home: Home) -> int:
             hint="Install PySide6 (pip install memtray installs it), or use `memtray chat`.",
         )
     set_role("memtray (the desktop app)", serves=True)
-    return int(fe.run(home, list(getattr(args, "argv", []) or [])))
+    return int(fe.run(home, list(getattr(args, "argv", []) or []), serve))
 
 
 # --- parser ------------------------------------------------------------------------------
@@ -389,9 +389,10 @@ def build_parser() -> argparse.ArgumentParser:
     cli_sync.add_commands(sub)
     cli_model.add_commands(sub)
     cli_usage.add_commands(sub)
-    fe = frontend()
-    if fe is not None:  # desktop not installed: toggle/show/quit are unavailable
-        fe.add_commands(sub)
+    if frontend() is not None:  # desktop not installed: toggle/show/quit are unavailable
+        from memtray.core.cli import instance as cli_instance
+
+        cli_instance.add_commands(sub)
     return p
 
 
@@ -434,7 +435,7 @@ def main(argv: Sequence[str] | None = None, *, desktop: Frontend | None = None) 
                 parser.print_help()
                 return 0
             return cmd_desktop(args, home)
-        if getattr(args, "no_daemon", False):
+        if args.no_daemon:
             from memtray.core.cli import warm
 
             warm.disable()

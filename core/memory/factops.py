@@ -55,6 +55,8 @@ class FactOps(MemoryBrowsing):
     write: Callable[..., list[Record]]
     #: the held changes kept out in review (see :meth:`ReviewOps.kept_out`)
     kept_out: Callable[[], list[dict[str, Any]]]
+    #: this device's id (see :attr:`PeerMerging.device`)
+    device: str
 
     def ledger(self) -> Ledger:
         """The current memory's facts with their ids."""
@@ -253,7 +255,7 @@ class FactOps(MemoryBrowsing):
                                hint="See `memtray memory show` for the facts and their words.")
         found: tuple[Record, MemoryWritten, Provenance] | None = None
         exact = False
-        here = getattr(self, "device", None)
+        here = self.device
         for rec in self.memory_events():
             w = MemoryWritten.of(rec)
             prov = (w.provenance or {}).get(target.id)

@@ -113,7 +113,7 @@ def test_why_shows_where_a_fact_came_from(qtbot: Any, seeded: Any) -> None:
     browser = _browser(qtbot, seeded)
     row = _row(browser, "added", "Works as a nurse")
     row.buttons["Why?"].click()
-    qtbot.waitUntil(lambda: getattr(browser, "why_dialog", None) is not None and browser.why_dialog.isVisible(),
+    qtbot.waitUntil(lambda: browser.why_dialog is not None and browser.why_dialog.isVisible(),
                     timeout=10000)
     assert browser.why_dialog.info["fact"]["text"] == "Works as a nurse"
     assert browser.why_dialog.info["fact"]["id"] == row.fact.id  # asked by id
