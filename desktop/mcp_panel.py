@@ -43,6 +43,7 @@ from .qt import (
 
 if TYPE_CHECKING:
     from memtray.core.app import App
+    from memtray.core.log.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +230,7 @@ class McpSection(QWidget):
 # --- first use in the chat -----------------------------------------------------------------
 
 
-def refused_servers(store: Any, session: str, first_seq: int, last_seq: int) -> list[str]:
+def refused_servers(store: Store, session: str, first_seq: int, last_seq: int) -> list[str]:
     """Servers whose calls in ``session`` between the seqs were refused (run on the worker:
     it reads the log's tail)."""
     from memtray.core.log.events import McpCall

@@ -47,6 +47,7 @@ from .rebuild_dialog import RebuildDialog
 from .timeline import TimelineView, fact_counts
 
 if TYPE_CHECKING:
+    from memtray.core.memory.revisions import Revision
     from memtray.core.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -87,9 +88,9 @@ class MemoryBrowser(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.confirm: Confirm = ask
-        self.revisions: list[Any] = []
+        self.revisions: list[Revision] = []
         self.failed_redos: list[Any] = []
-        self.current: Any = None
+        self.current: Revision | None = None
         self.parent_rev: str | None = None
         self.rows: list[FactRow] = []
         self._pending_select: str | None = None
@@ -530,13 +531,14 @@ class MemoryBrowser(QWidget):
         cons = self.ctx.app.consolidation
         if r is None or not r.consolidation:
             return
+        cid = r.consolidation
         model = self.redo_model.currentText().strip() or None
         self._set_actions_enabled(False)
-        self._status(f"Redoing consolidation {r.consolidation[:8]} with {model or 'the current model'}…")
+        self._status(f"Redoing consolidation {cid[:8]} with {model or 'the current model'}…")
         mem = self.memory
 
         async def run() -> Any:
-            await cons.redo(r.consolidation, model=model)
+            await cons.redo(cid, model=model)
             return mem.revision("HEAD")
 
         def failed(exc: BaseException) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from .bridge import Task
 from .context import Context
 from .forms import error_text
 from .qt import (
@@ -62,7 +63,7 @@ class RebuildDialog(QDialog):
     def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ctx = ctx
-        self.task: Any = None
+        self.task: Task | None = None
         self.comparison: dict[str, Any] | None = None
         self.setWindowTitle("Rebuild memory with another model")
         self.setMinimumSize(560, 440)

@@ -17,11 +17,14 @@ import json
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memtray.core.base import handover
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
+
+if TYPE_CHECKING:
+    from memtray.core.app import App
 
 
 class Console:
@@ -296,13 +299,13 @@ def _relay(c: Console) -> Callable[[dict[str, Any]], None]:
     return relay
 
 
-def served_app() -> Any | None:
+def served_app() -> App | None:
     """The App of the instance serving this command, or None when run directly."""
     return getattr(_local, "app", None)
 
 
 @contextlib.contextmanager
-def serving(app: Any, console: Console) -> Iterator[None]:
+def serving(app: App, console: Console) -> Iterator[None]:
     """Run the commands of this thread against ``app``, writing to ``console``."""
     _local.app = app
     _local.console = console

@@ -19,13 +19,16 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home, current_holder
 from memtray.core.cli.console import con, served_app
 from memtray.core.cli.console import out as _out
 from memtray.core.cli.frontend import Serve
+
+if TYPE_CHECKING:
+    from memtray.core.app import App
 
 #: How long a stopping instance lets the commands it started finish.
 DRAIN_SECONDS = 300.0
@@ -151,9 +154,8 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
                 threading.Thread(target=_quietly, args=(ready,), name="memtray-warm-up", daemon=True).start()
                 state = f"warm, exits after {me.idle_seconds:g}s idle, not delivering reminders"
             else:
-                from memtray.core.cli import remind as cli_remind
 
-                delivering = cli_remind.service(app).start()
+                delivering = app.reminders.start()
                 state = "delivering reminders" if delivering else "NOT delivering reminders (see the log)"
             con().error(f"memtray daemon: ready, {state}; serving {home.root} (pid {os.getpid()})")
             while not signals and not me.stop_reason:
@@ -175,7 +177,7 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
     return 0
 
 
-def _busy(app: Any) -> bool:
+def _busy(app: App) -> bool:
     return bool(app.consolidation.in_flight)
 
 

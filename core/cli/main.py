@@ -33,6 +33,7 @@ from memtray.core.cli.console import out as _out
 from memtray.core.cli.frontend import Frontend, frontend, set_frontend
 
 if TYPE_CHECKING:
+    from memtray.core.app import App
     from memtray.core.log.events import Record
 
 Handler = Callable[[argparse.Namespace, Home], int]
@@ -153,7 +154,7 @@ def _chat_loop(session: str, turn: Callable[[str], None], new: Callable[[], None
         turn(line)
 
 
-def _offline_notice(app: Any) -> None:
+def _offline_notice(app: App) -> None:
     """Say once that the small offline model answers because no provider is configured."""
     from memtray.core.llm import localmodel
 
@@ -163,7 +164,7 @@ def _offline_notice(app: Any) -> None:
             _err(notice)
 
 
-def _new_session(app: Any, session: str) -> None:
+def _new_session(app: App, session: str) -> None:
     from memtray.core.agent.reset import new_session
 
     app.run(new_session(app.agent, app.consolidation, session))  # raises (and keeps the session) if archiving fails
@@ -299,7 +300,7 @@ def cmd_desktop(args: argparse.Namespace, home: Home) -> int:
             hint="Install PySide6 (pip install memtray installs it), or use `memtray chat`.",
         )
     set_role("memtray (the desktop app)", serves=True)
-    return int(fe.run(home, list(getattr(args, "argv", []) or []), serve))
+    return int(fe.run(home, list(args.argv), serve))
 
 
 # --- parser ------------------------------------------------------------------------------
@@ -311,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--home", help="data home (default: $MEMTRAY_HOME or the platform data dir)")
     p.add_argument("--no-daemon", action="store_true",
                    help="never start the background instance that keeps the model warm")
+    p.set_defaults(fn=None, argv=[])  # no command: the desktop (each command sets its fn)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     a = sub.add_parser("ask", help="one turn: print the reply")
@@ -423,12 +425,12 @@ def main(argv: Sequence[str] | None = None, *, desktop: Frontend | None = None) 
     if not argv and not os.environ.get("MEMTRAY_NO_DESKTOP"):
         # bare `memtray` starts the desktop: skip building the parser, which imports
         # every feature module (the instance builds it when a command is forwarded)
-        parser, args = None, argparse.Namespace(home=None, argv=[])
+        parser, args = None, argparse.Namespace(home=None, argv=[], fn=None)
     else:
         parser = build_parser()
         args = parser.parse_args(argv)
     home = Home.resolve(args.home) if args.home else Home.resolve()
-    fn: Handler | None = getattr(args, "fn", None)
+    fn: Handler | None = args.fn
     try:
         if fn is None:
             if parser is not None and os.environ.get("MEMTRAY_NO_DESKTOP"):
@@ -482,7 +484,7 @@ def _report(exc: MemtrayError) -> int:
     return exc.exit_code
 
 
-def serve(app: Any, request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> int:
+def serve(app: App, request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> int:
     """Execute a forwarded command against ``app`` (in the running instance)."""
     argv = [str(a) for a in request.get("argv", [])]
     if argv[:1] and argv[0].startswith("__"):  # the instance protocol's own requests
@@ -495,7 +497,7 @@ def serve(app: Any, request: dict[str, Any], send: Callable[[dict[str, Any]], No
             args = parser.parse_args(argv)
         except SystemExit as exc:
             return int(exc.code or 0)
-        fn: Handler | None = getattr(args, "fn", None)
+        fn: Handler | None = args.fn
         if fn is None:
             return 0
         try:
