@@ -178,7 +178,7 @@ class McpSection(QWidget):
         lay.addLayout(row)
         app = ctx.app
         self.feed = Follower(ctx.bridge, lambda: lambda: mcp_state(app), self._show, name="mcp-servers",
-                             wants=lambda c: c.any_type("mcp."), parent=self)
+                             wants=lambda c: c.what.mcp, parent=self)
         self.feed.request()
 
     def refresh(self) -> None:
@@ -260,7 +260,7 @@ class ConsentWatcher(QObject):
 
     def _changed(self, change: Change) -> None:
         session = self.session()
-        if "mcp.call" not in change.types or session not in change.sessions:
+        if not change.what.mcp_calls or session not in change.sessions:
             return
         store, home = self.ctx.app.store, self.ctx.app.home
 

@@ -227,7 +227,7 @@ class MemoryBrowser(QWidget):
         # the list, the review count and the timeline follow the log: a consolidation, an
         # edit or a review from any front end shows without a click
         self.feed = Follower(ctx.bridge, self._query, self._loaded, name="memory-revisions", parent=self,
-                             wants=lambda change: change.any_type("memory.", "consolidation.failed"),
+                             wants=lambda change: change.what.memory or change.what.consolidation_failed,
                              on_error=self._failed)
 
     # --- services ---------------------------------------------------------------------

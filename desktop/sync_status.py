@@ -105,7 +105,7 @@ class SyncStatusMenu(QObject):
             # a review resolved (memory.reviewed), a merge, a hand edit: all are memory events
             self.feed = Follower(bridge, lambda: conflicts, self._pending_read,
                                  name="sync-conflicts", parent=self,
-                                 wants=lambda change: change.any_type("memory."))
+                                 wants=lambda change: change.what.memory)
         self.now = QAction("Sync now", menu)
         self.now.triggered.connect(self.sync_now)
         if before is not None:

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memtray.core.log.events import CONSOLIDATION_TYPES, Message, UsageRecorded
 from memtray.core.log.usage import line, summarize, zone_of
 
 from .bridge import Bridge, Change, Follower
@@ -25,10 +24,6 @@ if TYPE_CHECKING:
     from memtray.core.app import App
 
 log = logging.getLogger(__name__)
-
-#: the events that carry a call's usage
-_SPENDING = frozenset({Message.TYPE, UsageRecorded.TYPE, *CONSOLIDATION_TYPES})
-
 
 @dataclass(frozen=True)
 class UsageState:
@@ -50,7 +45,7 @@ def usage_query(app: App) -> Callable[[], UsageState]:
 
 
 def _wants(change: Change) -> bool:
-    return bool(change.types & _SPENDING)
+    return change.what.spending
 
 
 class UsageRow(QWidget):
