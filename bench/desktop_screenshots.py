@@ -82,6 +82,7 @@ def main() -> int:
     from memtray.core.app import App
     from memtray.core.base import config
     from memtray.core.base.home import Home
+    from memtray.core.cli.main import serve
     from memtray.desktop.main import Desktop
     from memtray.desktop.qt import QApplication, QGuiApplication, Qt, QTimer
 
@@ -109,7 +110,7 @@ def main() -> int:
             "removed_facts": [{"fact": "Lives in Lyon", "reason": "moved to Paris"}],
         })))
         app.run(app.consolidation.archive("quick"))
-        d = Desktop(app, qapp, tray_available=False, show_dialogs=False, warm_up=False)
+        d = Desktop(app, qapp, serve, tray_available=False, show_dialogs=False, warm_up=False)
         d.start()
         d.window.hide()
         popup = d.popup

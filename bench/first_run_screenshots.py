@@ -71,6 +71,7 @@ def main() -> int:
     os.environ["NO_PROXY"] = "127.0.0.1,localhost"
     from memtray.core.app import App
     from memtray.core.base import config
+    from memtray.core.cli.main import serve
     from memtray.desktop.main import Desktop
     from memtray.desktop.qt import QApplication, QMessageBox, QTimer
 
@@ -101,7 +102,7 @@ def main() -> int:
     # --- 1, 2: the first start on a fresh home -----------------------------------------
     home = _env(tmp, "fresh")
     app = App.open(home)
-    d = Desktop(app, qapp, tray_available=False, show_dialogs=True, warm_up=False, deliver=False)
+    d = Desktop(app, qapp, serve, tray_available=False, show_dialogs=True, warm_up=False, deliver=False)
     d.start()
 
     def first() -> None:
@@ -134,7 +135,7 @@ def main() -> int:
         })))
         app.run(app.consolidation.archive("quick"))
         server.script(reply("ok"))
-        d = Desktop(app, qapp, tray_available=False, show_dialogs=True, warm_up=False, deliver=False)
+        d = Desktop(app, qapp, serve, tray_available=False, show_dialogs=True, warm_up=False, deliver=False)
         d.start()
         w = d.main_window()
         w.resize(1280, 720)

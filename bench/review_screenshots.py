@@ -42,6 +42,7 @@ def main() -> int:
     from memtray.core.app import App
     from memtray.core.base import config
     from memtray.core.base.home import Home
+    from memtray.core.cli.main import serve
     from memtray.core.log.events import Message
     from memtray.core.memory.items import review_item
     from memtray.core.sync.names import name_device
@@ -76,7 +77,7 @@ def main() -> int:
         name_device(app.store, PEER, "Desktop")
 
     app.worker.call(seed)
-    d = Desktop(app, qapp, tray_available=False, show_dialogs=False, warm_up=False)
+    d = Desktop(app, qapp, serve, tray_available=False, show_dialogs=False, warm_up=False)
     d.start()
     shots: list[str] = []
 

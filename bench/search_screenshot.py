@@ -26,6 +26,7 @@ def main() -> int:
     from memtray.core.app import App
     from memtray.core.base import config
     from memtray.core.base.home import Home
+    from memtray.core.cli.main import serve
     from memtray.core.log.events import ImportItem, Message
     from memtray.desktop.main import Desktop
     from memtray.desktop.qt import QApplication, QTimer
@@ -59,7 +60,7 @@ def main() -> int:
     mem = app.memory
     app.worker.call(lambda: mem.remember("Grandfather was the lighthouse keeper at Ouessant (Brittany)",
                                          "Family", model="openai/gpt-4o-mini", source_seq=None))
-    d = Desktop(app, qapp, tray_available=False, show_dialogs=False, warm_up=False)
+    d = Desktop(app, qapp, serve, tray_available=False, show_dialogs=False, warm_up=False)
     d.start()
     shots: list[str] = []
 

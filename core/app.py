@@ -114,6 +114,14 @@ class App:
         """Run a mutation ``fn`` on the worker (the single writer) and return its result."""
         return self.worker.call_here(fn)
 
+    def searcher(self) -> SearchService:
+        """The history search, or a SearchError saying it is unavailable (every door says the same)."""
+        if self.search is None:
+            from memtray.core.search.text import SearchError
+
+            raise SearchError("history search is unavailable", hint=f"See the log in {self.home.logs} for why.")
+        return self.search
+
     def start_background(self) -> None:
         """Start what only a long-lived instance runs (the daemon, the warm instance, the
         desktop): embedding the history for search by meaning. A one-shot command never

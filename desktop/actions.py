@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.memory.dated import local_day
 
 from .bridge import Bridge
 from .forms import error_text
+
+if TYPE_CHECKING:
+    from memtray.core.app import App
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +34,7 @@ SNOOZE_LABEL = "Snooze 10 min"
 class NotificationActions:
     """The extra actions of notifications (see the module's docstring)."""
 
-    def __init__(self, app: Any, bridge: Bridge, window: Callable[[], Any],
+    def __init__(self, app: App, bridge: Bridge, window: Callable[[], Any],
                  say: Callable[[str, str, str], None]) -> None:
         self.app = app
         self.bridge = bridge

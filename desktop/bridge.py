@@ -26,6 +26,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from memtray.core.log.changes import Changes
 from memtray.core.log.events import Record
 
 from .qt import QObject, Qt, Signal
@@ -35,21 +36,19 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Change:
-    """What one append added to the log (a summary: views query the worker for the rest)."""
+    """What one append added to the log (a summary: views query the worker for the rest):
+    which records, which sessions, and what it changed in domain terms (``what.memory``, ...),
+    so no view reads an event type's string."""
 
     first_seq: int
     last_seq: int
-    types: frozenset[str]
+    what: Changes
     sessions: frozenset[str]
 
     @classmethod
     def of(cls, records: Sequence[Record]) -> Change:
-        return cls(records[0].seq, records[-1].seq, frozenset(r.type for r in records),
+        return cls(records[0].seq, records[-1].seq, Changes.of(r.type for r in records),
                    frozenset(r.session for r in records if r.session))
-
-    def any_type(self, *prefixes: str) -> bool:
-        """Whether an event type starts with one of ``prefixes`` (``"memory."``, ``"message"``)."""
-        return any(t.startswith(prefixes) for t in self.types)
 
 
 class Followable(Protocol):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.agent import reset
 from memtray.core.log import transcript
@@ -38,6 +38,9 @@ from .qt import (
     QWidget,
     Signal,
 )
+
+if TYPE_CHECKING:
+    from memtray.core.agent.loop import TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -495,9 +498,9 @@ class ChatPane(QWidget):
             self._live.remove(view)
         view.deleteLater()
 
-    def _on_finished(self, result: Any) -> None:
+    def _on_finished(self, result: TurnResult) -> None:
         view = self._end()
-        reply = getattr(result, "reply", "")
+        reply = result.reply
         if view is not None:
             view.finish(reply)
         self.turn_done.emit("finished", reply)

@@ -93,7 +93,7 @@ class CheckIn(QFrame):
 
     @staticmethod
     def _wants(change: Change) -> bool:
-        return change.any_type("memory.")
+        return change.what.memory
 
     def _query(self) -> Callable[[], Any]:
         app = self.ctx.app

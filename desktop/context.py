@@ -7,16 +7,19 @@ view built with it receives the log's changes and the settings' (see :mod:`.brid
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .bridge import Bridge
 from .nav import Navigator
 from .theme import Theme
 
+if TYPE_CHECKING:  # imported for its type only: the tray shows before core's services load
+    from memtray.core.app import App
+
 
 @dataclass
 class Context:
-    app: Any  # memtray.core.app.App
+    app: App
     bridge: Bridge
     theme: Theme
     nav: Navigator

@@ -1,11 +1,11 @@
 """The first moments of the desktop app: the tray icon (or window) on screen before the rest is imported.
 
-Bare ``memtray`` lands here (through :mod:`.launcher`). A person waits for the
-tray icon, not for litellm, dulwich, the search index or the reminder scheduler;
-so this module imports Qt and the few desktop modules the icon needs, takes the
-data home's lock, shows the icon and lets Qt run until the tray host has
-embedded and exposed it. Only then does :func:`memtray.desktop.main.run` import
-the rest, open the App and build the desktop, adopting the icon (what was
+Bare ``memtray`` lands in :func:`memtray.desktop.start.run` (through
+:mod:`.launcher`). A person waits for the tray icon, not for litellm, dulwich, the
+search index or the reminder scheduler; so this module imports Qt and the few
+desktop modules the icon needs: :class:`EarlyStart` takes the data home's lock,
+shows the icon and lets Qt run until the tray host has embedded and exposed it.
+Only then does :func:`memtray.desktop.main.run` import the rest, open the App and build the desktop, adopting the icon (what was
 clicked meanwhile is replayed, nothing is lost). Where there is no tray the
 main window is the app's face: its frame and navigation are shown the same
 way, and its chats page is built once the App is open.
@@ -23,21 +23,24 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memtray.core.base.home import Home, HomeLock
+from memtray.core.base.home import HomeLock
 
 from .nav import Navigator
 from .qt import (
     QApplication,
     QEvent,
     QEventLoop,
-    QGuiApplication,
     QObject,
     QSystemTrayIcon,
     QTimer,
     QWidget,
 )
+
+if TYPE_CHECKING:  # for their types only: each is imported when it is shown
+    from .mainwindow import MainWindow
+    from .tray import Tray
 
 REPORT_ENV = "MEMTRAY_STARTUP_REPORT"  # bench/desktop_startup.py reads start-up milestones from here
 #: the longest the start waits for the tray host to expose the icon before going on
@@ -110,8 +113,8 @@ class EarlyStart:
         theme = current(scheme_hint=False)  # the desktop looks at the colour scheme too, later
         #: ("toggle",), ("quit",) or ("open", page, arg), in the order they came
         self.pending: list[tuple[str, ...]] = []
-        self.tray: Any = None  # .tray.Tray
-        self.window: Any = None  # .mainwindow.MainWindow, not attached yet
+        self.tray: Tray | None = None
+        self.window: MainWindow | None = None  # not attached yet
         if tray:
             from .tray import Tray
 
@@ -173,62 +176,3 @@ class EarlyStart:
             self.window.closing.disconnect(self._quit)
             self.window.hide()
         self.lock.release()
-
-
-def _lock(home: Home) -> HomeLock | None:
-    from memtray.core.base.errors import AlreadyRunning, MemtrayError
-
-    for attempt in range(5):
-        try:
-            return HomeLock(home).acquire()
-        except AlreadyRunning:
-            # held: a running app, a daemon, a command, or only for an instant by
-            # something that looks whether it is held (`toggle` does): look again briefly
-            if attempt < 4:
-                time.sleep(0.02)
-        except MemtrayError:  # not lockable: main.run says why
-            return None
-    return None
-
-
-def run(home: Home, argv: list[str]) -> int:
-    """Start the desktop app: the tray icon (or the window's frame) first, then the rest.
-
-    :mod:`.main` (and with it the core's services) is imported only once that is
-    shown, or when there is nothing to gain: in-process (tests), or another process
-    holds the home (take over from a daemon, or show the running app).
-    """
-    if QApplication.instance() is not None:
-        from .main import run as run_desktop
-
-        return run_desktop(home, argv)
-    from .display import DisplayUnavailable, check
-    from .display import release as release_probe
-
-    try:
-        check()  # before Qt, which would abort without a display
-    except DisplayUnavailable as exc:
-        import logging
-
-        from memtray.core.base import logsetup
-
-        logsetup.setup(home)
-        # INFO: the file log only; stderr gets the one error line
-        logging.getLogger("memtray.desktop.main").info("not started: %s", exc)
-        raise
-    lock = _lock(home)
-    if lock is None:
-        release_probe()
-        from .main import run as run_desktop
-
-        return run_desktop(home, argv, checked=True)
-    QGuiApplication.setDesktopFileName("memtray")
-    QApplication.setApplicationName("memtray")
-    qapp = QApplication(["memtray", *argv])
-    release_probe()  # the display check's X connection: Qt has its own now
-    qapp.setQuitOnLastWindowClosed(False)
-    early = EarlyStart(lock, tray=QSystemTrayIcon.isSystemTrayAvailable())
-    early.wait_until_shown(qapp)
-    from .main import run as run_desktop  # now the rest: the core, the services, the views
-
-    return run_desktop(home, argv, checked=True, early=early)

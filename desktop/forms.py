@@ -54,10 +54,10 @@ def set_state(label: QLabel, text: str, kind: str = "") -> None:
     label.style().polish(label)
 
 
-def error_text(exc: BaseException) -> str:
-    """An error in words with its hint (core's errors carry one), never a traceback."""
+def error_text(exc: BaseException, sep: str = "\n") -> str:
+    """An error in words with its hint (core's errors carry one) after ``sep``, never a traceback."""
     hint = exc.hint if isinstance(exc, MemtrayError) else ""
-    return f"{exc}\n{hint}" if hint else str(exc)
+    return f"{exc}{sep}{hint}" if hint else str(exc)
 
 
 def ask(parent: QWidget, title: str, text: str) -> bool:

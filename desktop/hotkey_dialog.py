@@ -19,6 +19,7 @@ from .qt import (
     QVBoxLayout,
     QWidget,
 )
+from .theme import Theme
 
 HELP = """\
 <p>memtray could not register <b>{hotkey}</b> as a global shortcut.</p>
@@ -64,7 +65,7 @@ class HotkeyHelp(QWidget):
     """Why the hotkey is not available and how to bind ``memtray toggle`` instead (the
     dialog below, and a page of the first-run onboarding)."""
 
-    def __init__(self, status: HotkeyStatus, theme: object, parent: QWidget | None = None) -> None:
+    def __init__(self, status: HotkeyStatus, theme: Theme, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -79,8 +80,8 @@ class HotkeyHelp(QWidget):
             hotkey=status.hotkey or "the hotkey",
             why=why(status).replace("<", "&lt;"),
             command=self.command.replace("<", "&lt;"),
-            muted=getattr(theme, "muted", "#777"),
-            code_bg=getattr(theme, "code_bg", "#eee"),
+            muted=theme.muted,
+            code_bg=theme.code_bg,
         ))
         lay.addWidget(self.text, 1)
         row = QHBoxLayout()
@@ -97,7 +98,7 @@ class HotkeyHelp(QWidget):
 
 
 class HotkeyHelpDialog(QDialog):
-    def __init__(self, status: HotkeyStatus, theme: object, parent: QWidget | None = None) -> None:
+    def __init__(self, status: HotkeyStatus, theme: Theme, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Set up the memtray hotkey")
         self.setMinimumSize(560, 520)

@@ -6,16 +6,11 @@ from pathlib import Path
 
 from .qt import QIcon
 
-ICON_DIR = Path(__file__).resolve().parent.parent / "resources" / "icons"
-
 
 def icon_dir() -> Path:
-    try:
-        import memtray.resources as res
+    import memtray.resources as res
 
-        return Path(res.__file__).resolve().parent / "icons"
-    except ImportError:  # pragma: no cover - running from a checkout without the package
-        return ICON_DIR
+    return Path(res.__file__).resolve().parent / "icons"
 
 
 def path(name: str) -> Path:

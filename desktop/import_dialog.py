@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.migrate.common import Summary
 
 from . import texts
 from .context import Context
-from .mcp_panel import error_text
+from .forms import error_text
 from .qt import (
     QDialog,
     QFileDialog,
@@ -38,6 +38,9 @@ from .qt import (
     Signal,
 )
 
+if TYPE_CHECKING:
+    from memtray.core.app import App
+
 SOURCES = ("nanobot", "chatgpt")
 
 
@@ -49,7 +52,7 @@ def default_path(source: str) -> str:
     return ""
 
 
-def run_import(app: Any, source: str, path: Path, *, dry_run: bool, progress: Any = None) -> Summary:
+def run_import(app: App, source: str, path: Path, *, dry_run: bool, progress: Any = None) -> Summary:
     """What ``memtray import SOURCE PATH [--dry-run]`` does, against this App; call it off the
     worker (its writes go to the worker one item at a time)."""
     from memtray.core.base.clock import IdGenerator
@@ -57,7 +60,7 @@ def run_import(app: Any, source: str, path: Path, *, dry_run: bool, progress: An
     from memtray.core.migrate import chatgpt, nanobot
     from memtray.core.migrate.common import Importer
 
-    if app.memory is None or app.store.readonly:
+    if app.store.readonly:
         raise MemtrayError("the data home is open read-only; nothing can be imported", hint="Run `memtray doctor`.")
     if source == "nanobot":
         nanobot.check(path)

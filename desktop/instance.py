@@ -6,7 +6,7 @@ JSON-lines protocol as ``memtray daemon``: a request ``{"argv": [...], "env": {.
 is answered with ``{"started": true}``, ``{"out": ...}`` / ``{"err": ...}`` lines
 and a final ``{"exit": N}``. Connections from another uid are dropped unread
 (peer credentials, as the daemon checks them), and the backlog holds a burst.
-CLI commands run through :func:`memtray.core.cli.main.serve` on a thread-pool
+CLI commands run through the ``serve`` the CLI handed the desktop (:data:`Serve`) on a thread-pool
 thread (they call ``app.run``, which blocks on the worker); their output comes
 back to the socket (which lives on the GUI thread) by queued signal. The desktop's own commands (``toggle``, ``show``, ``quit``, ...) are
 handled on the GUI thread by :attr:`InstanceServer.local_commands`.
@@ -29,6 +29,11 @@ from memtray.core.base.home import Home, announce
 from .qt import QLocalServer, QLocalSocket, QObject, Signal
 
 log = logging.getLogger(__name__)
+
+#: ``serve(app, request, send) -> exit code``: runs a forwarded command against the App. The CLI
+#: hands it to the desktop when it starts it (``memtray.core.cli.frontend.Serve``), so the
+#: desktop runs console commands without importing the console front end.
+Serve = Callable[[Any, dict[str, Any], Callable[[dict[str, Any]], None]], int]
 
 #: ``handler(argv, env) -> exit code``, run on the GUI thread.
 LocalCommand = Callable[[list[str], dict[str, str]], int]

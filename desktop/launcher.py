@@ -9,24 +9,22 @@ It is the CLI's chart renderer too (:mod:`.charts`, Qt imported only then).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from memtray.core.base.errors import NoRenderer
 from memtray.core.base.home import Home
-from memtray.core.cli.frontend import NoRenderer
+
+if TYPE_CHECKING:  # the type only: importing the launcher imports no Qt
+    from .instance import Serve
 
 
 class DesktopFrontend:
-    """Starts the tray app and adds ``toggle``, ``show`` and ``quit`` to the CLI."""
+    """Starts the tray app (serving forwarded commands with the CLI's ``serve``) and draws charts."""
 
-    def run(self, home: Home, argv: list[str]) -> int:
-        from memtray.desktop.early import run  # the tray icon first, then the rest
+    def run(self, home: Home, argv: list[str], serve: Serve) -> int:
+        from memtray.desktop.start import run  # the tray icon first, then the rest
 
-        return int(run(home, argv))
-
-    def add_commands(self, subparsers: Any) -> None:
-        from memtray.desktop import cli_commands
-
-        cli_commands.add_commands(subparsers)
+        return int(run(home, argv, serve))
 
     def plot_retention(self, report: dict[str, Any], path: Path) -> None:
         try:

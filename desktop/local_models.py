@@ -21,7 +21,7 @@ from memtray.core.base.errors import MemtrayError
 
 from . import texts
 from .context import Context
-from .forms import label, section_form
+from .forms import error_text, label, section_form
 from .qt import QComboBox, QHBoxLayout, QProgressBar, QPushButton, QWidget, Signal
 
 log = logging.getLogger(__name__)
@@ -251,14 +251,13 @@ class LocalModels(QWidget):
         speed = f" at {_size(p.speed)}/s" if p.speed else ""
         self.status.setText(f"{_size(p.done)} of {_size(p.total)}{speed}{left}")
 
-    def _ended(self, outcome: Any) -> None:
+    def _ended(self, outcome: BaseException | None) -> None:
         self._cancel = None
         if outcome is None:
             self.bar.setValue(1000)
             self.status.setText("Downloaded and checked. Press “Use this model” to use it.")
         else:
-            hint = getattr(outcome, "hint", "")
-            self.status.setText(f"{outcome}" + (f"\n{hint}" if hint else ""))
+            self.status.setText(error_text(outcome))
         self.refresh()
         self._update()
 

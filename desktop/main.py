@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.home import Home
 
@@ -27,12 +27,19 @@ from .context import Context, Navigator
 from .early import EXPOSE_WAIT_SECONDS, REPORT_ENV, EarlyStart, ReadyProbe, report, tray_window
 from .hotkey_dialog import HotkeyHelpDialog
 from .hotkeys import HotkeyService, HotkeyStatus
-from .instance import InstanceServer
+from .instance import InstanceServer, Serve
 from .notify import Notifier
 from .qt import QApplication, QGuiApplication, QObject, QSettings, QSystemTrayIcon, QTimer
 from .quickchat import QuickChat
 from .tray import Tray
 from .usage_view import TrayUsage
+
+if TYPE_CHECKING:  # for their types only: start-up imports them when it needs them
+    from memtray.core.app import App
+
+    from .mainwindow import MainWindow
+    from .onboarding import Onboarding
+    from .sync_status import SyncStatusMenu
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +49,13 @@ __all__ = ["REPORT_ENV", "Desktop", "report", "run"]
 class Desktop(QObject):
     """Owns every desktop object; one per process."""
 
-    def __init__(self, app: Any, qapp: QApplication, *, tray_available: bool | None = None,
+    def __init__(self, app: App, qapp: QApplication, serve: Serve, *, tray_available: bool | None = None,
                  show_dialogs: bool = True, warm_up: bool = True, deliver: bool = True,
                  early: EarlyStart | None = None) -> None:
         super().__init__()
         self.app = app
         self.qapp = qapp
+        self.serve = serve  # runs a forwarded command (the CLI's, handed down: the desktop never imports it)
         self.early = early  # the tray icon or window shown before this existed (see .early)
         self.tray_available = (early.tray is not None if early is not None
                                else QSystemTrayIcon.isSystemTrayAvailable() if tray_available is None
@@ -60,13 +68,14 @@ class Desktop(QObject):
         self.actions = NotificationActions(app, self.bridge, self.main_window, self._say)
         self.tray: Tray | None = None
         self.tray_usage: TrayUsage | None = None
-        self.window: Any = None
+        self.sync_menu: SyncStatusMenu | None = None  # the tray's sync line, when sync is set up
+        self.window: MainWindow | None = None
         self.popup: QuickChat | None = None
         self.server: InstanceServer | None = None
         self.hotkeys: HotkeyService | None = None
         self.notifier: Notifier | None = None
         self.hotkey_dialog: HotkeyHelpDialog | None = None
-        self.onboarding: Any = None
+        self.onboarding: Onboarding | None = None
         self.first_run = False
         self._pending_hotkey: HotkeyStatus | None = None
         self._after_flow = ""
@@ -130,7 +139,7 @@ class Desktop(QObject):
         self.hotkeys.apply(self.app.config.hotkey)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._scheme_changed)
         memory = self.app.memory
-        self.problems += getattr(memory, "problems", [])  # e.g. a damaged repository rebuilt at start
+        self.problems += memory.problems  # e.g. a damaged repository rebuilt at start
         if self.app.store.readonly:
             self.problems.append(
                 "The event log is damaged, so memtray opened it read-only: everything is readable, but "
@@ -169,10 +178,8 @@ class Desktop(QObject):
         # polish and lay the popup out while idle, so the first hotkey press shows it as fast
         # as the later ones (it is built hidden; the first show otherwise does this work)
         QTimer.singleShot(300, self._prepare_popup)
-        # then the model client (litellm's import is the slow part of a first reply), but only
-        # once the user shows they are about to type: a window on screen (no tray, or opened
-        # from it already). A tray app that sits idle does not carry litellm's ~230 MiB
-        # (bench/BENCHMARKS.md, idle RSS); opening the popup or the window warms it then.
+        # the model client only where the user is about to type: a window on screen (the popup
+        # or a window opened from the tray warm it then: _warm_up's doc)
         if self.tray is None or self.window is not None:
             QTimer.singleShot(600, self._warm_up)
 
@@ -216,9 +223,8 @@ class Desktop(QObject):
 
     def _listen(self) -> None:
         from memtray.core.base import ipc
-        from memtray.core.cli import main as cli
 
-        self.server = InstanceServer(ipc.socket_path(self.app.home), lambda req, send: cli.serve(self.app, req, send),
+        self.server = InstanceServer(ipc.socket_path(self.app.home), lambda req, send: self.serve(self.app, req, send),
                                      self, home=self.app.home)
         self.server.local_commands.update({
             "toggle": self._cmd_toggle, "show": self._cmd_show, "quit": self._cmd_quit,
@@ -298,10 +304,8 @@ class Desktop(QObject):
         self._warm_up()
 
     def _warm_up(self) -> None:
-        """Import litellm when the user opens something to type in, so a reply does not wait for it.
-
-        A shown window (no tray) counts as opened once start-up is idle; a tray app waits for
-        the popup or the window, so that idle in the tray it stays at Qt's floor.
+        """Import litellm when the user opens something to type in, so a reply does not wait for it
+        (a tray app idle all day does not carry its ~230 MiB: bench/BENCHMARKS.md, idle RSS).
 
         In a thread of its own, not on the worker: the import takes seconds, and the
         worker must stay free to log the user's message meanwhile (a turn that needs
@@ -444,7 +448,7 @@ class Desktop(QObject):
     def _settings_saved(self, cfg: Any) -> None:
         if self.hotkeys is not None and cfg.hotkey != self.hotkeys.status.hotkey:
             self.hotkeys.apply(cfg.hotkey)
-        menu = getattr(self, "sync_menu", None)
+        menu = self.sync_menu
         if menu is not None:  # a remote set or cleared: the tray's line and its "Sync now" follow
             menu.show_status(menu.last)
 
@@ -584,10 +588,10 @@ def _open_after_early(home: Home) -> Any:
             time.sleep(0.02)
 
 
-def run(home: Home, argv: list[str], *, checked: bool = False, early: EarlyStart | None = None) -> int:
+def run(home: Home, argv: list[str], serve: Serve, *, checked: bool = False, early: EarlyStart | None = None) -> int:
     """Start the desktop app (or hand over to the running one). Returns the exit status.
 
-    ``checked``: :mod:`.early` has already checked the display. ``early``: the tray
+    ``serve`` runs the commands forwarded to it. ``checked``: :mod:`.early` has already checked the display. ``early``: the tray
     icon it shows, holding the home's lock (released here just before the App
     takes it).
     """
@@ -616,9 +620,9 @@ def run(home: Home, argv: list[str], *, checked: bool = False, early: EarlyStart
             early = None
         # a background instance started by a CLI command hands the home over (after
         # finishing what it started) and exits; the app or a daemon is asked to show
-        from memtray.core.cli import warm
+        from memtray.core.base import handover
 
-        taken = warm.take_over(home, lambda: App.open(home))
+        taken = handover.take_over(home, lambda: App.open(home))
         if taken is None:
             return _forward_show(home, argv)
         app = taken
@@ -631,7 +635,7 @@ def run(home: Home, argv: list[str], *, checked: bool = False, early: EarlyStart
         release()  # the display check's X connection, if it kept one: Qt has its own now
         assert isinstance(qapp, QApplication)
         qapp.setQuitOnLastWindowClosed(False)
-        desktop = Desktop(app, qapp, early=early)
+        desktop = Desktop(app, qapp, serve, early=early)
         desktop.start()
         # let Ctrl+C in a terminal quit cleanly (Python only sees signals between Qt events)
         signal.signal(signal.SIGINT, lambda *_: qapp.quit())

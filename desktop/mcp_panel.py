@@ -18,13 +18,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.mcp import servers as serverlist
 
 from . import texts
 from .bridge import Change, Follower
 from .context import Context
+from .forms import error_text
 from .qt import (
     QApplication,
     QFrame,
@@ -39,6 +40,10 @@ from .qt import (
     QWidget,
     Signal,
 )
+
+if TYPE_CHECKING:
+    from memtray.core.app import App
+    from memtray.core.log.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -75,19 +80,14 @@ class McpState:
     error: str = ""  # mcp.toml is not valid
 
 
-def error_text(exc: BaseException) -> str:
-    hint = getattr(exc, "hint", "")
-    return f"{exc}\n{hint}" if hint else str(exc)
-
-
-def mcp_state(app: Any) -> McpState:
+def mcp_state(app: App) -> McpState:
     """mcp.toml's servers and the instance's connections (run on the worker: it reads the file)."""
     where = str(serverlist.path(app.home))
     try:
         specs = serverlist.load(app.home)
     except Exception as exc:  # ConfigError: a damaged file is shown, not raised
         return McpState(where, [], error_text(exc))
-    mcp = getattr(app, "mcp", None)
+    mcp = app.mcp  # None: no instance runs the servers here
     live = {d["name"]: d for d in (mcp.describe() if mcp is not None else [])}
     rows = []
     for s in specs:
@@ -178,7 +178,7 @@ class McpSection(QWidget):
         lay.addLayout(row)
         app = ctx.app
         self.feed = Follower(ctx.bridge, lambda: lambda: mcp_state(app), self._show, name="mcp-servers",
-                             wants=lambda c: c.any_type("mcp."), parent=self)
+                             wants=lambda c: c.what.mcp, parent=self)
         self.feed.request()
 
     def refresh(self) -> None:
@@ -230,7 +230,7 @@ class McpSection(QWidget):
 # --- first use in the chat -----------------------------------------------------------------
 
 
-def refused_servers(store: Any, session: str, first_seq: int, last_seq: int) -> list[str]:
+def refused_servers(store: Store, session: str, first_seq: int, last_seq: int) -> list[str]:
     """Servers whose calls in ``session`` between the seqs were refused (run on the worker:
     it reads the log's tail)."""
     from memtray.core.log.events import McpCall
@@ -260,7 +260,7 @@ class ConsentWatcher(QObject):
 
     def _changed(self, change: Change) -> None:
         session = self.session()
-        if "mcp.call" not in change.types or session not in change.sessions:
+        if not change.what.mcp_calls or session not in change.sessions:
             return
         store, home = self.ctx.app.store, self.ctx.app.home
 

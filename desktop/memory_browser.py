@@ -13,13 +13,13 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.clock import parse_ts
 
 from .bridge import Follower
 from .context import Context
-from .forms import ask
+from .forms import ask, error_text
 from .memory_facts import FactsTab
 from .memory_review import ReviewTab
 from .memory_rows import Blank, FactRow, WhyDialog, local_time, revision_label
@@ -45,6 +45,10 @@ from .qt import (
 )
 from .rebuild_dialog import RebuildDialog
 from .timeline import TimelineView, fact_counts
+
+if TYPE_CHECKING:
+    from memtray.core.memory.revisions import Revision
+    from memtray.core.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 
@@ -84,14 +88,15 @@ class MemoryBrowser(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.confirm: Confirm = ask
-        self.revisions: list[Any] = []
+        self.revisions: list[Revision] = []
         self.failed_redos: list[Any] = []
-        self.current: Any = None
+        self.current: Revision | None = None
         self.parent_rev: str | None = None
         self.rows: list[FactRow] = []
         #: the moves between scopes of the revision shown (read with its diff)
         self.moved: list[Any] = []
         self._pending_select: str | None = None
+        self.why_dialog: WhyDialog | None = None  # the last "Why?" opened (tests read it)
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(20, 16, 20, 16)
@@ -224,21 +229,20 @@ class MemoryBrowser(QWidget):
         # the list, the review count and the timeline follow the log: a consolidation, an
         # edit or a review from any front end shows without a click
         self.feed = Follower(ctx.bridge, self._query, self._loaded, name="memory-revisions", parent=self,
-                             wants=lambda change: change.any_type("memory.", "consolidation.failed"),
+                             wants=lambda change: change.what.memory or change.what.consolidation_failed,
                              on_error=self._failed)
 
     # --- services ---------------------------------------------------------------------
 
     @property
-    def memory(self) -> Any:
+    def memory(self) -> MemoryService:
         return self.ctx.app.memory
 
     def _call(self, fn: Callable[[], Any], done: Callable[[Any], None], name: str) -> None:
         self.ctx.bridge.call(fn, name=name, on_result=done, on_error=self._failed)
 
     def _failed(self, exc: BaseException) -> None:
-        hint = getattr(exc, "hint", "")
-        self._status(f"{exc}" + (f" — {hint}" if hint else ""), error=True)
+        self._status(error_text(exc, " — "), error=True)
         self._set_actions_enabled(self.current is not None)
 
     def _status(self, text: str, *, error: bool = False) -> None:
@@ -270,8 +274,6 @@ class MemoryBrowser(QWidget):
     def load_older(self) -> None:
         """Append the next page of revisions (the list shows the newest REVISION_PAGE first)."""
         mem = self.memory
-        if mem is None:
-            return
         offset = len(self.revisions)
         self.more_btn.setEnabled(False)
         self._call(lambda: mem.revisions(limit=REVISION_PAGE, offset=offset), self._older_loaded,
@@ -350,7 +352,7 @@ class MemoryBrowser(QWidget):
 
     def _load_timeline(self, revisions: list[Any]) -> None:
         mem = self.memory
-        if not revisions or mem is None:
+        if not revisions:
             self.timeline.set_points([])
             return
         from memtray.core.memory import factdiff
@@ -382,7 +384,7 @@ class MemoryBrowser(QWidget):
         """``memory:<rev>`` or ``consolidation:<id>`` (from a notification)."""
         _kind, _, ident = target.partition(":")
         mem = self.memory
-        if mem is None or not ident:
+        if not ident:
             self.refresh()
             return
         self._call(lambda: mem.resolve(ident), lambda sha: self.refresh(select=sha), "memory-resolve")
@@ -489,7 +491,7 @@ class MemoryBrowser(QWidget):
         src = self.parent_rev
         if src is None and self.current is not None:
             src = self.current.rev
-        if mem is None or src is None:
+        if src is None:
             return
         self._set_actions_enabled(False)
         # by id: the fact that left, never another one with similar words
@@ -502,7 +504,7 @@ class MemoryBrowser(QWidget):
 
         mem = self.memory
         target = rev or (self.current.rev if self.current is not None else None)
-        if mem is None or target is None:
+        if target is None:
             return
 
         def confirmed(p: undo.Plan) -> None:
@@ -520,7 +522,7 @@ class MemoryBrowser(QWidget):
     def rollback_current(self) -> None:
         r = self.current
         mem = self.memory
-        if r is None or mem is None:
+        if r is None:
             return
         if not self.confirm(self, "Roll back memory",
                             f"Make memory what it was at {r.short} ({local_time(r.time)})?\n\n"
@@ -532,15 +534,16 @@ class MemoryBrowser(QWidget):
     def redo_current(self) -> None:
         r = self.current
         cons = self.ctx.app.consolidation
-        if r is None or not r.consolidation or cons is None:
+        if r is None or not r.consolidation:
             return
+        cid = r.consolidation
         model = self.redo_model.currentText().strip() or None
         self._set_actions_enabled(False)
-        self._status(f"Redoing consolidation {r.consolidation[:8]} with {model or 'the current model'}…")
+        self._status(f"Redoing consolidation {cid[:8]} with {model or 'the current model'}…")
         mem = self.memory
 
         async def run() -> Any:
-            await cons.redo(r.consolidation, model=model)
+            await cons.redo(cid, model=model)
             return mem.revision("HEAD")
 
         def failed(exc: BaseException) -> None:
@@ -556,8 +559,6 @@ class MemoryBrowser(QWidget):
 
     def why(self, fact: Any) -> None:
         mem = self.memory
-        if mem is None:
-            return
         self._call(lambda: mem.why(fact.id), self._show_why, "memory-why")
 
     def _show_why(self, info: dict[str, Any]) -> None:
@@ -568,8 +569,6 @@ class MemoryBrowser(QWidget):
 
     def show_as_of(self) -> None:
         mem = self.memory
-        if mem is None:
-            return
         when: datetime = self.as_of.dateTime().toPython()  # type: ignore[assignment]
         if when.tzinfo is None:
             when = when.astimezone()

@@ -113,7 +113,7 @@ class FactsTab(QScrollArea):
     # --- following memory -----------------------------------------------------------------
 
     def _wants(self, change: Change) -> bool:
-        if not change.any_type("memory."):
+        if not change.what.memory:
             return False
         if self.isVisible():
             return True

@@ -13,7 +13,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from .bridge import Task
 from .context import Context
+from .forms import error_text
 from .qt import (
     QCheckBox,
     QDateTime,
@@ -61,7 +63,7 @@ class RebuildDialog(QDialog):
     def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ctx = ctx
-        self.task: Any = None
+        self.task: Task | None = None
         self.comparison: dict[str, Any] | None = None
         self.setWindowTitle("Rebuild memory with another model")
         self.setMinimumSize(560, 440)
@@ -217,8 +219,7 @@ class RebuildDialog(QDialog):
         self.task = None
         self._busy(False)
         self.bar.setRange(0, 1)
-        hint = getattr(exc, "hint", "")
-        self._fail(f"{exc}" + (f" — {hint}" if hint else ""))
+        self._fail(error_text(exc, " — "))
 
     def _fail(self, text: str) -> None:
         self.status.setText(text)

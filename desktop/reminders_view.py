@@ -141,7 +141,7 @@ class RemindersPage(QWidget):
         self.list_area.setWidget(inner)
         lay.addWidget(self.list_area, 1)
         self.feed = Follower(ctx.bridge, self._query, self._show, name="reminders", parent=self,
-                             wants=lambda change: change.any_type("reminder."),
+                             wants=lambda change: change.what.reminders,
                              on_error=lambda e: set_state(self.status, error_text(e), "error"))
         self.clock = QTimer(self)
         self.clock.setInterval(60_000)  # "in 5 min" and the next time of a repeating reminder move on

@@ -43,7 +43,7 @@ class ScopeSwitch(QComboBox):
         self.known: list[str] = []
         self.activated.connect(self._activated)
         self.feed = Follower(ctx.bridge, self._query, self._show, name="session-scope", parent=self,
-                             wants=lambda change: self.session() in change.sessions or change.any_type("memory."))
+                             wants=lambda change: self.session() in change.sessions or change.what.memory)
         self._fill()
         self.feed.request()
 

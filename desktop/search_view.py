@@ -188,7 +188,7 @@ class SearchPage(QWidget):
         self.status.setText("Searching…")
 
         async def find() -> Found:  # on the worker
-            result = await app.search.asearch(query, mode="hybrid", limit=LIMIT)
+            result = await app.searcher().asearch(query, mode="hybrid", limit=LIMIT)
             infos = {i.key: i for i in transcript.sessions(app.store.state)}
             keys = {h.session for h in result.hits if h.session}
             return Found(query, result.hits, {k: title_of(infos.get(k), k) for k in keys}, result.notes)

@@ -18,13 +18,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.clock import parse_ts
 from memtray.core.base.errors import MemtrayError
 
 from .bridge import Bridge, Follower
 from .qt import QAction, QMenu, QObject, Signal
+
+if TYPE_CHECKING:
+    from memtray.core.base.config import Settings
+    from memtray.core.sync.service import SyncService
 
 
 def _ago(ts: str | None, now: datetime) -> str:
@@ -90,7 +94,7 @@ class SyncStatusMenu(QObject):
 
     changed = Signal(dict)
 
-    def __init__(self, menu: QMenu, before: QAction | None, sync: Any, settings: Any,
+    def __init__(self, menu: QMenu, before: QAction | None, sync: SyncService, settings: Settings,
                  bridge: Bridge | None = None, conflicts: Callable[[], list[dict[str, Any]]] | None = None,
                  open_review: Callable[[], None] | None = None) -> None:
         super().__init__(menu)
@@ -108,7 +112,7 @@ class SyncStatusMenu(QObject):
             # a review resolved (memory.reviewed), a merge, a hand edit: all are memory events
             self.feed = Follower(bridge, lambda: conflicts, self._pending_read,
                                  name="sync-conflicts", parent=self,
-                                 wants=lambda change: change.any_type("memory."))
+                                 wants=lambda change: change.what.memory)
         self.now = QAction("Sync now", menu)
         self.now.triggered.connect(self.sync_now)
         if before is not None:

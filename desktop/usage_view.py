@@ -12,20 +12,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from memtray.core.log.events import CONSOLIDATION_TYPES, Message, UsageRecorded
 from memtray.core.log.usage import line, summarize, zone_of
 
 from .bridge import Bridge, Change, Follower
 from .context import Context
 from .qt import QHBoxLayout, QLabel, QPushButton, QSystemTrayIcon, QWidget
 
+if TYPE_CHECKING:
+    from memtray.core.app import App
+
 log = logging.getLogger(__name__)
-
-#: the events that carry a call's usage
-_SPENDING = frozenset({Message.TYPE, UsageRecorded.TYPE, *CONSOLIDATION_TYPES})
-
 
 @dataclass(frozen=True)
 class UsageState:
@@ -34,7 +32,7 @@ class UsageState:
     halted: dict[str, str]  # conversations whose automatic consolidation stopped, and why
 
 
-def usage_query(app: Any) -> Callable[[], UsageState]:
+def usage_query(app: App) -> Callable[[], UsageState]:
     """The worker's side: today's and this month's figures and the guard's state."""
 
     def run() -> UsageState:
@@ -47,7 +45,7 @@ def usage_query(app: Any) -> Callable[[], UsageState]:
 
 
 def _wants(change: Change) -> bool:
-    return bool(change.types & _SPENDING)
+    return change.what.spending
 
 
 class UsageRow(QWidget):
@@ -95,7 +93,7 @@ class UsageRow(QWidget):
 class TrayUsage:
     """Keeps the tray icon's tooltip at "memtray" plus today's and this month's figures."""
 
-    def __init__(self, bridge: Bridge, app: Any, icon: QSystemTrayIcon) -> None:
+    def __init__(self, bridge: Bridge, app: App, icon: QSystemTrayIcon) -> None:
         self.icon = icon
         self.feed = Follower(bridge, lambda: usage_query(app), self._show, name="tray-usage", wants=_wants)
         self.feed.request()

@@ -72,6 +72,7 @@ from memtray.core.log.tombstone import MARKER
 
 if TYPE_CHECKING:
     from memtray.core.app import App
+    from memtray.core.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 
@@ -424,8 +425,7 @@ def rewrite_log(app: App, plan: LogPlan) -> None:
     fresh = replay(store.log.records())
     store.state.__dict__.update(fresh.__dict__)  # same object: services hold references to it
     store._since_checkpoint = 0
-    if app.memory is not None:
-        _rebuild_memory(app, app.memory)
+    _rebuild_memory(app)
 
 
 def _clear_state(app: App) -> None:
@@ -443,16 +443,17 @@ def _clear_state(app: App) -> None:
                     p.unlink()
 
 
-def _refs(memory: Any) -> list[str]:
-    if memory is None or not memory.git.exists():
+def _refs(memory: MemoryService) -> list[str]:
+    if not memory.git.exists():
         return []
     return [r.decode() for r in memory.git.repo.refs.allkeys() if r != b"HEAD"]
 
 
-def _rebuild_memory(app: App, memory: Any) -> None:
+def _rebuild_memory(app: App) -> None:
     """Delete the repository and the memory files; make them again from the rewritten log."""
     from memtray.core.memory.gitrepo import FILES
 
+    memory = app.memory
     memory.git.close()
     root = app.home.memory
     if (root / ".git").exists():

@@ -47,6 +47,16 @@ class UnsafePath(EnvironmentProblem):
     hint = "Run `memtray doctor --repair`: it removes links planted in the data home (never what they point to)."
 
 
+# --- front ends ------------------------------------------------------------------------
+
+
+class NoRenderer(EnvironmentProblem):
+    """Charts are drawn by the desktop's toolkit (Qt), and it is not installed. Here, not in
+    the CLI, because the desktop raises it and the desktop never imports the CLI."""
+
+    hint = "Install PySide6 (pip install PySide6-Essentials; `pip install memtray` brings it), or leave out --plot."
+
+
 # --- event log -------------------------------------------------------------------------
 
 

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope
 from memtray.core.cli.console import out as _out
 from memtray.core.log import chats, transcript
 from memtray.core.log.transcript import SessionInfo
+
+if TYPE_CHECKING:
+    from memtray.core.app import App
 
 
 def as_json(i: SessionInfo) -> dict[str, Any]:
@@ -56,7 +59,7 @@ def cmd_rename(args: argparse.Namespace, home: Home) -> int:
     return 0
 
 
-def _rename(app: Any, key: str, title: str) -> str:
+def _rename(app: App, key: str, title: str) -> str:
     chats.find(app.store.state, key)  # a typo names no conversation: never a new, empty one
     return transcript.rename(app.store, key, title)
 

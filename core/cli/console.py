@@ -17,10 +17,14 @@ import json
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from memtray.core.base import handover
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
+
+if TYPE_CHECKING:
+    from memtray.core.app import App
 
 
 class Console:
@@ -195,7 +199,7 @@ def forward(home: Home, argv: list[str], run_here: Callable[[], int] | None = No
                 if again.argv is not None:
                     argv = again.argv
                 model = model or again.model
-        elif _home_free(home):
+        elif handover.home_free(home):
             raise MemtrayError("the memtray instance that served this command has stopped",
                                hint="Run the command again.")
         now = time.monotonic()
@@ -247,7 +251,7 @@ def _declined(home: Home, no: MemtrayError, run_here: Callable[[], int] | None) 
     stays = MemtrayError(f"the running memtray will not run this command: {no}",
                          hint="Set the same variables where it runs, use `memtray config set`, or quit it "
                               "(`memtray quit`) and run the command again.")
-    if run_here is None or not warm.step_aside(home):
+    if run_here is None or not handover.step_aside(home):
         raise stays from None
     c.error(f"memtray: note: running this command on its own: {no}")
     warm.disable()  # the instance it would start would have another environment than this command
@@ -295,19 +299,13 @@ def _relay(c: Console) -> Callable[[dict[str, Any]], None]:
     return relay
 
 
-def _home_free(home: Home) -> bool:
-    from memtray.core.cli import warm
-
-    return warm.home_free(home)
-
-
-def served_app() -> Any | None:
+def served_app() -> App | None:
     """The App of the instance serving this command, or None when run directly."""
     return getattr(_local, "app", None)
 
 
 @contextlib.contextmanager
-def serving(app: Any, console: Console) -> Iterator[None]:
+def serving(app: App, console: Console) -> Iterator[None]:
     """Run the commands of this thread against ``app``, writing to ``console``."""
     _local.app = app
     _local.console = console

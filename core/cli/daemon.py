@@ -19,14 +19,16 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home, current_holder
 from memtray.core.cli.console import con, served_app
 from memtray.core.cli.console import out as _out
+from memtray.core.cli.frontend import Serve
 
-Serve = Callable[[Any, dict[str, Any], Callable[[dict[str, Any]], None]], int]
+if TYPE_CHECKING:
+    from memtray.core.app import App
 
 #: How long a stopping instance lets the commands it started finish.
 DRAIN_SECONDS = 300.0
@@ -84,10 +86,9 @@ class _Instance:
 
 def _run(home: Home, serve: Serve, *, warm: bool) -> int:
     from memtray.core.app import App
-    from memtray.core.base import ipc, logsetup
+    from memtray.core.base import handover, ipc, logsetup
     from memtray.core.base.errors import AlreadyRunning
     from memtray.core.base.notify import StdoutNotifier
-    from memtray.core.cli import warm as warm_mod
 
     if served_app() is not None:
         raise MemtrayError("memtray is already running for this data home (this command was forwarded to it)")
@@ -107,7 +108,7 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
         except AlreadyRunning:
             if warm:
                 raise  # another instance or command has the home: the caller uses or waits for it
-            taken = warm_mod.take_over(home, lambda: App.open(home))  # a warm instance leaves for us
+            taken = handover.take_over(home, lambda: App.open(home))  # a warm instance leaves for us
             if taken is None:
                 raise
             app = taken
@@ -153,9 +154,8 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
                 threading.Thread(target=_quietly, args=(ready,), name="memtray-warm-up", daemon=True).start()
                 state = f"warm, exits after {me.idle_seconds:g}s idle, not delivering reminders"
             else:
-                from memtray.core.cli import remind as cli_remind
 
-                delivering = cli_remind.service(app).start()
+                delivering = app.reminders.start()
                 state = "delivering reminders" if delivering else "NOT delivering reminders (see the log)"
             con().error(f"memtray daemon: ready, {state}; serving {home.root} (pid {os.getpid()})")
             while not signals and not me.stop_reason:
@@ -177,7 +177,7 @@ def _run(home: Home, serve: Serve, *, warm: bool) -> int:
     return 0
 
 
-def _busy(app: Any) -> bool:
+def _busy(app: App) -> bool:
     return bool(app.consolidation.in_flight)
 
 
@@ -191,7 +191,7 @@ def _quietly(fn: Callable[[], Any]) -> None:
 
 
 def _status(home: Home, *, as_json: bool) -> int:
-    from memtray.core.base import ipc
+    from memtray.core.base import handover, ipc
     from memtray.core.cli import warm as warm_mod
 
     info: dict[str, Any]
@@ -207,7 +207,7 @@ def _status(home: Home, *, as_json: bool) -> int:
             info = {"running": True, "kind": "app", "pid": _lock_pid(home), "home": str(home.root)}
     except (ipc.NoInstance, ipc.NotPrivate):
         found = current_holder(home)
-        free = warm_mod.home_free(home)
+        free = handover.home_free(home)
         info = {"running": False, "kind": None if free else "command",
                 "pid": found.pid if found is not None and not free else None, "home": str(home.root)}
         if found is not None and not free:

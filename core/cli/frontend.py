@@ -2,26 +2,33 @@
 
 The core never imports it: the console script finds it through the
 ``memtray.frontends`` entry point, and a frozen build passes it to
-:func:`memtray.core.cli.main.main`. Besides starting the app and adding its
-commands (``toggle``, ``show``, ``quit``), it draws charts: the CLI has no
+:func:`memtray.core.cli.main.main`. Nor does it import the CLI: it is handed what
+it needs of it (the function that serves a forwarded command), and the commands
+that talk to it (``toggle``, ``show``, ``quit``: :mod:`.instance`) are the CLI's
+own, added when a front end is installed. It draws charts too: the CLI has no
 renderer of its own, so ``memtray eval retention --plot`` asks the front end.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from memtray.core.base.errors import MemtrayError
+from memtray.core.base.errors import NoRenderer
 from memtray.core.base.home import Home
+
+#: Runs a forwarded command against the instance's App (:func:`memtray.core.cli.main.serve`):
+#: (app, request, send) -> exit status.
+Serve = Callable[[Any, dict[str, Any], Callable[[dict[str, Any]], None]], int]
 
 
 class Frontend(Protocol):
     """A graphical front end the CLI can start and draw with."""
 
-    def run(self, home: Home, argv: list[str]) -> int: ...
-
-    def add_commands(self, subparsers: Any) -> None: ...
+    def run(self, home: Home, argv: list[str], serve: Serve) -> int:
+        """Start the app on ``home``; it serves forwarded commands with ``serve``."""
+        ...
 
     def plot_retention(self, report: dict[str, Any], path: Path) -> None:
         """Write the PNG chart of a retention report (``Score.to_json()``) to ``path``.
@@ -29,12 +36,6 @@ class Frontend(Protocol):
         Raises :class:`NoRenderer` when the toolkit it draws with is missing.
         """
         ...
-
-
-class NoRenderer(MemtrayError):
-    """Charts are drawn by the desktop's toolkit (Qt), and it is not installed."""
-
-    hint = "Install PySide6 (pip install PySide6-Essentials; `pip install memtray` brings it), or leave out --plot."
 
 
 FRONTEND_GROUP = "memtray.frontends"
@@ -122,4 +123,4 @@ def renderer() -> Frontend:
     return fe
 
 
-__all__ = ["FRONTEND_GROUP", "Frontend", "NoRenderer", "frontend", "renderer", "set_frontend"]
+__all__ = ["FRONTEND_GROUP", "Frontend", "NoRenderer", "Serve", "frontend", "renderer", "set_frontend"]

@@ -33,6 +33,7 @@ from memtray.core.cli.console import out as _out
 from memtray.core.cli.frontend import Frontend, frontend, set_frontend
 
 if TYPE_CHECKING:
+    from memtray.core.app import App
     from memtray.core.log.events import Record
 
 Handler = Callable[[argparse.Namespace, Home], int]
@@ -45,10 +46,10 @@ Handler = Callable[[argparse.Namespace, Home], int]
 
 def cmd_ask(args: argparse.Namespace, home: Home) -> int:
     text = " ".join(args.text)
-    if text == "-" and not getattr(args, "literal", False):
+    if text == "-" and not args.literal:
         text = sys.stdin.read()
         args.text, args.literal = [text], True  # read once: a retry or a forward keeps it
-    attach = [os.path.abspath(f) for f in getattr(args, "attach", None) or []]
+    attach = [os.path.abspath(f) for f in args.attach or []]
     if attach:
         from memtray.core.log.attachments import from_file
 
@@ -129,7 +130,7 @@ def cmd_chat(args: argparse.Namespace, home: Home) -> int:
         # each line goes to the instance; if it has left meanwhile (idle, quit), the line
         # starts a new one or runs here, as `memtray ask` would
         def remote_turn(line: str) -> None:
-            ask = argparse.Namespace(session=args.session, text=[line], literal=True, scope=args.scope)
+            ask = argparse.Namespace(session=args.session, text=[line], literal=True, scope=args.scope, attach=None)
             forward(home, ["ask", "--session", args.session, *(["--scope", args.scope] if args.scope else []),
                            "--literal", "--", line],
                     run_here=lambda: cmd_ask(ask, home), model=True)
@@ -165,7 +166,7 @@ def _chat_loop(session: str, turn: Callable[[str], None], new: Callable[[], None
         turn(line)
 
 
-def _offline_notice(app: Any) -> None:
+def _offline_notice(app: App) -> None:
     """Say once that the small offline model answers because no provider is configured."""
     from memtray.core.llm import localmodel
 
@@ -175,7 +176,7 @@ def _offline_notice(app: Any) -> None:
             _err(notice)
 
 
-def _new_session(app: Any, session: str) -> None:
+def _new_session(app: App, session: str) -> None:
     from memtray.core.agent.reset import new_session
 
     app.run(new_session(app.agent, app.consolidation, session))  # raises (and keeps the session) if archiving fails
@@ -311,7 +312,7 @@ def cmd_desktop(args: argparse.Namespace, home: Home) -> int:
             hint="Install PySide6 (pip install memtray installs it), or use `memtray chat`.",
         )
     set_role("memtray (the desktop app)", serves=True)
-    return int(fe.run(home, list(getattr(args, "argv", []) or [])))
+    return int(fe.run(home, list(args.argv), serve))
 
 
 # --- parser ------------------------------------------------------------------------------
@@ -323,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--home", help="data home (default: $MEMTRAY_HOME or the platform data dir)")
     p.add_argument("--no-daemon", action="store_true",
                    help="never start the background instance that keeps the model warm")
+    p.set_defaults(fn=None, argv=[])  # no command: the desktop (each command sets its fn)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     a = sub.add_parser("ask", help="one turn: print the reply")
@@ -407,9 +409,10 @@ def build_parser() -> argparse.ArgumentParser:
     cli_sync.add_commands(sub)
     cli_model.add_commands(sub)
     cli_usage.add_commands(sub)
-    fe = frontend()
-    if fe is not None:  # desktop not installed: toggle/show/quit are unavailable
-        fe.add_commands(sub)
+    if frontend() is not None:  # desktop not installed: toggle/show/quit are unavailable
+        from memtray.core.cli import instance as cli_instance
+
+        cli_instance.add_commands(sub)
     return p
 
 
@@ -440,19 +443,19 @@ def main(argv: Sequence[str] | None = None, *, desktop: Frontend | None = None) 
     if not argv and not os.environ.get("MEMTRAY_NO_DESKTOP"):
         # bare `memtray` starts the desktop: skip building the parser, which imports
         # every feature module (the instance builds it when a command is forwarded)
-        parser, args = None, argparse.Namespace(home=None, argv=[])
+        parser, args = None, argparse.Namespace(home=None, argv=[], fn=None)
     else:
         parser = build_parser()
         args = parser.parse_args(argv)
     home = Home.resolve(args.home) if args.home else Home.resolve()
-    fn: Handler | None = getattr(args, "fn", None)
+    fn: Handler | None = args.fn
     try:
         if fn is None:
             if parser is not None and os.environ.get("MEMTRAY_NO_DESKTOP"):
                 parser.print_help()
                 return 0
             return cmd_desktop(args, home)
-        if getattr(args, "no_daemon", False):
+        if args.no_daemon:
             from memtray.core.cli import warm
 
             warm.disable()
@@ -499,7 +502,7 @@ def _report(exc: MemtrayError) -> int:
     return exc.exit_code
 
 
-def serve(app: Any, request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> int:
+def serve(app: App, request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> int:
     """Execute a forwarded command against ``app`` (in the running instance)."""
     argv = [str(a) for a in request.get("argv", [])]
     if argv[:1] and argv[0].startswith("__"):  # the instance protocol's own requests
@@ -512,7 +515,7 @@ def serve(app: Any, request: dict[str, Any], send: Callable[[dict[str, Any]], No
             args = parser.parse_args(argv)
         except SystemExit as exc:
             return int(exc.code or 0)
-        fn: Handler | None = getattr(args, "fn", None)
+        fn: Handler | None = args.fn
         if fn is None:
             return 0
         try:

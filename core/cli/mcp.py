@@ -95,7 +95,7 @@ def cmd_remember(args: argparse.Namespace, home: Home) -> int:
     from memtray.core.mcp import writes
 
     with app_scope(home) as app:
-        mem = _memory(app)
+        mem = app.memory
         _out(app.worker.call(lambda: writes.remember(mem, " ".join(args.fact), args.section, args.client,
                                                      scope=args.scope)))
     return 0
@@ -105,7 +105,7 @@ def cmd_forget(args: argparse.Namespace, home: Home) -> int:
     from memtray.core.mcp import writes
 
     with app_scope(home) as app:
-        mem = _memory(app)
+        mem = app.memory
         _out(app.worker.call(lambda: writes.forget(mem, " ".join(args.fact), args.reason or "", args.client,
                                                    scope=args.scope)))
     return 0
@@ -137,13 +137,6 @@ def cmd_allow(args: argparse.Namespace, home: Home) -> int:
     else:
         _out(f"the agent may no longer use the tools of {spec.name!r}")
     return 0
-
-
-def _memory(app: Any) -> Any:
-    mem = app.memory
-    if mem is None:
-        raise MemtrayError("memory is unavailable (the data home is open read-only)", hint="Run `memtray doctor`.")
-    return mem
 
 
 def add_commands(sub: Any, *, entry: Callable[[list[str]], int]) -> None:

@@ -19,6 +19,8 @@ from memtray.core.cli.console import out as _out
 from memtray.core.memory import scopes, unsaid
 
 if TYPE_CHECKING:
+    from memtray.core.app import App
+    from memtray.core.memory.revisions import Revision
     from memtray.core.memory.service import MemoryService
 
 
@@ -269,7 +271,7 @@ def cmd_forget(args: argparse.Namespace, home: Home) -> int:
         return _fact_changed(args, app, rev)
 
 
-def _fact_changed(args: argparse.Namespace, app: Any, rev: Any) -> int:
+def _fact_changed(args: argparse.Namespace, app: App, rev: Revision) -> int:
     """What `memory edit|forget` did, from the diff its event recorded (with the reason)."""
     rec = next(r for r in app.store.log.records(rev.event_seq - 1) if r.seq == rev.event_seq)
     diff = rec.data.get("diff") or {}

@@ -14,23 +14,15 @@ import argparse
 import json
 from typing import Any
 
-from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope
 from memtray.core.cli.console import out as _out
 
 
-def service(app: Any) -> Any:
-    svc = app.reminders
-    if svc is None:  # pragma: no cover - the App always builds it
-        raise MemtrayError("reminders are not available in this memtray")
-    return svc
-
-
 def cmd_remind_add(args: argparse.Namespace, home: Home) -> int:
     text = " ".join(args.text)
     with app_scope(home) as app:
-        svc = service(app)
+        svc = app.reminders
         r = app.worker.call(
             lambda: svc.schedule(
                 text, at=args.at, every=args.every, cron=args.cron, tz=args.tz,
@@ -47,7 +39,7 @@ def cmd_remind_add(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_remind_list(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        svc = service(app)
+        svc = app.reminders
         rows = [svc.as_json(r) for r in svc.reminders(include_inactive=args.all)]
         if args.json:
             _out(json.dumps(rows, ensure_ascii=False))
@@ -67,7 +59,7 @@ def cmd_remind_list(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_remind_cancel(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        svc = service(app)
+        svc = app.reminders
         r = app.worker.call(lambda: svc.cancel(args.id))
         _out(f"cancelled {r.id}: {' '.join(r.text.split())}")
     return 0
@@ -75,7 +67,7 @@ def cmd_remind_cancel(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_remind_snooze(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        svc = service(app)
+        svc = app.reminders
         r = app.worker.call(lambda: svc.snooze(args.id, args.delay))
         info = svc.as_json(r)
         if args.json:

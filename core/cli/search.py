@@ -22,7 +22,7 @@ from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope, err
 from memtray.core.cli.console import out as _out
 from memtray.core.search.index import KINDS
-from memtray.core.search.service import MODES, SearchService, format_hits
+from memtray.core.search.service import MODES, format_hits
 from memtray.core.search.text import SearchError
 
 
@@ -63,17 +63,10 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _service(app: Any, home: Home) -> SearchService:
-    svc: SearchService | None = app.search
-    if svc is None:
-        raise SearchError("history search is unavailable", hint=f"See the log in {home.logs} for why.")
-    return svc
-
-
 def cmd_history_search(args: argparse.Namespace, home: Home) -> int:
     query = " ".join(args.query)
     with app_scope(home) as app:
-        svc = _service(app, home)
+        svc = app.searcher()
         result = app.run(svc.asearch(query, mode=args.mode, limit=args.limit, kind=args.kind,
                                      session=args.session, regex=args.regex, scope=args.scope))
         for note in result.notes:
@@ -87,7 +80,7 @@ def cmd_history_search(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_history_embed(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        svc = _service(app, home)
+        svc = app.searcher()
         if not args.status:
             if not svc.embedder.available:
                 from memtray.core.search.embed import SETUP_HINT

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.home import Home
 from memtray.core.cli.console import app_scope
@@ -31,6 +31,9 @@ from memtray.core.log.usage import (
     tokens,
     zone_of,
 )
+
+if TYPE_CHECKING:
+    from memtray.core.app import App
 
 
 def add_commands(subparsers: Any) -> None:
@@ -69,7 +72,7 @@ def render(s: UsageSummary) -> str:
     return "\n".join(lines)
 
 
-def budget(app: Any) -> dict[str, Any]:
+def budget(app: App) -> dict[str, Any]:
     guard = app.consolidation.upkeep
     return {"daily_usd": app.config.upkeep_daily_usd, "daily_tokens": app.config.upkeep_daily_tokens,
             "paused": guard.over(), "halted": dict(sorted(guard.halted.items()))}

@@ -8,7 +8,7 @@ would see them; the desktop or ``memtray daemon`` delivers them, late if need
 be) and runs no idle maintenance. It exits after ``warm_instance_idle_minutes``
 without a request, on ``memtray quit`` / ``memtray daemon stop``, and when the
 desktop app (or a plain ``memtray daemon``) starts: it hands the home over
-(:func:`take_over`) after finishing what it started.
+(:func:`memtray.core.base.handover.take_over`) after finishing what it started.
 
 Off with ``warm_instance = false``, ``memtray --no-daemon ...`` or
 ``MEMTRAY_NO_WARM=1`` (the test suite sets it). Invisible when it works; when it
@@ -30,20 +30,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from memtray.core.base import cmdenv, ipc
-from memtray.core.base.errors import AlreadyRunning, MemtrayError
+from memtray.core.base.errors import MemtrayError
 from memtray.core.base.fsutil import FILE_MODE
-from memtray.core.base.home import Home, HomeLock
-
-T = TypeVar("T")
+from memtray.core.base.handover import home_free
+from memtray.core.base.home import Home
 
 ENV_OFF = "MEMTRAY_NO_WARM"
 #: How long a command waits for the instance it started to listen.
 SPAWN_TIMEOUT = 30.0
-#: How long the app taking over waits for the instance to finish and leave.
-HANDOVER_TIMEOUT = 300.0
 LOG_NAME = "instance.log"
 MAX_LOG_BYTES = 1_000_000
 
@@ -119,29 +116,6 @@ def _has_model(home: Home) -> bool:
         return False  # a broken config: the command says what is wrong
 
 
-def step_aside(home: Home) -> bool:
-    """Ask the background instance to leave the home (it finishes what it started first).
-    False when the holder is one that stays (the desktop app, ``memtray daemon``); True
-    when it agreed, or nobody answers (it is leaving already, or a one-shot command
-    holds the home, which will leave by itself)."""
-    try:
-        code = ipc.request(home, {"argv": ["__handover__"], "env": {}, "tty": False}, lambda _m: None,
-                           timeout=10.0, busy_wait=5.0)
-    except ipc.NoInstance:
-        return True
-    except (ipc.Interrupted, ipc.NotPrivate, ipc.Declined):
-        return False
-    return code == 0
-
-
-def home_free(home: Home) -> bool:
-    try:
-        HomeLock(home).acquire().release()
-    except MemtrayError:
-        return False
-    return True
-
-
 def command(home: Home) -> list[str]:
     appimage = os.environ.get("APPIMAGE")
     head = [appimage] if appimage else [sys.executable, "-m", "memtray.core.cli"]
@@ -166,24 +140,3 @@ def spawn(home: Home) -> subprocess.Popen[bytes]:
         )
     finally:
         os.close(out)
-
-
-def take_over(home: Home, open_app: Callable[[], T], *, timeout: float = HANDOVER_TIMEOUT) -> T | None:
-    """Open the app in place of a warm instance or a one-shot command holding ``home``.
-
-    The warm instance is asked to leave (it finishes what it started first); a
-    one-shot command is waited for. ``open_app`` raising :class:`AlreadyRunning`
-    means "not yet". None when the holder is an instance that stays (the desktop,
-    ``memtray daemon``: the caller asks it to show itself instead), or after
-    ``timeout``. The request is repeated while waiting, so a warm instance that a
-    command started meanwhile leaves too.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return open_app()
-        except AlreadyRunning:
-            pass
-        if not step_aside(home) or time.monotonic() > deadline:
-            return None
-        time.sleep(0.05)  # retrying a lock its holder is about to release

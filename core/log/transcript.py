@@ -18,13 +18,16 @@ so showing the last screenful never reads the whole history.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import FactDiffData, MemoryWritten, Message, Record, SessionReset
 from memtray.core.log.origin import said_at
 from memtray.core.log.projections import State
 from memtray.core.log.segments import list_segments, scan_segment
+
+if TYPE_CHECKING:
+    from memtray.core.log.store import Store
 
 #: a message dict as shown: the stored fields plus ``seq`` and ``ts``; a reset is ``{"kind": "reset", ...}``
 Shown = dict[str, Any]
@@ -113,7 +116,7 @@ def snapshot(state: State, session: str) -> Snapshot:
 MAX_TITLE = 120
 
 
-def rename(store: Any, session: str, title: str) -> str:
+def rename(store: Store, session: str, title: str) -> str:
     """Name conversation ``session`` (``session.titled``): whitespace folded, 1 to
     :data:`MAX_TITLE` characters. Returns the title as stored."""
     from memtray.core.base.errors import MemtrayError

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.home import Home
 from memtray.core.base.redact import redact
@@ -35,6 +35,11 @@ from memtray.core.llm.tools import Tool, ToolContext, ToolError
 from memtray.core.log.integrations import McpCall
 from memtray.core.mcp import servers as serverlist
 from memtray.core.mcp.servers import ServerSpec
+
+if TYPE_CHECKING:
+    from memtray.core.base.worker import Worker
+    from memtray.core.llm.tools import ToolRegistry
+    from memtray.core.log.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +274,7 @@ class McpTools:
     a server that becomes ready later join the registry before the next turn.
     """
 
-    def __init__(self, home: Home, tools: Any, store: Any, worker: Any, *, wait: float = FIRST_TURN_WAIT) -> None:
+    def __init__(self, home: Home, tools: ToolRegistry, store: Store, worker: Worker, *, wait: float = FIRST_TURN_WAIT) -> None:
         self.home, self.tools, self.store, self.worker, self.wait = home, tools, store, worker, wait
         self.clients: McpClients | None = None
         self._started = False
@@ -303,7 +308,7 @@ class McpTools:
             self.clients.close()
 
 
-def attach(home: Home, tools: Any, store: Any, worker: Any, *,
+def attach(home: Home, tools: ToolRegistry, store: Store, worker: Worker, *,
            offer: Callable[[list[Tool]], None] | None = None) -> McpClients | None:
     """Start the servers of ``home``'s mcp.toml and offer their tools on ``tools`` (None: no servers).
 

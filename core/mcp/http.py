@@ -16,7 +16,7 @@ HOST = "127.0.0.1"
 class TokenGate:
     """ASGI middleware: refuse HTTP requests without the bearer token."""
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: Any, token: str) -> None:  # the SDK's ASGI app
         self.app = app
         self.want = f"Bearer {token}".encode()
 

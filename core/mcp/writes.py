@@ -11,12 +11,15 @@ never written: what a client sends is data.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.log.integrations import McpWrite
 from memtray.core.memory import factdiff, scopes
 from memtray.core.memory.poison import looks_like_instruction
+
+if TYPE_CHECKING:
+    from memtray.core.memory.service import MemoryService
 
 #: The longest fact or reason a client may send (the agent's own tools allow the same).
 MAX_FACT = 500
@@ -32,7 +35,7 @@ def client_name(name: str | None) -> str:
     return name or "unknown client"
 
 
-def remember(memory: Any, fact: str, section: str | None, client: str | None, *, scope: str | None = None) -> str:
+def remember(memory: MemoryService, fact: str, section: str | None, client: str | None, *, scope: str | None = None) -> str:
     """Add ``fact`` to memory (under ``section``, in ``scope``: default global) for MCP client ``client``."""
     where = scopes.check_name(scope or scopes.GLOBAL)
     fact = " ".join(fact.split())
@@ -55,7 +58,7 @@ def remember(memory: Any, fact: str, section: str | None, client: str | None, *,
     return f"remembered: {fact}"
 
 
-def forget(memory: Any, fact: str, why: str, client: str | None, *, scope: str | None = None) -> str:
+def forget(memory: MemoryService, fact: str, why: str, client: str | None, *, scope: str | None = None) -> str:
     """Remove the fact matching ``fact`` (its text or id) for MCP client ``client``; with
     ``scope``, only a fact of that scope can match."""
     if len(fact) > MAX_FACT or len(why) > MAX_FACT:
@@ -75,7 +78,7 @@ def forget(memory: Any, fact: str, why: str, client: str | None, *, scope: str |
     return f"forgot: {found.text} ({reason})"
 
 
-def _write(memory: Any, new: str, tool: str, client: str | None, reasons: dict[str, str] | None,
+def _write(memory: MemoryService, new: str, tool: str, client: str | None, reasons: dict[str, str] | None,
            placed: dict[str, str] | None = None) -> None:
     seq = memory.store.state.memory_seq
     extra = [(McpWrite(client=client_name(client), tool=tool, memory_seq=seq + 1), None)]

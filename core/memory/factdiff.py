@@ -126,8 +126,20 @@ class FactDiff:
         }
 
 
+    @classmethod
+    def from_json(cls, data: FactDiffData) -> FactDiff:
+        """The diff a ``memory.written`` event recorded (:meth:`to_json`'s shape), as it was
+        written: the same facts under the same ids, nothing matched again."""
+        return cls([_fact_of(f) for f in data["added"]], [_fact_of(f) for f in data["dropped"]],
+                   [(_fact_of(c["old"]), _fact_of(c["new"])) for c in data["changed"]], data["unchanged"])
+
+
 def _fact_json(fact: Fact) -> DiffFact:
     return {"id": fact.id, "section": fact.section, "text": fact.text}
+
+
+def _fact_of(item: DiffFact) -> Fact:
+    return Fact(item["id"], item["section"], item["text"], normalize(item["text"]))
 
 
 def _fact_id(norm: str) -> str:

@@ -55,6 +55,8 @@ class FactOps(MemoryBrowsing):
     write: Callable[..., list[Record]]
     #: the held changes kept out in review (see :meth:`ReviewOps.kept_out`)
     kept_out: Callable[[], list[dict[str, Any]]]
+    #: this device's id (see :attr:`PeerMerging.device`)
+    device: str
 
     def ledger(self) -> Ledger:
         """The current memory's facts with their ids."""
@@ -176,10 +178,17 @@ class FactOps(MemoryBrowsing):
     def diff(self, rev_a: str | None = None, rev_b: str | None = None) -> FactDiff:
         """The fact diff between two revisions (default: ``rev_b``'s parent), by id: a fact
         reworded under its id is "changed" whatever its words, two facts with other ids are
-        never paired. Revisions written before ids existed are diffed by their words."""
+        never paired. A revision against its parent is the diff its event recorded when it
+        was written (what the notification, the guard and the log said; nothing is matched
+        again); any other pair is diffed between their ledgers. Revisions written before ids
+        existed are diffed by their words."""
         b = self.resolve(rev_b or "HEAD")
         parents = self.git.info(b).parents
         a = (parents[0] if parents else None) if rev_a is None else self.resolve(rev_a)
+        if len(parents) <= 1 and a == (parents[0] if parents else None):
+            recorded = self.recorded_diff(b)
+            if recorded is not None:
+                return recorded
         seqs = [self.revision(a).event_seq if a else 0, self.revision(b).event_seq]
         recs = [self.ledgers.record(seq) for seq in seqs]
         leds = [self.ledgers.at_seq(seq) for seq in seqs]
@@ -195,6 +204,18 @@ class FactOps(MemoryBrowsing):
             # a merge renumbered some of this device's ids: the same facts, not changes
             return diff_by_id(renamed(leds[0], relabeled), leds[1])
         return diff_by_id(leds[0], leds[1])
+
+    def recorded_diff(self, rev: str) -> FactDiff | None:
+        """The fact diff the ``memory.written`` of ``rev`` recorded against the revision before
+        it, by id; None when it recorded none by id (written before ids, a rebuild branch's
+        revision) or a merge renumbered ids (the same facts under new ids: see :meth:`diff`)."""
+        rec = self.ledgers.record(self.revision(rev).event_seq)
+        if rec is None or rec.type != MemoryWritten.TYPE:
+            return None
+        w = MemoryWritten.of(rec)
+        if w.facts is None or w.diff is None or w.relabeled or len(w.parents or ()) > 1:
+            return None
+        return FactDiff.from_json(w.diff)
 
     def find_fact_by_id(self, fact_id: str) -> tuple[Fact, int] | None:
         key = facts.id_key(fact_id)
@@ -280,7 +301,7 @@ class FactOps(MemoryBrowsing):
                                hint="See `memtray memory show` for the facts and their words.")
         found: tuple[Record, MemoryWritten, Provenance] | None = None
         exact = False
-        here = getattr(self, "device", None)
+        here = self.device
         for rec in self.memory_events():
             w = MemoryWritten.of(rec)
             prov = (w.provenance or {}).get(target.id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 from datetime import date
 from typing import Any, cast
 
@@ -112,7 +113,7 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
         flagged: list[dict[str, Any]] | None = None,
         provenance: dict[str, Any] | None = None,
         dropped_reasons: dict[str, str] | None = None,
-        extra: list[tuple[Payload, str | None]] | None = None,
+        extra: Sequence[tuple[Payload, str | None]] | None = None,
         session: str | None = None,
         facts: Ledger | None = None,
         merged: dict[str, list[str]] | None = None,

@@ -23,7 +23,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.redact import redact
@@ -35,6 +35,10 @@ from memtray.core.log.store import Entry
 from memtray.core.memory import factdiff
 from memtray.core.memory.items import review_item
 from memtray.core.memory.poison import hold_flagged, looks_like_instruction, why_flagged
+
+if TYPE_CHECKING:
+    from memtray.core.log.store import Store
+    from memtray.core.memory.service import MemoryService
 
 MAX_MESSAGE_CHARS = 100_000
 MAX_KEY = 160
@@ -108,7 +112,7 @@ class Imported:
     total: int
 
 
-def logged(store: Any, source: str) -> dict[str, Imported]:
+def logged(store: Store, source: str) -> dict[str, Imported]:
     """key -> what the ``import.item`` events of ``source`` already in the log say of it."""
     done: dict[str, Imported] = {}
     for rec in store.log.records(0):
@@ -125,7 +129,7 @@ def session_key(source: str, key: str) -> str:
 class Importer:
     """Runs items of one source into the store (or, with ``dry_run``, only counts them)."""
 
-    def __init__(self, store: Any, memory: Any, source: str, path: str, *, dry_run: bool,
+    def __init__(self, store: Store, memory: MemoryService, source: str, path: str, *, dry_run: bool,
                  new_id: Callable[[], str], progress: Callable[[str], None] | None = None,
                  call: Callable[[Callable[[], Any]], Any] | None = None,
                  consolidate: Callable[[str], None] | None = None, quarantine: Quarantine,
@@ -200,7 +204,8 @@ class Importer:
                           session=session, messages=messages, skipped=item.skipped,
                           title=clean(item.title)[:200] if item.title else None, memory_seq=memory_seq)
 
-    def _record(self, item: Item, digest: str, *, memory_seq: int | None = None, messages: int = 0) -> Entry:
+    def _record(self, item: Item, digest: str, *, memory_seq: int | None = None,
+                messages: int = 0) -> tuple[ImportItem, None, None]:
         return (self._item(item, digest, memory_seq=memory_seq, messages=messages), None, None)
 
     def _conversation(self, item: Item, digest: str, prev: Imported | None) -> None:

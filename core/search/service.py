@@ -24,10 +24,10 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memtray import resources
@@ -582,11 +582,17 @@ def format_recall(hits: list[Hit], docs: dict[int, tuple[str, str | None, str | 
     return template.format(items="\n".join(lines))
 
 
+class Recalls(Protocol):
+    """What :func:`build` sets on the agent (which is above this room): its recall hook."""
+
+    recall: Callable[[str, str, str, int], Awaitable[Recall | None]] | None
+
+
 def build(
     home: Home, store: Store, tools: ToolRegistry, *, start: bool,
     settings: Settings | None = None,
     submit: Callable[[Coroutine[Any, Any, Any]], concurrent.futures.Future[Any]] | None = None,
-    agent: Any = None,
+    agent: Recalls | None = None,
 ) -> SearchService | None:
     """The search service with its ``search_history`` tool, or None when the index cannot
     open (then search is unavailable and the log says why). With ``settings`` and

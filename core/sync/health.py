@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
+from memtray.core.base.config import Config
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.findings import Finding
 from memtray.core.base.home import Home
@@ -21,10 +22,10 @@ from memtray.core.sync.status import read_status
 FAILING = 3
 
 
-def check_sync(home: Home, cfg: Any) -> list[Finding]:
+def check_sync(home: Home, cfg: Config | None) -> list[Finding]:
     st = read_status(home)
-    remote = getattr(cfg, "sync_remote", "") if cfg is not None else ""
-    enabled = bool(getattr(cfg, "sync_enabled", False)) if cfg is not None else False
+    remote = cfg.sync_remote if cfg is not None else ""
+    enabled = cfg.sync_enabled if cfg is not None else False
     repo = home.root / "sync" / "repo.git"
     if not st and not remote and not repo.exists():
         return [Finding(True, "note: sync is not set up (see `memtray sync`)", code="sync")]

@@ -173,7 +173,7 @@ class HotkeyService(QObject):
         self._drop_backend()
         status = self._next()
         if status.state == "failed":
-            status.conflict = status.conflict or bool(getattr(exc, "conflict", False))
+            status.conflict = status.conflict or exc.conflict
 
     def _drop_backend(self) -> None:
         if self._backend is not None:

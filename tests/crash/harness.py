@@ -223,10 +223,7 @@ def check_app(home: Path, acked: set[int], *, fsck: bool = False) -> Checked:
     from memtray.core.base.config import Config
     from memtray.core.base.home import Home
     from memtray.core.log.projections import replay
-    try:
-        from memtray.core.memory.revisions import history_entry
-    except ImportError:  # before the memory service was split
-        from memtray.core.memory.service import history_entry  # type: ignore[attr-defined,no-redef]
+    from memtray.core.memory.revisions import history_entry
 
     app = App.open(Home.resolve(home), config=Config(model="openai/none", api_base="http://127.0.0.1:9/v1",
                                                      idle_consolidate_minutes=0))

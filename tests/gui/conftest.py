@@ -34,6 +34,7 @@ def configured_home(home: Any, llm_server: Any, monkeypatch: pytest.MonkeyPatch,
 
 def make_desktop(qtbot: Any, home: Any, **kw: Any) -> Any:
     from memtray.core.app import App
+    from memtray.core.cli.main import serve
     from memtray.desktop.main import Desktop
     from memtray.desktop.qt import QApplication
 
@@ -42,7 +43,7 @@ def make_desktop(qtbot: Any, home: Any, **kw: Any) -> Any:
     kw.setdefault("tray_available", False)
     kw.setdefault("show_dialogs", False)
     kw.setdefault("warm_up", False)
-    d = Desktop(app, qapp, **kw)
+    d = Desktop(app, qapp, serve, **kw)
     d.start()
     return d
 

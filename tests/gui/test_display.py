@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memtray.desktop import cli_commands, display
+from memtray.core.cli import instance as cli_commands
+from memtray.desktop import display
 
 pytestmark = pytest.mark.gui
 

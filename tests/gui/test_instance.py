@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from memtray.core.base import ipc
-from memtray.desktop import cli_commands
+from memtray.core.cli import instance as cli_commands
 
 pytestmark = pytest.mark.gui
 
@@ -109,10 +109,11 @@ def test_quit_over_ipc(qtbot: Any, desktop: Any) -> None:
 
 
 def test_second_start_forwards_show_and_exits_0(qtbot: Any, desktop: Any) -> None:
+    from memtray.core.cli.main import serve
     from memtray.desktop.main import run
 
     assert not desktop.popup.isVisible()
-    box = _in_thread(run, desktop.app.home, [])
+    box = _in_thread(run, desktop.app.home, [], serve)
     qtbot.waitUntil(lambda: "result" in box or "error" in box, timeout=20000)
     assert box.get("result") == 0, box
     assert desktop.popup.isVisible()
@@ -151,12 +152,6 @@ def test_quit_without_an_instance_says_so(home: Any, runtime_dir: Path, capsys: 
     assert "not running" in capsys.readouterr().err
 
 
-def test_cli_commands_import_no_qt() -> None:
-    code = "import sys, memtray.desktop.cli_commands; assert 'PySide6' not in sys.modules; print('ok')"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.stdout.strip() == "ok", out.stderr
-
-
 def test_add_commands_registers_toggle_show_quit() -> None:
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="command")
@@ -166,16 +161,13 @@ def test_add_commands_registers_toggle_show_quit() -> None:
     assert p.parse_args(["quit"]).fn is cli_commands.cmd_quit
 
 
-def _core_has_toggle() -> bool:
+def test_core_parser_has_the_desktop_commands() -> None:
+    """The installed front end adds toggle/show/quit to the CLI's own parser."""
     from memtray.core.cli import main as cli
 
-    try:
-        return getattr(cli.build_parser().parse_args(["toggle"]), "fn", None) is not None
-    except SystemExit:
-        return False
+    assert cli.build_parser().parse_args(["toggle"]).fn is cli_commands.cmd_toggle
 
 
-@pytest.mark.skipif(not _core_has_toggle(), reason="core/cli.build_parser does not call add_commands yet")
 def test_memtray_toggle_subprocess(qtbot: Any, desktop: Any) -> None:
     env = dict(os.environ, MEMTRAY_HOME=str(desktop.app.home.root))
     proc = subprocess.Popen([sys.executable, "-m", "memtray.core.cli", "toggle"], env=env, cwd=str(ROOT))
@@ -191,6 +183,7 @@ def test_the_app_takes_over_from_a_warm_instance_without_losing_a_message(
 ) -> None:
     """Asks sent while the warm instance hands over are served by it or by the app, each once."""
     from memtray.core.app import App
+    from memtray.core.base import handover
     from memtray.core.cli import warm
     from memtray.core.log.eventlog import EventLog
 
@@ -208,12 +201,13 @@ def test_the_app_takes_over_from_a_warm_instance_without_losing_a_message(
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for t in texts]
     d = None
     try:
-        app = warm.take_over(configured_home, lambda: App.open(configured_home))
+        app = handover.take_over(configured_home, lambda: App.open(configured_home))
         assert app is not None, "the warm instance did not hand over"
+        from memtray.core.cli.main import serve
         from memtray.desktop.main import Desktop
         from memtray.desktop.qt import QApplication
 
-        d = Desktop(app, QApplication.instance(), tray_available=False, show_dialogs=False, warm_up=False)
+        d = Desktop(app, QApplication.instance(), serve, tray_available=False, show_dialogs=False, warm_up=False)
         d.start()
         assert d.server is not None and d.server.listening
         rest = instance.communicate(timeout=120)[1]  # it finished what it started, then left
@@ -245,7 +239,7 @@ def test_the_app_takes_over_from_a_warm_instance_without_losing_a_message(
 
 
 def test_the_app_does_not_take_over_from_a_plain_daemon(configured_home: Any, runtime_dir: Path) -> None:
-    from memtray.core.cli import warm
+    from memtray.core.base import handover
 
     from tests.support import cli_env
 
@@ -257,7 +251,7 @@ def test_the_app_does_not_take_over_from_a_plain_daemon(configured_home: Any, ru
         assert "memtray daemon: ready" in daemon.stderr.readline()
         from memtray.core.app import App
 
-        assert warm.take_over(configured_home, lambda: App.open(configured_home)) is None
+        assert handover.take_over(configured_home, lambda: App.open(configured_home)) is None
         assert daemon.poll() is None  # it stays; the app asks it to show itself instead
     finally:
         daemon.terminate()

@@ -113,7 +113,7 @@ def test_why_shows_where_a_fact_came_from(qtbot: Any, seeded: Any) -> None:
     browser = _browser(qtbot, seeded)
     row = _row(browser, "added", "Works as a nurse")
     row.buttons["Why?"].click()
-    qtbot.waitUntil(lambda: getattr(browser, "why_dialog", None) is not None and browser.why_dialog.isVisible(),
+    qtbot.waitUntil(lambda: browser.why_dialog is not None and browser.why_dialog.isVisible(),
                     timeout=10000)
     assert browser.why_dialog.info["fact"]["text"] == "Works as a nurse"
     assert browser.why_dialog.info["fact"]["id"] == row.fact.id  # asked by id
@@ -256,3 +256,17 @@ def test_settings_save_stays_in_view(qtbot: Any, desktop: Any) -> None:
     for btn in (page.save_btn, page.revert_btn):
         assert not btn.visibleRegion().isEmpty(), btn.text()
         assert window.rect().contains(btn.mapTo(window, btn.rect().bottomRight()))
+
+
+def test_a_fact_reworded_under_its_id_shows_as_changed(qtbot: Any, desktop: Any) -> None:
+    """The Changes tab shows the diff the revision recorded, by id: a rewording is one
+    changed row (old words → new), never a removal plus an addition matched by words."""
+    mem = desktop.app.memory
+    desktop.app.worker.call(lambda: mem.write(REV1, reason="agent", source="model", model="openai/test-model"))
+    (fid,) = [f.id for f in desktop.app.worker.call(mem.ledger).facts if f.text == "Likes green tea"]
+    desktop.app.worker.call(lambda: mem.edit_fact(fid, "Starts every morning with a pot of sencha"))
+    browser = _browser(qtbot, desktop)
+    assert browser.list.topLevelItem(0).text(3) == "+0 −0 ~1"
+    assert {r.kind for r in browser.rows} == {"changed"}
+    row = _row(browser, "changed", "sencha")
+    assert (row.fact.id, row.fact.text) == (fid, "Starts every morning with a pot of sencha")

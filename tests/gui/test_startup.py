@@ -42,7 +42,7 @@ def test_window_is_shown_before_litellm_is_imported(configured_home: Any, runtim
         assert ready["litellm"] is False and ready["apscheduler"] is False
         assert ready["tray"] is False  # offscreen: no tray, so the window was shown
         # the running app answers once it listens (the window shows first), then quits on request
-        from memtray.desktop.cli_commands import wait_while_starting
+        from memtray.core.cli.instance import wait_while_starting
 
         assert wait_while_starting(configured_home, timeout=120)
         code = ipc.request(configured_home, {"argv": ["quit"]}, lambda _m: None, timeout=30)

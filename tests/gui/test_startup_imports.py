@@ -36,8 +36,8 @@ class Tray(QSystemTrayIcon):
     def isSystemTrayAvailable():
         return True
 
-import memtray.desktop.early as early
-early.QSystemTrayIcon = Tray
+import memtray.desktop.start as start
+start.QSystemTrayIcon = Tray
 from memtray.core.cli.main import main
 sys.exit(main([]))
 """
@@ -128,6 +128,7 @@ def test_a_click_on_the_early_tray_icon_is_replayed_once_the_desktop_exists(
 ) -> None:
     from memtray.core.app import App
     from memtray.core.base.home import HomeLock
+    from memtray.core.cli.main import serve
     from memtray.desktop.early import EarlyStart
     from memtray.desktop.main import Desktop
     from memtray.desktop.qt import QApplication
@@ -137,7 +138,7 @@ def test_a_click_on_the_early_tray_icon_is_replayed_once_the_desktop_exists(
     early.nav.open.emit("settings", "")
     early.release_lock()
     app = App.open(configured_home)
-    d = Desktop(app, QApplication.instance(), early=early, show_dialogs=False, warm_up=False)
+    d = Desktop(app, QApplication.instance(), serve, early=early, show_dialogs=False, warm_up=False)
     try:
         d.start()
         assert d.tray is early.tray
@@ -161,6 +162,7 @@ def test_the_early_window_keeps_the_page_picked_before_the_app_was_open(
 ) -> None:
     from memtray.core.app import App
     from memtray.core.base.home import HomeLock
+    from memtray.core.cli.main import serve
     from memtray.desktop.early import EarlyStart
     from memtray.desktop.main import Desktop
     from memtray.desktop.qt import QApplication
@@ -173,7 +175,7 @@ def test_the_early_window_keeps_the_page_picked_before_the_app_was_open(
     window.nav.setCurrentRow(PAGES.index("settings"))  # Settings, clicked while the App is still opening
     early.release_lock()
     app = App.open(configured_home)
-    d = Desktop(app, QApplication.instance(), early=early, show_dialogs=False, warm_up=False)
+    d = Desktop(app, QApplication.instance(), serve, early=early, show_dialogs=False, warm_up=False)
     try:
         d.start()
         assert d.tray is None and d.window is window and window.attached

@@ -85,7 +85,7 @@ def test_every_device_that_has_the_merge_lists_its_conflicts_and_one_resolution_
         assert sorted(k for k, _f in seen[0].values()) == ["removed-reworded", "reworded"]
         # one device resolves both; the others learn it from the next sync
         for rid in seen[0]:
-            getattr(a.memory, f"{how}_review")(rid)
+            (a.memory.accept_review if how == "accept" else a.memory.restore_review)(rid)
         assert conflicts(a) == {}
         sync(url, a, b, c, a, b, c)
         assert [conflicts(x) for x in (a, b, c)] == [{}, {}, {}]

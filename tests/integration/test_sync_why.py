@@ -79,7 +79,7 @@ def test_own_fact_renumbered_by_other_merges_keeps_its_messages_after_a_fast_for
     assert tea != "F1"  # renumbered by the merges
     info = a.memory.why(tea)
     assert info["device"] == A_ID
-    assert "device_revision" not in info or info["device_revision"] is None
+    assert "device_revision" not in info  # its own: no other device's revision to name
     assert [m["seq"] for m in info["messages"]] == [seq], info
     # the fast-forward renumbered it: the same fact, not one the merge brought in
     assert all("green tea" not in i["text"] for i in a.memory.diff().to_json()["added"])

@@ -1,11 +1,18 @@
-"""The house plan: memtray.core is a library in rooms whose imports only point down.
+"""The house plan: memtray.core is a library in rooms whose imports only point down,
+and memtray.desktop a front end on top of it.
 
 * no Qt anywhere under core/, and core imports with PySide6 absent;
 * rooms are layered in :data:`ROOMS` order: a module may import its own room and
   the rooms below it, never a room above (lazy imports inside functions count);
-* no import cycles between modules;
+* the desktop uses core's rooms but never the console front end (``core.cli``):
+  what the CLI and the desktop share lives in a room below both, and what the
+  desktop needs of the CLI (serving a forwarded command) is handed to it;
+* no import cycles between modules, in core or in the desktop;
 * core/ top level holds only the package face and the composition root;
-* no module imports a name with a leading underscore from another module.
+* no module imports a name with a leading underscore from another module;
+* no module, in core or in the desktop, is past the size limit.
+
+Every import counts: lazy ones inside functions and ``if TYPE_CHECKING:`` ones too.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import sys
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "core"
+DESKTOP = CORE.parent / "desktop"
 QT = ("PySide6", "PyQt5", "PyQt6", "PySide2", "shiboken6", "qtpy")
 
 #: Bottom to top. ``app`` is the composition root; ``cli`` the console front end on top.
@@ -25,14 +33,15 @@ TOP_LEVEL = {"__init__.py", "app.py"}
 MAX_LINES = 650
 
 
-def _modules() -> dict[str, Path]:
+def _modules(root: Path = CORE) -> dict[str, Path]:
+    """Module name -> file, for every module under ``root`` (core/ or desktop/)."""
     out = {}
-    for path in CORE.rglob("*.py"):
-        rel = path.relative_to(CORE).with_suffix("")
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root).with_suffix("")
         parts = list(rel.parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
-        out[".".join(["memtray", "core", *parts])] = path
+        out[".".join(["memtray", root.name, *parts])] = path
     return out
 
 
@@ -59,12 +68,14 @@ def _room(module: str) -> str:
     return parts[2] if len(parts) > 2 else "__init__"
 
 
-def _graph() -> dict[str, set[str]]:
-    mods = _modules()
+def _graph(root: Path = CORE) -> dict[str, set[str]]:
+    """Which modules under ``root`` each module under ``root`` imports."""
+    mods = _modules(root)
+    prefix = f"memtray.{root.name}"
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
         for _, target, names in _imports(path, mod):
-            if not target.startswith("memtray.core"):
+            if not target.startswith(prefix):
                 continue
             hits = [f"{target}.{n}" for n in names if f"{target}.{n}" in mods] or [target]
             for t in hits:
@@ -152,6 +163,35 @@ def test_no_import_cycles() -> None:
     assert _cycles(_graph()) == []
 
 
+def test_no_import_cycles_in_the_desktop() -> None:
+    assert _cycles(_graph(DESKTOP)) == []
+
+
+def test_the_desktop_never_imports_the_console_front_end() -> None:
+    """The desktop is a front end beside the CLI, not on top of it."""
+    offenders = [f"{path.relative_to(DESKTOP)}:{line} imports {target}"
+                 for mod, path in _modules(DESKTOP).items()
+                 for line, target, names in _imports(path, mod)
+                 if target == "memtray.core.cli" or target.startswith("memtray.core.cli.")
+                 or (target == "memtray.core" and "cli" in names)]
+    assert not offenders, offenders
+
+
+def test_the_desktop_check_sees_a_cli_import(tmp_path: Path) -> None:
+    """The check reads lazy and type-only imports too: it fails on the forms it must catch."""
+    src = tmp_path / "desktop"
+    src.mkdir()
+    (src / "a.py").write_text("def f():\n    from memtray.core.cli import warm\n", encoding="utf-8")
+    (src / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                              "    from memtray.core import cli\n", encoding="utf-8")
+    (src / "c.py").write_text("from . import d\n", encoding="utf-8")
+    (src / "d.py").write_text("def g():\n    from .c import x\n", encoding="utf-8")
+    found = {m: [(t, n) for _, t, n in _imports(p, m)] for m, p in _modules(src).items()}
+    assert found["memtray.desktop.a"] == [("memtray.core.cli", ["warm"])]
+    assert ("memtray.core", ["cli"]) in found["memtray.desktop.b"]
+    assert _cycles(_graph(src)) == [["memtray.desktop.c", "memtray.desktop.d"]]
+
+
 def test_the_cycle_finder_finds_cycles() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
@@ -159,18 +199,19 @@ def test_the_cycle_finder_finds_cycles() -> None:
 
 def test_no_private_name_is_imported_from_another_module() -> None:
     offenders = []
-    for mod, path in _modules().items():
-        for line, target, names in _imports(path, mod):
-            if not target.startswith("memtray."):
-                continue
-            for n in names:
-                if n.startswith("_") and not n.startswith("__"):
-                    offenders.append(f"{path.relative_to(CORE)}:{line} imports {target}.{n}")
+    for root in (CORE, DESKTOP):
+        for mod, path in _modules(root).items():
+            for line, target, names in _imports(path, mod):
+                if not target.startswith("memtray."):
+                    continue
+                for n in names:
+                    if n.startswith("_") and not n.startswith("__"):
+                        offenders.append(f"{root.name}/{path.relative_to(root)}:{line} imports {target}.{n}")
     assert not offenders, offenders
 
 
 def test_no_module_is_past_the_size_limit() -> None:
-    big = {str(p.relative_to(CORE)): n for p in CORE.rglob("*.py")
+    big = {f"{root.name}/{p.relative_to(root)}": n for root in (CORE, DESKTOP) for p in root.rglob("*.py")
            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert not big, f"split these (one concept per module): {big}"
 

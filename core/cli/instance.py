@@ -1,9 +1,11 @@
-"""``memtray toggle|show|quit``: talk to the running desktop app (no Qt imported here).
+"""``memtray toggle|show|quit``: talk to the running desktop app.
 
-These commands only forward over IPC. With no instance running, ``toggle`` and
-``show`` start one (``memtray`` detached) and wait for its socket, so binding
-``memtray toggle`` to a key in the desktop's own shortcut settings works as a
-hotkey everywhere. The core parser calls :func:`add_commands`.
+These commands only forward over IPC, so they are the console's, not the
+desktop's: they live here, and the desktop package never imports the CLI. With no
+instance running, ``toggle`` and ``show`` start one (``memtray`` detached) and wait
+for its socket, so binding ``memtray toggle`` to a key in the desktop's own
+shortcut settings works as a hotkey everywhere. The parser adds them when a front
+end is installed (:func:`add_commands`).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def cmd_toggle(args: argparse.Namespace, home: Home) -> int:
 
 
 def cmd_show(args: argparse.Namespace, home: Home) -> int:
-    return forward(home, ["show", "--window"] if getattr(args, "window", False) else ["show"], start=True)
+    return forward(home, ["show", "--window"] if args.window else ["show"], start=True)
 
 
 def cmd_quit(args: argparse.Namespace, home: Home) -> int:
@@ -68,13 +70,12 @@ def wait_while_starting(home: Home, timeout: float = START_TIMEOUT) -> bool:
     """An app that is starting holds the home but listens only once its tray icon (or
     window) is up: wait for it to listen. False when nobody holds the home, or it never
     listened within ``timeout``."""
-    from memtray.core.base import ipc
-    from memtray.core.cli import warm
+    from memtray.core.base import handover, ipc
 
     if not home.lockfile.exists():
         return False
     deadline = time.monotonic() + timeout
-    while not warm.home_free(home) and time.monotonic() < deadline:
+    while not handover.home_free(home) and time.monotonic() < deadline:
         if ipc.is_running(home):
             return True
         time.sleep(0.05)
