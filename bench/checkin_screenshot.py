@@ -45,6 +45,7 @@ def main() -> int:
     from memtray.core.app import App
     from memtray.core.base import config
     from memtray.core.base.home import Home
+    from memtray.core.cli.main import serve
     from memtray.desktop.main import Desktop
     from memtray.desktop.qt import QApplication, QGuiApplication, Qt, QTimer
 
@@ -57,7 +58,7 @@ def main() -> int:
         QGuiApplication.styleHints().setColorScheme(Qt.ColorScheme.Dark)
     app = App.open(home)
     app.worker.call(lambda: app.memory.write(MEM, reason="user-edit", source="user"))
-    d = Desktop(app, qapp, tray_available=False, show_dialogs=False, warm_up=False)
+    d = Desktop(app, qapp, serve, tray_available=False, show_dialogs=False, warm_up=False)
     d.start()
     shots: list[str] = []
 

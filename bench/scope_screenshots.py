@@ -48,6 +48,7 @@ def main() -> int:
     from memtray.core.app import App
     from memtray.core.base import config
     from memtray.core.base.home import Home
+    from memtray.core.cli.main import serve
     from memtray.core.log.events import Message
     from memtray.core.memory import scopes
     from memtray.desktop.main import Desktop
@@ -76,7 +77,7 @@ def main() -> int:
                      "Acme on Fridays."), "quick", None)])
 
     app.worker.call(seed)
-    d = Desktop(app, qapp, tray_available=False, show_dialogs=False, warm_up=False)
+    d = Desktop(app, qapp, serve, tray_available=False, show_dialogs=False, warm_up=False)
     d.start()
     shots: list[str] = []
 

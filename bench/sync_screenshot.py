@@ -29,6 +29,7 @@ def main() -> int:
     from memtray.core.app import App
     from memtray.core.base import config
     from memtray.core.base.home import Home, device_id
+    from memtray.core.cli.main import serve
     from memtray.core.log.events import Message
     from memtray.core.sync.names import name_device
     from memtray.desktop.main import Desktop
@@ -56,7 +57,7 @@ def main() -> int:
     other.write(lambda: name_device(other.store, device_id(other_home), "Desktop PC"))
     other.sync.sync(str(remote))
     other.close()
-    d = Desktop(app, qapp, tray_available=False, show_dialogs=False, warm_up=False)
+    d = Desktop(app, qapp, serve, tray_available=False, show_dialogs=False, warm_up=False)
     d.start()
     w = d.window
     w.resize(1180, 860)
