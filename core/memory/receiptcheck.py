@@ -416,6 +416,11 @@ def _locate(piece: list[str], message: Sequence[_Tok]) -> list[_Tok] | None:
 NEGATION_REACH = 3
 
 
+#: words that stand for someone or something the message names elsewhere: only a quote with
+#: one of them may take a name, number or place from the rest of its message
+_REFERRING = frozenset({"he", "she", "they", "him", "her", "his", "hers", "it", "its", "them", "their", "theirs",
+                        "there", "then", "that", "this", "这", "那", "他", "她", "它"})
+
 #: words that start another clause: a "not" before them denies something else ("not sure, but I …")
 _CLAUSE = frozenset({"but", "and", "so", "because", "though", "although", "while", "yet", "or", "但是", "但", "可是"})
 
@@ -479,12 +484,11 @@ def _covered(unit: _Unit, ev: Claims) -> bool:
     return bool(unit.stems) and all(_has_stem(x, ev.stems) for x in unit.stems)
 
 
-def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok] = (), words: bool = True,
+def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok] = (),
             similarity: Callable[[str, str], float | None] | None = None) -> str:
     """Why ``fact`` does not follow from ``evidence`` (the words a quote matched, and the
     old wording of a fact it rewords), or "" when it does. ``context``: the rest of the cited
-    messages, which may supply an anchor the quote leaves out when the quote names none.
-    ``words=False``: only anchors and negation count (a rewording of a fact by its id)."""
+    messages, which may supply an anchor the quote leaves out when the quote names none."""
     ev_toks = _tokens(evidence) if isinstance(evidence, str) else list(evidence)
     f, ev = claims(fact), _claims(ev_toks)
     ctx = _claims(context) if context else None
@@ -501,8 +505,9 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
                and k.isdigit() == key.isdigit()}
         if own:
             return f"the fact says '{shown}', the quote says " + ", ".join(f"'{v}'" for v in list(own.values())[:3])
-        if ctx is not None and (key in ctx.anchors or key in ctx.stems):
-            continue
+        if ctx is not None and (key in ctx.anchors or key in ctx.stems) and any(
+                t.word in _REFERRING for t in ev_toks):
+            continue  # "She loves drawing" in "My daughter Mia ... She loves drawing": "she" is Mia
         return f"the fact says '{shown}', the quote does not"
     # a "not" inside a paraphrase both sides share ("can not stand" = "dislikes") is no negation
     shared = f.groups & ev.groups
@@ -510,8 +515,6 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
     ev_not = bool(ev.neg_groups - shared) or any(n & f.stems for n in ev.negations)
     if f_not != ev_not:
         return "the fact says 'not', the quote does not" if f_not else "the quote says 'not', the fact does not"
-    if not words:
-        return ""
     table = _table()
     missing = [u.shown for u in f.units if not _covered(u, ev) and not (u.stems and u.stems <= table.framing)]
     cjk = [b for b in f.bigrams if len(b) == 2]
@@ -536,16 +539,17 @@ def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]
     numbered from 1 as the prompt shows them. ``known``: what memory already says of it (the old
     wording of the fact an update rewords, the facts a merge joins): a fact that says no more
     than that needs no receipt (``kind`` ``stated``, no ``messages``). ``reworded``: the fact
-    is ``known`` reworded by its id; without a receipt it may change words, but no name,
-    number, date, place or negation. Pure."""
+    is ``known`` reworded by its id; one that says more than its old wording needs a receipt
+    like an add (the reason then names what the old wording does not say). Pure."""
     old = _join(*(_tokens(k) for k in known))
     if known and not follows(fact, old):
         return Check("stated")
     if receipt is None:
         if reworded and known:
-            why = follows(fact, old, words=False)
-            return Check("held", f"no receipt, and {why.replace('the quote', 'the old wording')}") if why else (
-                Check("stated"))
+            # a rewording by id that says more than the old wording needs a receipt like an add:
+            # the id says which fact it is, never that the new words were said
+            why = follows(fact, old)
+            return Check("held", f"no receipt, and {why.replace('the quote', 'the old wording')}")
         return Check("held", "no receipt")
     if receipt.problem:
         return Check("held", receipt.problem, receipt.messages, receipt.quote)
@@ -567,7 +571,9 @@ def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]
         where = elsewhere  # the quote is there, under another number: what counts is where it is
     found, words = where
     evidence = _join(words, *(_tokens(k) for k in known))
-    context = _join(*(_said(texts[n - 1]) for n in dict.fromkeys([*receipt.messages, *found])))
+    # an anchor the quote leaves out may come only from the message the quote is in, never
+    # from another message the receipt cites (a receipt citing 12 messages is no licence)
+    context = _join(*(_said(texts[n - 1]) for n in found))
     why = follows(fact, evidence, context=context, similarity=similarity)
     if why:
         return Check("held", why, tuple(found), receipt.quote)

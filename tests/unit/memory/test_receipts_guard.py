@@ -51,11 +51,33 @@ def test_an_update_by_id_that_changes_a_name_needs_a_receipt() -> None:
 
 def test_a_rewording_by_id_in_memory_update_is_undone_when_its_receipt_fails() -> None:
     _cur, out = _apply(memory_update="## Me\n- [F1] Beacon project, with Greta\n- [F2] Lives in Graz, Austria\n")
-    assert "- Beacon project, with Greta" in out.memory  # new words, nothing new said: written
+    # a word the old wording does not say needs a receipt like an add, an anchor too
+    assert "- Works on Beacon with Greta\n" in out.memory and "project" not in out.memory
     assert "- Lives in Graz\n" in out.memory and "Austria" not in out.memory
-    [item] = out.flagged
-    assert item["fact_id"] == "F2" and item["reason"] == "no receipt, and the fact says 'Austria', the old wording does not"
+    assert [(i["fact_id"], i["reason"]) for i in out.flagged] == [
+        ("F1", "no receipt, and the old wording does not say 'project'"),
+        ("F2", "no receipt, and the fact says 'Austria', the old wording does not")]
     assert out.ledger.ids == ["F1", "F2"]
+
+
+def test_a_rewording_by_id_that_says_no_more_than_its_old_wording_needs_no_receipt() -> None:
+    _cur, out = _apply(memory_update="## Me\n- [F1] Works with Greta on Beacon\n- [F2] Based in Graz\n")
+    assert "- Works with Greta on Beacon\n" in out.memory and "- Based in Graz\n" in out.memory
+    assert out.flagged == [] and out.ledger.ids == ["F1", "F2"]
+
+
+def test_a_rewording_by_id_that_adds_a_claim_is_held_in_every_form_a_model_sends_it() -> None:
+    # the hostile model: it rewords by id and slips in what nobody said, as an update edit, as
+    # key: value, as a merge of two facts, in Chinese; none carries a receipt
+    for edits in ([{"op": "update", "id": "F2", "text": "Lives in Graz with two cats"}],
+                  [{"op": "update", "id": "F2", "text": "Home: Graz (owns a flat)"}],
+                  [{"op": "update", "id": "F2", "text": "住在格拉茨，有一只狗"}]):
+        _cur, out = _apply(edits=edits)
+        assert "- Lives in Graz\n" in out.memory, edits
+        [item] = out.flagged
+        assert item["fact_id"] == "F2" and item["reason"].startswith("no receipt"), item
+    _cur, out = _apply(memory_update="## Me\n- [F1,F2] Works on Beacon with Greta and lives in Graz, runs a bakery\n")
+    assert "bakery" not in out.memory and "- Works on Beacon with Greta\n" in out.memory and "- Lives in Graz\n" in out.memory
 
 
 def test_a_new_bullet_finds_its_receipt_by_text_and_a_fake_quote_is_named() -> None:
