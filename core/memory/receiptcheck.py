@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 
 import snowballstemmer
 from memtray import resources
+from memtray.core.memory import stance
 from memtray.core.memory.receipts import Receipt
 
 __all__ = ["Check", "Claims", "check", "claims", "normalize"]
@@ -227,6 +228,8 @@ class _Tok:
     stem: str
     name: bool  # capitalised where a sentence does not start, and no common word
     initial: bool = False  # the first word of a sentence
+    asks: bool = False  # a "?" follows it
+    frame: bool = False  # a word of the quote's sentence outside the quote: read for its stance only
 
 
 def _tokens(text: str, *, names: bool = True) -> list[_Tok]:
@@ -246,7 +249,10 @@ def _tokens(text: str, *, names: bool = True) -> list[_Tok]:
                    and _stem(w) not in table.words and w not in table.words) or (
             names and len(raw) > 1 and raw.isupper() and raw.isalpha() and raw.isascii() and w not in table.stop
             and _stem(w) not in table.words)
-        out.append(_Tok(raw, w, _stem(w), is_name, initial))
+        j = m.end()  # the first character after the word, spaces and closing quotes aside
+        while j < len(norm) and (norm[j].isspace() or norm[j] in "\"')）)"):
+            j += 1
+        out.append(_Tok(raw, w, _stem(w), is_name, initial, j < len(norm) and norm[j] in "?？"))
     return out
 
 
@@ -396,7 +402,7 @@ def _locate(piece: list[str], message: Sequence[_Tok]) -> list[_Tok] | None:
         return []
     for k in range(len(words) - n + 1):
         if words[k:k + n] == piece:
-            return _denied(message, k) + list(message[k:k + n])
+            return _framed(message, k, k + n)
     if n < 4:
         return None
     sm = difflib.SequenceMatcher(None, words, piece, autojunk=False)
@@ -409,7 +415,7 @@ def _locate(piece: list[str], message: Sequence[_Tok]) -> list[_Tok] | None:
         return None
     # the message's words from the first match to the last: a word the quote slipped ("not")
     # is still what the message says
-    return _denied(message, start) + list(message[start:end])
+    return _framed(message, start, end)
 
 
 #: how many words before a quote are read for a "not" the quote left out ("I don't | smoke")
@@ -423,6 +429,27 @@ _REFERRING = frozenset({"he", "she", "they", "him", "her", "his", "hers", "it", 
 
 #: words that start another clause: a "not" before them denies something else ("not sure, but I …")
 _CLAUSE = frozenset({"but", "and", "so", "because", "though", "although", "while", "yet", "or", "但是", "但", "可是"})
+
+
+#: how far back (in words) a quote's sentence is read for who and how it says it
+FRAME_REACH = 40
+
+
+def _framed(message: Sequence[_Tok], start: int, end: int) -> list[_Tok]:
+    """The message's words ``start:end`` as evidence: with the "not"s just before them (as
+    evidence), and the rest of their sentence as *frame* (read only for its stance: "my sister"
+    before "lives in Oslo", "should I" before "learn Rust", the "?" after it)."""
+    denied = _denied(message, start)
+    s0 = start
+    while s0 > 0 and s0 > start - FRAME_REACH and not message[s0].initial:
+        s0 -= 1
+    before = [replace(t, frame=True) for t in message[s0:start] if not any(t is d for d in denied)]
+    e1 = end
+    while e1 < len(message) and e1 < end + FRAME_REACH and not message[e1].initial and not (
+            message[e1].word in _CLAUSE or message[e1].word in stance.words().user):
+        e1 += 1  # up to the sentence's end ("learn Rust | today?"), not into another clause ("…, should I move?")
+    after = [replace(t, frame=True) for t in message[end:e1]]
+    return before + denied + list(message[start:end]) + after
 
 
 def _denied(message: Sequence[_Tok], start: int) -> list[_Tok]:
@@ -489,8 +516,10 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
     """Why ``fact`` does not follow from ``evidence`` (the words a quote matched, and the
     old wording of a fact it rewords), or "" when it does. ``context``: the rest of the cited
     messages, which may supply an anchor the quote leaves out when the quote names none."""
-    ev_toks = _tokens(evidence) if isinstance(evidence, str) else list(evidence)
-    f, ev = claims(fact), _claims(ev_toks)
+    framed = _tokens(evidence) if isinstance(evidence, str) else list(evidence)
+    ev_toks = [t for t in framed if not t.frame]
+    fact_toks = _tokens(fact)
+    f, ev = _claims(fact_toks), _claims(ev_toks)
     ctx = _claims(context) if context else None
     # a capitalised word that starts the fact is a name when the messages write it as one ("Mia ...")
     names = {**(ctx.anchors if ctx else {}), **ev.anchors}
@@ -515,8 +544,12 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
     ev_not = bool(ev.neg_groups - shared) or any(n & f.stems for n in ev.negations)
     if f_not != ev_not:
         return "the fact says 'not', the quote does not" if f_not else "the quote says 'not', the fact does not"
+    how = _stance(fact_toks, f, framed, ev)
+    if how.why:
+        return how.why
     table = _table()
-    missing = [u.shown for u in f.units if not _covered(u, ev) and not (u.stems and u.stems <= table.framing)]
+    missing = [u.shown for u in f.units if not _covered(u, ev) and not (u.stems and u.stems <= table.framing)
+               and not (u.stems and u.stems <= how.forgiven)]
     cjk = [b for b in f.bigrams if len(b) == 2]
     if cjk:
         rest = [b for b in cjk if b not in ev.bigrams]
@@ -530,6 +563,65 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
         if score is not None and score >= SIMILAR:
             return ""
     return "the quote does not say " + ", ".join(f"'{w}'" for w in missing[:3])
+
+
+@dataclass(frozen=True)
+class _How:
+    why: str  # why the fact does not say it as the quote does, or ""
+    forgiven: frozenset[str] = frozenset()  # words the fact may add ("Might", "Former") as the quote's stance
+
+
+def _sentences(toks: Sequence[_Tok]) -> list[tuple[list[_Tok], int]]:
+    """Evidence cut into its sentences, each with where its quoted words start (after the frame)."""
+    out: list[list[_Tok]] = []
+    for t in toks:
+        if t.word == "." and not t.raw.isalnum() and t.stem == ".":
+            out.append([])
+            continue
+        if not out or (t.initial and out[-1] and not t.frame and any(not x.frame for x in out[-1])):
+            out.append([])
+        out[-1].append(t)
+    return [(s, next((i for i, t in enumerate(s) if not t.frame), 0)) for s in out if s]
+
+
+def _stance(fact_toks: Sequence[_Tok], f: Claims, framed: Sequence[_Tok], ev: Claims) -> _How:
+    """Whether the fact says what its quote says *as* the quote says it: about the user (not
+    "my sister"), as so (not asked, hoped or maybe), now (not "used to", not "lived")."""
+    stop = _table().stop
+    sents = _sentences(framed)
+    says = [stance.of(s, stop, focus) for s, focus in sents]
+    others = [s for s in says if s.party]
+    names = {k for k in f.anchors if not k.isdigit() and k not in _MONTH_OF.values()}
+    about = others and (stance.mentions_party(fact_toks) or stance.of(fact_toks, stop).party or any(
+        names & s.party_words or (not s.party_words and names - set(ev.anchors)) for s in others))
+    if others and not about:
+        if not any(s.subject and not s.party for s in says):
+            return _How(f"the quote is about '{others[0].party}', the fact is about the user")
+        # a merge of the user's words and someone else's: what only the other's sentence says
+        each = [_claims([t for t in s if not t.frame]) for s, _f in sents]
+        table = _table()
+        claimed: list[tuple[str, _Unit | str]] = [
+            (u.shown, u) for u in f.units if not (u.stems and u.stems <= table.framing) and FRAMING not in u.groups]
+        claimed += [(v, k) for k, v in f.anchors.items()]
+        for shown, what in claimed:
+            by = [i for i, c in enumerate(each) if (_covered(what, c) if isinstance(what, _Unit)
+                                                    else what in c.anchors or what in c.stems)]
+            if by and all(says[i].party for i in by):
+                return _How(f"the quote says '{shown}' of '{says[by[0]].party}', the fact says it of the user")
+    w = stance.words()
+    modal = next((s.modal for s in says if s.modal), "")
+    if modal and not stance.fact_modal(fact_toks):
+        return _How("the quote asks, the fact says it is so" if modal == "?" else
+                    f"the quote says '{modal}', the fact says it is so")
+    is_past = stance.fact_past(fact_toks)
+    past = next((s.past for s in says if s.past), "")
+    if past and not is_past:
+        return _How(f"the quote says '{past}', the fact says it is so now")
+    for s in says:
+        if s.verb and not is_past and any(t.stem == s.verb_stem for t in fact_toks):
+            return _How(f"the quote says '{s.verb}', the fact says it is so now")
+    forgiven = (w.modal_fact if modal else frozenset()) | (w.past_fact if past else frozenset())
+    return _How("", forgiven | {_stem(x) for x in forgiven})
 
 
 def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]], *,

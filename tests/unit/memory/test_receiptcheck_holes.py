@@ -47,3 +47,84 @@ def test_an_anchor_from_outside_the_quote_holds_the_fact(fact: str, quote: str, 
 ])
 def test_a_word_that_stands_for_an_anchor_of_its_message_may_take_it(fact: str, quote: str, said: str) -> None:
     assert _check(fact, quote, said).kind == "stated"
+
+
+# --- about the user, as so, now: who the quote is about and how it says it ---
+
+@pytest.mark.parametrize(("fact", "quote", "said"), [
+    # someone else's fact made the user's: paraphrase, key: value, a quote cut after the subject,
+    # a subject said before "I think", a merge, Chinese, a pet
+    ("Lives in Oslo", "my sister lives in Oslo", "my sister lives in Oslo"),
+    ("Location: Oslo", "lives in Oslo", "I think my sister lives in Oslo."),
+    ("Owns a yacht", "My friend Ada owns a yacht", "My friend Ada owns a yacht."),
+    ("Works as a nurse", "works at the hospital as a nurse", "My mum works at the hospital as a nurse."),
+    ("Loves drawing", "She loves drawing", "My daughter Mia started school. She loves drawing."),
+    ("Lives in Shanghai", "我妹妹住在上海", "我妹妹住在上海"),
+    ("住在上海", "住在上海", "我妹妹住在上海"),
+    ("Loves the beach", "loves the beach", "Our dog loves the beach!"),
+    # a question, a maybe, a wish or a plan made a plain fact
+    ("Learns Rust", "learn Rust", "should I learn Rust?"),
+    ("Is learning Rust", "should I learn Rust", "should I learn Rust"),
+    ("Programming language: Rust", "learn Rust", "Do you think I should learn Rust?"),
+    ("Moving to Berlin", "maybe I'll move to Berlin", "maybe I'll move to Berlin"),
+    ("Location: Berlin", "move to Berlin", "Maybe I'll move to Berlin next year."),
+    ("Moves to Berlin", "I'll move to Berlin", "If I get the job, I'll move to Berlin."),
+    ("Learns Rust", "learn Rust", "I want to learn Rust"),
+    ("Learns Rust", "我想学Rust", "我想学Rust"),
+    ("Owns a dog", "get a dog", "We might get a dog."),
+    # the past made the present
+    ("Smokes", "I used to smoke", "I used to smoke"),
+    ("Smoker", "smoke", "I used to smoke, ten a day."),
+    ("Lives in Paris", "I lived in Paris", "I lived in Paris for years."),
+    ("Is a smoker", "I was a smoker", "I was a smoker"),
+    ("抽烟", "我以前抽烟", "我以前抽烟"),
+])
+def test_a_fact_that_says_it_otherwise_than_the_quote_is_held(fact: str, quote: str, said: str) -> None:
+    got = _check(fact, quote, said)
+    assert got.kind == "held", got
+    assert any(w in got.reason for w in ("is about", "asks", "says it is so")), got
+
+
+@pytest.mark.parametrize(("fact", "quote", "said"), [
+    ("Sister lives in Oslo", "my sister lives in Oslo", "my sister lives in Oslo"),
+    ("Has a sister in Oslo", "my sister lives in Oslo", "my sister lives in Oslo"),
+    ("Lives in Oslo", "My sister and I live in Oslo", "My sister and I live in Oslo."),
+    ("Lives in Oslo", "I live in Oslo", "My sister lives in Bergen, but I live in Oslo."),
+    ("Lives in Oslo", "I live in Oslo", "I live in Oslo, should I move?"),
+    ("Lives in Oslo", "I live in Oslo now", "Maybe next year, but I live in Oslo now."),
+    ("Might move to Berlin", "maybe I'll move to Berlin", "maybe I'll move to Berlin"),
+    ("Wants to learn Rust", "I want to learn Rust", "I want to learn Rust"),
+    ("Used to smoke", "I used to smoke", "I used to smoke"),
+    ("Former smoker", "I used to smoke", "I used to smoke"),
+    ("Lived in Paris", "I lived in Paris", "I lived in Paris"),
+    ("Born in Cork", "I was born in Cork", "I was born in Cork"),
+    ("Has lived in Tokyo for 5 years", "I've lived in Tokyo for five years", "I've lived in Tokyo for five years"),
+    ("Reply style: bullet points", "I'd like replies in bullet points", "I'd like replies in bullet points"),
+    ("Wants answers in English", "I'd rather you answer in English", "I'd rather you answer in English"),
+    ("Has a cat named Miso", "our kitten Miso", "our kitten Miso just knocked over my coffee"),
+    ("Partner Alex is a nurse", "my partner Alex is a nurse", "my partner Alex is a nurse"),
+    ("Daughter: Mia", "我女儿叫 Mia", "我女儿叫 Mia"),
+])
+def test_a_fact_that_says_it_as_the_quote_does_is_written(fact: str, quote: str, said: str) -> None:
+    assert _check(fact, quote, said).kind == "stated"
+
+
+@pytest.mark.parametrize(("fact", "quote", "said", "cite"), [
+    # merged: the user's sentence and the sister's, the fact takes the sister's part as the user's
+    ("Lives in Oslo and works at a bank", "I live in Oslo … my sister works at a bank",
+     ("I live in Oslo.", "my sister works at a bank"), (1, 2)),
+    ("Lives in Oslo", "I live in Bergen … my sister lives in Oslo",
+     ("I live in Bergen.", "my sister lives in Oslo"), (1, 2)),
+    # split: one message, two sentences; the model keeps the second as the user's
+    ("Is a chef", "He is a chef", ("I live in Leeds. My brother Tom is too. He is a chef.",), (1,)),
+])
+def test_a_merge_takes_nothing_someone_else_said_for_the_users(fact: str, quote: str, said: tuple[str, ...],
+                                                              cite: tuple[int, ...]) -> None:
+    got = _check(fact, quote, *said, cite=cite)
+    assert got.kind == "held" and ("of the user" in got.reason or "is about" in got.reason), got
+
+
+def test_a_merge_that_names_the_other_person_is_written() -> None:
+    got = _check("Lives in Oslo; sister works at a bank", "I live in Oslo … my sister works at a bank",
+                 "I live in Oslo.", "my sister works at a bank", cite=(1, 2))
+    assert got.kind == "stated", got
