@@ -96,6 +96,7 @@ class _Table:
     words: frozenset[str]  # every stem of the table: a capitalised one is no name
     implies: list[tuple[frozenset[str], str]]  # (stems or Chinese words, the stem whose groups they imply)
     places: frozenset[int]  # groups of place names: anchors, like any name
+    opposites: dict[int, frozenset[int]]  # a group -> the groups that say its opposite
 
 
 @functools.cache
@@ -107,6 +108,7 @@ def _table() -> _Table:
     words: set[str] = set()
     implies: list[tuple[frozenset[str], str]] = []
     places: set[int] = set()
+    opposite_lines: list[tuple[str, str]] = []
     group = 0
     for line in resources.text("corpus/paraphrases.txt").splitlines():
         line = line.strip()
@@ -123,6 +125,10 @@ def _table() -> _Table:
                 else:
                     framing.add(_stem(w))
                 words.update(w.split("_"))
+            continue
+        if line.startswith("opposite:"):
+            left, _, right = line[9:].partition("|")
+            opposite_lines.append((left.strip().casefold(), right.strip().casefold()))
             continue
         if line.startswith("implies:"):
             left, _, right = line[8:].partition("=>")
@@ -146,7 +152,22 @@ def _table() -> _Table:
     for v in phrases.values():
         v.sort(key=lambda p: -len(p[0]))
     cjk.sort(key=lambda p: -len(p[0]))
-    return _Table(frozenset(stop), frozenset(framing), phrases, cjk, frozenset(words), implies, frozenset(places))
+
+    def groups_of(entry: str) -> set[int]:
+        stems = tuple(_stem(w) for w in _TOKEN_RE.findall(entry))
+        return {g for p, g in phrases.get(stems[0], ()) if p == stems} if stems else set()
+
+    opposites: dict[int, set[int]] = {}
+    for left, right in opposite_lines:
+        a, b = groups_of(left), groups_of(right)
+        if not a or not b:
+            raise ValueError(f"paraphrases.txt: 'opposite: {left} | {right}' names no group")
+        for g in a:
+            opposites.setdefault(g, set()).update(b)
+        for g in b:
+            opposites.setdefault(g, set()).update(a)
+    return _Table(frozenset(stop), frozenset(framing), phrases, cjk, frozenset(words), implies, frozenset(places),
+                  {g: frozenset(v) for g, v in opposites.items()})
 
 
 # --- normalising -----------------------------------------------------------------------
@@ -556,6 +577,12 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
         cjk_groups = frozenset().union(*(u.groups for u in f.units if not u.stems))
         if len(rest) * 3 > len(cjk) and not (cjk_groups and cjk_groups <= ev.groups):
             missing.append("".join(rest[:3]))
+    for u in f.units:  # the opposite of what the quote says, never forgiven by a similarity
+        against = frozenset().union(*(table.opposites.get(g, frozenset()) for g in u.groups)) & ev.groups
+        if against and not _covered(u, ev):
+            said = next((x.shown for x in ev.units if x.groups & against), "")
+            return f"the fact says '{u.shown}', the quote says '{said}'" if said else (
+                f"the fact says '{u.shown}', the quote says the opposite")
     if not missing:
         return "" if f.units or f.anchors or cjk else "the fact says nothing the quote could support"
     if len(missing) == 1 and similarity is not None:

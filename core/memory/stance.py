@@ -187,8 +187,7 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
             continue
         elif low in ("was", "were") and prev == "subject":
             past = past or low
-        elif low in ("want", "wants", "hope", "hopes", "plan", "plans", "need", "needs", "intend", "intends",
-                     "going") and nxt == "to":
+        elif low in ("want", "wants", "hope", "hopes", "need", "needs") and nxt == "to":  # a plan is said
             modal = modal or f"{low} to"
             i += 2
             continue

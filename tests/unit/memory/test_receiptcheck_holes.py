@@ -128,3 +128,34 @@ def test_a_merge_that_names_the_other_person_is_written() -> None:
     got = _check("Lives in Oslo; sister works at a bank", "I live in Oslo … my sister works at a bank",
                  "I live in Oslo.", "my sister works at a bank", cite=(1, 2))
     assert got.kind == "stated", got
+
+
+# --- opposites: an embedding model puts "likes" next to "hates"; the word list does not ---
+
+@pytest.mark.parametrize(("fact", "quote", "said"), [
+    ("Likes cilantro", "I hate cilantro", "I hate cilantro, it tastes like soap"),
+    ("Cilantro: loves it", "I hate cilantro", "I hate cilantro"),  # key: value
+    ("Is vegetarian", "I eat meat", "I eat meat most days"),
+    ("喜欢香菜", "我讨厌香菜", "我讨厌香菜"),  # Chinese
+    ("Prefers long answers", "please keep answers short", "please keep answers short"),
+    ("Runs every evening", "I run every morning", "I run every morning"),
+    ("Has a dog", "I have a cat", "I have a cat"),
+    ("Drinks tea every day", "I drink coffee every day", "I drink coffee every day"),
+    ("Is outgoing", "I'm an introvert", "I'm an introvert"),
+    ("Is an early riser", "I'm a night owl", "I'm a night owl"),
+    # a merge: the opposite is in one of the two messages quoted
+    ("Keeps bees and likes cilantro", "I keep bees … I hate cilantro", "I keep bees. I hate cilantro."),
+])
+def test_the_opposite_of_the_quote_is_held_however_close_the_embedding(fact: str, quote: str, said: str) -> None:
+    got = _check(fact, quote, said, similarity=0.97)
+    assert got.kind == "held" and "the quote says" in got.reason, got
+
+
+@pytest.mark.parametrize(("fact", "quote", "said"), [
+    ("Likes cilantro", "I love cilantro", "I love cilantro"),
+    ("Is vegetarian", "I don't eat meat", "I don't eat meat"),
+    ("Doesn't eat meat", "I'm vegetarian", "I'm vegetarian"),
+    ("Dislikes cilantro", "I can't stand cilantro", "I can't stand cilantro"),
+])
+def test_a_paraphrase_is_no_opposite(fact: str, quote: str, said: str) -> None:
+    assert _check(fact, quote, said, similarity=0.97).kind == "stated"
