@@ -38,7 +38,7 @@ from memtray import resources
 from memtray.core.memory import stance
 from memtray.core.memory.receipts import Receipt
 
-__all__ = ["Check", "Claims", "check", "claims", "normalize"]
+__all__ = ["Check", "Claims", "check", "claims", "normalize", "says_otherwise"]
 
 #: a quote of this many words or more may differ from its message in one word of ``SLIP``
 SLIP = 8
@@ -560,11 +560,9 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
             continue  # "She loves drawing" in "My daughter Mia ... She loves drawing": "she" is Mia
         return f"the fact says '{shown}', the quote does not"
     # a "not" inside a paraphrase both sides share ("can not stand" = "dislikes") is no negation
-    shared = f.groups & ev.groups
-    f_not = bool(f.neg_groups - shared) or any(n & ev.stems for n in f.negations)
-    ev_not = bool(ev.neg_groups - shared) or any(n & f.stems for n in ev.negations)
-    if f_not != ev_not:
-        return "the fact says 'not', the quote does not" if f_not else "the quote says 'not', the fact does not"
+    why = _negation(f, ev)
+    if why:
+        return why
     how = _stance(fact_toks, f, framed, ev)
     if how.why:
         return how.why
@@ -590,6 +588,32 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
         if score is not None and score >= SIMILAR:
             return ""
     return "the quote does not say " + ", ".join(f"'{w}'" for w in missing[:3])
+
+
+def _negation(f: Claims, ev: Claims) -> str:
+    """Why the fact and the quote disagree on "not", or ""."""
+    shared = f.groups & ev.groups  # a "not" inside a paraphrase both share ("can not stand") is none
+    f_not = bool(f.neg_groups - shared) or any(n & ev.stems for n in f.negations)
+    ev_not = bool(ev.neg_groups - shared) or any(n & f.stems for n in ev.negations)
+    if f_not != ev_not:
+        return "the fact says 'not', the quote does not" if f_not else "the quote says 'not', the fact does not"
+    return ""
+
+
+def says_otherwise(text: str, statement: str) -> str:
+    """Why ``text`` (a fact, a diary sentence) does not keep ``statement`` (what the user said)
+    *as the user said it*, or "": they disagree on "not"; the statement is about someone else
+    and the text about the user, or the other way round; the statement asks, hedges or tells
+    the past and the text says it is so now. Words are not compared here. Pure."""
+    t_toks, s_toks = _tokens(text), _tokens(statement)
+    f, ev = _claims(t_toks), _claims(s_toks)
+    why = _negation(f, ev) or _stance(t_toks, f, s_toks, ev).why
+    if why:
+        return why.replace("the quote", "the statement").replace("the fact", "the text")
+    theirs = stance.of(t_toks, _table().stop)
+    if theirs.party and not stance.of(s_toks, _table().stop).party and not stance.mentions_party(s_toks):
+        return f"the text is about '{theirs.party}', the statement is about the user"
+    return ""
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,8 @@ def mentions_party(toks: Sequence[Word]) -> bool:
 
 _CLAUSE = frozenset({"but", "and", "so", "because", "though", "although", "while", "yet", "or", "但是", "但", "可是"})
 _NOT = frozenset({"not", "no", "never", "neither", "nor"})
+_WHEN = frozenset({"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+                   "november", "december"})
 
 
 def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance:
@@ -174,7 +176,7 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
                     k += 1
                 i, prev, subject = k, "subject", True
                 continue
-            if low not in ("my", "our", "我的", "我们的"):
+            if low not in ("my", "our", "user", "users", "我的", "我们的"):
                 party, party_words = t.raw, set()
             else:
                 party, party_words = "", set()
@@ -201,7 +203,8 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
             past = past or t.raw
         elif low in _CLAUSE:
             modal, past = "", ""  # "Maybe next year, but I live in Oslo": a new clause says anew
-        elif low in stop or t.name or low in w.report or low in _NOT or (low.endswith("ly") and len(low) > 4):
+        elif (low in stop or t.name or low in w.report or low in _NOT or (low.endswith("ly") and len(low) > 4)
+              or low.isdigit() or low in _WHEN):  # "[2026-12-03 10:00] User's sister ..." (a diary's stamp)
             pass
         elif i < focus:
             pass  # a predicate before the quote: the quote's own clause decides
