@@ -19,7 +19,7 @@ from memtray.core.memory.receiptcheck import check
 from memtray.core.memory.receipts import read_receipt
 
 from tests.unit.memory.receipts_corpus import Case, invented, said
-from tests.unit.memory.receipts_heldout import heldout
+from tests.unit.memory.receipts_heldout import heldout, heldout_b
 
 
 def _run(case: Case) -> tuple[str, str]:
@@ -34,7 +34,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--list", action="store_true", help="list every held fact with its reason")
     args = ap.parse_args()
-    for name, cases in (("held-out paraphrases", heldout()), ("corpus, said", said())):
+    for name, cases in (("held-out paraphrases (A, 50)", heldout()), ("held-out paraphrases (B, 30, never looked at)",
+                         heldout_b()), ("corpus, said", said())):
         held = [(c.fact, r) for c in cases if (k := _run(c))[0] != "stated" for r in [k[1]]]
         print(f"{name}: {len(held)} of {len(cases)} held ({100 * len(held) / len(cases):.1f} %)")
         if args.list:

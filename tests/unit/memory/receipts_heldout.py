@@ -69,6 +69,46 @@ _HELDOUT = [
     ("U: I'm allergic to cats.", "Has a cat allergy", "I'm allergic to cats"),
 ]
 
+# A second batch, written after the first was measured and before any change for item 5 was
+# run on it: the first batch was looked at while the check was improved, this one never was.
+_HELDOUT_B = [
+    ("U: I teach yoga part-time.", "Part-time yoga teacher", "I teach yoga part-time"),
+    ("U: I've been married for ten years.", "Married for 10 years", "I've been married for ten years"),
+    ("U: I work in marketing at a bank.", "Marketing job at a bank", "I work in marketing at a bank"),
+    ("U: I usually cook dinner for the family.", "Cooks the family's dinner", "I usually cook dinner for the family"),
+    ("U: I'm terrible at maths.", "Struggles with maths", "I'm terrible at maths"),
+    ("U: I walk my dog twice a day.", "Walks the dog two times daily", "I walk my dog twice a day"),
+    ("U: I don't have a TV.", "Owns no television", "I don't have a TV"),
+    ("U: I'm a big reader of history books.", "Reads a lot of history books", "I'm a big reader of history books"),
+    ("U: I hate the cold.", "Dislikes cold weather", "I hate the cold"),
+    ("U: I love going to concerts.", "Enjoys live concerts", "I love going to concerts"),
+    ("U: I play tennis every Saturday.", "Tennis on Saturdays", "I play tennis every Saturday"),
+    ("U: I'm a morning person.", "Is an early riser", "I'm a morning person"),
+    ("U: I drink a lot of water.", "Drinks plenty of water", "I drink a lot of water"),
+    ("U: I work as an accountant.", "Accountant by profession", "I work as an accountant"),
+    ("U: I'm saving up for a house.", "Saving money to buy a house", "I'm saving up for a house"),
+    ("U: I go hiking most weekends.", "Hikes on most weekends", "I go hiking most weekends"),
+    ("U: I never eat breakfast.", "Skips breakfast", "I never eat breakfast"),
+    ("U: I'm learning to play the drums.", "Learning drums", "I'm learning to play the drums"),
+    ("U: I have three brothers.", "Has 3 brothers", "I have three brothers"),
+    ("U: I ride horses on weekends.", "Horse rider (weekends)", "I ride horses on weekends"),
+    ("U: I'm a heavy sleeper.", "Sleeps deeply", "I'm a heavy sleeper"),
+    ("U: I listen to podcasts on my commute.", "Listens to podcasts while commuting", "I listen to podcasts on my commute"),
+    ("U: I'm not good with names.", "Has trouble remembering names", "I'm not good with names"),
+    ("U: I run my own consulting business.", "Runs a consulting company", "I run my own consulting business"),
+    ("U: I'm a huge coffee drinker.", "Drinks a lot of coffee", "I'm a huge coffee drinker"),
+    ("U: I study at night after work.", "Studies in the evenings after work", "I study at night after work"),
+    ("U: I prefer working in the morning.", "Prefers to work mornings", "I prefer working in the morning"),
+    ("U: I grew up in Seoul.", "Grew up in Seoul", "I grew up in Seoul"),
+    ("U: My job is very stressful.", "Has a stressful job", "My job is very stressful"),
+    ("U: I speak three languages.", "Speaks 3 languages", "I speak three languages"),
+]
+
+
+def heldout_b() -> list[Case]:
+    """The second batch, never looked at while the check was changed."""
+    return [_c("paraphrase", conv, fact, (1,), quote) for conv, fact, quote in _HELDOUT_B]
+
 
 def heldout() -> list[Case]:
     """The fifty held-out paraphrases: each must be written; how many are held is measured."""
