@@ -97,6 +97,7 @@ class _Table:
     implies: list[tuple[frozenset[str], str]]  # (stems or Chinese words, the stem whose groups they imply)
     places: frozenset[int]  # groups of place names: anchors, like any name
     opposites: dict[int, frozenset[int]]  # a group -> the groups that say its opposite
+    negative: frozenset[str]  # stems of words that say "not" without one ("avoids", "intolerant")
 
 
 @functools.cache
@@ -109,6 +110,7 @@ def _table() -> _Table:
     implies: list[tuple[frozenset[str], str]] = []
     places: set[int] = set()
     opposite_lines: list[tuple[str, str]] = []
+    negative: set[str] = set()
     group = 0
     for line in resources.text("corpus/paraphrases.txt").splitlines():
         line = line.strip()
@@ -125,6 +127,9 @@ def _table() -> _Table:
                 else:
                     framing.add(_stem(w))
                 words.update(w.split("_"))
+            continue
+        if line.startswith("negative:"):
+            negative.update(_stem(w.casefold()) for w in line[9:].split())
             continue
         if line.startswith("opposite:"):
             left, _, right = line[9:].partition("|")
@@ -167,7 +172,7 @@ def _table() -> _Table:
         for g in b:
             opposites.setdefault(g, set()).update(a)
     return _Table(frozenset(stop), frozenset(framing), phrases, cjk, frozenset(words), implies, frozenset(places),
-                  {g: frozenset(v) for g, v in opposites.items()})
+                  {g: frozenset(v) for g, v in opposites.items()}, frozenset(negative))
 
 
 # --- normalising -----------------------------------------------------------------------
@@ -236,6 +241,7 @@ def normalize(text: str) -> str:
     text = _HOUR_RE.sub(lambda m: f" {_hour(m[1], m[2])} ", text)
     text = re.sub(r"\b(\d+)\s*o'?\s?clock\b", r" \1 ", text, flags=re.I)
     text = re.sub(r"\b(?:noon|midday)\b", " 12 ", text, flags=re.I)
+    text = re.sub(r"\bmidnight\b", " 0 ", text, flags=re.I)  # as "12 am" is
     text = _ORDINAL_RE.sub(r"\1", text)
     text = re.sub(r"\b(\d+)\s?(?:k|km|kms|kilometres|kilometers)\b", r"\1 km", text, flags=re.I)
     text = re.sub(r"\b0+(\d)", r"\1", text)
@@ -520,10 +526,33 @@ def _find_pieces(pieces: Sequence[str], cited: Sequence[int],
 
 def _has_stem(stem: str, stems: frozenset[str]) -> bool:
     """``stem`` among ``stems``, or a word of five letters or more with the same first five
-    ("fluently" / "fluent", which the stemmer leaves apart)."""
+    ("fluently" / "fluent", which the stemmer leaves apart), or the same word as a doer
+    ("worker" / "work", "rider" / "ride", "runner" / "run")."""
     if stem in stems:
         return True
-    return len(stem) >= 5 and not stem.isdigit() and any(len(w) >= 5 and w[:5] == stem[:5] for w in stems)
+    if len(stem) >= 5 and not stem.isdigit() and any(len(w) >= 5 and w[:5] == stem[:5] for w in stems):
+        return True
+    stop = _table().stop
+    return any(_same_doer(stem, w) for w in stems if w.isalpha() and w not in stop)
+
+
+def _same_doer(a: str, b: str) -> bool:
+    """Whether one stem is the doer of the other ("worker" / "work", "rider" / "ride")."""
+    da, db = _doer(a), _doer(b)
+    if (da == a) == (db == b):
+        return False  # both doers or neither: the stems alone decide
+    verb = b if da != a else a  # the one that is no doer: four letters at least ("let" is no "letter")
+    return len(verb) >= 4 and bool({da, da + "e"} & {db, db + "e"})
+
+
+@functools.lru_cache(maxsize=16384)
+def _doer(stem: str) -> str:
+    """The verb of a doer noun's stem ("worker" -> "work", "runner" -> "run"); the stem itself
+    for any other word. Only "-er" and "-or" of a stem of six letters or more."""
+    if len(stem) < 5 or not stem.isalpha() or not stem.endswith(("er", "or")):
+        return stem
+    base = stem[:-2]
+    return base[:-1] if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "aeiouls" else base
 
 
 def _covered(unit: _Unit, ev: Claims) -> bool:
@@ -555,6 +584,8 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
                and k.isdigit() == key.isdigit()}
         if own:
             return f"the fact says '{shown}', the quote says " + ", ".join(f"'{v}'" for v in list(own.values())[:3])
+        if key == "1" and any(t.word in ("a", "an", "single") for t in ev_toks):
+            continue  # "two cats and a dog" says "one dog"
         if ctx is not None and (key in ctx.anchors or key in ctx.stems) and any(
                 t.word in _REFERRING for t in ev_toks):
             continue  # "She loves drawing" in "My daughter Mia ... She loves drawing": "she" is Mia
@@ -567,8 +598,10 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
     if how.why:
         return how.why
     table = _table()
+    # a word that says "not" on its own ("Avoids") is said by the quote's "not" (they agree: above)
+    said_not = frozenset(table.negative) if ev.negations or ev.neg_groups else frozenset()
     missing = [u.shown for u in f.units if not _covered(u, ev) and not (u.stems and u.stems <= table.framing)
-               and not (u.stems and u.stems <= how.forgiven)]
+               and not (u.stems and u.stems <= how.forgiven | said_not)]
     cjk = [b for b in f.bigrams if len(b) == 2]
     if cjk:
         rest = [b for b in cjk if b not in ev.bigrams]
@@ -593,8 +626,9 @@ def follows(fact: str, evidence: str | Sequence[_Tok], *, context: Sequence[_Tok
 def _negation(f: Claims, ev: Claims) -> str:
     """Why the fact and the quote disagree on "not", or ""."""
     shared = f.groups & ev.groups  # a "not" inside a paraphrase both share ("can not stand") is none
-    f_not = bool(f.neg_groups - shared) or any(n & ev.stems for n in f.negations)
-    ev_not = bool(ev.neg_groups - shared) or any(n & f.stems for n in ev.negations)
+    neg = _table().negative  # "avoids" says "not" unless the other side says "avoid" too
+    f_not = bool(f.neg_groups - shared) or any(n & ev.stems for n in f.negations) or bool(neg & f.stems - ev.stems)
+    ev_not = bool(ev.neg_groups - shared) or any(n & f.stems for n in ev.negations) or bool(neg & ev.stems - f.stems)
     if f_not != ev_not:
         return "the fact says 'not', the quote does not" if f_not else "the quote says 'not', the fact does not"
     return ""

@@ -221,7 +221,7 @@ CASES: list[Case] = [
 ## Preferences
 - Likes drinking green tea
 - Allergic to peanuts
-""", expect=k(F1="reworded", F3="reworded", F5="reworded", F6="reworded")),  # "France", "one": no receipt
+""", expect=k(F1="reworded", F3="reworded", F4="reworded", F5="reworded", F6="reworded")),  # "France": no receipt; "one" daughter is "a" daughter
     Case("total id loss and key: value", """\
 ## Profile
 - Name: Ada Moreau

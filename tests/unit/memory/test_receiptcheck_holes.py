@@ -159,3 +159,43 @@ def test_the_opposite_of_the_quote_is_held_however_close_the_embedding(fact: str
 ])
 def test_a_paraphrase_is_no_opposite(fact: str, quote: str, said: str) -> None:
     assert _check(fact, quote, said, similarity=0.97).kind == "stated"
+
+
+# --- plain paraphrases: fewer false holds, by rules for kinds of wording, not case by case ---
+
+@pytest.mark.parametrize(("fact", "quote", "kind"), [
+    # a doer is the doing ("worker" / "work"), never a shorter word that only looks alike
+    ("Remote worker for a Berlin company", "I work remotely for a company in Berlin", "stated"),
+    ("Horse rider", "I ride horses", "stated"),
+    ("Writes letters", "let me write", "held"),
+    # a word that says "not" without one agrees with a quote's "not", and only with one
+    ("Avoids coffee after 3 pm", "I don't drink coffee after 3 pm", "stated"),
+    ("Avoids coffee", "I drink coffee", "held"),
+    ("Is gluten intolerant", "I can't eat gluten", "stated"),
+    ("Is gluten intolerant", "I eat gluten", "held"),
+    ("Skips breakfast", "I never eat breakfast", "stated"),
+    # "a" is one, and midnight is 12 am
+    ("Owns two cats and one dog", "I've got two cats and a dog", "stated"),
+    ("Owns one dog", "I have two dogs", "held"),
+    ("Bedtime: 12 am", "I go to bed at midnight", "stated"),
+    ("Bedtime: 1 am", "I go to bed at midnight", "held"),
+    # a light verb or a hedge on a number frames what the quote says
+    ("Follows a vegan diet", "I'm a vegan", "stated"),
+    ("Sleeps around 6 hours per night", "I sleep six hours a night", "stated"),
+    ("Sleeps around 8 hours per night", "I sleep six hours a night", "held"),
+])
+def test_a_kind_of_rewording_is_read_and_its_lookalike_is_not(fact: str, quote: str, kind: str) -> None:
+    assert _check(fact, quote, quote).kind == kind
+
+
+def test_false_holds_on_the_held_out_paraphrases_do_not_grow() -> None:
+    from memtray.core.memory.receipts import read_receipt
+
+    from tests.unit.memory.receipts_heldout import heldout, heldout_b
+
+    def held(cases):  # type: ignore[no-untyped-def]
+        return [c.fact for c in cases if check(c.fact, read_receipt({"messages": list(c.receipt[0]),
+                                                                     "quote": c.receipt[1]}), c.messages).kind != "stated"]
+    # bench/receipt_holds.py prints these; before the rules above: 24 of 50 and 14 of 30
+    assert len(held(heldout())) <= 16, held(heldout())
+    assert len(held(heldout_b())) <= 12, held(heldout_b())
