@@ -14,11 +14,16 @@ the fact's words are not the message's words. The model therefore sends a receip
    (snowball stems; phrases of resources/corpus/paraphrases.txt become their group, so
    "beekeeper" is "keep bees" and "concise" is "short"; Chinese text is matched by its
    paraphrase entries and by character bigrams);
-3. decides. Every anchor of the fact must be in the quote, or in a cited message when the
-   quote names no other anchor of its own ("the fact says 'Mia', the quote says 'Greta'" is
-   held). Every content word must be in the quote or its group must be; with an embedding
-   model (``similarity``) one uncovered content word is forgiven when fact and quote are
-   close. The fact and the quote must agree on negation.
+3. decides. Every anchor of the fact must be in the quote, or in the message the quote is
+   in when the quote names no other anchor of its own and has a word that stands for it
+   ("she", "there": "the fact says 'Mia', the quote says 'Greta'" is held). Every content
+   word must be in the quote or its group must be, and none may be the opposite of what the
+   quote says ("opposite:" lines); with an embedding model (``similarity``) one uncovered
+   content word is forgiven when fact and quote are close. The fact and the quote must
+   agree on negation ("avoids" says "not"), and on how it is said
+   (:mod:`memtray.core.memory.stance`: about the user, not "my sister"; so, not asked or
+   maybe; now, not "used to"): the quote's sentence around it is read for that, never as
+   evidence.
 
 A quote found only in the assistant's messages makes the fact ``inferred``: the user never said it.
 What the check cannot see is in docs/ARCHITECTURE.md ("Receipts").
