@@ -197,7 +197,7 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
             then = sentence[i + 2].word if i + 2 < n else ""
             if nxt not in ("rather", "prefer", "like", "love", "appreciate") or then == "to":
                 modal = modal or "would"
-        elif low in w.modal:
+        elif low in w.modal and not (low == "may" and t.raw != "may"):  # "In May I start" is the month
             modal = modal or t.raw
         elif low in w.past:
             past = past or t.raw

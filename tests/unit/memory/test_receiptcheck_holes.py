@@ -72,6 +72,7 @@ def test_a_word_that_stands_for_an_anchor_of_its_message_may_take_it(fact: str, 
     ("Learns Rust", "learn Rust", "I want to learn Rust"),
     ("Learns Rust", "我想学Rust", "我想学Rust"),
     ("Owns a dog", "get a dog", "We might get a dog."),
+    ("Starts a new job", "I may start a new job", "I may start a new job."),
     # the past made the present
     ("Smokes", "I used to smoke", "I used to smoke"),
     ("Smoker", "smoke", "I used to smoke, ten a day."),
@@ -104,6 +105,10 @@ def test_a_fact_that_says_it_otherwise_than_the_quote_is_held(fact: str, quote: 
     ("Has a cat named Miso", "our kitten Miso", "our kitten Miso just knocked over my coffee"),
     ("Partner Alex is a nurse", "my partner Alex is a nurse", "my partner Alex is a nurse"),
     ("Daughter: Mia", "我女儿叫 Mia", "我女儿叫 Mia"),
+    ("Starts a new job in May", "In May I start a new job", "In May I start a new job."),  # the month
+    ("Lives in Tokyo", "I've lived in Tokyo for five years", "I've lived in Tokyo for five years"),
+    ("Lives in Lyon", "I moved to Lyon", "I moved to Lyon last month."),
+    ("Trip: Ghent, August", "I'm planning a trip to Ghent in August", "I'm planning a trip to Ghent in August."),
 ])
 def test_a_fact_that_says_it_as_the_quote_does_is_written(fact: str, quote: str, said: str) -> None:
     assert _check(fact, quote, said).kind == "stated"
