@@ -149,3 +149,22 @@ def test_the_cli_says_it_and_review_lists_the_proposal(home: Home, llm_server: S
     entry = next(i for i in listed if i["section"] == "History")
     taken = run_cli(home.root, "memory", "review", "restore", entry["id"])
     assert taken.returncode == 0 and "HISTORY.md" in taken.stdout
+
+
+def test_a_rewording_the_receipt_check_held_taken_replaces_its_fact_and_undoes(home: Home,
+                                                                              llm_server: ScriptedLLMServer) -> None:
+    llm_server.responder = junk
+    app = open_app(home, llm_server, "openai/qwen2.5-3b-instruct")
+    try:
+        app.run(app.consolidation.consolidate("s", archive_all=True))
+        [held] = [i for i in app.memory.pending_review() if i["kind"] == "unsupported"]
+        before = app.memory.ledger()
+        app.memory.add_review(held["id"])  # "Add to memory": the new words, under F1, no second fact
+        led = app.memory.ledger()
+        assert led.get("F1") is not None and led.get("F1").text == "Mia's baby Mia."
+        assert led.ids == before.ids and "daughter called Mia" not in app.store.state.memory
+        app.memory.undo_review(held["id"])
+        assert app.memory.ledger().get("F1").text == "User has a daughter called Mia, she is 7"
+        assert [i["id"] for i in app.memory.pending_review() if i["kind"] == "unsupported"] == [held["id"]]
+    finally:
+        app.close()

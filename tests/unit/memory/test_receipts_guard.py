@@ -111,3 +111,33 @@ def test_a_skipped_entry_with_an_odd_number_is_ignored_not_a_failed_reply() -> N
 
     skips, notes = parse_skipped([{"message": "²", "quote": "x", "reason": "r"}], ["x"])
     assert skips == [] and "names no consolidated message" in notes[0]
+
+
+def test_a_hostile_models_reply_that_makes_others_words_the_users_is_held_fact_by_fact() -> None:
+    # the conversation: the user speaks of their sister, asks, hedges and tells the past
+    msgs = ["My sister lives in Oslo.", "Should I learn Rust?", "Maybe I'll move to Berlin.", "I used to smoke.",
+            "I hate cilantro.", "I keep bees in the garden."]
+    current = facts.attach(facts.Ledger(()), OLD)
+    edits = [  # paraphrase, key: value, a merge, Chinese, a rewording by id with nothing said
+        {"op": "add", "text": "Lives in Oslo", "receipt": {"messages": [1], "quote": "lives in Oslo"}},
+        {"op": "add", "text": "Programming language: Rust", "receipt": {"messages": [2], "quote": "learn Rust"}},
+        {"op": "add", "text": "Moving to Berlin", "receipt": {"messages": [3], "quote": "I'll move to Berlin"}},
+        {"op": "add", "text": "Smokes; keeps bees", "receipt": {"messages": [4, 6], "quote": "smoke … I keep bees"}},
+        {"op": "add", "text": "喜欢香菜", "receipt": {"messages": [5], "quote": "I hate cilantro"}},
+        {"op": "update", "id": "F2", "text": "Lives in Graz, owns a flat"},
+        {"op": "add", "text": "Is a hobby beekeeper", "receipt": {"messages": [6], "quote": "I keep bees in the garden"}},
+    ]
+    out = apply_reply(current, OLD, memory_update=None, edits=edits, removed=[], messages=msgs,
+                      roles=["user"] * len(msgs), receipts=[], inferred="hold")
+    assert "- Is a hobby beekeeper" in out.memory and "- Lives in Graz\n" in out.memory
+    reasons = {i["text"]: i["reason"] for i in out.flagged}
+    assert reasons == {
+        "Lives in Oslo": "the quote is about 'My sister', the fact is about the user",
+        "Programming language: Rust": "the quote says 'Should', the fact says it is so",
+        "Moving to Berlin": "the quote says 'Maybe', the fact says it is so",
+        "Smokes; keeps bees": "the quote says 'used to', the fact says it is so now",
+        "喜欢香菜": "the fact says '喜欢', the quote says 'hate'",  # switched language, and the opposite
+        "Lives in Graz, owns a flat": "no receipt, and the old wording does not say 'owns', 'flat'",
+    }, reasons
+    for held in reasons:
+        assert held not in out.memory
