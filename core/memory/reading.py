@@ -80,7 +80,9 @@ def word_table() -> Table:
             continue
         if line.startswith("framing:"):
             for w in line[8:].split():
-                if "_" in w:  # a phrase: a group of its own that always counts as said
+                if CJK_RE.search(w):  # "用户" as "user": a Chinese entry of the framing group
+                    cjk.append((w, FRAMING))
+                elif "_" in w:  # a phrase: a group of its own that always counts as said
                     phrases.setdefault(stem_of(w.split("_")[0]), []).append(
                         (tuple(stem_of(x) for x in w.split("_")), FRAMING))
                 else:
@@ -305,6 +307,7 @@ def claims_of(toks: Sequence[Tok]) -> Claims:
     neg_groups: set[int] = set()
     units: list[Unit] = []
     consumed: set[int] = set()  # positions in cjk_text inside a paraphrase
+    framed: set[int] = set()  # positions in cjk_text inside a framing word
     anchors: dict[str, str] = {}  # a stem or number (or "@group" of a place) -> as written
     for entry, g in table.cjk:
         start = cjk_text.find(entry)
@@ -312,6 +315,10 @@ def claims_of(toks: Sequence[Tok]) -> Claims:
             span = set(range(start, start + len(entry)))
             if not span & consumed:
                 consumed |= span
+                if g == FRAMING:  # says nothing, and no character pair of it need be in the quote
+                    framed |= span
+                    start = cjk_text.find(entry, start + 1)
+                    continue
                 groups.add(g)
                 if any(c in NEGATORS for c in entry):
                     neg_groups.add(g)
@@ -361,7 +368,8 @@ def claims_of(toks: Sequence[Tok]) -> Claims:
     for left, right in table.implies:
         if any(w in stems or (CJK_RE.search(w) and w in cjk_text) for w in left):
             groups.update(g for p, g in table.phrases.get(right, ()) if p == (right,))
-    return Claims(anchors, units, stems, frozenset(groups), frozenset(_bigrams(cjk_text)), tuple(negations),
+    plain = "".join(" " if k in framed else c for k, c in enumerate(cjk_text))
+    return Claims(anchors, units, stems, frozenset(groups), frozenset(_bigrams(plain)), tuple(negations),
                   frozenset(neg_groups))
 
 

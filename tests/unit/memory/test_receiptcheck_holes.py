@@ -204,3 +204,20 @@ def test_false_holds_on_the_held_out_paraphrases_do_not_grow() -> None:
     # bench/receipt_holds.py prints these; before the rules above: 24 of 50 and 14 of 30
     assert len(held(heldout())) <= 16, held(heldout())
     assert len(held(heldout_b())) <= 12, held(heldout_b())
+
+
+def test_every_statement_of_the_unsaid_corpus_as_its_fact_follows_from_itself() -> None:
+    # the stance rules must not hold what users plainly say of themselves: each self-statement
+    # of the labelled corpus, written as "Add to memory" writes it (English "User ...", Chinese
+    # "用户..."), with the sentence as its quote
+    from memtray.core.memory import unsaid
+
+    from tests.unit.memory.unsaid_corpus import ALL
+
+    held = []
+    for message, _labels in ALL:
+        for s in unsaid.statements(message):
+            got = check(unsaid.as_fact(s), Receipt((1,), s), [("user", message)])
+            if got.kind != "stated":
+                held.append((unsaid.as_fact(s), got.reason))
+    assert held == []
