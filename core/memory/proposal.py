@@ -401,9 +401,10 @@ def _apply_full(current: Ledger, update: str, reasons: dict[str, str], judge: Ju
             continue
         gone = [by_id[i].text for i in merged.get(old.id, []) if i in by_id]
         c = judge.change(f.text, None, [old.text, *gone], [old.id, *marked.ids[j]])
-        if judge.held(c) is not None:
+        # instruction-like text is held by _finish, which says what it is
+        if judge.held(c) is not None and not looks_like_instruction(f.text):
             revert[j] = old
-            flagged_early.append(held_item("unsupported", f.text, f.section, old.id, c))
+            flagged_early.append({**held_item("unsupported", f.text, f.section, old.id, c), "replaces": old.id})
         elif c.messages:
             sources[old.id] = list(c.messages)
             checked[old.id] = c
@@ -603,8 +604,11 @@ def _apply_edits(current: Ledger, text: str, edits: Sequence[Mapping[str, Any]],
         if (new_text and factdiff.normalize(new_text) != old.norm) or kind == "merge":
             olds = [g.text for i in ids_ok if (g := ledger.get(i)) is not None]
             c = judge.change(new_text or " . ".join(olds), receipt, olds, ids_ok)
-            if judge.held(c) is not None:
-                held.append(held_item("unsupported", new_text or " . ".join(olds), section or old.section, survivor, c))
+            if judge.held(c) is not None and not looks_like_instruction(new_text):  # _finish holds that one
+                item = held_item("unsupported", new_text or " . ".join(olds), section or old.section, survivor, c)
+                if kind != "merge":  # taken, a rewording replaces its fact's words (a merge is added)
+                    item["replaces"] = survivor
+                held.append(item)
                 notes.append(f"edit {n}: {kind} of {survivor} held: {c.reason}")
                 continue
             if c.messages:

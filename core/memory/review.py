@@ -99,7 +99,7 @@ class ReviewOps:
         self.projection.adopt_worktree()
         done: list[tuple[Payload, str | None]] = [(MemoryReviewed(
             item=item["id"], action="add", memory_seq=self.store.state.memory_seq + 1, entry=_entry(item)), None)]
-        if item.get("kind") == held.KIND:
+        if item.get("kind") == held.KIND or item.get("replaces"):  # a held rewording replaces its fact's words
             return self._take_proposal(item, done)
         new = factdiff.add_fact(self.store.state.memory, item["text"], item.get("section") or None)
         keep = {factdiff.normalize(item["text"]): item["fact_id"]} if item.get("kind") == "silent-drop" else None
@@ -167,8 +167,9 @@ class ReviewOps:
         return self.add_review(item["id"])
 
     def _take_proposal(self, item: dict[str, Any], done: list[tuple[Payload, str | None]]) -> Revision:
-        """A held proposal of a small model, made the user's: the diary entry goes to HISTORY.md,
-        a rewording replaces its fact's words (by id), a new fact is added."""
+        """A held proposal of a small model (or a rewording by id the receipt check held), made
+        the user's: the diary entry goes to HISTORY.md, a rewording replaces its fact's words
+        (by id), a new fact is added."""
         current, led = self.store.state.memory, self.ledger()
         if held.is_history(item):
             self.write(current, reason="review", source="user", history_append=str(item["text"]), facts=led, extra=done)

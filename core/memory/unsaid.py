@@ -252,13 +252,22 @@ _SENTIMENT = re.compile(r"\b(?:like|likes|liked|love|loves|loved|enjoy|enjoys|pr
                         r"hates|fan|favou?rite|want|wants|rather|can.t stand|cannot stand|can not stand|into)\b|喜欢|讨厌|爱", re.I)
 
 
+#: where a text (a merged bullet, a diary sentence) starts another clause with a subject of its
+#: own: "User lives in Bergen and their sister lives in Oslo" is two clauses, each read alone
+_CLAUSES = re.compile(r";\s*|；|,?\s+(?:and|but|while|whereas)\s+(?=(?:the\s+)?(?:user|their|they|he|she|his|her|"
+                      r"i|my)\b)|,\s+(?=(?:the\s+)?(?:user|their|they|he|she|his|her)\b)", re.I)
+
+
 def covered(statement: str, text: str) -> bool:
-    """Whether ``text`` keeps ``statement``, clause by clause (a merged bullet "A; B" is two)."""
+    """Whether ``text`` keeps ``statement``, clause by clause (a merged bullet "A; B" is two, and
+    so is "A, and their sister B"), and as the user said it: a clause about someone else, or one
+    that drops the statement's "not", its "used to" or its "maybe", keeps nothing of it."""
     if _REMOVAL.search(statement) and not _REMOVAL.search(text):
         return False  # "I sold my kayak" is not kept by "Owns a kayak"
     if _SENTIMENT.search(statement) and not _SENTIMENT.search(text):
         return False  # "I don't like pickles" is not kept by "Pickle is their parrot"
-    return any(_covered(statement, part) for part in re.split(r";\s*|；", text) if part.strip())
+    return any(_covered(statement, part) and not receiptcheck.says_otherwise(part, statement)
+               for part in _CLAUSES.split(text) if part and part.strip())
 
 
 def _covered(statement: str, text: str) -> bool:
@@ -520,7 +529,9 @@ def account(raw_skipped: Any, messages: list[dict[str, Any]], keepers: Sequence[
     texts = [t for _r, t, _s in shown]
     skips, skip_notes = parse_skipped(raw_skipped, texts)
     seqs = [s for _r, _t, s in shown]
-    cut = [p for t in keepers for p in (pieces(t) if len(t) > 200 else [t])]
+    # every text sentence by sentence (a short diary entry too: "Talked about Oslo. User wants
+    # to live by the sea." does not keep "I live in Oslo"); a removed fact and its reason stay one
+    cut = [p for t in keepers for p in ([t] if "(removed: " in t else pieces(t))]
     missing = not_remembered(detect([(r, t) for r, t, _s in shown]), cut, skips)
     if len(missing) > MAX_ITEMS:
         skip_notes.append(f"{len(missing) - MAX_ITEMS} more things you said were not remembered; only the first "

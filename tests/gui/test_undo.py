@@ -44,7 +44,9 @@ def _bad_consolidation(qtbot: Any, desktop: Any, llm_server: Any, *, policy: str
     pane = desktop.popup.pane
     llm_server.script(reply("ok"))
     with qtbot.waitSignal(pane.turn_done, timeout=90000):
-        pane.send("My friend Ada owns a yacht, we went sailing on it today")  # the model pins it on the user
+        # the model takes a joke for a fact (the receipt check cannot tell: the user wrote the words;
+        # "My friend Ada owns a yacht" it would hold, as someone else's)
+        pane.send("I own a yacht. Just kidding, we went sailing on Ada's today")
     # keep: the cat is removed "for a reason"; review: it just goes, so it leaves and is held
     llm_server.script(receipted(tool_call("save_memory", {
         "history_entry": "Chatted.",

@@ -71,12 +71,17 @@ def test_the_small_models_proposal_waits_for_review_and_memory_is_unchanged(smal
     assert any("would remove F2" in n and "not done" in n for n in out.notes)
     items = {i["text"]: i for i in small.memory.pending_review() if i["kind"] != "not-remembered"}
     assert set(items) == {"Mia's baby Mia.", "User's bike is a red Brompton", ENTRY}
-    assert {i["kind"] for i in items.values()} == {"proposal"}
+    # the garbled rewording by id has no receipt and says what its old wording does not: the
+    # receipt check holds it before the size rule does, and says why
+    assert {t: i["kind"] for t, i in items.items()} == {
+        "Mia's baby Mia.": "unsupported", "User's bike is a red Brompton": "proposal", ENTRY: "proposal"}
+    assert items["Mia's baby Mia."]["reason"] == "no receipt, and the old wording does not say 'baby'"
     # the removal is not done and nothing else keeps what the user said: it is not remembered
     [unsaid] = [i for i in small.memory.pending_review() if i["kind"] == "not-remembered"]
     assert unsaid["text"] == "User stopped working as a nurse" and out.not_remembered == 1
     assert items["Mia's baby Mia."]["replaces"] == "F1" and items[ENTRY]["section"] == "History"
-    assert all("smollm2-135m-instruct (135M parameters) is too small" in i["reason"] for i in items.values())
+    assert all("smollm2-135m-instruct (135M parameters) is too small" in i["reason"] for i in items.values()
+               if i["kind"] == "proposal")
 
 
 def test_the_user_takes_what_is_right_from_the_held_proposal(small: App, home: Home) -> None:
@@ -108,8 +113,12 @@ def test_a_model_at_the_bar_writes_and_the_setting_holds_any(home: Home, llm_ser
     app = open_app(home, llm_server, "openai/qwen2.5-3b-instruct")
     try:
         out = app.run(app.consolidation.consolidate("s", archive_all=True))
-        assert "Brompton" in app.store.state.memory and out.changed == 1 and out.removed == 1
+        assert "Brompton" in app.store.state.memory and out.changed == 0 and out.removed == 1
         assert [i for i in app.memory.pending_review() if i["kind"] == "proposal"] == []
+        # its rewording by id says more than the old wording and has no receipt: held, old words kept
+        [held] = [i for i in app.memory.pending_review() if i["kind"] == "unsupported"]
+        assert held["text"] == "Mia's baby Mia." and held["replaces"] == "F1"
+        assert "- User has a daughter called Mia, she is 7" in app.store.state.memory
     finally:
         app.close()
 
@@ -135,8 +144,27 @@ def test_the_cli_says_it_and_review_lists_the_proposal(home: Home, llm_server: S
     assert done.returncode == 0, done.stderr
     assert "3 flagged" in done.stdout and "too small to judge facts" in done.stdout
     listed = json.loads(run_cli(home.root, "memory", "review", "--json").stdout)
-    assert sorted(i["kind"] for i in listed) == ["not-remembered"] + ["proposal"] * 3
+    assert sorted(i["kind"] for i in listed) == ["not-remembered", "proposal", "proposal", "unsupported"]
     assert "1 thing you said was not remembered" in done.stdout
     entry = next(i for i in listed if i["section"] == "History")
     taken = run_cli(home.root, "memory", "review", "restore", entry["id"])
     assert taken.returncode == 0 and "HISTORY.md" in taken.stdout
+
+
+def test_a_rewording_the_receipt_check_held_taken_replaces_its_fact_and_undoes(home: Home,
+                                                                              llm_server: ScriptedLLMServer) -> None:
+    llm_server.responder = junk
+    app = open_app(home, llm_server, "openai/qwen2.5-3b-instruct")
+    try:
+        app.run(app.consolidation.consolidate("s", archive_all=True))
+        [held] = [i for i in app.memory.pending_review() if i["kind"] == "unsupported"]
+        before = app.memory.ledger()
+        app.memory.add_review(held["id"])  # "Add to memory": the new words, under F1, no second fact
+        led = app.memory.ledger()
+        assert led.get("F1") is not None and led.get("F1").text == "Mia's baby Mia."
+        assert led.ids == before.ids and "daughter called Mia" not in app.store.state.memory
+        app.memory.undo_review(held["id"])
+        assert app.memory.ledger().get("F1").text == "User has a daughter called Mia, she is 7"
+        assert [i["id"] for i in app.memory.pending_review() if i["kind"] == "unsupported"] == [held["id"]]
+    finally:
+        app.close()

@@ -169,3 +169,38 @@ def test_a_skip_that_quotes_a_word_or_two_accounts_for_nothing_else() -> None:
     # a skip quoting one statement accounts for that one only
     got = account([{"message": 1, "quote": "I write code in Rust", "reason": "not about the user's life"}], msgs, [])
     assert sorted(i["quote"] for i in got.items) == ["I dislike cilantro.", "I have a cat named Miso."]
+
+
+@pytest.mark.parametrize(("said", "keepers"), [
+    # a short diary entry is read sentence by sentence, not as one bag of words
+    ("I live in Oslo.", ["[2026-12-03 10:00] Talked about Oslo. The user wants to live by the sea."]),
+    ("I have a cat named Miso.", ["[2026-12-03 10:00] Miso came up. User has a dog."]),
+    # a clause about someone else keeps nothing the user said of themselves
+    ("I live in Oslo.", ["[2026-12-03 10:00] User's sister lives in Oslo."]),
+    ("I live in Oslo.", ["[2026-12-03 10:00] User lives in Bergen and their sister lives in Oslo."]),
+    ("I live in Oslo.", ["Sister lives in Oslo"]),  # a fact, key: value style below
+    ("I live in Oslo.", ["Sister: lives in Oslo"]),
+    ("My sister lives in Oslo.", ["Lives in Oslo"]),  # the other way round
+    ("我住在上海。", ["我妹妹住在上海"]),  # Chinese
+    # a diary that drops the "not", the "used to", or says "maybe"
+    ("I don't smoke.", ["[2026-12-03 10:00] User smokes; asked about nicotine gum."]),
+    ("I used to smoke.", ["[2026-12-03 10:00] Talked about health. User smokes."]),
+    ("I live in Berlin.", ["[2026-12-03 10:00] User might move to Berlin."]),
+])
+def test_a_short_diary_or_a_fact_that_says_it_otherwise_keeps_nothing(said: str, keepers: list[str]) -> None:
+    msgs = [{"role": "user", "content": said, "seq": 3}]
+    got = unsaid.account(None, msgs, keepers)
+    assert [i["quote"] for i in got.items] == [said], keepers
+
+
+@pytest.mark.parametrize(("said", "keepers"), [
+    ("I live in Oslo.", ["[2026-12-03 10:00] Talked about the weather. User lives in Oslo."]),
+    ("I live in Oslo.", ["[2026-12-03 10:00] User lives in Oslo and their sister lives in Bergen."]),
+    ("My sister lives in Oslo.", ["[2026-12-03 10:00] User's sister lives in Oslo."]),
+    ("I don't smoke.", ["Doesn't smoke"]),
+    ("I used to smoke.", ["Former smoker"]),
+    ("I have a cat named Miso.", ["[2026-12-03 10:00] Pets. User has a cat called Miso."]),
+])
+def test_a_short_diary_or_a_fact_that_says_it_keeps_it(said: str, keepers: list[str]) -> None:
+    msgs = [{"role": "user", "content": said, "seq": 3}]
+    assert unsaid.account(None, msgs, keepers).items == [], keepers

@@ -1,0 +1,49 @@
+"""False holds of the receipt check on plain paraphrases it was not tuned on (issue 27).
+
+Runs `core/memory/receiptcheck.check` over the held-out set (tests/unit/memory/receipts_heldout.py,
+50 facts the user said, reworded) and over the tuned corpus (tests/unit/memory/receipts_corpus.py)
+and prints how many facts the user said were held, and how many invented ones were written.
+
+    .venv/bin/python bench/receipt_holds.py [--list]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from memtray.core.memory.receiptcheck import check
+from memtray.core.memory.receipts import read_receipt
+
+from tests.unit.memory.receipts_corpus import Case, invented, said
+from tests.unit.memory.receipts_heldout import heldout, heldout_b
+
+
+def _run(case: Case) -> tuple[str, str]:
+    receipt = None
+    if case.receipt is not None:
+        receipt = read_receipt({"messages": list(case.receipt[0]), "quote": case.receipt[1]})
+    got = check(case.fact, receipt, case.messages, known=[case.old] if case.old else [])
+    return got.kind, got.reason
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--list", action="store_true", help="list every held fact with its reason")
+    args = ap.parse_args()
+    for name, cases in (("held-out paraphrases (A, 50)", heldout()), ("held-out paraphrases (B, 30, never looked at)",
+                         heldout_b()), ("corpus, said", said())):
+        held = [(c.fact, r) for c in cases if (k := _run(c))[0] != "stated" for r in [k[1]]]
+        print(f"{name}: {len(held)} of {len(cases)} held ({100 * len(held) / len(cases):.1f} %)")
+        if args.list:
+            for fact, why in held:
+                print(f"    {fact!r}: {why}")
+    wrote = [c.fact for c in invented() if _run(c)[0] == "stated"]
+    print(f"corpus, invented: {len(wrote)} of {len(invented())} written as stated")
+
+
+if __name__ == "__main__":
+    main()
