@@ -9,6 +9,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -143,3 +144,57 @@ def memory_keyring() -> object:
             self.store.pop((service, username), None)
 
     return Backend()
+
+
+class ScreenshotSession:
+    """What every screenshot script of the desktop starts from, once :func:`screenshot_home`
+    has set the environment up: the data home with a model that answers nothing (nothing is
+    sent), a QApplication in the chosen colour scheme, the App opened on it, and then (after
+    the script seeded the App) the desktop, with :meth:`grab` saving each picture to ``out``."""
+
+    def __init__(self, out: Path, *, dark: bool) -> None:
+        from memtray.core.app import App
+        from memtray.core.base import config
+        from memtray.core.base.home import Home
+        from memtray.desktop.qt import QApplication, QGuiApplication, Qt
+
+        self.out = out
+        self.suffix = "-dark" if dark else ""
+        self.home = Home.resolve(os.environ["MEMTRAY_HOME"])
+        config.set_value(self.home, "model", "openai/gpt-4o-mini")
+        config.set_value(self.home, "api_base", "http://127.0.0.1:9/v1")
+        self.qapp = QApplication(["memtray"])
+        if dark:
+            QGuiApplication.styleHints().setColorScheme(Qt.ColorScheme.Dark)
+        self.app = App.open(self.home)
+        self.shots: list[str] = []
+
+    def desktop(self) -> Any:
+        """The desktop on the App (no tray: the main window is its face), started."""
+        from memtray.core.cli.main import serve
+        from memtray.desktop.main import Desktop
+
+        d = Desktop(self.app, self.qapp, serve, tray_available=False, show_dialogs=False, warm_up=False)
+        d.start()
+        return d
+
+    def grab(self, widget: object, name: str) -> None:
+        grab_window(widget, self.out / f"{name}{self.suffix}.png")
+        self.shots.append(name)
+
+    def saved(self) -> list[Path]:
+        return [self.out / f"{name}{self.suffix}.png" for name in self.shots]
+
+    def run(self, desktop: Any, first: Any, expected: int) -> int:
+        """Run the script's steps (``first`` schedules the next), never longer than a minute;
+        print each picture's path; 0 when all ``expected`` pictures were taken."""
+        from memtray.desktop.qt import QTimer
+
+        QTimer.singleShot(300, first)
+        QTimer.singleShot(60_000, self.qapp.quit)  # never hang
+        self.qapp.exec()
+        desktop.shutdown()
+        self.app.close()
+        for path in self.saved():
+            print(path)
+        return 0 if len(self.shots) == expected else 1

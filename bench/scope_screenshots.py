@@ -11,14 +11,13 @@ Facts tab, each scope under its own heading and file).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import grab_window, screenshot_home  # noqa: E402  (the scripts' shared set-up)
+from _common import ScreenshotSession, screenshot_home  # noqa: E402  (the scripts' shared set-up)
 
 OUT = ROOT / "docs" / "screenshots"
 
@@ -45,23 +44,12 @@ def main() -> int:
     args = ap.parse_args()
     if screenshot_home("scope_screenshots.py") is None:
         return 2
-    from memtray.core.app import App
-    from memtray.core.base import config
-    from memtray.core.base.home import Home
-    from memtray.core.cli.main import serve
     from memtray.core.log.events import Message
     from memtray.core.memory import scopes
-    from memtray.desktop.main import Desktop
-    from memtray.desktop.qt import QApplication, QGuiApplication, Qt, QTimer
+    from memtray.desktop.qt import QTimer
 
-    home = Home.resolve(os.environ["MEMTRAY_HOME"])
-    suffix = "-dark" if args.dark else ""
-    config.set_value(home, "model", "openai/gpt-4o-mini")
-    config.set_value(home, "api_base", "http://127.0.0.1:9/v1")
-    qapp = QApplication(["memtray"])
-    if args.dark:
-        QGuiApplication.styleHints().setColorScheme(Qt.ColorScheme.Dark)
-    app = App.open(home)
+    shot = ScreenshotSession(OUT, dark=args.dark)
+    qapp, app = shot.qapp, shot.app
     mem = app.memory
 
     def seed() -> None:
@@ -77,13 +65,8 @@ def main() -> int:
                      "Acme on Fridays."), "quick", None)])
 
     app.worker.call(seed)
-    d = Desktop(app, qapp, serve, tray_available=False, show_dialogs=False, warm_up=False)
-    d.start()
-    shots: list[str] = []
-
-    def grab(widget: object, name: str) -> None:
-        grab_window(widget, OUT / f"{name}{suffix}.png")
-        shots.append(name)
+    d = shot.desktop()
+    grab = shot.grab
 
     def step1() -> None:
         d.show_popup()
@@ -110,14 +93,7 @@ def main() -> int:
         browser.tabs.setCurrentWidget(browser.facts_tab)
         QTimer.singleShot(1500, lambda: (grab(w, "memory-scopes"), qapp.quit()))
 
-    QTimer.singleShot(300, step1)
-    QTimer.singleShot(60_000, qapp.quit)  # never hang
-    qapp.exec()
-    d.shutdown()
-    app.close()
-    for name in shots:
-        print(OUT / f"{name}{suffix}.png")
-    return 0 if len(shots) == 2 else 1
+    return shot.run(d, step1, expected=2)
 
 
 if __name__ == "__main__":
