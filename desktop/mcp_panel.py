@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memtray.core.mcp import servers as serverlist
+from memtray.core.memory import scopes
 
 from . import texts
 from .bridge import Change, Follower
@@ -28,6 +29,8 @@ from .context import Context
 from .forms import error_text
 from .qt import (
     QApplication,
+    QCheckBox,
+    QComboBox,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -51,16 +54,21 @@ log = logging.getLogger(__name__)
 STATUS = {"starting": "starting", "ready": "running", "failed": "failed", "stopped": "stopped"}
 
 
-def mcp_snippet(cmd: list[str] | None = None) -> str:
+def mcp_snippet(cmd: list[str] | None = None, *, scope: str | None = None, read_only: bool = False) -> str:
     """The MCP configuration other assistants need, naming this memtray by its absolute path
     (the one the login item and the menu entry use): a bare ``memtray`` fails for a venv or
-    pipx install that is not on the client's PATH."""
+    pipx install that is not on the client's PATH. ``scope``: the client sees and writes that
+    memory scope only (its entry is named ``memtray-SCOPE``, so one client can hold several);
+    ``read_only``: it cannot change memory. The limit is in the client's configuration, which
+    the user writes, never in what the client says of itself."""
     import json
 
     from . import autostart
 
     cmd = cmd or autostart.command()
-    return json.dumps({"mcpServers": {"memtray": {"command": cmd[0], "args": [*cmd[1:], "mcp"]}}}, indent=2)
+    args = [*cmd[1:], "mcp", *(["--scope", scope] if scope else []), *(["--read-only"] if read_only else [])]
+    name = f"memtray-{scope}" if scope else "memtray"
+    return json.dumps({"mcpServers": {name: {"command": cmd[0], "args": args}}}, indent=2)
 
 
 @dataclass(frozen=True)
@@ -78,15 +86,18 @@ class McpState:
     path: str
     rows: list[ServerRow] = field(default_factory=list)
     error: str = ""  # mcp.toml is not valid
+    #: the named memory scopes, which the snippet can limit a client to
+    scopes: list[str] = field(default_factory=list)
 
 
 def mcp_state(app: App) -> McpState:
     """mcp.toml's servers and the instance's connections (run on the worker: it reads the file)."""
     where = str(serverlist.path(app.home))
+    named = [n for n in scopes.known(app.store.state) if n != scopes.GLOBAL]
     try:
         specs = serverlist.load(app.home)
     except Exception as exc:  # ConfigError: a damaged file is shown, not raised
-        return McpState(where, [], error_text(exc))
+        return McpState(where, [], error_text(exc), named)
     mcp = app.mcp  # None: no instance runs the servers here
     live = {d["name"]: d for d in (mcp.describe() if mcp is not None else [])}
     rows = []
@@ -94,7 +105,7 @@ def mcp_state(app: App) -> McpState:
         d = live.get(s.name, {})
         rows.append(ServerRow(s.name, s.describe(), s.allowed, STATUS.get(str(d.get("status")), "not started"),
                               str(d.get("reason") or ""), tuple(str(t) for t in d.get("tools") or ())))
-    return McpState(where, rows)
+    return McpState(where, rows, scopes=named)
 
 
 def _label(text: str, **props: Any) -> QLabel:
@@ -164,6 +175,20 @@ class McpSection(QWidget):
         self.views: list[ServerView] = []
 
         lay.addWidget(_label(texts.text("mcp.server_intro"), muted=True))
+        limits = QHBoxLayout()
+        limits.setContentsMargins(0, 0, 0, 0)
+        limits.addWidget(_label("Memory it sees:"))
+        self.scope_box = QComboBox()
+        self.scope_box.setAccessibleName("Memory the other assistant sees")
+        self.scope_box.addItem("All of it", None)
+        self.scope_box.currentIndexChanged.connect(self._limits_changed)
+        limits.addWidget(self.scope_box)
+        self.read_only = QCheckBox("Read only")
+        self.read_only.setToolTip("The assistant can search and read memory, not change it")
+        self.read_only.toggled.connect(self._limits_changed)
+        limits.addWidget(self.read_only)
+        limits.addStretch(1)
+        lay.addLayout(limits)
         self.snippet = QPlainTextEdit(mcp_snippet())
         self.snippet.setReadOnly(True)
         self.snippet.setMaximumHeight(self.snippet.fontMetrics().lineSpacing() * 10 + 16)
@@ -203,7 +228,26 @@ class McpSection(QWidget):
         else:
             self.empty.setText(texts.text("mcp.no_servers", path=state.path))
         self.empty.setVisible(bool(state.error) or not state.rows)
+        self._fill_scopes(state.scopes)
         self.shown.emit()
+
+    def _fill_scopes(self, names: list[str]) -> None:
+        """The scope choices: all of memory, then each named scope (the choice kept)."""
+        chosen = self.scope_box.currentData()
+        self.scope_box.blockSignals(True)
+        self.scope_box.clear()
+        self.scope_box.addItem("All of it", None)
+        for n in names:
+            self.scope_box.addItem(f"Only the scope {n}", n)
+        at = self.scope_box.findData(chosen) if chosen is not None else 0
+        self.scope_box.setCurrentIndex(max(at, 0))
+        self.scope_box.blockSignals(False)
+        self._limits_changed()
+
+    def _limits_changed(self) -> None:
+        self.snippet.setPlainText(mcp_snippet(scope=self.scope_box.currentData(),
+                                              read_only=self.read_only.isChecked()))
+        self.copied.setText("")
 
     def set_allowed(self, name: str, allow: bool) -> None:
         """The same change as ``memtray mcp allow|deny NAME``, on the worker."""

@@ -70,6 +70,40 @@ def test_the_mcp_snippet_names_the_running_memtray_by_its_absolute_path(qtbot: A
     assert shown["args"][-1] == "mcp"
 
 
+def test_the_mcp_snippet_limits_a_client_to_one_scope_and_to_reading(qtbot: Any, desktop: Any) -> None:
+    """The user gives another assistant one scope, read-only or not, in the snippet it copies."""
+    import json
+
+    from memtray.core.memory import scopes
+
+    app = desktop.app
+    app.worker.call(lambda: scopes.choose(app.store, "w", "work"))
+    app.worker.call(lambda: scopes.choose(app.store, "f", "family"))
+    desktop.open("settings")
+    section = desktop.window.settings.mcp
+    section.refresh()
+    qtbot.waitUntil(lambda: section.scope_box.count() == 3, timeout=10000)
+    assert _items(section.scope_box) == ["All of it", "Only the scope family", "Only the scope work"]
+    section.scope_box.setCurrentIndex(2)
+    section.read_only.setChecked(True)
+    entries = json.loads(section.snippet.toPlainText())["mcpServers"]
+    assert list(entries) == ["memtray-work"]
+    assert entries["memtray-work"]["args"][-4:] == ["mcp", "--scope", "work", "--read-only"]
+    section.refresh()  # a new state keeps the choice
+    with qtbot.waitSignal(section.shown, timeout=10000):
+        section.refresh()
+    assert section.scope_box.currentData() == "work"
+    section.read_only.setChecked(False)
+    section.scope_box.setCurrentIndex(0)
+    entries = json.loads(section.snippet.toPlainText())["mcpServers"]
+    assert list(entries) == ["memtray"] and entries["memtray"]["args"][-1] == "mcp"
+    # what the snippet says is what the CLI takes: the same flags parse
+    from memtray.core.cli.main import build_parser
+
+    args = build_parser().parse_args(["mcp", "--scope", "work", "--read-only"])
+    assert args.scope == "work" and args.read_only
+
+
 def _items(combo: Any) -> list[str]:
     return [combo.itemText(i) for i in range(combo.count())]
 
