@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 def as_json(i: SessionInfo) -> dict[str, Any]:
     """One conversation as ``chats list --json`` prints it (docs/CLI.md)."""
     return {"key": i.key, "title": i.title, "titled": i.titled or None, "started": i.first_ts, "last": i.last_ts,
-            "preview": i.preview, "failed": i.failed, "pinned": i.pinned, "deleted": i.deleted, "model": i.model}
+            "preview": i.preview, "failed": i.failed, "pinned": i.pinned, "deleted": i.deleted, "model": i.model, "scope": i.scope}
 
 
 def cmd_list(args: argparse.Namespace, home: Home) -> int:
@@ -45,7 +45,8 @@ def cmd_list(args: argparse.Namespace, home: Home) -> int:
         return 0
     for i in infos:
         flags = [f for f, on in (("pinned", i.pinned), (f"deleted {str(i.deleted)[:10]}", i.deleted),
-                                 ("not answered", i.failed), (f"model {i.model}", i.model)) if on]
+                                 ("not answered", i.failed), (f"model {i.model}", i.model),
+                                 (f"scope {i.scope}", i.scope)) if on]
         extra = f"  [{', '.join(flags)}]" if flags else ""
         when = (i.last_ts or "")[:16].replace("T", " ")
         _out(f"{i.key:<24} {when:<16}  {i.title or '-'}{extra}")

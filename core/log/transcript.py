@@ -46,6 +46,7 @@ class SessionInfo:
     pinned: bool = False
     deleted: str | None = None  # when it was deleted (listed under "Recently deleted")
     model: str | None = None  # the model chosen for it (None: the configured one)
+    scope: str | None = None  # the memory scope it belongs to (None: global; core/memory/scopes.py)
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def sessions(state: State) -> list[SessionInfo]:
     then the most recently active first."""
     listed = sorted(state.sessions.items(), key=lambda kv: (kv[1].last_ts or "", kv[1].last_seq), reverse=True)
     items = [SessionInfo(key, s.last_ts, s.title, s.titled, s.first_ts, s.preview, s.failed is not None,
-                         s.pinned, s.deleted, s.model) for key, s in listed]
+                         s.pinned, s.deleted, s.model, s.scope) for key, s in listed]
     items.sort(key=lambda i: not i.pinned)  # stable: each group keeps its order by date
     return items
 

@@ -12,7 +12,7 @@ from memtray.core.log.store import Store
 
 from tests.integration.test_memory_cli import fails, ok
 
-KEYS = {"key", "title", "titled", "started", "last", "preview", "failed", "pinned", "deleted", "model"}
+KEYS = {"key", "title", "titled", "started", "last", "preview", "failed", "pinned", "deleted", "model", "scope"}
 
 
 def _seed(home: Home) -> None:
@@ -63,6 +63,17 @@ def test_the_chats_commands(home: Home) -> None:
     fails(home, "chats", "model", "chat-1", "two words", needle="is not a model name")
     ok(home, "chats", "model", "chat-1", "--default")
     assert "(the configured model)" in ok(home, "chats", "model", "chat-1")
+
+    assert [r["scope"] for r in _rows(home)] == [None, None]  # a conversation is global until it chooses
+    s = Store.open(home)
+    try:
+        from memtray.core.memory import scopes
+
+        scopes.choose(s, "chat-2", "work")
+    finally:
+        s.close()
+    assert {r["key"]: r["scope"] for r in _rows(home)} == {"chat-1": None, "chat-2": "work"}
+    assert "[scope work]" in ok(home, "chats", "list")
 
     s = Store.open(home)  # nothing was erased: every message is still in the log
     try:
