@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from memtray.core.memory import scopes
 from memtray.core.memory.dated import local_day
 
 from .bridge import Change, Follower
@@ -33,9 +34,10 @@ class CheckIn(QFrame):
     #: (fact id, answer) after the answer's revision was written (tests wait on it)
     answered = Signal(str, str)
 
-    def __init__(self, ctx: Context, parent: QWidget | None = None) -> None:
+    def __init__(self, ctx: Context, session: Callable[[], str], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ctx = ctx
+        self.session = session  # the conversation whose memory scope it asks about
         self.setObjectName("checkin")
         t = ctx.theme
         self.setStyleSheet(f"QFrame#checkin {{ background: {t.surface}; border-bottom: 1px solid {t.border}; }}")
@@ -91,13 +93,13 @@ class CheckIn(QFrame):
 
     # --- what is due ----------------------------------------------------------------------
 
-    @staticmethod
-    def _wants(change: Change) -> bool:
-        return change.what.memory
+    def _wants(self, change: Change) -> bool:
+        return change.what.memory or self.session() in change.sessions  # its scope may have changed
 
     def _query(self) -> Callable[[], Any]:
         app = self.ctx.app
-        return lambda: app.memory.review_due(_today(app))
+        session = self.session
+        return lambda: app.memory.review_due(_today(app), scopes.of_session(app.store.state, session()))
 
     def refresh(self) -> None:
         """Ask again what is due (the popup does when it opens: the day may have changed)."""

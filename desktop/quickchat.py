@@ -91,9 +91,10 @@ class QuickChat(QWidget):
         close.clicked.connect(self.hide)
         hl.addWidget(close)
         lay.addWidget(head)
-        self.checkin = CheckIn(ctx, self)  # "Still training for the marathon?", when a check is due
-        lay.addWidget(self.checkin)
         self.pane = ChatPane(ctx, SESSION, compact=True)
+        # "Still training for the marathon?", when a check of a fact this chat's scope sees is due
+        self.checkin = CheckIn(ctx, lambda: self.pane.session, self)
+        lay.addWidget(self.checkin)
         # which model this conversation's turns go to (remembered per session: session.model)
         self.model_switch = ModelSwitch(ctx, lambda: self.pane.session, head)
         self.model_switch.failed.connect(self.pane.attach.say)

@@ -7,6 +7,7 @@ command runs against the App (or is forwarded to the running instance).
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -107,11 +108,14 @@ def with_sources(mem: MemoryService, sha: str, text: str) -> str:
 def cmd_log(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
         mem = app.memory
-        revs = mem.revisions(limit=args.limit)
+        # with --scope the rows are filtered after they are read: read them all, then cut the
+        # page, or a scope whose revisions are older than others' would show fewer than asked
+        scoped = cli_scopes.name_of(args) is not None
+        revs = mem.revisions(limit=sys.maxsize if scoped else args.limit)
         failed = [c for c in app.store.state.consolidations.values() if c.status == "failed"]
         # Ordered by log position, not by clock: each failure goes in before the first
         # revision written before it started; a full page shows no older failures.
-        oldest = revs[-1].event_seq if len(revs) >= args.limit else 0
+        oldest = revs[-1].event_seq if len(revs) >= args.limit and not scoped else 0
         fails = sorted((c for c in failed if c.started_seq > oldest), key=lambda c: c.started_seq, reverse=True)
         rows: list[dict[str, Any]] = []
         for r in revs:
@@ -326,7 +330,7 @@ def cmd_redo(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_why(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        info = cli_scopes.check_why(app, app.memory.why(" ".join(args.fact)), cli_scopes.name_of(args))
+        info = cli_scopes.why(app, " ".join(args.fact), cli_scopes.name_of(args))
         if args.json:
             _out(_dumps(info))
             return 0

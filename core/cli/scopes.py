@@ -18,7 +18,7 @@ from memtray.core.cli.console import app_scope, listing
 from memtray.core.cli.console import dumps as _dumps
 from memtray.core.cli.console import out as _out
 from memtray.core.log.events import MemoryWritten
-from memtray.core.memory import scopes
+from memtray.core.memory import factdiff, facts, scopes
 from memtray.core.memory.factdiff import FactDiff
 
 
@@ -87,16 +87,30 @@ def diff_json(app: Any, d: FactDiff, rev_a: str | None, rev_b: str | None, scope
         c["old"]["scope"] = before.get(c["old"]["id"], scopes.GLOBAL)
         if scope is None or scope in (c["new"]["scope"], c["old"]["scope"]):
             keep["changed"].append(c)
+    if scope is not None:  # the count of the other scopes' facts would say how many they hold
+        here = sum(1 for s in after.values() if s == scope)
+        data["unchanged"] = max(0, here - len(keep["added"]) - sum(1 for c in keep["changed"]
+                                                                     if c["new"]["scope"] == scope))
     return {**data, **keep}
 
 
-def check_why(app: Any, info: dict[str, Any], scope: str | None) -> dict[str, Any]:
-    """``memory why``'s answer with the fact's ``scope``; with ``--scope``, a fact of another
-    scope is refused (a script limited to one scope learns nothing of another's facts)."""
-    where = scopes.scope_map(app.memory.ledger(), app.store.state.memory).get(info["fact"]["id"], scopes.GLOBAL)
-    if scope is not None and where != scope:
-        raise MemtrayError(f"no fact of scope {scope} matches that", hint="`memtray memory show --scope NAME`")
-    return {**info, "scope": where}
+def why(app: Any, query: str, scope: str | None) -> dict[str, Any]:
+    """``memory why``'s answer with the fact's ``scope``. With ``--scope`` the fact is looked
+    for among that scope's facts only (by id or words), and one that is not there gets the same
+    answer as a fact that does not exist: a script limited to one scope learns nothing of
+    another's facts, not even that one matches."""
+    led = app.memory.ledger()
+    where = scopes.scope_map(led, app.store.state.memory)
+    if scope is not None:
+        mine = [f for f in led.facts if where.get(f.id, scopes.GLOBAL) == scope]
+        key = facts.id_key(query)
+        found = next((f for f in mine if f.id == key), None) if key else factdiff.match_fact(mine, query)
+        if found is None:
+            raise MemtrayError(f"no fact in current memory matches {query!r}",
+                               hint="See `memtray memory show --scope NAME` for the facts and their words.")
+        query = found.id
+    info = app.memory.why(query)
+    return {**info, "scope": where.get(info["fact"]["id"], scopes.GLOBAL)}
 
 
 def cmd_scopes(args: argparse.Namespace, home: Home) -> int:

@@ -28,7 +28,7 @@ from memtray.core.base.errors import MemtrayError
 from memtray.core.base.notify import Notifier
 from memtray.core.log.events import MemoryWritten, Record
 from memtray.core.log.store import Store
-from memtray.core.memory import factdiff, timing
+from memtray.core.memory import factdiff, scopes, timing
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory.browse import MemoryError_
 from memtray.core.memory.factdiff import Fact
@@ -75,9 +75,14 @@ class DatedOps:
         """Every fact of memory with a time, as :func:`fact_json` shows it."""
         return [fact_json(f, today) for f in self.ledger().facts if timing.split(f.text)[1] is not None]
 
-    def review_due(self, today: date) -> list[dict[str, Any]]:
-        """The facts whose check date has come, oldest check date first."""
+    def review_due(self, today: date, scope: str | None = None) -> list[dict[str, Any]]:
+        """The facts whose check date has come, oldest check date first; with ``scope``, only
+        those a conversation of that scope sees (the global ones and the scope's: a work chat
+        is never asked about a family fact)."""
         due = [d for d in self.dated(today) if d["due"]]
+        if scope is not None:
+            where = scopes.scope_map(self.ledger(), self.store.state.memory)
+            due = [d for d in due if where.get(d["id"], scopes.GLOBAL) in (scopes.GLOBAL, scope)]
         return sorted(due, key=lambda d: (d["time"].get("review_after", ""), d["id"]))
 
     def expire_ended(self, today: date) -> dict[str, Any] | None:

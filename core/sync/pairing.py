@@ -349,11 +349,28 @@ def devices(keys: Keys, device: str) -> list[dict[str, Any]]:
 class Pairing:
     """The pairing commands of one data home (``app.sync.pairing``; ``memtray sync pair``, ...)."""
 
-    def __init__(self, keys: Keys, repo: Callable[[], LocalRepo], device: Callable[[], str], clock: Clock) -> None:
+    def __init__(self, keys: Keys, repo: Callable[[], LocalRepo], device: Callable[[], str], clock: Clock,
+                 syncs_in_clear: Callable[[], bool] = lambda: False) -> None:
         self.keys = keys
         self._repo = repo
         self._device = device
         self.clock = clock
+        #: whether this device already syncs in clear with other devices (they could not read
+        #: what it publishes once it has keys)
+        self._syncs_in_clear = syncs_in_clear
+
+    def _first_keys(self) -> None:
+        """Keys for a device that has none, made as a side effect of pairing: not for a device
+        that syncs in clear with others (its next syncs there would lock them out), whose
+        move to encryption is the migration the user starts with `memtray sync setup`."""
+        if self.keys.exists():
+            return
+        if self._syncs_in_clear():
+            raise SyncError("this device syncs in clear with other devices: pairing would encrypt what it "
+                            "publishes, which they could no longer read",
+                            hint="To move to encryption, follow docs/SYNC.md, 'From a clear remote to an "
+                            "encrypted one' (it starts with `memtray sync setup`).")
+        set_up(self.keys, self._device())
 
     @property
     def encrypted(self) -> bool:
@@ -367,14 +384,12 @@ class Pairing:
         return not had
 
     def invite(self, url: str) -> str:
-        if not self.keys.exists():
-            set_up(self.keys, self._device())
+        self._first_keys()
         return invite(self._repo(), url, self.keys, self._device(), self.clock)
 
     def recovery_code(self, url: str) -> str:
         """A code that pairs a new device even once every device is lost (docs/SYNC.md)."""
-        if not self.keys.exists():
-            set_up(self.keys, self._device())
+        self._first_keys()
         return invite(self._repo(), url, self.keys, self._device(), self.clock, recovery=True)
 
     def join(self, url: str, code: str) -> str:

@@ -99,3 +99,27 @@ def test_a_check_in_notification_answers_with_its_buttons(qtbot: Any, desktop: A
     desktop.notification_action("edit", f"check:{ids['Plays chess']}")  # the quick chat has the field
     qtbot.waitUntil(desktop.popup.isVisible, timeout=10000)
     _settle(qtbot, desktop)
+
+
+def test_the_check_in_asks_only_about_facts_the_chats_scope_sees(qtbot: Any, desktop: Any) -> None:
+    """A work chat is never asked about a family fact (issue 32: scopes' facts stay apart)."""
+    from memtray.core.memory import scopes
+
+    ids = _seed(desktop)
+    app = desktop.app
+    app.worker.call(lambda: app.memory.move_fact(ids["Training for the Berlin marathon"], "family", "family life"))
+    app.worker.call(lambda: app.memory.move_fact(ids["Learning Japanese"], "work", "for the Tokyo office"))
+    popup = desktop.popup
+    session = popup.pane.session
+    app.worker.call(lambda: scopes.choose(app.store, session, "work"))
+    desktop.show_popup()
+    box = popup.checkin
+    box.refresh()
+    qtbot.waitUntil(lambda: box.isVisible() and box.current is not None and not box.follower.in_flight,
+                    timeout=10000)
+    asked = {d["id"] for d in box.due}
+    assert asked == {ids["Looking for a flat in Graz"], ids["Learning Japanese"]}  # global + work
+    app.worker.call(lambda: scopes.choose(app.store, session, "family"))
+    qtbot.waitUntil(lambda: {d["id"] for d in box.due} == {ids["Looking for a flat in Graz"],
+                                                            ids["Training for the Berlin marathon"]}, timeout=10000)
+    _settle(qtbot, desktop)

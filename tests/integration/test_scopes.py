@@ -327,3 +327,44 @@ def test_restore_and_rollback_bring_a_fact_back_in_its_scope(app: App) -> None:
     app.memory.move_fact(ids["Acme"], "global", "about me everywhere")
     app.memory.rollback(before_move)
     assert scopes.scope_map(app.memory.ledger(), app.store.state.memory)[ids["Acme"]] == "work"
+
+
+def test_a_client_limited_to_a_scope_learns_nothing_of_another_scopes_facts(home: Home) -> None:
+    """What a scoped script (an MCP client's commands) is told does not depend on what other
+    scopes hold: a fact elsewhere is written into its scope as new, `why` answers as for a fact
+    that does not exist, `log` pages after filtering, `diff` counts only its scope."""
+    def cli(*argv: str) -> Any:
+        out = run_cli(home.root, *argv)
+        return out
+
+    assert cli("mcp", "remember", "--client", "t", "--scope", "family", "--", "User's daughter is named Zoe").returncode == 0
+    assert cli("mcp", "remember", "--client", "t", "--scope", "work", "--", "User's employer is Acme").returncode == 0
+    for n in range(3):  # the family scope changes after work's last revision
+        assert cli("mcp", "remember", "--client", "t", "--scope", "family", "--", f"Family fact {n}").returncode == 0
+
+    # why: a fact of another scope and no fact at all get the same answer, by words and by id
+    other = cli("memory", "why", "--scope", "work", "--", "Zoe")
+    nothing = cli("memory", "why", "--scope", "work", "--", "xyzzy")
+    assert other.returncode == nothing.returncode == 1
+    assert other.stderr.replace("'Zoe'", "Q") == nothing.stderr.replace("'xyzzy'", "Q")
+    zoe = json.loads(cli("memory", "facts", "--json").stdout)
+    zoe_id = next(f["id"] for f in zoe if "Zoe" in f["text"])
+    by_id, no_id = cli("memory", "why", "--scope", "work", "--", zoe_id), cli("memory", "why", "--scope", "work", "--", "F99")
+    assert by_id.stderr.replace(repr(zoe_id), "Q") == no_id.stderr.replace("'F99'", "Q")
+    assert json.loads(cli("memory", "why", "--scope", "work", "--json", "--", "Acme").stdout)["scope"] == "work"
+
+    # remember: the same words in another scope are not "already remembered" from work
+    same = cli("mcp", "remember", "--client", "t", "--scope", "work", "--", "User's daughter is named Zoe")
+    assert same.returncode == 0 and "remembered: " in same.stdout, same.stdout
+    assert "Zoe" in cli("memory", "show", "--scope", "work").stdout
+    assert "Zoe" in cli("memory", "show", "--scope", "family").stdout
+    again = cli("mcp", "remember", "--client", "t", "--scope", "work", "--", "User's daughter is named Zoe")
+    assert "already remembered" in again.stdout
+
+    # log: the page is cut after the scope's rows are chosen
+    rows = json.loads(cli("memory", "log", "--json", "--scope", "work", "--limit", "1").stdout)
+    assert len(rows) == 1
+    # diff: the unchanged count is the scope's own
+    d = json.loads(cli("memory", "diff", "--json", "--scope", "work").stdout)
+    assert [f["text"] for f in d["added"]] == ["User's daughter is named Zoe"]
+    assert d["unchanged"] == 1  # Acme; the family's five facts are not counted

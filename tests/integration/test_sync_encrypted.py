@@ -320,3 +320,33 @@ def test_a_device_removed_after_its_invitation_was_taken_is_refused(tmp_path: Pa
             assert "the lost laptop speaks" not in contents(app)
             assert rep.refusals >= 1
         assert contents(a) == contents(b)
+
+
+def test_a_device_with_keys_does_not_lock_the_clear_devices_out_of_their_remote(tmp_path: Path) -> None:
+    """A clear remote keeps working for its devices: a device that has keys (it syncs
+    elsewhere encrypted) is refused there before anything is pushed, and pairing on a device
+    that syncs in clear does not make keys behind its peers' backs."""
+    clear, other = bare(tmp_path / "clear.git"), bare(tmp_path / "other.git")
+    with homes(tmp_path, "efa") as (e, f, a):
+        assert e.sync is not None and f.sync is not None and a.sync is not None
+        say(e, "said on e in clear")
+        assert not e.sync.sync(str(clear), clear=True).encrypted
+        assert not f.sync.sync(str(clear)).encrypted  # a clear memtray remote stays clear
+        assert a.sync.pairing.set_up()  # a syncs elsewhere, encrypted
+        assert a.sync.sync(str(other)).encrypted
+        before = remote_refs(clear)
+        with pytest.raises(SyncError, match="other devices sync with in clear") as err:
+            a.sync.sync(str(clear))
+        assert "From a clear remote to an encrypted one" in (err.value.hint or "")
+        assert remote_refs(clear) == before  # no roster, no sealed stream: nothing pushed
+        say(e, "still in clear afterwards")
+        assert e.sync.sync(str(clear)).refusals == 0
+        assert f.sync.sync(str(clear)).refusals == 0
+        assert "still in clear afterwards" in contents(f)
+        # "Pair a new device" on a device that syncs in clear: refused, no keys made
+        with pytest.raises(SyncError, match="syncs in clear with other devices"):
+            f.sync.pairing.invite(str(clear))
+        with pytest.raises(SyncError, match="syncs in clear with other devices"):
+            f.sync.pairing.recovery_code(str(clear))
+        assert not f.sync.pairing.encrypted
+        assert f.sync.sync(str(clear)).refusals == 0 and e.sync.sync(str(clear)).refusals == 0
