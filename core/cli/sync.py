@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 from typing import Any
 
 from memtray.core.admin.tombstones import follow_tombstones
@@ -102,7 +103,9 @@ def cmd_sync(args: argparse.Namespace, home: Home) -> int:
     out(f"synced with {rep.remote}: pushed {rep.pushed} event(s), imported {rep.imported} ({peers})")
     if rep.keys_created:
         out(f"  a new remote, encrypted: this device made its sync keys (in the keyring); {LOSS_WARNING}")
-        out("  Pair your other devices: `memtray sync pair` here, then `memtray sync pair --join CODE` there.")
+        where = shlex.quote(rep.remote)  # `pair` without REMOTE needs sync_remote, which a one-off sync does not set
+        out(f"  Pair your other devices: `memtray sync pair {where}` here, then "
+            f"`memtray sync pair --join CODE {where}` there.")
     elif not rep.encrypted:
         out(f"  {CLEAR_NOTE}")
     if rep.republished:

@@ -68,6 +68,9 @@ def test_a_new_remote_is_encrypted_by_default_and_in_clear_only_when_asked(tmp_p
     assert run_cli(a, "remind", "add", "water the ficus Bartholomew", "--at", "in 5h").returncode == 0
     first = cli(a, keyring["a"], "sync", sealed)
     assert "a new remote, encrypted" in first and "every paired device is lost" in first
+    # the pairing command it prints works as printed (a one-off sync sets no sync_remote)
+    assert f"`memtray sync pair {sealed}` here" in first
+    assert "code" in cli(a, keyring["a"], "sync", "pair", sealed).lower()
     status = json.loads(cli(a, keyring["a"], "sync", "--status", "--json"))
     assert status["encrypted"] is True and status["devices"] == 1
     assert not _in_remote(sealed, "Bartholomew")
