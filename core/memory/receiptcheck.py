@@ -308,8 +308,20 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
     says = [stance.of(s, stop, focus) for s, focus in sents]
     others = [s for s in says if s.party]
     names = {k for k in f.anchors if not k.isdigit() and k not in MONTH_OF.values()}
-    about = others and (stance.mentions_party(fact_toks) or stance.of(fact_toks, stop).party or any(
-        names & s.party_words or (not s.party_words and names - set(ev.anchors)) for s in others))
+    # the fact is about the other person when that person is its subject ("Sister lives in Oslo")
+    # or it names the same party ("Has a sister, Lena"); a party word elsewhere in it is not
+    # enough: "My sister has a cat" is no licence for "Has a cat"
+    fact_parties = stance.party_words(fact_toks)
+    named = fact_parties | names
+    # "I have a cat. Her name is Miso": a pronoun may stand for a party the user's own sentence names
+    users = frozenset().union(*(stance.party_words(s) for (s, _f), st in zip(sents, says, strict=True)
+                                if st.subject and not st.party))
+    # "Partner is Sam, a teacher" -> "Sam is a teacher": the fact's subject is a name the party's sentence gives
+    lead = fact_toks[0].word if fact_toks else ""
+    theirs = [{t.word for t in s if t.name} for (s, _f), st in zip(sents, says, strict=True) if st.party]
+    about = others and (bool(stance.of(fact_toks, stop).party) or any(lead in w for w in theirs) or any(
+        named & s.party_words or (not s.party_words and (names - set(ev.anchors) or fact_parties & users))
+        for s in others))
     if others and not about:
         if not any(s.subject and not s.party for s in says):
             return _How(f"the quote is about '{others[0].party}', the fact is about the user")

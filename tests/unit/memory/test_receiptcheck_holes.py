@@ -221,3 +221,31 @@ def test_every_statement_of_the_unsaid_corpus_as_its_fact_follows_from_itself() 
             if got.kind != "stated":
                 held.append((unsaid.as_fact(s), got.reason))
     assert held == []
+
+
+# --- a party word in the fact is no licence: only the fact's subject, or the same party ---
+
+@pytest.mark.parametrize(("fact", "said"), [
+    ("Has a dog", "My colleague has a dog"),
+    ("Has a cat", "My sister has a cat"),
+    ("Has two kids", "My brother has two kids"),
+    ("Is married to a doctor", "My sister is married to a doctor"),
+    ("Lives with parents", "My friend lives with her parents"),
+    ("Has a friend in Oslo", "My boss has a friend in Oslo"),
+    ("Has a dog", "She has a dog"),
+])
+def test_a_fact_that_names_some_other_party_is_still_about_the_user(fact: str, said: str) -> None:
+    got = _check(fact, said, said)
+    assert got.kind == "held" and "the fact is about the user" in got.reason, got
+
+
+@pytest.mark.parametrize(("fact", "quote", "said"), [
+    ("Sister has a cat", "My sister has a cat", "My sister has a cat"),
+    ("Has a sister, Lena, who has a cat", "My sister Lena has a cat", "My sister Lena has a cat"),
+    ("Has a cat named Miso", "I have a cat. Her name is Miso", "I have a cat. Her name is Miso"),
+    ("Has 2 kids", "我有两个孩子", "我有两个孩子"),
+    ("Has a dog", "I have a dog", "I have a dog"),
+])
+def test_a_fact_about_the_party_the_quote_names_is_stated(fact: str, quote: str, said: str) -> None:
+    assert _check(fact, quote, said).kind == "stated"
+
