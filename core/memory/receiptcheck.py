@@ -352,6 +352,36 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
     return _How("", forgiven | {stem_of(x) for x in forgiven})
 
 
+def _shifted(fact: str, known: Sequence[str]) -> str:
+    """Why ``fact`` does not say what its old wording says *as* it says it, or "": the old wording
+    is past or ended ("Was vegetarian", "Quit smoking", "Former nurse") and the fact is not; it
+    asks, hedges or plans and the fact does not; it is about someone else ("Neighbour has a
+    dog") and the fact is not. A fact's own words are read here, never a sentence's frame:
+    rewording by id is no licence to move a fact into the present or onto the user."""
+    stop = word_table().stop
+    new = tokens(fact)
+    olds = [tokens(k) for k in known]
+    if any(stance.fact_past(o) for o in olds) and not stance.fact_past(new):
+        return "the old wording says it is past, the fact says it is so now"
+    if any(stance.fact_modal(_hedges(o)) for o in olds) and not stance.fact_modal(new):
+        return "the old wording says it may be, the fact says it is so"
+    theirs = [(p, o) for o in olds if (p := stance.of(o, stop).party)]
+    if theirs and not stance.of(new, stop).party and not any(
+            stance.party_words(new) & stance.party_words(o) for _p, o in theirs):
+        return f"the old wording is about '{theirs[0][0]}', the fact is about the user"
+    return ""
+
+
+def _hedges(fact: Sequence[Tok]) -> list[Tok]:
+    """A fact's words without a "wants" of a preference ("Wants concise replies" is a taste, not a
+    plan; "Wants to move to Berlin" is one)."""
+    return [t for i, t in enumerate(fact) if not (
+        t.word in _WANT and (i + 1 >= len(fact) or fact[i + 1].word != "to"))]
+
+
+_WANT = frozenset({"want", "wants", "wish", "wishes"})
+
+
 def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]], *,
           known: Sequence[str] = (), reworded: bool = False,
           similarity: Callable[[str, str], float | None] | None = None) -> Check:
@@ -362,13 +392,13 @@ def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]
     is ``known`` reworded by its id; one that says more than its old wording needs a receipt
     like an add (the reason then names what the old wording does not say). Pure."""
     old = join(*(tokens(k) for k in known))
-    if known and not follows(fact, old):
+    why = (follows(fact, old) or _shifted(fact, known)) if known else ""
+    if known and not why:
         return Check("stated")
     if receipt is None:
         if reworded and known:
             # a rewording by id that says more than the old wording needs a receipt like an add:
             # the id says which fact it is, never that the new words were said
-            why = follows(fact, old)
             return Check("held", f"no receipt, and {why.replace('the quote', 'the old wording')}")
         return Check("held", "no receipt")
     if receipt.problem:

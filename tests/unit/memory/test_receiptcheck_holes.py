@@ -249,3 +249,31 @@ def test_a_fact_that_names_some_other_party_is_still_about_the_user(fact: str, s
 def test_a_fact_about_the_party_the_quote_names_is_stated(fact: str, quote: str, said: str) -> None:
     assert _check(fact, quote, said).kind == "stated"
 
+
+# --- a rewording by id keeps how the old wording says it: past, maybe, someone else's ---
+
+@pytest.mark.parametrize(("new", "old"), [
+    ("Is vegetarian", "Was vegetarian"),
+    ("Has a dog", "Had a dog"),
+    ("Smokes", "Quit smoking"),
+    ("Works as a nurse", "Former nurse"),
+    ("Has a dog", "Neighbour has a dog"),
+    ("Lives in Oslo", "Lived in Oslo until 2020"),
+    ("Smoker", "Ex-smoker"),
+])
+def test_a_rewording_by_id_cannot_move_the_old_wording_into_the_present_or_onto_the_user(new: str, old: str) -> None:
+    got = check(new, None, [("user", "ok thanks")], known=[old], reworded=True)
+    assert got.kind == "held" and got.reason.startswith("no receipt, and the old wording"), got
+
+
+@pytest.mark.parametrize(("new", "old"), [
+    ("Is vegetarian", "Vegetarian"),
+    ("Has a daughter, Mia", "Daughter: Mia"),
+    ("Does not eat meat", "Vegetarian"),
+    ("Prefers short answers", "Wants concise replies"),
+    ("Used to smoke", "Quit smoking"),
+    ("Former nurse", "Used to work as a nurse"),
+    ("Neighbour owns a dog", "Neighbour has a dog"),
+])
+def test_a_rewording_that_keeps_how_it_is_said_needs_no_receipt(new: str, old: str) -> None:
+    assert check(new, None, [("user", "ok thanks")], known=[old], reworded=True).kind == "stated"
