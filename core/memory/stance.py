@@ -132,6 +132,7 @@ def party_words(toks: Sequence[Word]) -> frozenset[str]:
 
 
 _CLAUSE = frozenset({"but", "and", "so", "because", "though", "although", "while", "yet", "or", "但是", "但", "可是"})
+_ENDED = frozenset({"quit", "stopped"})
 _HAVE = frozenset({"有", "养", "养了"})
 _NOT = frozenset({"not", "no", "never", "neither", "nor"})
 _WHEN = frozenset({"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
@@ -205,7 +206,9 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
             past = past or "used to"
             i += 2
             continue
-        elif low in ("was", "were") and prev == "subject":
+        elif low in ("was", "were", "had") and prev == "subject" and not (
+                low == "had" and (nxt == "to" or i < focus)):
+            # "I had a dog": an irregular past ("I had to move to Oslo" says the move, not the past)
             past = past or low
         elif low in ("want", "wants", "hope", "hopes", "need", "needs") and nxt == "to":  # a plan is said
             modal = modal or f"{low} to"
@@ -217,7 +220,9 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
                 modal = modal or "would"
         elif low in w.modal and not (low == "may" and t.raw != "may"):  # "In May I start" is the month
             modal = modal or t.raw
-        elif low in w.past:
+        elif low in w.past and not (low in _ENDED and i < focus):
+            # a verb that ends something ("quit", "stopped") is a predicate: before the quote it is
+            # another clause's ("I quit the hospital, | I now work at Corvid Labs")
             past = past or t.raw
         elif low in _CLAUSE:
             modal, past = "", ""  # "Maybe next year, but I live in Oslo": a new clause says anew

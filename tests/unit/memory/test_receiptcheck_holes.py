@@ -277,3 +277,32 @@ def test_a_rewording_by_id_cannot_move_the_old_wording_into_the_present_or_onto_
 ])
 def test_a_rewording_that_keeps_how_it_is_said_needs_no_receipt(new: str, old: str) -> None:
     assert check(new, None, [("user", "ok thanks")], known=[old], reworded=True).kind == "stated"
+
+
+# --- irregular pasts and ended things in the user's sentence ---
+
+@pytest.mark.parametrize(("fact", "said"), [
+    ("Has a dog", "I had a dog"),
+    ("Has a dog", "We had a dog"),
+    ("Smokes", "I quit smoking"),
+    ("Works as a nurse", "I'm a former nurse"),
+])
+def test_an_irregular_past_in_the_quote_is_no_present_fact(fact: str, said: str) -> None:
+    got = _check(fact, said, said)
+    assert got.kind == "held" and "the fact says it is so now" in got.reason, got
+
+
+@pytest.mark.parametrize(("fact", "quote", "said"), [
+    ("Had a dog", "I had a dog", "I had a dog"),
+    ("Quit smoking", "I quit smoking", "I quit smoking"),
+    ("Former nurse", "I'm a former nurse", "I'm a former nurse"),
+    ("Has a dog", "I have had a dog for years", "I have had a dog for years"),
+    ("Lives in Oslo", "I had to move to Oslo", "I had to move to Oslo"),
+    # the ended thing is another clause's, before the quote
+    ("Works at Corvid Labs", "I now work at Corvid Labs", "I quit the hospital, I now work at Corvid Labs"),
+    ("Is vegetarian", "I'm a vegetarian", "I'm a vegetarian"),
+    ("Lives in Oslo", "My name is Sam and I live in Oslo", "My name is Sam and I live in Oslo"),
+    ("Lives in Lyon", "We moved to Lyon last year", "We moved to Lyon last year"),
+])
+def test_a_past_said_as_past_or_a_plain_present_is_stated(fact: str, quote: str, said: str) -> None:
+    assert _check(fact, quote, said).kind == "stated"
