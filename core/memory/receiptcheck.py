@@ -425,6 +425,10 @@ def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]
     # from another message the receipt cites (a receipt citing 12 messages is no licence)
     context = join(*(message_tokens(texts[n - 1]) for n in found))
     why = follows(fact, evidence, context=context, similarity=similarity)
+    if not why and known and follows(fact, words, context=context, similarity=similarity):
+        # the fact needs the old wording's words ("ok thanks" as the quote, "Was vegetarian" for
+        # "Is vegetarian"): then it keeps how the old wording says them
+        why = _shifted(fact, known)
     if why:
         return Check("held", why, tuple(found), receipt.quote)
     stated = any(messages[n - 1][0] == "user" for n in found)

@@ -306,3 +306,22 @@ def test_an_irregular_past_in_the_quote_is_no_present_fact(fact: str, said: str)
 ])
 def test_a_past_said_as_past_or_a_plain_present_is_stated(fact: str, quote: str, said: str) -> None:
     assert _check(fact, quote, said).kind == "stated"
+
+
+@pytest.mark.parametrize(("new", "old"), [
+    ("Is vegetarian", "Was vegetarian"),
+    ("Has a dog", "Had a dog"),
+    ("Lives in Oslo", "Lived in Oslo until 2020"),
+])
+def test_a_quote_that_says_nothing_cannot_lend_a_rewording_the_old_words_in_the_present(new: str, old: str) -> None:
+    got = check(new, Receipt((1,), "ok thanks"), [("user", "ok thanks")], known=[old], reworded=True)
+    assert got.kind == "held" and "the old wording" in got.reason, got
+
+
+@pytest.mark.parametrize(("new", "old", "said"), [
+    ("Is vegetarian", "Was vegetarian", "I'm vegetarian again"),
+    ("Has a dog", "Had a dog", "I have a dog now"),
+    ("Lives in Oslo", "Lived in Oslo until 2020", "I live in Oslo again"),
+])
+def test_a_quote_that_says_it_is_so_now_may_move_the_old_wording_into_the_present(new: str, old: str, said: str) -> None:
+    assert check(new, Receipt((1,), said), [("user", said)], known=[old], reworded=True).kind == "stated"
