@@ -287,6 +287,25 @@ class _How:
     forgiven: frozenset[str] = frozenset()  # words the fact may add ("Might", "Former") as the quote's stance
 
 
+def _same_party(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two sets of party words name the same party, in any language ("daughter", 女儿)."""
+    if a & b:
+        return True
+    if not a or not b:
+        return False
+    groups = claims_of(tokens(" ".join(sorted(a)))).groups
+    return bool(groups & claims_of(tokens(" ".join(sorted(b)))).groups)
+
+
+def _owned(party: str) -> bool:
+    """Whether a party is the user's ("my dog", 我妹妹): a fact that names it ("Has a dog") may say
+    the user has it; "her dog" is someone else's, and "Has a dog" from it is invented."""
+    words = party.split()
+    # one word: a fact's (or a note's) own subject, "Daughter: Mia", "Sister lives in Oslo"
+    return (len(words) == 1 and party.isascii()) or (bool(words) and words[0].casefold() in (
+        "my", "our", "user", "users", "user's")) or party.startswith("我")
+
+
 def _sentences(toks: Sequence[Tok]) -> list[tuple[list[Tok], int]]:
     """Evidence cut into its sentences, each with where its quoted words start (after the frame)."""
     out: list[list[Tok]] = []
@@ -312,7 +331,6 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
     # or it names the same party ("Has a sister, Lena"); a party word elsewhere in it is not
     # enough: "My sister has a cat" is no licence for "Has a cat"
     fact_parties = stance.party_words(fact_toks)
-    named = fact_parties | names
     # "I have a cat. Her name is Miso": a pronoun may stand for a party the user's own sentence names
     users = frozenset().union(*(stance.party_words(s) for (s, _f), st in zip(sents, says, strict=True)
                                 if st.subject and not st.party))
@@ -320,7 +338,8 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
     lead = fact_toks[0].word if fact_toks else ""
     theirs = [{t.word for t in s if t.name} for (s, _f), st in zip(sents, says, strict=True) if st.party]
     about = others and (bool(stance.of(fact_toks, stop).party) or any(lead in w for w in theirs) or any(
-        named & s.party_words or (not s.party_words and (names - set(ev.anchors) or fact_parties & users))
+        names & s.party_words or (_same_party(fact_parties, s.party_words) and _owned(s.party))
+        or (not s.party_words and (names - set(ev.anchors) or fact_parties & users))
         for s in others))
     if others and not about:
         if not any(s.subject and not s.party for s in says):

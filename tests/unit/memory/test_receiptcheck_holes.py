@@ -325,3 +325,17 @@ def test_a_quote_that_says_nothing_cannot_lend_a_rewording_the_old_words_in_the_
 ])
 def test_a_quote_that_says_it_is_so_now_may_move_the_old_wording_into_the_present(new: str, old: str, said: str) -> None:
     assert check(new, Receipt((1,), said), [("user", said)], known=[old], reworded=True).kind == "stated"
+
+
+@pytest.mark.parametrize(("fact", "said", "kind"), [
+    # the party is someone else's ("her dog"): naming it is no licence to say the user has it
+    ("Has a dog", "Her dog is cute", "held"),
+    ("Has a dog", "My sister and her dog live in Oslo", "held"),
+    # the user's own ("my dog", 我女儿), in any language, is the user's
+    ("Has a dog", "My dog is cute", "stated"),
+    ("Has a daughter", "我女儿五岁了", "stated"),
+    ("Has a dog", "我的狗很可爱", "stated"),
+    ("Ana lives in Oslo", "Her sister Ana lives in Oslo", "stated"),
+])
+def test_naming_the_party_says_the_user_has_it_only_when_it_is_the_users(fact: str, said: str, kind: str) -> None:
+    assert _check(fact, said, said).kind == kind
