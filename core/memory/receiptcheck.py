@@ -380,7 +380,9 @@ def _shifted(fact: str, known: Sequence[str]) -> str:
     stop = word_table().stop
     new = tokens(fact)
     olds = [tokens(k) for k in known]
-    if any(stance.fact_past(o) for o in olds) and not stance.fact_past(new):
+    # "-ed" after "is" is how it is now ("Is married"): no past that keeps "was married"
+    now = [t for i, t in enumerate(new) if not (i and new[i - 1].word in ("is", "are", "am"))]
+    if any(_past(o, new) for o in olds) and not stance.fact_past(now):
         return "the old wording says it is past, the fact says it is so now"
     if any(stance.fact_modal(_hedges(o)) for o in olds) and not stance.fact_modal(new):
         return "the old wording says it may be, the fact says it is so"
@@ -389,6 +391,18 @@ def _shifted(fact: str, known: Sequence[str]) -> str:
             stance.party_words(new) & stance.party_words(o) for _p, o in theirs):
         return f"the old wording is about '{theirs[0][0]}', the fact is about the user"
     return ""
+
+
+def _past(old: Sequence[Tok], new: Sequence[Tok]) -> bool:
+    """Whether an old wording says it is past: a past word ("Was", "Had", "Former", 以前), or an
+    "-ed" verb the new wording puts in the present ("Lived in Oslo" -> "Lives in Oslo"); another
+    "-ed" word is how it is now ("Based in Graz" -> "Lives in Graz", "Married")."""
+    w = stance.words()
+    stems = {t.stem for t in new if not t.word.endswith("ed")}
+    text = "".join(t.word for t in old if not t.word.isascii())
+    return any(t.word in w.past_fact or (t.word.endswith("ed") and t.word != t.stem and t.word not in w.lasting
+                                         and t.stem in stems) for t in old) or any(
+        x in text for x in w.past_fact if not x.isascii())
 
 
 def _hedges(fact: Sequence[Tok]) -> list[Tok]:
