@@ -202,8 +202,8 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
             prev, subject = "subject", True
         elif i == 0 and _party_at(sentence, 0) == 1:  # "Sister lives in Oslo": a fact's (or a note's) own subject
             party, party_words, prev, subject = t.raw, {t.word, t.stem}, "subject", True
-        elif low == "used" and nxt == "to":
-            past = past or "used to"
+        elif (low == "used" and nxt == "to") or (low == "gave" and nxt == "up" and i >= focus):
+            past = past or f"{low} {nxt}"  # "I gave up smoking" ended it, like "I quit smoking"
             i += 2
             continue
         elif low in ("was", "were", "had") and prev == "subject" and not (

@@ -292,6 +292,7 @@ def test_a_rewording_that_keeps_how_it_is_said_needs_no_receipt(new: str, old: s
     ("Has a dog", "We had a dog"),
     ("Smokes", "I quit smoking"),
     ("Works as a nurse", "I'm a former nurse"),
+    ("Smokes", "I gave up smoking"),
 ])
 def test_an_irregular_past_in_the_quote_is_no_present_fact(fact: str, said: str) -> None:
     got = _check(fact, said, said)
@@ -301,6 +302,8 @@ def test_an_irregular_past_in_the_quote_is_no_present_fact(fact: str, said: str)
 @pytest.mark.parametrize(("fact", "quote", "said"), [
     ("Had a dog", "I had a dog", "I had a dog"),
     ("Quit smoking", "I quit smoking", "I quit smoking"),
+    ("Gave up smoking", "I gave up smoking", "I gave up smoking"),
+    ("Lives in Oslo", "I live in Oslo now", "I gave up my flat in Bergen, I live in Oslo now"),
     ("Former nurse", "I'm a former nurse", "I'm a former nurse"),
     ("Has a dog", "I have had a dog for years", "I have had a dog for years"),
     ("Lives in Oslo", "I had to move to Oslo", "I had to move to Oslo"),
