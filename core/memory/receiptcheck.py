@@ -287,6 +287,25 @@ class _How:
     forgiven: frozenset[str] = frozenset()  # words the fact may add ("Might", "Former") as the quote's stance
 
 
+def _same_party(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two sets of party words name the same party, in any language ("daughter", 女儿)."""
+    if a & b:
+        return True
+    if not a or not b:
+        return False
+    groups = claims_of(tokens(" ".join(sorted(a)))).groups
+    return bool(groups & claims_of(tokens(" ".join(sorted(b)))).groups)
+
+
+def _owned(party: str) -> bool:
+    """Whether a party is the user's ("my dog", 我妹妹): a fact that names it ("Has a dog") may say
+    the user has it; "her dog" is someone else's, and "Has a dog" from it is invented."""
+    words = party.split()
+    # one word: a fact's (or a note's) own subject, "Daughter: Mia", "Sister lives in Oslo"
+    return (len(words) == 1 and party.isascii()) or (bool(words) and words[0].casefold() in (
+        "my", "our", "user", "users", "user's")) or party.startswith("我")
+
+
 def _sentences(toks: Sequence[Tok]) -> list[tuple[list[Tok], int]]:
     """Evidence cut into its sentences, each with where its quoted words start (after the frame)."""
     out: list[list[Tok]] = []
@@ -308,8 +327,20 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
     says = [stance.of(s, stop, focus) for s, focus in sents]
     others = [s for s in says if s.party]
     names = {k for k in f.anchors if not k.isdigit() and k not in MONTH_OF.values()}
-    about = others and (stance.mentions_party(fact_toks) or stance.of(fact_toks, stop).party or any(
-        names & s.party_words or (not s.party_words and names - set(ev.anchors)) for s in others))
+    # the fact is about the other person when that person is its subject ("Sister lives in Oslo")
+    # or it names the same party ("Has a sister, Lena"); a party word elsewhere in it is not
+    # enough: "My sister has a cat" is no licence for "Has a cat"
+    fact_parties = stance.party_words(fact_toks)
+    # "I have a cat. Her name is Miso": a pronoun may stand for a party the user's own sentence names
+    users = frozenset().union(*(stance.party_words(s) for (s, _f), st in zip(sents, says, strict=True)
+                                if st.subject and not st.party))
+    # "Partner is Sam, a teacher" -> "Sam is a teacher": the fact's subject is a name the party's sentence gives
+    lead = fact_toks[0].word if fact_toks else ""
+    theirs = [{t.word for t in s if t.name} for (s, _f), st in zip(sents, says, strict=True) if st.party]
+    about = others and (bool(stance.of(fact_toks, stop).party) or any(lead in w for w in theirs) or any(
+        names & s.party_words or (_same_party(fact_parties, s.party_words) and _owned(s.party))
+        or (not s.party_words and (names - set(ev.anchors) or fact_parties & users))
+        for s in others))
     if others and not about:
         if not any(s.subject and not s.party for s in says):
             return _How(f"the quote is about '{others[0].party}', the fact is about the user")
@@ -340,6 +371,50 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
     return _How("", forgiven | {stem_of(x) for x in forgiven})
 
 
+def _shifted(fact: str, known: Sequence[str]) -> str:
+    """Why ``fact`` does not say what its old wording says *as* it says it, or "": the old wording
+    is past or ended ("Was vegetarian", "Quit smoking", "Former nurse") and the fact is not; it
+    asks, hedges or plans and the fact does not; it is about someone else ("Neighbour has a
+    dog") and the fact is not. A fact's own words are read here, never a sentence's frame:
+    rewording by id is no licence to move a fact into the present or onto the user."""
+    stop = word_table().stop
+    new = tokens(fact)
+    olds = [tokens(k) for k in known]
+    # "-ed" after "is" is how it is now ("Is married"): no past that keeps "was married"
+    now = [t for i, t in enumerate(new) if not (i and new[i - 1].word in ("is", "are", "am"))]
+    if any(_past(o, new) for o in olds) and not stance.fact_past(now):
+        return "the old wording says it is past, the fact says it is so now"
+    if any(stance.fact_modal(_hedges(o)) for o in olds) and not stance.fact_modal(new):
+        return "the old wording says it may be, the fact says it is so"
+    theirs = [(p, o) for o in olds if (p := stance.of(o, stop).party)]
+    if theirs and not stance.of(new, stop).party and not any(
+            stance.party_words(new) & stance.party_words(o) for _p, o in theirs):
+        return f"the old wording is about '{theirs[0][0]}', the fact is about the user"
+    return ""
+
+
+def _past(old: Sequence[Tok], new: Sequence[Tok]) -> bool:
+    """Whether an old wording says it is past: a past word ("Was", "Had", "Former", 以前), or an
+    "-ed" verb the new wording puts in the present ("Lived in Oslo" -> "Lives in Oslo"); another
+    "-ed" word is how it is now ("Based in Graz" -> "Lives in Graz", "Married")."""
+    w = stance.words()
+    stems = {t.stem for t in new if not t.word.endswith("ed")}
+    text = "".join(t.word for t in old if not t.word.isascii())
+    return any(t.word in w.past_fact or (t.word.endswith("ed") and t.word != t.stem and t.word not in w.lasting
+                                         and t.stem in stems) for t in old) or any(
+        x in text for x in w.past_fact if not x.isascii())
+
+
+def _hedges(fact: Sequence[Tok]) -> list[Tok]:
+    """A fact's words without a "wants" of a preference ("Wants concise replies" is a taste, not a
+    plan; "Wants to move to Berlin" is one)."""
+    return [t for i, t in enumerate(fact) if not (
+        t.word in _WANT and (i + 1 >= len(fact) or fact[i + 1].word != "to"))]
+
+
+_WANT = frozenset({"want", "wants", "wish", "wishes"})
+
+
 def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]], *,
           known: Sequence[str] = (), reworded: bool = False,
           similarity: Callable[[str, str], float | None] | None = None) -> Check:
@@ -350,13 +425,13 @@ def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]
     is ``known`` reworded by its id; one that says more than its old wording needs a receipt
     like an add (the reason then names what the old wording does not say). Pure."""
     old = join(*(tokens(k) for k in known))
-    if known and not follows(fact, old):
+    why = (follows(fact, old) or _shifted(fact, known)) if known else ""
+    if known and not why:
         return Check("stated")
     if receipt is None:
         if reworded and known:
             # a rewording by id that says more than the old wording needs a receipt like an add:
             # the id says which fact it is, never that the new words were said
-            why = follows(fact, old)
             return Check("held", f"no receipt, and {why.replace('the quote', 'the old wording')}")
         return Check("held", "no receipt")
     if receipt.problem:
@@ -383,6 +458,10 @@ def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]
     # from another message the receipt cites (a receipt citing 12 messages is no licence)
     context = join(*(message_tokens(texts[n - 1]) for n in found))
     why = follows(fact, evidence, context=context, similarity=similarity)
+    if not why and known and follows(fact, words, context=context, similarity=similarity):
+        # the fact needs the old wording's words ("ok thanks" as the quote, "Was vegetarian" for
+        # "Is vegetarian"): then it keeps how the old wording says them
+        why = _shifted(fact, known)
     if why:
         return Check("held", why, tuple(found), receipt.quote)
     stated = any(messages[n - 1][0] == "user" for n in found)

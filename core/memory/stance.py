@@ -25,7 +25,7 @@ from typing import Protocol
 
 from memtray import resources
 
-__all__ = ["Stance", "Word", "fact_modal", "fact_past", "mentions_party", "of"]
+__all__ = ["Stance", "Word", "fact_modal", "fact_past", "mentions_party", "of", "party_words"]
 
 
 class Word(Protocol):
@@ -119,7 +119,21 @@ def mentions_party(toks: Sequence[Word]) -> bool:
     return any(_party_at(toks, i) for i in range(len(toks)))
 
 
+def party_words(toks: Sequence[Word]) -> frozenset[str]:
+    """The party words a text names anywhere, as written and as stems ("sister", 妹妹)."""
+    out: set[str] = set()
+    for i in range(len(toks)):
+        size = _party_at(toks, i)
+        if size == 1 and toks[i].word.isascii():
+            out |= {toks[i].word, toks[i].stem}
+        elif size:
+            out.add("".join(t.word for t in toks[i:i + size]))
+    return frozenset(out)
+
+
 _CLAUSE = frozenset({"but", "and", "so", "because", "though", "although", "while", "yet", "or", "但是", "但", "可是"})
+_ENDED = frozenset({"quit", "stopped"})
+_HAVE = frozenset({"有", "养", "养了"})
 _NOT = frozenset({"not", "no", "never", "neither", "nor"})
 _WHEN = frozenset({"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
                    "november", "december"})
@@ -131,6 +145,7 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
     w = words()
     party, party_words, modal, past, verb, verb_stem = "", set[str](), "", "", "", ""
     subject = False
+    owned = False  # the user was said to have something (有, 养): a party after it is an object
     prev = ""  # the kind of the last marker: "subject" when a subject was just named
     i, n = 0, len(sentence)
     while i < n:
@@ -151,6 +166,8 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
             elif kind in ("third", "possessive"):
                 party, party_words, prev, subject = run, set(), "subject", True
             elif kind == "party":
+                if owned:
+                    break  # "我有两个孩子" (I have two children): what the user has, not who it is about
                 party, party_words, prev, subject = run, {run}, "subject", True
             elif kind == "modal":
                 modal = modal or run
@@ -159,6 +176,8 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
             i += size
             continue
         low = t.word
+        if low in _HAVE and subject and not party:
+            owned = True
         nxt = sentence[i + 1].word if i + 1 < n else ""
         if low in w.user:
             party, party_words, prev, subject = "", set(), "subject", True
@@ -183,11 +202,13 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
             prev, subject = "subject", True
         elif i == 0 and _party_at(sentence, 0) == 1:  # "Sister lives in Oslo": a fact's (or a note's) own subject
             party, party_words, prev, subject = t.raw, {t.word, t.stem}, "subject", True
-        elif low == "used" and nxt == "to":
-            past = past or "used to"
+        elif (low == "used" and nxt == "to") or (low == "gave" and nxt == "up" and i >= focus):
+            past = past or f"{low} {nxt}"  # "I gave up smoking" ended it, like "I quit smoking"
             i += 2
             continue
-        elif low in ("was", "were") and prev == "subject":
+        elif low in ("was", "were", "had") and prev == "subject" and not (
+                low == "had" and (nxt == "to" or i < focus)):
+            # "I had a dog": an irregular past ("I had to move to Oslo" says the move, not the past)
             past = past or low
         elif low in ("want", "wants", "hope", "hopes", "need", "needs") and nxt == "to":  # a plan is said
             modal = modal or f"{low} to"
@@ -199,7 +220,9 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
                 modal = modal or "would"
         elif low in w.modal and not (low == "may" and t.raw != "may"):  # "In May I start" is the month
             modal = modal or t.raw
-        elif low in w.past:
+        elif low in w.past and not (low in _ENDED and i < focus):
+            # a verb that ends something ("quit", "stopped") is a predicate: before the quote it is
+            # another clause's ("I quit the hospital, | I now work at Corvid Labs")
             past = past or t.raw
         elif low in _CLAUSE:
             modal, past = "", ""  # "Maybe next year, but I live in Oslo": a new clause says anew

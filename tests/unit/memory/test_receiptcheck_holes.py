@@ -221,3 +221,130 @@ def test_every_statement_of_the_unsaid_corpus_as_its_fact_follows_from_itself() 
             if got.kind != "stated":
                 held.append((unsaid.as_fact(s), got.reason))
     assert held == []
+
+
+# --- a party word in the fact is no licence: only the fact's subject, or the same party ---
+
+@pytest.mark.parametrize(("fact", "said"), [
+    ("Has a dog", "My colleague has a dog"),
+    ("Has a cat", "My sister has a cat"),
+    ("Has two kids", "My brother has two kids"),
+    ("Is married to a doctor", "My sister is married to a doctor"),
+    ("Lives with parents", "My friend lives with her parents"),
+    ("Has a friend in Oslo", "My boss has a friend in Oslo"),
+    ("Has a dog", "She has a dog"),
+])
+def test_a_fact_that_names_some_other_party_is_still_about_the_user(fact: str, said: str) -> None:
+    got = _check(fact, said, said)
+    assert got.kind == "held" and "the fact is about the user" in got.reason, got
+
+
+@pytest.mark.parametrize(("fact", "quote", "said"), [
+    ("Sister has a cat", "My sister has a cat", "My sister has a cat"),
+    ("Has a sister, Lena, who has a cat", "My sister Lena has a cat", "My sister Lena has a cat"),
+    ("Has a cat named Miso", "I have a cat. Her name is Miso", "I have a cat. Her name is Miso"),
+    ("Has 2 kids", "我有两个孩子", "我有两个孩子"),
+    ("Has a dog", "I have a dog", "I have a dog"),
+])
+def test_a_fact_about_the_party_the_quote_names_is_stated(fact: str, quote: str, said: str) -> None:
+    assert _check(fact, quote, said).kind == "stated"
+
+
+# --- a rewording by id keeps how the old wording says it: past, maybe, someone else's ---
+
+@pytest.mark.parametrize(("new", "old"), [
+    ("Is vegetarian", "Was vegetarian"),
+    ("Has a dog", "Had a dog"),
+    ("Smokes", "Quit smoking"),
+    ("Works as a nurse", "Former nurse"),
+    ("Has a dog", "Neighbour has a dog"),
+    ("Lives in Oslo", "Lived in Oslo until 2020"),
+    ("Smoker", "Ex-smoker"),
+    ("Is married", "Divorced; was married"),
+    ("Works at Google", "Worked at Google"),
+])
+def test_a_rewording_by_id_cannot_move_the_old_wording_into_the_present_or_onto_the_user(new: str, old: str) -> None:
+    got = check(new, None, [("user", "ok thanks")], known=[old], reworded=True)
+    assert got.kind == "held" and got.reason.startswith("no receipt, and the old wording"), got
+
+
+@pytest.mark.parametrize(("new", "old"), [
+    ("Is vegetarian", "Vegetarian"),
+    ("Has a daughter, Mia", "Daughter: Mia"),
+    ("Does not eat meat", "Vegetarian"),
+    ("Prefers short answers", "Wants concise replies"),
+    ("Used to smoke", "Quit smoking"),
+    ("Former nurse", "Used to work as a nurse"),
+    ("Neighbour owns a dog", "Neighbour has a dog"),
+    # an "-ed" word that is no past verb of the new wording says how it is now
+    ("Lives in Graz", "Based in Graz"),
+    ("Is married", "Married"),
+    ("Is retired", "Retired"),
+])
+def test_a_rewording_that_keeps_how_it_is_said_needs_no_receipt(new: str, old: str) -> None:
+    assert check(new, None, [("user", "ok thanks")], known=[old], reworded=True).kind == "stated"
+
+
+# --- irregular pasts and ended things in the user's sentence ---
+
+@pytest.mark.parametrize(("fact", "said"), [
+    ("Has a dog", "I had a dog"),
+    ("Has a dog", "We had a dog"),
+    ("Smokes", "I quit smoking"),
+    ("Works as a nurse", "I'm a former nurse"),
+    ("Smokes", "I gave up smoking"),
+])
+def test_an_irregular_past_in_the_quote_is_no_present_fact(fact: str, said: str) -> None:
+    got = _check(fact, said, said)
+    assert got.kind == "held" and "the fact says it is so now" in got.reason, got
+
+
+@pytest.mark.parametrize(("fact", "quote", "said"), [
+    ("Had a dog", "I had a dog", "I had a dog"),
+    ("Quit smoking", "I quit smoking", "I quit smoking"),
+    ("Gave up smoking", "I gave up smoking", "I gave up smoking"),
+    ("Lives in Oslo", "I live in Oslo now", "I gave up my flat in Bergen, I live in Oslo now"),
+    ("Former nurse", "I'm a former nurse", "I'm a former nurse"),
+    ("Has a dog", "I have had a dog for years", "I have had a dog for years"),
+    ("Lives in Oslo", "I had to move to Oslo", "I had to move to Oslo"),
+    # the ended thing is another clause's, before the quote
+    ("Works at Corvid Labs", "I now work at Corvid Labs", "I quit the hospital, I now work at Corvid Labs"),
+    ("Is vegetarian", "I'm a vegetarian", "I'm a vegetarian"),
+    ("Lives in Oslo", "My name is Sam and I live in Oslo", "My name is Sam and I live in Oslo"),
+    ("Lives in Lyon", "We moved to Lyon last year", "We moved to Lyon last year"),
+])
+def test_a_past_said_as_past_or_a_plain_present_is_stated(fact: str, quote: str, said: str) -> None:
+    assert _check(fact, quote, said).kind == "stated"
+
+
+@pytest.mark.parametrize(("new", "old"), [
+    ("Is vegetarian", "Was vegetarian"),
+    ("Has a dog", "Had a dog"),
+    ("Lives in Oslo", "Lived in Oslo until 2020"),
+])
+def test_a_quote_that_says_nothing_cannot_lend_a_rewording_the_old_words_in_the_present(new: str, old: str) -> None:
+    got = check(new, Receipt((1,), "ok thanks"), [("user", "ok thanks")], known=[old], reworded=True)
+    assert got.kind == "held" and "the old wording" in got.reason, got
+
+
+@pytest.mark.parametrize(("new", "old", "said"), [
+    ("Is vegetarian", "Was vegetarian", "I'm vegetarian again"),
+    ("Has a dog", "Had a dog", "I have a dog now"),
+    ("Lives in Oslo", "Lived in Oslo until 2020", "I live in Oslo again"),
+])
+def test_a_quote_that_says_it_is_so_now_may_move_the_old_wording_into_the_present(new: str, old: str, said: str) -> None:
+    assert check(new, Receipt((1,), said), [("user", said)], known=[old], reworded=True).kind == "stated"
+
+
+@pytest.mark.parametrize(("fact", "said", "kind"), [
+    # the party is someone else's ("her dog"): naming it is no licence to say the user has it
+    ("Has a dog", "Her dog is cute", "held"),
+    ("Has a dog", "My sister and her dog live in Oslo", "held"),
+    # the user's own ("my dog", 我女儿), in any language, is the user's
+    ("Has a dog", "My dog is cute", "stated"),
+    ("Has a daughter", "我女儿五岁了", "stated"),
+    ("Has a dog", "我的狗很可爱", "stated"),
+    ("Ana lives in Oslo", "Her sister Ana lives in Oslo", "stated"),
+])
+def test_naming_the_party_says_the_user_has_it_only_when_it_is_the_users(fact: str, said: str, kind: str) -> None:
+    assert _check(fact, said, said).kind == kind
