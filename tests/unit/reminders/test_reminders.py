@@ -601,7 +601,7 @@ def test_timer_rebuilds_jobs_from_the_log_and_follows_changes(home: Home) -> Non
         assert svc.start() is True  # idempotent
         timers = svc.timers()
         maintenance = {"maintenance:idle-consolidation", "maintenance:git-gc", "maintenance:settings",
-                       "maintenance:sync", "maintenance:embedding"}
+                       "maintenance:sync", "maintenance:embedding", "maintenance:dated-facts"}
         # one timer for the earliest reminder, not one job per reminder
         assert set(timers) == {"memtray:next-reminder", "memtray:wake", *maintenance}
         assert timers["memtray:next-reminder"] == min(svc.next_fire(a), svc.next_fire(b))
