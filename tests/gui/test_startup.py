@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -112,10 +113,10 @@ def test_the_popup_is_prepared_while_idle_before_its_first_show(qtbot: Any, desk
     assert not popup.isVisible()  # prepared, not shown
 
 
-def test_a_tray_app_idles_without_the_model_client_until_the_user_opens_the_popup(
-    qtbot: Any, configured_home: Any, runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """In the tray nothing is typed yet: litellm (~230 MiB) loads at the popup's first show, not at start."""
+@pytest.fixture
+def tray_loads(qtbot: Any, configured_home: Any, runtime_dir: Path,
+               monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[str]]]:
+    """A tray desktop with its warm-up on, idle after start, and the list of litellm loads."""
     from memtray.core.llm import client
 
     from tests.gui.conftest import close_desktop, make_desktop
@@ -130,31 +131,27 @@ def test_a_tray_app_idles_without_the_model_client_until_the_user_opens_the_popu
         # where the warm-up used to follow at 600 ms)
         qtbot.wait(1500)
         assert loads == []
-        d.toggle_popup()
-        qtbot.waitUntil(lambda: loads == ["litellm"], timeout=20000)
-        d.toggle_popup()
-        d.main_window().present()  # the window too is an intent, but the client is warm already
-        qtbot.wait(200)
-        assert loads == ["litellm"]
+        yield d, loads
     finally:
         close_desktop(d)
+
+
+def test_a_tray_app_idles_without_the_model_client_until_the_user_opens_the_popup(
+    qtbot: Any, tray_loads: tuple[Any, list[str]]
+) -> None:
+    """In the tray nothing is typed yet: litellm (~230 MiB) loads at the popup's first show, not at start."""
+    d, loads = tray_loads
+    d.toggle_popup()
+    qtbot.waitUntil(lambda: loads == ["litellm"], timeout=20000)
+    d.toggle_popup()
+    d.main_window().present()  # the window too is an intent, but the client is warm already
+    qtbot.wait(200)
+    assert loads == ["litellm"]
 
 
 def test_a_tray_app_warms_the_model_client_when_the_window_is_opened(
-    qtbot: Any, configured_home: Any, runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
+    qtbot: Any, tray_loads: tuple[Any, list[str]]
 ) -> None:
-    from memtray.core.llm import client
-
-    from tests.gui.conftest import close_desktop, make_desktop
-
-    loads: list[str] = []
-    monkeypatch.setattr(client, "load_litellm", lambda: loads.append("litellm"))
-    d = make_desktop(qtbot, configured_home, tray_available=True, warm_up=True)
-    try:
-        qtbot.waitUntil(lambda: d._after_shown_done, timeout=20000)
-        qtbot.wait(1000)
-        assert loads == []
-        d.open("memory")
-        qtbot.waitUntil(lambda: loads == ["litellm"], timeout=20000)
-    finally:
-        close_desktop(d)
+    d, loads = tray_loads
+    d.open("memory")
+    qtbot.waitUntil(lambda: loads == ["litellm"], timeout=20000)
