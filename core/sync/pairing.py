@@ -301,6 +301,13 @@ def remove_device(keys: Keys, device: str, gone: str) -> Removal:
     if identity is None:
         raise SyncError("this device has no sync keys", hint="Only a paired device can remove another.")
     trust = keys.trust()
+    if trust.devices.get(identity.sign_pub, {}).get("removed"):
+        # another device removed this one (its roster said so at a sync): a removal from here
+        # would reach nobody, so it is not reported as done
+        raise SyncError("this device was removed from the paired devices by another one: it can no longer "
+                        "remove devices", hint="Remove devices from one that is still paired (`memtray sync "
+                        "devices` there lists them); if this device was removed by a device you lost, "
+                        "move to a new remote (docs/SYNC.md, 'From a clear remote to an encrypted one').")
     pub = find_device(trust, gone)
     if pub == identity.sign_pub or gone == device:
         raise SyncError("a device cannot remove itself", hint="Remove it from another paired device.")

@@ -350,3 +350,20 @@ def test_a_device_with_keys_does_not_lock_the_clear_devices_out_of_their_remote(
             f.sync.pairing.recovery_code(str(clear))
         assert not f.sync.pairing.encrypted
         assert f.sync.sync(str(clear)).refusals == 0 and e.sync.sync(str(clear)).refusals == 0
+
+
+def test_a_device_another_removed_is_told_so_when_it_tries_to_remove(tmp_path: Path) -> None:
+    """A lost laptop removed the owner's device first: the owner's removal then reaches nobody,
+    and it says so instead of printing success."""
+    remote = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "abk") as (a, b, k):
+        assert a.sync is not None and b.sync is not None and k.sync is not None
+        pair(remote, a, b, k)
+        for app in (a, b, k, a, b, k):
+            app.sync.sync(str(remote))  # every device knows every id
+        k.sync.pairing.remove(a.sync.device)
+        k.sync.sync(str(remote))
+        notes = a.sync.sync(str(remote)).notes
+        assert any("this device was removed" in n for n in notes), notes
+        with pytest.raises(SyncError, match="was removed from the paired devices by another one"):
+            a.sync.pairing.remove(k.sync.device)
