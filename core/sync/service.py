@@ -246,7 +246,7 @@ class SyncService:
                                                  rep.notes)
         streams = sorted({name[len(PREFIX):-len("/log")] for name in refs
                           if name.startswith(PREFIX) and name.endswith("/log")})
-        self._refuse_sealing_a_clear_remote(url, refs, streams, seal, me)
+        pairing.refuse_sealing_a_clear_remote(safe_url(url), refs, streams, seal.identity is not None, me)
         marker = self.dir / f"init-{key}"  # this remote was taken with --init: it stays taken
         ours = any(name.startswith("refs/memtray/") for name in refs)  # a roster, an invitation: memtray's
         if refs and not streams and not ours and not init and not marker.exists():
@@ -309,23 +309,6 @@ class SyncService:
         else:
             self._mirror_memory(url, rep, refs)  # an encrypted remote gets no memory mirror (docs/SYNC.md)
         return rep
-
-    @staticmethod
-    def _refuse_sealing_a_clear_remote(url: str, refs: dict[str, str], streams: Sequence[str], seal: Seal,
-                                       me: str) -> None:
-        """A device with keys seals all it publishes, on every remote. On a remote where other
-        devices sync in clear (their streams, and no roster: no device there has keys) its
-        roster and sealed stream would make the remote 'encrypted' and lock every one of them
-        out. Refused before anything is fetched or pushed; moving them is the migration."""
-        if seal.identity is None or not any(dev != me for dev in streams):
-            return
-        if any(n.startswith(PREFIX) and n.endswith("/keys") for n in refs):
-            return  # an encrypted remote: its devices have keys
-        raise SyncError(
-            f"{safe_url(url)} is a clear remote that other devices sync with in clear, and this device "
-            "encrypts what it publishes (it has sync keys): syncing it here would lock them out",
-            hint="Move every device to a new encrypted remote (docs/SYNC.md, 'From a clear remote to an "
-            "encrypted one'), or keep syncing this remote from devices without keys.")
 
     def _new_remote(self, url: str, refs: dict[str, str], clear: bool) -> bool:
         """For a device without sync keys: whether to make them now. Yes at its first sync with
