@@ -363,6 +363,18 @@ class SearchIndex:
                     out[int(seq)] = (k, s, r, ts, text)
         return out
 
+    def seqs_of(self, sessions: Iterable[str]) -> set[int]:
+        """The seqs of every document of ``sessions``."""
+        wanted = list(sessions)
+        out: set[int] = set()
+        with self.lock, self._translate():
+            for i in range(0, len(wanted), 500):
+                chunk = wanted[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                out.update(int(r[0]) for r in self.db.execute(
+                    f"SELECT seq FROM documents WHERE session IN ({marks})", chunk))
+        return out
+
     def allowed(self, kind: str | None, session: str | None) -> set[int] | None:
         """The seqs that pass the filters (None: no filter)."""
         if kind is None and session is None:

@@ -468,6 +468,12 @@ class SearchService:
         or None. What the session's prompt already holds (its unconsolidated tail) is
         left out, and weak semantic matches are not recalled."""
         tail = [int(m["seq"]) for m in self.store.state.session(session).messages if "seq" in m]
+        # a conversation the user deleted is not brought back into another one (it stays
+        # findable by `history search` until a purge); left out before the ranking's limit, so
+        # deleted talk about the same thing does not crowd out what is left
+        gone = self.deleted_sessions()
+        if gone:
+            tail.extend(await asyncio.to_thread(self._seqs_of, gone))
         # Weak vectors (the offline model) could only reorder the keyword matches (they never
         # recall a passage alone), and they reorder them worse: recall is by words then. A
         # message without content words ("how are you?") recalls nothing.
@@ -486,17 +492,24 @@ class SearchService:
         except (MemtrayError, TimeoutError) as exc:
             log.info("no recall for this turn: %s", exc or "search timed out")
             return None
-        # a conversation the user deleted is not brought back into another one (it stays
-        # findable by `history search` until a purge)
-        gone = self.deleted_sessions()
         # another memory scope's conversations are never brought into this one
         found.hits = self.in_scope(found.hits, scopes.of_session(self.store.state, session))
-        hits = [h for h in found.hits if h.session not in gone and (h.keyword_score is not None
-                or (strong and (h.semantic_score or 0.0) >= RECALL_MIN_SIMILARITY))][:limit]
+        # what the words found is recalled, the turns a match lends its rank to included (the
+        # answer after a matched question has no words of its own in common: keyword_score None,
+        # semantic_score None); a passage found by meaning alone only when it is near
+        hits = [h for h in found.hits if h.session not in gone and (
+                h.keyword_score is not None or h.semantic_score is None
+                or (strong and h.semantic_score >= RECALL_MIN_SIMILARITY))][:limit]
         if not hits:
             return None
         docs = await asyncio.to_thread(self.index.documents, [h.seq for h in hits])
         return Recall(format_recall(hits, docs, zone), [h.seq for h in hits])
+
+    def _seqs_of(self, sessions: Iterable[str]) -> set[int]:
+        """The indexed entries of ``sessions``, the index brought up to date first."""
+        with self._sync_lock:
+            self._sync_quietly()
+            return self.index.seqs_of(sessions)
 
     def deleted_sessions(self) -> frozenset[str]:
         """The conversations the user deleted (core/log/chats.py): recall leaves them out."""

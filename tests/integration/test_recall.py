@@ -20,6 +20,11 @@ def config(server: ScriptedLLMServer, **kw: Any) -> Config:
                   embedding_model="openai/test-embedding", **kw)
 
 
+def words_only(server: ScriptedLLMServer, **kw: Any) -> Config:
+    """Recall on, no embedding model: recall is by words (as with the offline vectors)."""
+    return Config(model="openai/test-model", api_base=server.base_url, llm_retries=0, recall=True, **kw)
+
+
 def append(app: App, content: str, role: str, session: str) -> int:
     return app.write(lambda: app.store.append(Message(role=role, content=content), session=session)).seq
 
@@ -106,5 +111,41 @@ def test_a_deleted_conversation_is_not_recalled_until_restored(home: Home, llm_s
         app.worker.call(lambda: chats.restore(app.store, "chat-school"))
         app.run(app.agent.turn("cli", "And her teacher's name again?", stream=False))
         assert "session chat-school · user: Ada's maths teacher, Mr Okafor" in last_user_content(llm_server)
+    finally:
+        app.close()
+
+
+def test_the_answer_to_a_matched_question_is_recalled(home: Home, llm_server: ScriptedLLMServer) -> None:
+    """History search ranks the answer after a matched question (it shares no word with the
+    new message); recall once dropped it as a "weak semantic" match and kept the question."""
+    app = App.open(home, config=words_only(llm_server, recall_limit=2))
+    try:
+        append(app, "Which career path are you going to choose in the end?", "user", "talk")
+        append(app, "Counselling, for trans youth. I have applied to the master's programme.", "assistant", "talk")
+        for i in range(20):  # other talk, so the answer is not found by chance
+            append(app, f"The weather was grey again on day {i}.", "user", "other")
+        found = app.run(app.search.asearch("What career path did she choose?", limit=2, kind="message"))
+        assert any("Counselling" in h.snippet for h in found.hits)  # `history search` finds it...
+        app.run(app.agent.turn("cli", "What career path did she choose?", stream=False))
+        assert "Counselling, for trans youth" in last_user_content(llm_server)  # ...and so does recall
+    finally:
+        app.close()
+
+
+def test_deleted_talk_does_not_crowd_out_what_is_left(home: Home, llm_server: ScriptedLLMServer) -> None:
+    from memtray.core.log import chats
+
+    app = App.open(home, config=words_only(llm_server, recall_limit=1))
+    try:
+        append(app, "Mr Okafor is Ada's maths teacher.", "user", "kept")
+        for i in range(20):
+            append(app, f"The weather was grey again on day {i}.", "user", "other")
+        for i in range(8):  # a deleted conversation that matches the question better, many times over
+            append(app, f"Okafor Okafor teacher teacher maths, note {i}.", "user", f"gone-{i}")
+            app.worker.call(lambda i=i: chats.delete(app.store, f"gone-{i}"))
+        app.run(app.agent.turn("cli", "Who is Okafor, the maths teacher?", stream=False))
+        sent = last_user_content(llm_server)
+        assert "session kept · user: Mr Okafor is Ada's maths teacher." in sent
+        assert "note " not in sent
     finally:
         app.close()
