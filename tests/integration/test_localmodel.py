@@ -318,6 +318,36 @@ def test_real_consolidation_by_the_bundled_model_is_held_for_review_not_written(
     assert entry["id"] not in [i["id"] for i in left]
 
 
+BOUNDED_RUN = r"""
+import json
+from llama_cpp import LlamaGrammar
+from memtray.core.llm import localmodel
+from memtray.core.memory.guard import SAVE_MEMORY
+
+schema = localmodel.tool_schema(SAVE_MEMORY["function"]["parameters"], large=False)
+llama = localmodel.Engine().load()
+# two examples whose history entry is far past its bound: greedy, SmolLM2 copies it on and on
+long = " ".join(f"Day {i}: the user walked to the market and bought fish." for i in range(1, 25))
+example = json.dumps({"history_entry": long, "removed_facts": [], "memory_update": ""})
+out = llama.create_completion(f"{example}\n{example}\n", grammar=LlamaGrammar.from_json_schema(json.dumps(schema)),
+                              max_tokens=localmodel.MAX_TOOL_TOKENS, temperature=0.0, repeat_penalty=1.0)
+print(json.dumps({"text": out["choices"][0]["text"], "finish_reason": out["choices"][0]["finish_reason"]}))
+"""
+
+
+@real
+def test_the_grammar_cuts_a_rambling_string_at_its_bound_and_closes_the_json() -> None:
+    """What the bounded schema relies on: llama.cpp honours the maxLength llama-cpp-python's
+    converter writes (nested optionals), so a string the model would go on copying is cut."""
+    out = subprocess.run([sys.executable, "-c", BOUNDED_RUN], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["finish_reason"] == "stop", result
+    reply = json.loads(result["text"])  # closed, valid JSON
+    assert len(reply["history_entry"]) == localmodel.SMALL_STRING_CHARS["history_entry"], reply
+    assert reply["history_entry"].startswith("Day 1: the user walked")
+
+
 def _longest(schema: dict[str, Any]) -> Any:
     """The longest answer ``schema`` allows: every array full, every string at its maxLength."""
     if schema.get("type") == "object":
