@@ -44,7 +44,8 @@ def timed_call(self, messages, params, stream):
     tcs = choice["message"].get("tool_calls") or []
     args = tcs[0]["function"]["arguments"] if tcs else None
     try:
-        parsed = args is not None and isinstance(json.loads(args), dict)
+        # strict=False: like memtray's door, a raw line break inside a string is taken as one
+        parsed = args is not None and isinstance(json.loads(args, strict=False), dict)
     except ValueError:
         parsed = False
     calls.append({"seconds": time.perf_counter() - started, "usage": result.get("usage"),
