@@ -79,7 +79,7 @@ ARRAY_ITEMS = 4
 #: Bounds (characters) on the strings of the bundled model's forced tool call: unbounded, SmolLM2
 #: rambles inside one string until the token cap cuts the JSON. llama-cpp-python writes a
 #: ``maxLength`` as one nested optional per character, which llama.cpp's grammar parser refuses
-#: past about 1,500 for one string, so they stay well below; and together, with the JSON around
+#: from about 1,500 on in one string (1,000 parses), so they stay well below; and together, with the JSON around
 #: them, they fit :data:`MAX_TOOL_TOKENS` even at one token per character (a test adds them up).
 SMALL_STRING_CHARS = {"memory_update": 640, "history_entry": 320, "fact": 24}
 #: ... and on any other string of it (a removed fact's reason)

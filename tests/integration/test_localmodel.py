@@ -377,7 +377,7 @@ def test_forced_tool_schema_is_bounded_so_the_json_always_closes() -> None:
     # so the grammar closes the JSON before the cap cuts it
     assert len(json.dumps(_longest(small))) < localmodel.MAX_TOOL_TOKENS
     # llama-cpp-python writes each maxLength as nested optionals (one per character), which
-    # llama.cpp refuses past about 1,500 in one string: the bounds stay below that
+    # llama.cpp refuses from about 1,500 on in one string: the bounds stay below that
     assert max(localmodel.SMALL_STRING_CHARS.values()) <= 1000
     # a downloaded (larger) model keeps its strings free and the edits form out, as before
     large = localmodel.tool_schema(full, large=True)
