@@ -308,8 +308,10 @@ def required_only(schema: Any) -> Any:
 
 def tool_schema(parameters: Any, *, large: bool) -> Any:
     """The schema a local model's forced tool call is held to by llama.cpp's grammar (and which
-    its system note explains): arrays bounded, one form, and for the bundled small model
-    (not ``large``) only the required fields, each string bounded (:data:`SMALL_STRING_CHARS`)."""
+    its system note explains): arrays bounded and, for ``save_memory``, one form with only
+    its required fields (:func:`one_form`); for the bundled small model (not ``large``) every
+    string bounded too (:data:`SMALL_STRING_CHARS`). A downloaded model's strings stay free:
+    its memory may be longer than a bound llama.cpp accepts."""
     if large:
         return one_form(bounded_schema(parameters))
     return bounded_schema(one_form(parameters), SMALL_STRING_CHARS, SMALL_OTHER_CHARS)
