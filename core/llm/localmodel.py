@@ -74,9 +74,16 @@ MAX_TOOL_TOKENS = 1536
 LARGE_REPLY_TOKENS = 2048
 LARGE_TOOL_TOKENS = 4096
 #: Bound put on every array of a forced tool's JSON schema: unbounded, the model repeats one
-#: item until the token cap and the JSON never closes. (No maxLength on strings: llama-cpp-python
-#: turns it into one nested optional per character, which crashes llama.cpp's grammar parser.)
+#: item until the token cap and the JSON never closes.
 ARRAY_ITEMS = 4
+#: Bounds (characters) on the strings of the bundled model's forced tool call: unbounded, SmolLM2
+#: rambles inside one string until the token cap cuts the JSON. llama-cpp-python writes a
+#: ``maxLength`` as one nested optional per character, which llama.cpp's grammar parser refuses
+#: from about 1,500 on in one string (1,000 parses), so they stay well below; and together, with the JSON around
+#: them, they fit :data:`MAX_TOOL_TOKENS` even at one token per character (a test adds them up).
+SMALL_STRING_CHARS = {"memory_update": 640, "history_entry": 320, "fact": 24}
+#: ... and on any other string of it (a removed fact's reason)
+SMALL_OTHER_CHARS = 64
 #: llama.cpp's repetition penalty for forced tool calls (its default is 1.1)
 TOOL_REPEAT_PENALTY = 1.3
 #: The name the offline embeddings are stored under (with the GGUF file's name and the pooling).
@@ -248,41 +255,66 @@ def plain_messages(messages: list[dict[str, Any]], forced: dict[str, Any] | None
     return out
 
 
-def bounded_schema(schema: Any) -> Any:
-    """``schema`` with a ``maxItems`` on every array (a copy; the original is not changed)."""
+def bounded_schema(schema: Any, strings: Mapping[str, int] | None = None, other: int | None = None,
+                   name: str = "") -> Any:
+    """``schema`` with a ``maxItems`` on every array (a copy; the original is not changed) and,
+    given ``other``, a ``maxLength`` on every free string: ``strings[name]`` for the property
+    ``name``, else ``other`` (an enum, a format or a pattern already bounds its string)."""
     if not isinstance(schema, Mapping):
         return schema
     out = dict(schema)
     if out.get("type") == "array":
         out.setdefault("maxItems", ARRAY_ITEMS)
         if "items" in out:
-            out["items"] = bounded_schema(out["items"])
+            out["items"] = bounded_schema(out["items"], strings, other)
+    elif out.get("type") == "string" and other is not None and not {"enum", "const", "format", "pattern"} & set(out):
+        out.setdefault("maxLength", (strings or {}).get(name, other))
     if isinstance(out.get("properties"), Mapping):
-        out["properties"] = {k: bounded_schema(v) for k, v in out["properties"].items()}
+        out["properties"] = {k: bounded_schema(v, strings, other, k) for k, v in out["properties"].items()}
     return out
-
-
-#: what the grammar leaves out of ``save_memory`` for a small model: the second form, and the
-#: receipts and skipped list, whose quotes a 135M model fills until its token cap cuts the JSON
-#: inside a string (its proposals are held for review whole, so receipts would decide nothing)
-SMALL_MODEL_OMITS = frozenset({"edits", "receipts", "skipped"})
 
 
 def one_form(schema: Any) -> Any:
     """Where a tool offers two ways to answer (``save_memory``: the whole ``memory_update``
-    or ``edits``), the grammar makes the small model use the first one: left optional, it
-    writes neither, and an answer with neither is refused. What it would only pad
-    (:data:`SMALL_MODEL_OMITS`) is left out too."""
+    or ``edits``), the grammar makes a local model use the first one: left optional, the small
+    model writes neither, and an answer with neither is refused. What it would only pad (the
+    receipts and skipped lists, whose quotes it filled until the token cap cut the JSON inside
+    a string) is left out: :func:`required_only`."""
     if not isinstance(schema, Mapping):
         return schema
     props = schema.get("properties")
     if isinstance(props, Mapping) and "memory_update" in props and "edits" in props:
-        out = dict(schema)
-        out["properties"] = {k: v for k, v in props.items() if k not in SMALL_MODEL_OMITS}
-        required = list(out.get("required") or [])
-        out["required"] = required + ([] if "memory_update" in required else ["memory_update"])
-        return out
+        required = list(schema.get("required") or [])
+        return required_only({**schema, "required": required + ([] if "memory_update" in required
+                                                                else ["memory_update"])})
     return schema
+
+
+def required_only(schema: Any) -> Any:
+    """``schema`` with only the required properties of each object (a copy). What a tool's
+    schema offers besides (``save_memory``'s receipts, skipped list, scope and dates, and
+    whatever it offers next) a 135M model does not use well: it pads them until the token
+    cap. Its answer still goes through the same guard, which holds a fact without a receipt."""
+    if not isinstance(schema, Mapping):
+        return schema
+    out = dict(schema)
+    if isinstance(out.get("properties"), Mapping):
+        required = list(out.get("required") or [])
+        out["properties"] = {k: required_only(v) for k, v in out["properties"].items() if k in required}
+    if isinstance(out.get("items"), Mapping):
+        out["items"] = required_only(out["items"])
+    return out
+
+
+def tool_schema(parameters: Any, *, large: bool) -> Any:
+    """The schema a local model's forced tool call is held to by llama.cpp's grammar (and which
+    its system note explains): arrays bounded and, for ``save_memory``, one form with only
+    its required fields (:func:`one_form`); for the bundled small model (not ``large``) every
+    string bounded too (:data:`SMALL_STRING_CHARS`). A downloaded model's strings stay free:
+    its memory may be longer than a bound llama.cpp accepts."""
+    if large:
+        return one_form(bounded_schema(parameters))
+    return bounded_schema(one_form(parameters), SMALL_STRING_CHARS, SMALL_OTHER_CHARS)
 
 
 class ModelLock:
@@ -328,6 +360,7 @@ class Engine:
         self._n_ctx = n_ctx
         self._llama: Any = None
         self.lock = ModelLock()
+        self.large = large
         self.reply_cap, self.tool_cap = (LARGE_REPLY_TOKENS, LARGE_TOOL_TOKENS) if large else (
             MAX_REPLY_TOKENS, MAX_TOOL_TOKENS)
 
@@ -373,7 +406,7 @@ class Engine:
         tool = next((t for t in tools or [] if t.get("function", {}).get("name") == name), None)
         if tool is not None:  # the schema the grammar enforces is the one the system note explains
             fn = dict(tool.get("function", {}))
-            fn["parameters"] = one_form(bounded_schema(fn.get("parameters") or {}))
+            fn["parameters"] = tool_schema(fn.get("parameters") or {}, large=self.large)
             tool = {"type": "function", "function": fn}
         cap = self.reply_cap if tool is None else self.tool_cap
         asked = params.get("max_tokens") or params.get("max_completion_tokens") or cap

@@ -184,6 +184,10 @@ def test_the_in_process_path_streams_text_and_returns_forced_tool_calls(fake_eng
     for r in (forced, forced_stream):
         assert [(tc.name, json.loads(tc.arguments)) for tc in r.tool_calls] == [("save_memory", {"x": "y"})]
     assert fake_engine.calls[2]["tool_choice"] == FORCED and fake_engine.calls[2]["temperature"] == 0.0
+    # the bundled model's grammar bounds the tool's strings, and its system note shows the same schema
+    held_to = fake_engine.calls[2]["tools"][0]["function"]["parameters"]
+    assert held_to["properties"]["x"]["maxLength"] == localmodel.SMALL_OTHER_CHARS
+    assert json.dumps(held_to) in fake_engine.calls[2]["messages"][0]["content"]
     assert fake_engine.calls[3]["stream"] is False  # a forced tool call is never token-streamed
 
 
@@ -279,31 +283,17 @@ def test_real_consolidation_by_the_bundled_model_is_held_for_review_not_written(
     # In a subprocess: a crash inside llama.cpp must fail this test, not the whole suite.
     out = subprocess.run([sys.executable, "-c", CONSOLIDATE, str(home.root)], capture_output=True, text=True,
                          timeout=900, env={**os.environ, "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"})
-    if out.returncode != 0 and "save_memory arguments are not valid JSON" in out.stderr:
-        # Since the protocol carries scope and time (issue 32), SmolLM2-135M's greedy call can
-        # run one string to the tool-token cap (llama.cpp's grammar bounds arrays, not strings),
-        # so the JSON never closes. Then the consolidation fails cleanly: nothing is written and
-        # nothing is lost, the messages wait for the next consolidation.
-        events = [json.loads(line) for line in
-                  run_cli(home.root, "events", "tail", "-n", "100", "--json").stdout.splitlines()]
-        types = [e["type"] for e in events]
-        assert "consolidation.failed" in types and "memory.written" not in types, types
-        failed = next(e for e in events if e["type"] == "consolidation.failed")
-        assert "not valid JSON" in json.dumps(failed)
-        mem_file = home.memory / "MEMORY.md"
-        assert not mem_file.exists() or mem_file.read_text(encoding="utf-8").strip() == ""
-        said = " ".join(str(e.get("data", {}).get("content", "")) for e in events if e["type"] == "message")
-        assert "I live in Lyon" in said and "green tea" in said
-        status = json.loads(run_cli(home.root, "chats", "list", "--json").stdout)
-        assert [c["key"] for c in status] == ["s"]  # the conversation is there, unconsolidated
-        return
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["model"] == localmodel.MODEL
     # the consolidation ran to its end (the messages are not sent to the model again and again) ...
     assert result["memory_seq"] is not None and result["last_consolidated"] == 4
-    types = [json.loads(line)["type"] for line in run_cli(home.root, "events", "tail", "-n", "100", "--json").stdout.splitlines()]
+    events = [json.loads(line) for line in run_cli(home.root, "events", "tail", "-n", "100", "--json").stdout.splitlines()]
+    types = [e["type"] for e in events]
     assert "consolidation.completed" in types and "memory.written" in types and "consolidation.failed" not in types
+    # the tool call closed its JSON on its own, before the token cap (its strings are bounded)
+    completed = next(e for e in events if e["type"] == "consolidation.completed")
+    assert 0 < completed["data"]["usage"]["completion_tokens"] < localmodel.MAX_TOOL_TOKENS, completed["data"]
     # ... but SmolLM2 wrote nothing: memory and the diary are as they were
     assert result["memory"] == "" and (home.memory / "MEMORY.md").read_text(encoding="utf-8").strip() == ""
     assert (home.memory / "HISTORY.md").read_text(encoding="utf-8").strip() == ""
@@ -328,17 +318,75 @@ def test_real_consolidation_by_the_bundled_model_is_held_for_review_not_written(
     assert entry["id"] not in [i["id"] for i in left]
 
 
+BOUNDED_RUN = r"""
+import json
+from llama_cpp import LlamaGrammar
+from memtray.core.llm import localmodel
+from memtray.core.memory.guard import SAVE_MEMORY
+
+schema = localmodel.tool_schema(SAVE_MEMORY["function"]["parameters"], large=False)
+llama = localmodel.Engine().load()
+# two examples whose history entry is far past its bound: greedy, SmolLM2 copies it on and on
+long = " ".join(f"Day {i}: the user walked to the market and bought fish." for i in range(1, 25))
+example = json.dumps({"history_entry": long, "removed_facts": [], "memory_update": ""})
+out = llama.create_completion(f"{example}\n{example}\n", grammar=LlamaGrammar.from_json_schema(json.dumps(schema)),
+                              max_tokens=localmodel.MAX_TOOL_TOKENS, temperature=0.0, repeat_penalty=1.0)
+print(json.dumps({"text": out["choices"][0]["text"], "finish_reason": out["choices"][0]["finish_reason"]}))
+"""
+
+
+@real
+def test_the_grammar_cuts_a_rambling_string_at_its_bound_and_closes_the_json() -> None:
+    """What the bounded schema relies on: llama.cpp honours the maxLength llama-cpp-python's
+    converter writes (nested optionals), so a string the model would go on copying is cut."""
+    out = subprocess.run([sys.executable, "-c", BOUNDED_RUN], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["finish_reason"] == "stop", result
+    reply = json.loads(result["text"])  # closed, valid JSON
+    assert len(reply["history_entry"]) == localmodel.SMALL_STRING_CHARS["history_entry"], reply
+    assert reply["history_entry"].startswith("Day 1: the user walked")
+
+
+def _longest(schema: dict[str, Any]) -> Any:
+    """The longest answer ``schema`` allows: every array full, every string at its maxLength."""
+    if schema.get("type") == "object":
+        return {k: _longest(v) for k, v in schema["properties"].items()}
+    if schema.get("type") == "array":
+        return [_longest(schema["items"])] * schema["maxItems"]
+    if schema.get("type") == "integer":
+        return 10 ** 15
+    assert schema.get("type") == "string" and "maxLength" in schema, schema  # nothing unbounded
+    return "x" * schema["maxLength"]
+
+
 def test_forced_tool_schema_is_bounded_so_the_json_always_closes() -> None:
     from memtray.core.memory.guard import SAVE_MEMORY
 
-    params = localmodel.bounded_schema(SAVE_MEMORY["function"]["parameters"])
-    props = params["properties"]
-    assert props["removed_facts"]["maxItems"] == localmodel.ARRAY_ITEMS
-    assert props["history_entry"] == {"type": "string", "description": props["history_entry"]["description"]}
-    assert params["required"] == SAVE_MEMORY["function"]["parameters"]["required"]
-    assert "maxItems" not in SAVE_MEMORY["function"]["parameters"]["properties"]["removed_facts"]  # not mutated
-    # the small model answers in the whole-document form: left optional, it wrote neither form
-    one = localmodel.one_form(params)
-    assert "edits" not in one["properties"] and "memory_update" in one["required"]
-    assert not {"receipts", "skipped"} & set(one["properties"])  # nothing a small model only pads
-    assert "edits" in params["properties"]  # not mutated
+    original = json.dumps(SAVE_MEMORY)
+    full = SAVE_MEMORY["function"]["parameters"]
+    small = localmodel.tool_schema(full, large=False)
+    # the bundled model answers in the whole-document form: left optional, it wrote neither form;
+    # what it only pads (receipts, skipped, scope, dates, and whatever is added next) is left out
+    assert set(small["properties"]) == {"history_entry", "memory_update", "removed_facts"}
+    assert set(small["required"]) == set(small["properties"])
+    assert set(small["properties"]["removed_facts"]["items"]["properties"]) == {"fact", "reason"}
+    assert small["properties"]["removed_facts"]["maxItems"] == localmodel.ARRAY_ITEMS
+    assert small["properties"]["memory_update"]["maxLength"] == localmodel.SMALL_STRING_CHARS["memory_update"]
+    # its longest answer fits the token cap even at one token per character (an escape aside),
+    # so the grammar closes the JSON before the cap cuts it
+    assert len(json.dumps(_longest(small))) < localmodel.MAX_TOOL_TOKENS
+    # llama-cpp-python writes each maxLength as nested optionals (one per character), which
+    # llama.cpp refuses from about 1,500 on in one string: the bounds stay below that
+    assert max(localmodel.SMALL_STRING_CHARS.values()) <= 1000
+    # a downloaded (larger) model keeps its strings free and the edits form out, as before
+    large = localmodel.tool_schema(full, large=True)
+    assert "maxLength" not in json.dumps(large) and "edits" not in large["properties"]
+    assert large["properties"]["removed_facts"]["maxItems"] == localmodel.ARRAY_ITEMS
+    assert "memory_update" in large["required"]
+    assert json.dumps(SAVE_MEMORY) == original  # not mutated
+    # a string an enum, format or pattern already bounds gets no maxLength
+    bounded = localmodel.bounded_schema({"type": "object", "properties": {
+        "op": {"type": "string", "enum": ["a", "b"]}, "day": {"type": "string", "format": "date"},
+        "text": {"type": "string"}}}, {"text": 9}, 5)
+    assert [p.get("maxLength") for p in bounded["properties"].values()] == [None, None, 9]
