@@ -26,7 +26,6 @@ from memtray.core.memory.undo import Undone
 from memtray.core.memory.undo import changes as fact_changes
 from memtray.core.memory.undo import undo as undo_changes
 
-
 ACROSS_SCOPES = "it is in another memory scope now, or it came from one; undo it without --scope"
 
 
