@@ -55,7 +55,8 @@ def undo_in_scope(name: str, before: Ledger, after: Ledger, text: str, current: 
             continue
         seen = old if was.get(fid) == name else new if at.get(fid) == name else current.get(fid)
         across.setdefault(fid, seen.text if seen is not None else "")
-    part = scopes.restrict(text, [name])
+    # the scope's own text, without its marker line (a fact put back lands under its heading)
+    part = scopes.only(text, name)
     out = undo_changes(Ledger(tuple(f for f in before.facts if f.id in mine), before.next),
                        Ledger(tuple(f for f in after.facts if f.id in mine), after.next),
                        part, scopes.sub_ledger(current, text, [name]))

@@ -187,8 +187,8 @@ def merge_back(full: str, full_ledger: Ledger, shown: Sequence[str], new_text: s
 
     Facts of ``new_text`` stay in the block they stand in; a block the change names that it
     was not shown is not written (its facts go to the first shown named scope, else global)."""
-    if "<!-- scope:" not in full and "<!-- scope:" not in new_text:
-        return new_text, new_ledger  # a memory without scopes: the change as it is
+    if "<!-- scope:" not in full and "<!-- scope:" not in new_text and GLOBAL in shown:
+        return new_text, new_ledger  # a memory without scopes, all shown: the change as it is
     hidden_scopes = of_facts(full)
     hidden_ids: dict[str, list[str]] = {}
     for f, s in zip(full_ledger.facts, hidden_scopes, strict=False):

@@ -431,3 +431,17 @@ def test_an_undo_through_a_scope_never_writes_or_shows_another_scope(app: App) -
     assert [(d["id"], d["action"]) for d in res.done] == [(again, "restored")], res.not_done
     where = scopes.scope_map(app.memory.ledger(), app.store.state.memory)
     assert where[again] == "family" and where[recital] == "work"
+
+
+def test_an_undo_through_a_scope_that_has_no_fact_left_keeps_the_global_memory(app: App) -> None:
+    """The scope's only fact removed (memory has no scope block then), brought back through
+    the scope: it returns into the scope and the global memory stays whole."""
+    app.memory.write(MEMORY, reason="user-edit", source="user")
+    acme = fact_id(app, "Acme")
+    app.memory.move_fact(acme, "work", "a work convention")
+    app.memory.forget_fact(acme, "left the job")
+    assert "<!-- scope:" not in app.store.state.memory
+    res = app.memory.undo("HEAD", "work")
+    assert [(d["id"], d["action"]) for d in res.done] == [(acme, "restored")]
+    where = scopes.scope_map(app.memory.ledger(), app.store.state.memory)
+    assert where == {fact_id(app, "Lyon"): "global", fact_id(app, "tea"): "global", acme: "work"}
