@@ -41,7 +41,8 @@ from memtray.core.log.events import (
 from memtray.core.log.projections import replay
 from memtray.core.log.segments import list_segments, verify
 from memtray.core.log.store import load_checkpoint, remove_checkpoints
-from memtray.core.memory.gitrepo import FILES
+from memtray.core.memory import scopes
+from memtray.core.memory.projection import scope_files
 
 Out = Callable[[str], None]
 MIN_FREE_BYTES = 200 * 1024 * 1024
@@ -317,14 +318,17 @@ def check_memory(home: Home, *, log_damaged: bool = False) -> list[Finding]:
                 out.append(Finding(False, "memory repository has no commits but the log has memory events", "",
                                    "make the missing commits", lambda: reconcile_memory(home), "memory"))
             return out
-        for info in repo.walk():  # every revision's files must be readable
-            for name in FILES:
-                repo.read(info.sha, name)
+        for info in repo.walk():  # every revision's files must be readable (its scopes' too)
+            repo.read(info.sha, "HISTORY.md")
+            repo.read_memory(info.sha)
         info = repo.info(head)
-        head_text = repo.read(head, "MEMORY.md")
-        work = repo.worktree_text("MEMORY.md")
+        # the memory is MEMORY.md and every scope's file (core/memory/scopes.py), joined
+        head_text = repo.read_memory(head)
+        in_head = ["MEMORY.md", *(f"{scopes.FOLDER}/{n}" for n in repo.listdir(head, scopes.FOLDER))]
+        edited = [n for n in ["MEMORY.md", *scope_files(home.memory, in_head[1:])]
+                  if repo.worktree_text(n) != (repo.read(head, n) if n in in_head else None)]
         seq_ok = info.trailers.get("Event-Seq") == str(last_seq)
-        if last_text is not None and head_text == last_text and seq_ok and work == head_text:
+        if last_text is not None and head_text == last_text and seq_ok and not edited:
             out.append(Finding(True, f"MEMORY.md == git HEAD ({head[:8]}) == last memory event (seq {last_seq})",
                                code="memory"))
         else:
@@ -333,8 +337,9 @@ def check_memory(home: Home, *, log_damaged: bool = False) -> list[Finding]:
                 detail.append(f"HEAD records event {info.trailers.get('Event-Seq')} but the last memory event is {last_seq}")
             if last_text is not None and head_text != last_text:
                 detail.append("HEAD's MEMORY.md differs from the last memory event")
-            if work != head_text:
-                detail.append("MEMORY.md in the work tree differs from HEAD (a hand edit?)")
+            if edited:
+                detail.append(f"{', '.join(edited)} in the work tree differ{'s' if len(edited) == 1 else ''} "
+                              "from HEAD (a hand edit?)")
             out.append(Finding(False, "memory out of sync", "; ".join(detail),
                                "make the missing commits and record a hand edit as a user edit "
                                "(what memtray does at start)", lambda: reconcile_memory(home), "memory"))

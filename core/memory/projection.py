@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
 
 from memtray.core.base.clock import Clock, parse_ts
@@ -324,12 +325,7 @@ class GitProjection:
 
     def _scope_files(self, head: str) -> list[str]:
         """The scope files of ``head`` and those the user put in ``scopes/`` by hand."""
-        folder = self.home.memory / scopes.FOLDER
-        found = set(self.git.listdir(head, scopes.FOLDER))
-        if folder.is_dir() and not folder.is_symlink():
-            found |= {p.name for p in folder.iterdir() if p.suffix == ".md" and p.is_file()
-                      and _is_scope_file(p.name)}
-        return [f"{scopes.FOLDER}/{n}" for n in sorted(found)]
+        return scope_files(self.home.memory, [f"{scopes.FOLDER}/{n}" for n in self.git.listdir(head, scopes.FOLDER)])
 
     def _adopt_first(self) -> bool:
         """No revision yet: a MEMORY.md (or HISTORY.md) written by hand is the first one."""
@@ -361,6 +357,16 @@ class GitProjection:
 
     def close(self) -> None:
         self.git.close()
+
+
+def scope_files(root: Path, committed: Collection[str]) -> list[str]:
+    """``committed`` (``scopes/NAME.md`` of a revision) and the scope files the user put in
+    ``root/scopes/`` by hand, sorted."""
+    folder = root / scopes.FOLDER
+    found = {n.removeprefix(scopes.FOLDER + "/") for n in committed}
+    if folder.is_dir() and not folder.is_symlink():
+        found |= {p.name for p in folder.iterdir() if p.suffix == ".md" and p.is_file() and _is_scope_file(p.name)}
+    return [f"{scopes.FOLDER}/{n}" for n in sorted(found)]
 
 
 def _is_scope_file(name: str) -> bool:
