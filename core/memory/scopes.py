@@ -252,6 +252,14 @@ def place(text: str, ledger: Ledger, want: Mapping[str, str]) -> tuple[str, Ledg
     return new, Ledger.with_ids(new, ids, ledger.next)
 
 
+def settle(text: str, ledger: Ledger, want: Mapping[str, str]) -> tuple[str, Ledger]:
+    """``text`` with every fact of ``want`` (fact id -> scope) in that scope (:func:`place`),
+    or ``text`` as it is when each already is."""
+    if want and any(want.get(i, s) != s for i, s in scope_map(ledger, text).items()):
+        return place(text, ledger, want)
+    return text, ledger
+
+
 def _prune(text: str) -> str:
     """Drop headings left with nothing under them (before the next heading)."""
     lines = text.split("\n")

@@ -7,6 +7,7 @@ and the global memory, moves and undos, then a rebuild: the same file for every 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -15,6 +16,8 @@ from typing import Any
 import pytest
 from memtray.core.admin import doctor
 from memtray.core.app import App
+from memtray.core.audit import rebuild
+from memtray.core.audit.adopt import adopt
 from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
@@ -130,3 +133,43 @@ def test_doctor_rebuilds_every_scope_file_as_it_was(app: App, llm_server: Script
     finally:
         again.close()
     assert files(home) == {**before, "scopes/work.md": before["scopes/work.md"] + "- Standup at 9:30\n"}
+
+
+def test_a_rebuild_branch_has_every_scope_file_main_has(app: App, llm_server: ScriptedLLMServer, clock: FakeClock,
+                                                         home: Home) -> None:
+    llm_server.responder = consolidator([])
+    live_home(app, clock)
+    shown: list[str] = []
+    llm_server.responder = consolidator(shown)
+    out = app.run(rebuild.run(app, model="openai/test-model", name="again"))
+    assert out.info.status == "completed" and out.done_now == out.total
+    assert len(shown) == 3
+    # each re-done consolidation saw what its conversation saw on main, never another scope
+    work_sees = next(s for s in shown if "Rust" in s)
+    family_sees = next(s for s in shown if "drums" in s)
+    assert "Acme" in work_sees and "cello" not in work_sees
+    assert "cello" in family_sees and "Acme" not in family_sees
+
+    main = {n: git(home, "show", f"main:{n}") for n in ("MEMORY.md", "scopes/work.md", "scopes/family.md")}
+    branch = {n: git(home, "show", f"rebuild/again:{n}") for n in main}
+    assert branch == main
+    assert sorted(re.findall(r"\S+\.md", git(home, "ls-tree", "-r", "--name-only", "rebuild/again"))) == sorted(
+        re.findall(r"\S+\.md", git(home, "ls-tree", "-r", "--name-only", "main")))
+    # the branch's facts: the same ids in the same scopes as main's
+    last = rebuild.scan(app.store.log.records())[0][out.info.id].progress[-1]
+    led = rebuild.step_ledger(last)
+    memory = json.loads(json.dumps(last.to_json()))["data"]["memory"]
+    assert memory == app.store.state.memory
+    assert scopes.scope_map(led, memory) == scopes.scope_map(app.memory.ledger(), app.store.state.memory)
+
+    # adopting it makes its memory current as it stands, each fact in the branch's scope: main
+    # moved a fact since, and --force takes the branch's (the move is recorded, undoable)
+    with pytest.raises(rebuild.RebuildError, match="already the current memory"):
+        adopt(app, "again")
+    acme = fact_id(app, "Acme")
+    app.memory.move_fact(acme, "global", "about me everywhere")
+    adopt(app, "again", force=True)
+    assert files(home)["scopes/work.md"] == main["scopes/work.md"]
+    assert app.store.state.memory == memory
+    last = app.memory.moves("HEAD")
+    assert [(m["id"], m["source"], m["target"]) for m in last] == [(acme, "global", "work")]
