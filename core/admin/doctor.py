@@ -42,7 +42,7 @@ from memtray.core.log.projections import replay
 from memtray.core.log.segments import list_segments, verify
 from memtray.core.log.store import load_checkpoint, remove_checkpoints
 from memtray.core.memory import scopes
-from memtray.core.memory.projection import scope_files
+from memtray.core.memory.projection import scope_files, unread_said, unread_scope_files
 
 Out = Callable[[str], None]
 MIN_FREE_BYTES = 200 * 1024 * 1024
@@ -143,6 +143,7 @@ def check(home: Home) -> list[Finding]:
 
     out.extend(check_door(home, full))
     out.extend(check_memory(home, log_damaged=bool(damages)))
+    out.extend(check_scope_files(home))
     if not damages:
         out.extend(check_text(home))
         out.extend(check_attachments(home))
@@ -352,6 +353,28 @@ def check_memory(home: Home, *, log_damaged: bool = False) -> list[Finding]:
     finally:
         repo.close()
     return out
+
+
+def check_scope_files(home: Home) -> list[Finding]:
+    """A file in memory/scopes/ that memtray does not read (``Work.md``): the user's facts in
+    no scope and no prompt. The repair renames it to the scope file name, when that is free."""
+    out = []
+    for name, to in unread_scope_files(home.memory):
+        out.append(Finding(False, f"a file in memory/{scopes.FOLDER}/ is not read: {name}",
+                           unread_said(name, to).split(": ", 1)[1],
+                           f"rename it to {scopes.FOLDER}/{to} (its facts are then recorded as a hand edit)" if to else "",
+                           (lambda n=name, t=to: _rename_scope_file(home, n, t)) if to else None, "scope-files"))
+    return out
+
+
+def _rename_scope_file(home: Home, name: str, to: str) -> str:
+    folder = home.memory / scopes.FOLDER
+    with HomeLock(home):
+        if to in os.listdir(folder):  # exact names: Work.md -> work.md is one file on some disks
+            raise MemtrayError(f"{scopes.FOLDER}/{to} exists already; move the facts of {name} into it by hand")
+        os.rename(folder / name, folder / to)
+    _open_app_once(home)  # start-up records the file as a hand edit
+    return f"renamed {scopes.FOLDER}/{name} to {scopes.FOLDER}/{to}; its facts are in the scope {to[:-3]!r}"
 
 
 def _has_memory_events(home: Home) -> bool:
