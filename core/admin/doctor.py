@@ -13,6 +13,7 @@ damaged copy is kept aside as ``memory.damaged-<time>``).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -360,10 +361,13 @@ def check_scope_files(home: Home) -> list[Finding]:
     no scope and no prompt. The repair renames it to the scope file name, when that is free."""
     out = []
     for name, to in unread_scope_files(home.memory):
+        fix: Callable[[], str] | None = None
+        if to is not None:
+            fix = functools.partial(_rename_scope_file, home, name, to)
         out.append(Finding(False, f"a file in memory/{scopes.FOLDER}/ is not read: {name}",
                            unread_said(name, to).split(": ", 1)[1],
                            f"rename it to {scopes.FOLDER}/{to} (its facts are then recorded as a hand edit)" if to else "",
-                           (lambda n=name, t=to: _rename_scope_file(home, n, t)) if to else None, "scope-files"))
+                           fix, "scope-files"))
     return out
 
 
