@@ -578,7 +578,7 @@ def bring_back(old: Path, path: Path, carried: dict[str, bytes]) -> list[str]:
             for sub in entry.iterdir():
                 if sub.is_symlink():
                     left.append(f"{entry.name}/{sub.name}")
-                elif _is_scope_name(sub.name) or (path / entry.name / sub.name).exists():
+                elif scopes.is_file_name(sub.name) or (path / entry.name / sub.name).exists():
                     continue
                 elif sub.is_dir():
                     shutil.copytree(sub, path / entry.name / sub.name, symlinks=True)
@@ -591,16 +591,6 @@ def bring_back(old: Path, path: Path, carried: dict[str, bytes]) -> list[str]:
     for name, data in carried.items():
         atomic_write(path / name, data)
     return left
-
-
-def _is_scope_name(name: str) -> bool:
-    """``name`` is a scope's file name (``work.md``)."""
-    from memtray.core.memory import scopes
-
-    try:
-        return name.endswith(".md") and scopes.check_name(name[:-3]) == name[:-3]
-    except scopes.ScopeError:
-        return False
 
 
 def hand_edits(path: Path, logged: Collection[str] = ()) -> dict[str, bytes]:
@@ -623,7 +613,7 @@ def hand_edits(path: Path, logged: Collection[str] = ()) -> dict[str, bytes]:
 
     out = {}
     folder = path / scopes.FOLDER
-    in_scopes = sorted(f"{scopes.FOLDER}/{p.name}" for p in folder.iterdir() if _is_scope_name(p.name)) if (
+    in_scopes = sorted(f"{scopes.FOLDER}/{p.name}" for p in folder.iterdir() if scopes.is_file_name(p.name)) if (
         folder.is_dir() and not folder.is_symlink()) else []
     # each file's texts of the logged memories (a scope file holds its part of one)
     known: dict[str, set[str]] = {}

@@ -369,7 +369,7 @@ def scope_files(root: Path, committed: Collection[str]) -> list[str]:
     folder = root / scopes.FOLDER
     found = {n.removeprefix(scopes.FOLDER + "/") for n in committed}
     if folder.is_dir() and not folder.is_symlink():
-        found |= {p.name for p in folder.iterdir() if p.suffix == ".md" and p.is_file() and _is_scope_file(p.name)}
+        found |= {p.name for p in folder.iterdir() if p.suffix == ".md" and p.is_file() and scopes.is_file_name(p.name)}
     return [f"{scopes.FOLDER}/{n}" for n in sorted(found)]
 
 
@@ -388,7 +388,7 @@ def unread_scope_files(root: Path) -> list[tuple[str, str | None]]:
         return []
     out: list[tuple[str, str | None]] = []
     for p in sorted(folder.iterdir()):
-        if p.name.startswith(".") or (_is_scope_file(p.name) and p.is_file() and not p.is_symlink()):
+        if p.name.startswith(".") or (scopes.is_file_name(p.name) and p.is_file() and not p.is_symlink()):
             continue
         out.append((p.name, scope_file_name(p.name) if p.is_file() and not p.is_symlink() else None))
     return out
@@ -403,7 +403,7 @@ def scope_file_name(name: str) -> str | None:
     stem = name[:-3] if name.lower().endswith(".md") else name.rsplit(".", 1)[0] if "." in name[1:] else name
     ascii_ = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode().lower()
     slug = re.sub(r"[^a-z0-9_-]+", "-", ascii_).strip("-_")[:32].strip("-_")
-    return f"{slug}.md" if slug and slug != scopes.GLOBAL and _is_scope_file(f"{slug}.md") else None
+    return f"{slug}.md" if slug and slug != scopes.GLOBAL and scopes.is_file_name(f"{slug}.md") else None
 
 
 def unread_said(name: str, to: str | None) -> str:
@@ -411,10 +411,3 @@ def unread_said(name: str, to: str | None) -> str:
     how = f"rename it to {scopes.FOLDER}/{to}" if to else f"move its facts into a {scopes.FOLDER}/NAME.md"
     return (f"memory/{scopes.FOLDER}/{name} is not read: a scope's file is NAME.md, NAME 1-32 lower-case letters, "
             f"digits, '-' or '_', so its facts are in no scope and no prompt; {how}")
-
-
-def _is_scope_file(name: str) -> bool:
-    try:
-        return scopes.check_name(name[:-3]) == name[:-3]
-    except scopes.ScopeError:
-        return False

@@ -53,6 +53,14 @@ def check_name(name: str) -> str:
     return n
 
 
+def is_file_name(name: str) -> bool:
+    """``name`` is a scope's file name in :data:`FOLDER` (``work.md``; not ``Work.md``)."""
+    try:
+        return name.endswith(".md") and check_name(name[:-3]) == name[:-3]
+    except ScopeError:
+        return False
+
+
 def marker(name: str) -> str:
     return f"<!-- scope: {name} -->"
 
