@@ -13,6 +13,7 @@ damaged copy is kept aside as ``memory.damaged-<time>``).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -41,7 +42,8 @@ from memtray.core.log.events import (
 from memtray.core.log.projections import replay
 from memtray.core.log.segments import list_segments, verify
 from memtray.core.log.store import load_checkpoint, remove_checkpoints
-from memtray.core.memory.gitrepo import FILES
+from memtray.core.memory import scopes
+from memtray.core.memory.projection import scope_files, unread_said, unread_scope_files
 
 Out = Callable[[str], None]
 MIN_FREE_BYTES = 200 * 1024 * 1024
@@ -142,6 +144,7 @@ def check(home: Home) -> list[Finding]:
 
     out.extend(check_door(home, full))
     out.extend(check_memory(home, log_damaged=bool(damages)))
+    out.extend(check_scope_files(home))
     if not damages:
         out.extend(check_text(home))
         out.extend(check_attachments(home))
@@ -317,14 +320,17 @@ def check_memory(home: Home, *, log_damaged: bool = False) -> list[Finding]:
                 out.append(Finding(False, "memory repository has no commits but the log has memory events", "",
                                    "make the missing commits", lambda: reconcile_memory(home), "memory"))
             return out
-        for info in repo.walk():  # every revision's files must be readable
-            for name in FILES:
-                repo.read(info.sha, name)
+        for info in repo.walk():  # every revision's files must be readable (its scopes' too)
+            repo.read(info.sha, "HISTORY.md")
+            repo.read_memory(info.sha)
         info = repo.info(head)
-        head_text = repo.read(head, "MEMORY.md")
-        work = repo.worktree_text("MEMORY.md")
+        # the memory is MEMORY.md and every scope's file (core/memory/scopes.py), joined
+        head_text = repo.read_memory(head)
+        in_head = ["MEMORY.md", *(f"{scopes.FOLDER}/{n}" for n in repo.listdir(head, scopes.FOLDER))]
+        edited = [n for n in ["MEMORY.md", *scope_files(home.memory, in_head[1:])]
+                  if repo.worktree_text(n) != (repo.read(head, n) if n in in_head else None)]
         seq_ok = info.trailers.get("Event-Seq") == str(last_seq)
-        if last_text is not None and head_text == last_text and seq_ok and work == head_text:
+        if last_text is not None and head_text == last_text and seq_ok and not edited:
             out.append(Finding(True, f"MEMORY.md == git HEAD ({head[:8]}) == last memory event (seq {last_seq})",
                                code="memory"))
         else:
@@ -333,8 +339,9 @@ def check_memory(home: Home, *, log_damaged: bool = False) -> list[Finding]:
                 detail.append(f"HEAD records event {info.trailers.get('Event-Seq')} but the last memory event is {last_seq}")
             if last_text is not None and head_text != last_text:
                 detail.append("HEAD's MEMORY.md differs from the last memory event")
-            if work != head_text:
-                detail.append("MEMORY.md in the work tree differs from HEAD (a hand edit?)")
+            if edited:
+                detail.append(f"{', '.join(edited)} in the work tree differ{'s' if len(edited) == 1 else ''} "
+                              "from HEAD (a hand edit?)")
             out.append(Finding(False, "memory out of sync", "; ".join(detail),
                                "make the missing commits and record a hand edit as a user edit "
                                "(what memtray does at start)", lambda: reconcile_memory(home), "memory"))
@@ -347,6 +354,31 @@ def check_memory(home: Home, *, log_damaged: bool = False) -> list[Finding]:
     finally:
         repo.close()
     return out
+
+
+def check_scope_files(home: Home) -> list[Finding]:
+    """A file in memory/scopes/ that memtray does not read (``Work.md``): the user's facts in
+    no scope and no prompt. The repair renames it to the scope file name, when that is free."""
+    out = []
+    for name, to in unread_scope_files(home.memory):
+        fix: Callable[[], str] | None = None
+        if to is not None:
+            fix = functools.partial(_rename_scope_file, home, name, to)
+        out.append(Finding(False, f"a file in memory/{scopes.FOLDER}/ is not read: {name}",
+                           unread_said(name, to).split(": ", 1)[1],
+                           f"rename it to {scopes.FOLDER}/{to} (its facts are then recorded as a hand edit)" if to else "",
+                           fix, "scope-files"))
+    return out
+
+
+def _rename_scope_file(home: Home, name: str, to: str) -> str:
+    folder = home.memory / scopes.FOLDER
+    with HomeLock(home):
+        if to in os.listdir(folder):  # exact names: Work.md -> work.md is one file on some disks
+            raise MemtrayError(f"{scopes.FOLDER}/{to} exists already; move the facts of {name} into it by hand")
+        os.rename(folder / name, folder / to)
+    _open_app_once(home)  # start-up records the file as a hand edit
+    return f"renamed {scopes.FOLDER}/{name} to {scopes.FOLDER}/{to}; its facts are in the scope {to[:-3]!r}"
 
 
 def _has_memory_events(home: Home) -> bool:

@@ -65,7 +65,7 @@ from memtray.core.log.events import (
     UsageRecorded,
 )
 from memtray.core.log.usage import as_usage
-from memtray.core.memory import factdiff, facts
+from memtray.core.memory import factdiff, facts, scopereply, scopes
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.gitrepo import GitRepo
 from memtray.core.memory.ledgers import diff_by_id
@@ -121,6 +121,8 @@ class Step:
     diff: FactDiffData | None = None
     #: the memory.written on main before this one (0: none): a patch re-does the change between them
     before_seq: int = 0
+    #: the memory scope of the conversation a consolidation re-does (core/memory/scopereply.py)
+    scope: str = "global"
 
 
 @dataclass
@@ -135,7 +137,7 @@ class Plan:
 
 def make_plan(records: Iterable[Record], *, since: datetime | None, exclude: Exclusions) -> Plan:
     """The steps of a rebuild, from one pass over the log."""
-    cons: dict[str, tuple[str, int | None, int | None]] = {}
+    cons: dict[str, tuple[str, int | None, int | None, str]] = {}
     msgs: dict[str, list[int]] = {}
     plan = Plan([], 0, "", 0)
     excluded_msgs: set[int] = set()
@@ -150,7 +152,7 @@ def make_plan(records: Iterable[Record], *, since: datetime | None, exclude: Exc
             continue
         if rec.type == ConsolidationStarted.TYPE:
             c = ConsolidationStarted.of(rec)
-            cons[c.consolidation] = (rec.session or "default", c.first_seq, c.last_seq)
+            cons[c.consolidation] = (rec.session or "default", c.first_seq, c.last_seq, c.scope)
             continue
         if rec.type != MemoryWritten.TYPE:
             continue
@@ -170,7 +172,7 @@ def make_plan(records: Iterable[Record], *, since: datetime | None, exclude: Exc
                                    before_seq=before_seq))
             continue
         cid = d.consolidation
-        session, first, last = cons.get(cid or "", (rec.session or "default", None, None))
+        session, first, last, scope = cons.get(cid or "", (rec.session or "default", None, None, scopes.GLOBAL))
         if first is None or last is None:
             plan.notes.append(f"skipped consolidation {cid} of event {rec.seq}: its messages are not recorded")
             continue
@@ -180,7 +182,8 @@ def make_plan(records: Iterable[Record], *, since: datetime | None, exclude: Exc
         if not keep:
             plan.notes.append(f"skipped consolidation {cid} of event {rec.seq}: all its messages are excluded")
             continue
-        plan.steps.append(Step(rec.seq, "consolidation", rec.ts, reason, session, cid, keep, before_seq=before_seq))
+        plan.steps.append(Step(rec.seq, "consolidation", rec.ts, reason, session, cid, keep, before_seq=before_seq,
+                               scope=scope))
     plan.excluded_messages = len(excluded_msgs)
     return plan
 
@@ -334,14 +337,15 @@ def sync_branch(git: GitRepo, info: RebuildInfo) -> int:
     if head is None:
         git.set_ref(ref, fork)
     tip = git.ref(ref)
-    prev_mem = git.read(tip, "MEMORY.md") if tip else ""
+    prev_mem = git.read_memory(tip) if tip else ""
     history = git.read(tip, "HISTORY.md") if tip else ""
     made = 0
     for rec in info.progress[done:]:
         d = RebuildProgress.of(rec)
         if d.history_append:
             history += history_entry(parse_ts(rec.ts), d.history_append)
-        git.commit({"MEMORY.md": d.memory, "HISTORY.md": history}, _commit_message(info, rec, prev_mem),
+        # the global facts in MEMORY.md, each scope's in scopes/NAME.md, as on main
+        git.commit({**scopes.files(d.memory), "HISTORY.md": history}, _commit_message(info, rec, prev_mem),
                    parse_ts(rec.ts), branch=ref.encode(), update_worktree=False)
         prev_mem = d.memory
         made += 1
@@ -387,19 +391,33 @@ def load_messages(records: Iterable[Record], seqs: set[int]) -> dict[int, dict[s
     return out
 
 
-def apply_patch(memory: str, ledger: Ledger, step: Step, before: Ledger, after: Ledger) -> tuple[str, Ledger, dict[str, str]]:
+def apply_patch(memory: str, ledger: Ledger, step: Step, before: Ledger, after: Ledger,
+                texts: tuple[str, str]) -> tuple[str, Ledger, dict[str, str]]:
     """Re-apply a non-consolidation memory change of main (``before`` -> ``after``, its
-    ledgers) onto the branch by fact id. Returns (memory, its ledger, removal reasons by id)."""
+    ledgers; ``texts``, its memory texts) onto the branch by fact id. Returns (memory, its
+    ledger, removal reasons by id).
+
+    A branch that holds what main held before the change (the same text, the same ids)
+    holds what main held after it: main's text, layout and scopes exactly. Otherwise the
+    change is replayed by id (:func:`undo.replay`); a fact it added or moved between scopes
+    goes into the scope main has it in after, every other fact of the branch stays in its
+    scope (:func:`scopereply.patch_scopes`)."""
     dropped = step.diff["dropped"] if step.diff else []
     given = {it["id"]: it.get("reason", "") for it in dropped}
     by_text = {factdiff.normalize(it["text"]): it.get("reason", "") for it in dropped}
     gone = {f.id: f for f in before.facts if after.get(f.id) is None}
-    out, led, removed = replay(before, after, memory, ledger)
+    if memory == texts[0] and ledger.ids == before.ids:
+        out, led, removed = texts[1], Ledger(after.facts, max(after.next, ledger.next)), list(gone)
+    else:
+        where = (scopes.scope_map(before, texts[0]), scopes.scope_map(after, texts[1]))
+        scoped = scopes.scope_map(ledger, memory)
+        out, led, removed = replay(before, after, memory, ledger)
+        out, led = scopes.settle(out, led, scopereply.patch_scopes(led, scoped, before, after, *where))
     reasons: dict[str, str] = {}
     for fid in removed:
-        was = ledger.get(fid)
-        main_fact = gone.get(fid) or next((f for f in gone.values() if was is not None and f.norm == was.norm), None)
-        why = given.get(main_fact.id if main_fact else fid) or (by_text.get(was.norm) if was else None)
+        had = ledger.get(fid)
+        main_fact = gone.get(fid) or next((f for f in gone.values() if had is not None and f.norm == had.norm), None)
+        why = given.get(main_fact.id if main_fact else fid) or (by_text.get(had.norm) if had else None)
         reasons[fid] = f"{step.reason}: {why or step.reason}"
     return out, led, reasons
 
@@ -413,33 +431,43 @@ def prompt_template(custom: str | None) -> str:
 
 async def _consolidate(
     app: App, ledger: Ledger, memory: str, messages: list[dict[str, Any]], model: str, template: str,
-    main: Ledger,
+    main: Ledger, scope: str = scopes.GLOBAL,
 ) -> tuple[dict[str, Any], Ledger]:
     """One re-done consolidation through the id protocol and guard of main's. ``main`` is the
-    ledger of the main revision it re-does: a fact it adds that main added too keeps main's id."""
+    ledger of the main revision it re-does: a fact it adds that main added too keeps main's id.
+    ``scope``: the conversation's memory scope, as on main: the model is shown the global
+    memory and that scope only, and its new facts go there (unless it says global)."""
     from memtray.core.memory.ask import request_save_memory
     from memtray.core.memory.guard import hold_history, parse_reply, shown_messages
     from memtray.core.memory.proposal import apply_reply
 
-    result = await request_save_memory(app.llm, app.config.consolidation_timeout, memory, messages, model, template,
-                                       ledger=ledger, budget=app.config.memory_budget)
+    see = scopereply.shown(scope)
+    part, part_ids = scopes.restrict(memory, see), scopes.sub_ledger(ledger, memory, see)
+    result = await request_save_memory(app.llm, app.config.consolidation_timeout, part, messages, model, template,
+                                       ledger=part_ids, budget=app.config.memory_budget, scope=scope)
     if (usage := as_usage(result.usage)) is not None:  # the usage ledger (core/log/usage.py)
         app.store.append(UsageRecorded(kind="rebuild", model=model, usage=usage))
     call = next((tc for tc in result.tool_calls if tc.name == "save_memory"), None)
     if call is None:
         raise ValueError("the model answered without calling save_memory")
-    reply = parse_reply(call.arguments)
+    scoped = scopereply.plan(parse_reply(call.arguments), scope, part_ids)
+    reply = scoped.reply
     update = redact(reply.memory_update) if reply.memory_update is not None else None
     edits = [{k: redact(v) if isinstance(v, str) else v for k, v in e.items()} for e in reply.edits or []]
     texts = [str(m.get("content") or "") for m in shown_messages(messages)]
     roles = [str(m.get("role") or "") for m in shown_messages(messages)]
-    a = apply_reply(ledger, memory, memory_update=update, edits=edits or None, removed=reply.removed,
+    a = apply_reply(part_ids, part, memory_update=update, edits=edits or None, removed=reply.removed,
                     messages=texts, policy=app.config.drop_policy, roles=roles, receipts=reply.receipts,
                     inferred=app.config.inferred_facts)
     entry = hold_history(redact(reply.history_entry), a.flagged)
     silent = [{"id": v.id, "text": v.text} for v in a.verdicts if v.kind in ("silent-kept", "silent-held")]
-    return ({"memory": a.memory, "history_append": entry or None, "reasons": a.reasons or None,
-             "silent": silent or None, "flagged": a.flagged or None}, main_ids(ledger, a.ledger, main))
+    # beside the scopes it never saw; each fact where main's write would put it
+    text, led = scopes.merge_back(memory, ledger, see, a.memory, a.ledger)
+    was = scopes.scope_map(ledger, memory)
+    text, led = scopes.settle(text, led, {**{i: was[i] for i in led.ids if i in was},
+                                          **scopereply.placed(scoped, was, led)})
+    return ({"memory": text, "history_append": entry or None, "reasons": a.reasons or None,
+             "silent": silent or None, "flagged": a.flagged or None}, main_ids(ledger, led, main))
 
 
 def main_ids(before: Ledger, after: Ledger, main: Ledger) -> Ledger:
@@ -547,10 +575,11 @@ async def _run(
             if step.kind == "consolidation":
                 msgs = [messages[s] for s in step.message_seqs if s in messages]
                 result, new_ledger = await _consolidate(app, ledger, memory, msgs, model, template,
-                                                        ledgers.at_seq(step.source_seq))
+                                                        ledgers.at_seq(step.source_seq), step.scope)
             else:
                 new, new_ledger, reasons = apply_patch(memory, ledger, step, ledgers.at_seq(step.before_seq),
-                                                       ledgers.at_seq(step.source_seq))
+                                                       ledgers.at_seq(step.source_seq),
+                                                       (_main_at(ledgers, step.before_seq), _main_at(ledgers, step.source_seq)))
                 result = {"memory": new, "reasons": reasons or None}
             diff = diff_by_id(ledger, new_ledger).to_json()
             rec = store.append(RebuildProgress(
@@ -580,6 +609,12 @@ async def _run(
     if on_progress is not None:
         on_progress(total, total, "done")
     return Outcome(info, done_now, skipped, total, notes)
+
+
+def _main_at(ledgers: Any, seq: int) -> str:
+    """Main's memory text at the ``memory.written`` of ``seq`` (0: none yet)."""
+    rec = ledgers.record(seq) if seq else None
+    return MemoryWritten.of(rec).memory if rec is not None else ""
 
 
 def discard(app: App, name: str) -> RebuildInfo:

@@ -54,10 +54,16 @@ def cmd_check(args: argparse.Namespace, home: Home) -> int:
         before = app.memory.ledger().get(fid)
         rev = app.memory.check_fact(args.id, answer, today, " ".join(args.edit) if args.edit else None)
         after = app.memory.ledger().get(fid)
+        # a check always writes a new check date, unless the fact was checked today already
+        already = answer == "yes" and before is not None and after is not None and before.text == after.text
         row = {"id": fid, "answer": answer, "revision": rev.to_json(),
-               "before": before.text if before else None, "after": after.text if after else None}
+               "before": before.text if before else None, "after": after.text if after else None,
+               "already_checked": already}
         if args.json:
             _out(_dumps(row))
+            return 0
+        if already:
+            _out(f"already checked today {row['id']}: {row['before']}; no new revision")
             return 0
         did = {"yes": "checked", "no-longer": "removed (no longer true)", "edit": "edited"}[answer]
         _out(f"{did} {row['id']}: {row['before']}" + (f" → {row['after']}" if row["after"] else "")

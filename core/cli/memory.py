@@ -65,6 +65,8 @@ def cmd_consolidate(args: argparse.Namespace, home: Home) -> int:
 
 
 def cmd_show(args: argparse.Namespace, home: Home) -> int:
+    if not args.history:
+        cli_scopes.warn_unread(home)
     with app_scope(home) as app:
         mem = app.memory
         if args.at:

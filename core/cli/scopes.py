@@ -14,12 +14,13 @@ from typing import Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
-from memtray.core.cli.console import app_scope, listing
+from memtray.core.cli.console import app_scope, con, listing
 from memtray.core.cli.console import dumps as _dumps
 from memtray.core.cli.console import out as _out
 from memtray.core.log.events import MemoryWritten
 from memtray.core.memory import factdiff, facts, scopes
 from memtray.core.memory.factdiff import FactDiff
+from memtray.core.memory.projection import unread_said, unread_scope_files
 
 
 def name_of(args: argparse.Namespace) -> str | None:
@@ -113,7 +114,15 @@ def why(app: Any, query: str, scope: str | None) -> dict[str, Any]:
     return {**info, "scope": where.get(info["fact"]["id"], scopes.GLOBAL)}
 
 
+def warn_unread(home: Home) -> None:
+    """Say on stderr each file in memory/scopes/ that is not read (``Work.md``): never a
+    silent gap where the user put facts."""
+    for name, to in unread_scope_files(home.memory):
+        con().error(f"warning: {unread_said(name, to)}" + (" (`memtray doctor --repair` does)" if to else ""))
+
+
 def cmd_scopes(args: argparse.Namespace, home: Home) -> int:
+    warn_unread(home)
     with app_scope(home) as app:
         state = app.store.state
         where = list(scopes.scope_map(app.memory.ledger(), state.memory).values())

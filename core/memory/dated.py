@@ -9,8 +9,9 @@ revision like any other (undoable by ``memtray memory undo``):
   "ended on 2027-07-31". Until then the prompt shows such a fact as past.
 * :meth:`DatedOps.review_due` lists the facts whose check date has come;
   :meth:`DatedOps.check_fact` records the user's answer: ``yes`` (the check date is
-  written and the next one moved, reason ``review``), ``no-longer`` (the fact is removed,
-  "no longer true", reason ``review``) or ``edit`` (new words, checked).
+  written and the next one moved, reason ``review``; a fact checked today already is left
+  as it is, no revision), ``no-longer`` (the fact is removed, "no longer true", reason
+  ``review``) or ``edit`` (new words, checked).
 
 The day is always the caller's (from the injected clock, in the user's zone).
 """
@@ -115,7 +116,8 @@ class DatedOps:
         return out
 
     def check_fact(self, fact_id: str, answer: str, today: date, text: str | None = None) -> Revision:
-        """Record the user's answer to "still true?" for one fact (by id); one revision."""
+        """Record the user's answer to "still true?" for one fact (by id); one revision. A
+        ``yes`` for a fact already checked on ``today`` writes nothing and returns HEAD."""
         if answer not in ANSWERS:
             raise MemoryError_(f"unknown answer {answer!r}", hint="Answer yes, no-longer or edit.")
         self.projection.adopt_worktree()
@@ -140,6 +142,10 @@ class DatedOps:
             own = timing.split(words)[1]
             return self.edit_fact(found.id, timing.with_when(words, own or timing.checked(when, today)),
                                   "edited when asked to check it")
+        if when is not None and when.checked == today:
+            # checked today already: a second "yes" would write the same words again, an empty
+            # revision; memory stands as it is (the caller sees no new revision)
+            return self.revision("HEAD")
         after = timing.checked(when, today)
         new = factdiff.replace_fact(current, k, timing.with_when(found.text, after))
         assert after.review is not None

@@ -22,7 +22,47 @@ from memtray.core.memory.ledgers import Ledgers, diff_by_id, find_in_history
 from memtray.core.memory.merge import renamed
 from memtray.core.memory.peers import imported_seqs
 from memtray.core.memory.revisions import Revision
+from memtray.core.memory.undo import Undone
+from memtray.core.memory.undo import changes as fact_changes
 from memtray.core.memory.undo import undo as undo_changes
+
+ACROSS_SCOPES = "it is in another memory scope now, or it came from one; undo it without --scope"
+
+
+def undo_in_scope(name: str, before: Ledger, after: Ledger, text: str, current: Ledger,
+                  where: tuple[dict[str, str], dict[str, str], dict[str, str]], moves: Iterable[ScopeMove]) -> Undone:
+    """The undo of one revision (``before`` -> ``after``) through the scope ``name`` alone, on
+    the current memory (``text``, ``current``): what a client limited to that scope may undo.
+
+    A change is the scope's when the fact stands in ``name`` everywhere it stands (``where``:
+    fact id -> scope before the revision, after it, and now); only those are undone, on the
+    scope's own part of memory, then put back beside the other scopes, untouched. A change
+    that crosses into another scope (a move, a fact moved away since or brought in) is not
+    undone: a scoped undo would write into that scope, or tell what it holds. It is listed
+    as not undone, with the words the scope saw and :data:`ACROSS_SCOPES`, the same for any
+    other scope (which one is not said). Changes of facts never in ``name`` are left out."""
+    was, at, here = where
+    mine: set[str] = set()
+    across: dict[str, str] = {}  # id -> the words this scope saw
+    touched = [(ch.id, ch.before, ch.after) for ch in fact_changes(before, after)]
+    touched += [(m["id"], before.get(m["id"]), after.get(m["id"])) for m in moves]
+    for fid, old, new in touched:
+        places = {p for p in (was.get(fid), at.get(fid), here.get(fid)) if p is not None}
+        if name not in places:
+            continue
+        if places == {name} and not any(m["id"] == fid for m in moves):
+            mine.add(fid)
+            continue
+        seen = old if was.get(fid) == name else new if at.get(fid) == name else current.get(fid)
+        across.setdefault(fid, seen.text if seen is not None else "")
+    # the scope's own text, without its marker line (a fact put back lands under its heading)
+    part = scopes.only(text, name)
+    out = undo_changes(Ledger(tuple(f for f in before.facts if f.id in mine), before.next),
+                       Ledger(tuple(f for f in after.facts if f.id in mine), after.next),
+                       part, scopes.sub_ledger(current, text, [name]))
+    out.memory, out.ledger = scopes.merge_back(text, current, [name], out.memory, out.ledger)
+    out.not_done += [{"id": i, "text": t, "why": ACROSS_SCOPES} for i, t in across.items()]
+    return out
 
 
 @dataclass
@@ -133,7 +173,7 @@ class FactOps(MemoryBrowsing):
         it moved between scopes, as one new revision that keeps everything after it. Says what
         it could not undo and why. ``flagged`` / ``reopened`` go with that revision (the undo of
         a review choice holds its item again). ``scope``: only the changes of that scope's facts
-        (a fact comes back in the scope it left)."""
+        (see :func:`undo_in_scope`: nothing of another scope is written or shown)."""
         sha = self.resolve(target)
         rev = self.revision(sha)
         parents = self.git.info(sha).parents
@@ -148,18 +188,16 @@ class FactOps(MemoryBrowsing):
         prev = self.ledgers.record(before_seq)
         was = scopes.scope_map(before, MemoryWritten.of(prev).memory) if prev is not None else {}
         now_in = scopes.scope_map(after, written.memory) if written is not None else {}
-        if scope is not None:
-            name = scopes.check_name(scope)
-            # a fact of that scope on either side (one moved in or out counts, whole)
-            mine = {i for i, s in [*was.items(), *now_in.items()] if s == name}
-            before = Ledger(tuple(f for f in before.facts if f.id in mine), before.next)
-            after = Ledger(tuple(f for f in after.facts if f.id in mine), after.next)
         current = self.ledger()
-        out = undo_changes(before, after, self.store.state.memory, current)
         here = scopes.scope_map(current, self.store.state.memory)
         moves = (written.moved if written is not None else None) or []
-        back = {m["id"]: m["source"] for m in moves if here.get(m["id"]) == m["target"]
-                and (scope is None or scopes.check_name(scope) in (m["source"], m["target"]))}
+        if scope is not None:
+            out = undo_in_scope(scopes.check_name(scope), before, after, self.store.state.memory, current,
+                                (was, now_in, here), moves)
+            back: dict[str, str] = {}
+        else:
+            out = undo_changes(before, after, self.store.state.memory, current)
+            back = {m["id"]: m["source"] for m in moves if here.get(m["id"]) == m["target"]}
         out.done += [{"id": m["id"], "text": m["text"], "action": "moved back", "scope": m["source"]}
                      for m in moves if m["id"] in back]
         if not out.done:

@@ -563,12 +563,27 @@ def bring_back(old: Path, path: Path, carried: dict[str, bytes]) -> list[str]:
     """
     import shutil
 
+    from memtray.core.memory import scopes
+
     left = []
     for entry in old.iterdir():
         if entry.name in (".git", *FILES):
             continue
         if entry.is_symlink():
             left.append(entry.name)
+        elif entry.name == scopes.FOLDER and entry.is_dir():
+            # the rebuild wrote the scope files again; what else the user keeps there comes back
+            # (a scope file's hand edit is in ``carried``)
+            (path / entry.name).mkdir(exist_ok=True)
+            for sub in entry.iterdir():
+                if sub.is_symlink():
+                    left.append(f"{entry.name}/{sub.name}")
+                elif scopes.is_file_name(sub.name) or (path / entry.name / sub.name).exists():
+                    continue
+                elif sub.is_dir():
+                    shutil.copytree(sub, path / entry.name / sub.name, symlinks=True)
+                elif sub.is_file():
+                    shutil.copy2(sub, path / entry.name / sub.name)
         elif entry.is_dir():
             shutil.copytree(entry, path / entry.name, symlinks=True)
         elif entry.is_file():
@@ -582,8 +597,8 @@ def hand_edits(path: Path, logged: Collection[str] = ()) -> dict[str, bytes]:
     """Work-tree files of ``path`` that memtray did not write: unrecorded hand edits.
 
     The index says what memtray last wrote, as git itself decides. Where it cannot
-    (missing, unreadable, no entry), a MEMORY.md whose text is none of the ``logged``
-    texts is still a hand edit; a HISTORY.md then cannot be told from a stale one and
+    (missing, unreadable, no entry), a MEMORY.md (or a scope's file) whose text is none of
+    the ``logged`` memories' is still a hand edit; a HISTORY.md then cannot be told from a stale one and
     stays only in the damaged copy.
     """
     from dulwich.objects import Blob
@@ -594,8 +609,18 @@ def hand_edits(path: Path, logged: Collection[str] = ()) -> dict[str, bytes]:
         index: Any = Index(str(path / ".git" / "index"))
     except Exception:
         index = None
+    from memtray.core.memory import scopes
+
     out = {}
-    for name in FILES:
+    folder = path / scopes.FOLDER
+    in_scopes = sorted(f"{scopes.FOLDER}/{p.name}" for p in folder.iterdir() if scopes.is_file_name(p.name)) if (
+        folder.is_dir() and not folder.is_symlink()) else []
+    # each file's texts of the logged memories (a scope file holds its part of one)
+    known: dict[str, set[str]] = {}
+    for text in logged:
+        for name, part in scopes.files(text).items():
+            known.setdefault(name, set()).add(part)
+    for name in (*FILES, *in_scopes):
         p = path / name
         if p.is_symlink() or not p.is_file():
             continue
@@ -612,6 +637,6 @@ def hand_edits(path: Path, logged: Collection[str] = ()) -> dict[str, bytes]:
         if written is not None:
             if Blob.from_string(data).id != written:
                 out[name] = data
-        elif name == "MEMORY.md" and logged and data.decode("utf-8", "replace") not in logged:
+        elif name != "HISTORY.md" and logged and data.decode("utf-8", "replace") not in known.get(name, ()):
             out[name] = data
     return out

@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
 
 from memtray.core.base.clock import Clock, parse_ts
@@ -116,6 +117,10 @@ class GitProjection:
             log.warning("%s", said)
             self.problems.append(said)
         self.problems += [said[0].upper() + said[1:] + "." for said in self.git.removed_links]
+        for name, to in unread_scope_files(self.home.memory):  # the user's facts, in a file never read
+            said = unread_said(name, to)
+            log.warning("%s", said)
+            self.problems.append(said[0].upper() + said[1:] + " (`memtray doctor --repair` renames it).")
         if self.quarantined:
             seqs = ", ".join(str(q) for q in sorted(self.quarantined))
             said = (f"{len(self.quarantined)} memory revision(s) (event seq {seqs}) hold text git cannot store; "
@@ -324,12 +329,7 @@ class GitProjection:
 
     def _scope_files(self, head: str) -> list[str]:
         """The scope files of ``head`` and those the user put in ``scopes/`` by hand."""
-        folder = self.home.memory / scopes.FOLDER
-        found = set(self.git.listdir(head, scopes.FOLDER))
-        if folder.is_dir() and not folder.is_symlink():
-            found |= {p.name for p in folder.iterdir() if p.suffix == ".md" and p.is_file()
-                      and _is_scope_file(p.name)}
-        return [f"{scopes.FOLDER}/{n}" for n in sorted(found)]
+        return scope_files(self.home.memory, [f"{scopes.FOLDER}/{n}" for n in self.git.listdir(head, scopes.FOLDER)])
 
     def _adopt_first(self) -> bool:
         """No revision yet: a MEMORY.md (or HISTORY.md) written by hand is the first one."""
@@ -363,8 +363,51 @@ class GitProjection:
         self.git.close()
 
 
-def _is_scope_file(name: str) -> bool:
-    try:
-        return scopes.check_name(name[:-3]) == name[:-3]
-    except scopes.ScopeError:
-        return False
+def scope_files(root: Path, committed: Collection[str]) -> list[str]:
+    """``committed`` (``scopes/NAME.md`` of a revision) and the scope files the user put in
+    ``root/scopes/`` by hand, sorted."""
+    folder = root / scopes.FOLDER
+    found = {n.removeprefix(scopes.FOLDER + "/") for n in committed}
+    if folder.is_dir() and not folder.is_symlink():
+        found |= {p.name for p in folder.iterdir() if p.suffix == ".md" and p.is_file() and scopes.is_file_name(p.name)}
+    return [f"{scopes.FOLDER}/{n}" for n in sorted(found)]
+
+
+def unread_scope_files(root: Path) -> list[tuple[str, str | None]]:
+    """What the user put in ``root/scopes/`` that memtray does not read as a scope: a file
+    whose name is no scope name (``Work.md``, ``My project.md``, ``Famille é.md``,
+    ``work.txt``), a folder, a link. Each with the name it would be read under
+    (``work.md``), if there is one. Hidden entries (``.DS_Store``) are left out.
+
+    Such a file is never read and never mapped to a scope by a guess (``Work.md`` and
+    ``work.md`` can both exist, and be one file on a case-insensitive disk): it is said,
+    by ``memtray doctor`` (whose repair renames it), ``memory scopes``, ``memory show`` and
+    the app at start (:attr:`GitProjection.problems`)."""
+    folder = root / scopes.FOLDER
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    out: list[tuple[str, str | None]] = []
+    for p in sorted(folder.iterdir()):
+        if p.name.startswith(".") or (scopes.is_file_name(p.name) and p.is_file() and not p.is_symlink()):
+            continue
+        out.append((p.name, scope_file_name(p.name) if p.is_file() and not p.is_symlink() else None))
+    return out
+
+
+def scope_file_name(name: str) -> str | None:
+    """The scope file name for a file named ``name`` (``My Project.md`` -> ``my-project.md``,
+    ``Famille é.md`` -> ``famille-e.md``), or None when it has no letter or digit to keep."""
+    import re
+    import unicodedata
+
+    stem = name[:-3] if name.lower().endswith(".md") else name.rsplit(".", 1)[0] if "." in name[1:] else name
+    ascii_ = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode().lower()
+    slug = re.sub(r"[^a-z0-9_-]+", "-", ascii_).strip("-_")[:32].strip("-_")
+    return f"{slug}.md" if slug and slug != scopes.GLOBAL and scopes.is_file_name(f"{slug}.md") else None
+
+
+def unread_said(name: str, to: str | None) -> str:
+    """One unread file of :func:`unread_scope_files`, said."""
+    how = f"rename it to {scopes.FOLDER}/{to}" if to else f"move its facts into a {scopes.FOLDER}/NAME.md"
+    return (f"memory/{scopes.FOLDER}/{name} is not read: a scope's file is NAME.md, NAME 1-32 lower-case letters, "
+            f"digits, '-' or '_', so its facts are in no scope and no prompt; {how}")

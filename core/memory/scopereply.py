@@ -123,3 +123,23 @@ def placed(p: Plan, before: Mapping[str, str], ledger: Ledger) -> dict[str, str]
         elif f.id not in before:
             out[f.id] = scopes.GLOBAL if f.norm in p.global_texts else p.scope
     return out
+
+
+def patch_scopes(ledger: Ledger, was: Mapping[str, str], before: Ledger, after: Ledger,
+                 main_before: Mapping[str, str], main_after: Mapping[str, str]) -> dict[str, str]:
+    """Where the facts of ``ledger`` go when a change of another line of revisions (``before``
+    -> ``after``, with the scope maps ``main_before`` / ``main_after``: main's, re-done on a
+    rebuild branch) is replayed onto it: a fact the change added or moved goes where that
+    line has it after; every other fact stays where it was (``was``: its scope before)."""
+    out = {i: was[i] for i in ledger.ids if i in was}
+    for f in after.facts:
+        to = main_after.get(f.id, scopes.GLOBAL)
+        here = ledger.get(f.id)
+        if here is None:
+            continue
+        if before.get(f.id) is None:  # added: the branch's fact of that id, if it is this one
+            if here.norm == f.norm:
+                out[f.id] = to
+        elif main_before.get(f.id, scopes.GLOBAL) != to:  # moved
+            out[f.id] = to
+    return out

@@ -53,6 +53,14 @@ def check_name(name: str) -> str:
     return n
 
 
+def is_file_name(name: str) -> bool:
+    """``name`` is a scope's file name in :data:`FOLDER` (``work.md``; not ``Work.md``)."""
+    try:
+        return name.endswith(".md") and check_name(name[:-3]) == name[:-3]
+    except ScopeError:
+        return False
+
+
 def marker(name: str) -> str:
     return f"<!-- scope: {name} -->"
 
@@ -187,8 +195,8 @@ def merge_back(full: str, full_ledger: Ledger, shown: Sequence[str], new_text: s
 
     Facts of ``new_text`` stay in the block they stand in; a block the change names that it
     was not shown is not written (its facts go to the first shown named scope, else global)."""
-    if "<!-- scope:" not in full and "<!-- scope:" not in new_text:
-        return new_text, new_ledger  # a memory without scopes: the change as it is
+    if "<!-- scope:" not in full and "<!-- scope:" not in new_text and GLOBAL in shown:
+        return new_text, new_ledger  # a memory without scopes, all shown: the change as it is
     hidden_scopes = of_facts(full)
     hidden_ids: dict[str, list[str]] = {}
     for f, s in zip(full_ledger.facts, hidden_scopes, strict=False):
@@ -250,6 +258,14 @@ def place(text: str, ledger: Ledger, want: Mapping[str, str]) -> tuple[str, Ledg
     order = [GLOBAL, *sorted(n for n in parts if n != GLOBAL)]
     ids = [i for n in order if factdiff.parse(parts.get(n) or "") for i in block_ids.get(n, [])]
     return new, Ledger.with_ids(new, ids, ledger.next)
+
+
+def settle(text: str, ledger: Ledger, want: Mapping[str, str]) -> tuple[str, Ledger]:
+    """``text`` with every fact of ``want`` (fact id -> scope) in that scope (:func:`place`),
+    or ``text`` as it is when each already is."""
+    if want and any(want.get(i, s) != s for i, s in scope_map(ledger, text).items()):
+        return place(text, ledger, want)
+    return text, ledger
 
 
 def _prune(text: str) -> str:

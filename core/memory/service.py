@@ -150,7 +150,8 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
         Scopes (core/memory/scopes.py): a fact stays in the scope it was in, whatever the new
         text's order (a guard's put-back, an undo, a merge never moves one), except where
         ``placed`` (fact id -> scope: a new fact's scope, a move) says otherwise, or the user
-        moved it by hand (``user-edit``). ``moved_reasons`` says why a fact moved.
+        moved it by hand (``user-edit``), or the text stands as written (a rollback, a sync
+        merge, an adopted rebuild). ``moved_reasons`` says why a fact moved.
         """
         if reason not in REASONS:
             raise MemoryError_(f"unknown memory change reason {reason!r}")
@@ -168,11 +169,11 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
         ledger, d = self.facts_for(memory, reason, facts)
         # a hand edit moves what the user moved; a sync merge's text is the same on every device
         # (its id is made of it); a rollback is a past revision, scopes and all: they stand as written
-        keep_scope = {} if (reason, source) == ("user-edit", "user") or reason in ("merge", "rollback") else {
+        # an adopted rebuild is the branch's memory whole, its scopes as the rebuild re-did them
+        keep_scope = {} if (reason, source) == ("user-edit", "user") or reason in ("merge", "rollback", "adopt") else {
             i: before_scopes[i] for i in ledger.ids if i in before_scopes}
         want = {**keep_scope, **{k: scopes.check_name(v) for k, v in (placed or {}).items()}}
-        if want and any(want.get(i, s) != s for i, s in scopes.scope_map(ledger, memory).items()):
-            memory, ledger = scopes.place(memory, ledger, want)
+        memory, ledger = scopes.settle(memory, ledger, want)
         if sync is not None and sync.relabeled:
             d = diff_by_id(renamed(self.ledger(), sync.relabeled), ledger)
         if provenance:

@@ -45,6 +45,14 @@ def test_dated_facts_and_checks_from_the_command_line(home: Home) -> None:
     assert out["answer"] == "yes" and out["revision"]["reason"] == "review"
     assert "checked " in out["after"] and "check after " in out["after"]
     assert json.loads(ok(home, "memory", "review-due", "--json")) == []
+    assert out["already_checked"] is False
+    # the same answer again today: nothing new is written, and it says so
+    revisions = len(json.loads(ok(home, "memory", "log", "--json")))
+    again = json.loads(ok(home, "memory", "check", fid, "--yes", "--json"))
+    assert again["already_checked"] is True and again["before"] == again["after"] == out["after"]
+    assert again["revision"]["rev"] == out["revision"]["rev"]
+    assert "already checked today" in ok(home, "memory", "check", fid, "--yes")
+    assert len(json.loads(ok(home, "memory", "log", "--json"))) == revisions
     out = json.loads(ok(home, "memory", "check", ids["Plays chess"], "--edit", "Plays", "chess", "online", "--json"))
     assert out["after"].startswith("Plays chess online (checked ")
     out = json.loads(ok(home, "memory", "check", fid, "--no-longer", "--json"))

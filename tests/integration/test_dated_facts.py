@@ -124,6 +124,11 @@ def test_a_check_answered_no_longer_removes_the_fact_and_yes_records_the_check(
         assert after is not None and after.text == (
             "Training for the Berlin marathon (checked 2027-07-10; check after 2027-10-08)")
         assert app.memory.review_due(date(2027, 7, 11)) == []
+        # a second "yes" the same day is no new revision (it would write the same words again)
+        revisions = app.store.state.memory_revisions
+        again = app.memory.check_fact(fid, "yes", date(2027, 7, 10))
+        assert again.rev == rev.rev and app.store.state.memory_revisions == revisions
+        assert app.memory.ledger().get(fid) == after
         # a check changes the fact's time, not its words: its receipt and sources stay
         why = app.memory.why(fid)
         assert why["receipt"] is not None and why["receipt"]["quote"] == "training for the Berlin marathon"

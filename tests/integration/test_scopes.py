@@ -18,7 +18,9 @@ from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.log.events import MemoryWritten, decode_raw
 from memtray.core.log.projections import replay
+from memtray.core.mcp.writes import remember as mcp_remember
 from memtray.core.memory import scopes
+from memtray.core.memory.facts import Ledger
 from memtray.core.memory.ledgers import find_in_history
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, reply, tool_call
@@ -235,7 +237,14 @@ def test_the_command_line_knows_scopes(home: Home, llm_server: ScriptedLLMServer
     refused = run_cli(home.root, "memory", "why", ada, "--scope", "work")
     assert refused.returncode != 0 and "cello" not in refused.stdout + refused.stderr
 
-    undone = run_cli(home.root, "memory", "undo", "HEAD", "--scope", "family", "--json")
+    # undoing the move through one scope would write into the other: refused, said, nothing written
+    refused = run_cli(home.root, "memory", "undo", "HEAD", "--scope", "family", "--json")
+    assert refused.returncode == 1, refused.stderr
+    assert json.loads(refused.stdout)["done"] == [] and json.loads(refused.stdout)["revision"] is None
+    assert [d["why"] for d in json.loads(refused.stdout)["not_done"]] == [
+        "it is in another memory scope now, or it came from one; undo it without --scope"]
+    assert "Acme" in run_cli(home.root, "memory", "show", "--scope", "family").stdout
+    undone = run_cli(home.root, "memory", "undo", "HEAD", "--json")  # whole: the user sees every scope
     assert undone.returncode == 0, undone.stderr
     assert [d["action"] for d in json.loads(undone.stdout)["done"]] == ["moved back"]
     assert "Acme" in run_cli(home.root, "memory", "show", "--scope", "work").stdout
@@ -368,3 +377,71 @@ def test_a_client_limited_to_a_scope_learns_nothing_of_another_scopes_facts(home
     d = json.loads(cli("memory", "diff", "--json", "--scope", "work").stdout)
     assert [f["text"] for f in d["added"]] == ["User's daughter is named Zoe"]
     assert d["unchanged"] == 1  # Acme; the family's five facts are not counted
+
+
+def test_an_undo_through_a_scope_never_writes_or_shows_another_scope(app: App) -> None:
+    """`memory undo REV --scope X` (what an MCP client limited to X runs) undoes only the
+    changes that stay inside X; a change that crosses into another scope is listed as not
+    undone, in the words X saw, the same whichever scope it is, and every other file is
+    left byte for byte."""
+    ids = setup_scopes(app)
+    root = app.home.memory
+    # one revision that touches both scopes: a family fact reworded, a work fact removed
+    mem = app.store.state.memory.replace("Daughter Ada plays the cello", "Daughter Ada plays the viola")
+    mem = mem.replace("- Reviews code at Acme on Fridays\n", "")
+    led = app.memory.ledger()
+    app.memory.write(mem, reason="user-edit", source="memtray",
+                     facts=Ledger.with_ids(mem, [i for i in led.ids if i != ids["Acme"]], led.next))
+    both = app.memory.revision("HEAD").rev
+    app.memory.remember("Deploys on Tuesdays", "Work", model=None, source_seq=None, scope="work")
+    work_before = (root / "scopes" / "work.md").read_text()
+    res = app.memory.undo(both, "family")
+    assert [(d["id"], d["action"]) for d in res.done] == [(ids["Ada"], "reverted")]
+    assert res.not_done == []  # the work fact's removal is not family's: not even named
+    assert "plays the cello" in (root / "scopes" / "family.md").read_text()
+    assert (root / "scopes" / "work.md").read_text() == work_before  # work untouched: Acme stays gone
+
+    # a fact added in family and moved to work since: undoing its addition through family would
+    # remove it from work; a work fact moved into family and reworded there: through family it
+    # would go back into work
+    app.memory.remember("Ada has a recital in May", "Family", model=None, source_seq=None, scope="family")
+    added = app.memory.revision("HEAD").rev
+    recital = fact_id(app, "recital")
+    app.memory.move_fact(recital, "work", "a work calendar entry")
+    app.memory.move_fact(fact_id(app, "Deploys"), "family", "the family's car is deployed")
+    moved = app.memory.revision("HEAD").rev
+    snapshot = {p.name: p.read_text() for p in [root / "MEMORY.md", *sorted((root / "scopes").iterdir())]}
+    revisions = app.store.state.memory_revisions
+    for rev, words in ((added, "Ada has a recital in May"), (moved, "Deploys on Tuesdays")):
+        res = app.memory.undo(rev, "family")
+        assert res.revision is None and res.done == []
+        assert [(d["text"], d["why"]) for d in res.not_done] == [
+            (words, "it is in another memory scope now, or it came from one; undo it without --scope")]
+        assert "work" not in str(res.to_json()["not_done"]) and "global" not in str(res.to_json()["not_done"])
+    assert app.store.state.memory_revisions == revisions
+    assert {p.name: p.read_text() for p in [root / "MEMORY.md", *sorted((root / "scopes").iterdir())]} == snapshot
+
+    # removed from family, brought back through family: into family, though work holds the same
+    # words (refusing "the same words are in memory" would tell family what work holds)
+    assert mcp_remember(app.memory, "Ada has a recital in May", "Family", "t", scope="family").startswith("remembered")
+    again = next(f.id for f, s in zip(app.memory.ledger().facts, scopes.of_facts(app.store.state.memory), strict=True)
+                 if "recital" in f.text and s == "family")
+    app.memory.forget_fact(again, "cancelled")
+    res = app.memory.undo("HEAD", "family")
+    assert [(d["id"], d["action"]) for d in res.done] == [(again, "restored")], res.not_done
+    where = scopes.scope_map(app.memory.ledger(), app.store.state.memory)
+    assert where[again] == "family" and where[recital] == "work"
+
+
+def test_an_undo_through_a_scope_that_has_no_fact_left_keeps_the_global_memory(app: App) -> None:
+    """The scope's only fact removed (memory has no scope block then), brought back through
+    the scope: it returns into the scope and the global memory stays whole."""
+    app.memory.write(MEMORY, reason="user-edit", source="user")
+    acme = fact_id(app, "Acme")
+    app.memory.move_fact(acme, "work", "a work convention")
+    app.memory.forget_fact(acme, "left the job")
+    assert "<!-- scope:" not in app.store.state.memory
+    res = app.memory.undo("HEAD", "work")
+    assert [(d["id"], d["action"]) for d in res.done] == [(acme, "restored")]
+    where = scopes.scope_map(app.memory.ledger(), app.store.state.memory)
+    assert where == {fact_id(app, "Lyon"): "global", fact_id(app, "tea"): "global", acme: "work"}
