@@ -1,7 +1,8 @@
 """False holds of the receipt check on plain paraphrases it was not tuned on (issue 27).
 
 Runs `core/memory/receiptcheck.check` over the held-out set (tests/unit/memory/receipts_heldout.py,
-50 facts the user said, reworded) and over the tuned corpus (tests/unit/memory/receipts_corpus.py)
+50 + 30 facts the user said, reworded, and batch C: 40 said and 30 invented, in messages of
+more than one clause) and over the tuned corpus (tests/unit/memory/receipts_corpus.py)
 and prints how many facts the user said were held, and how many invented ones were written.
 
     .venv/bin/python bench/receipt_holds.py [--list]
@@ -19,7 +20,7 @@ from memtray.core.memory.receiptcheck import check
 from memtray.core.memory.receipts import read_receipt
 
 from tests.unit.memory.receipts_corpus import Case, invented, said
-from tests.unit.memory.receipts_heldout import heldout, heldout_b
+from tests.unit.memory.receipts_heldout import heldout, heldout_b, heldout_c, invented_c
 
 
 def _run(case: Case) -> tuple[str, str]:
@@ -35,14 +36,18 @@ def main() -> None:
     ap.add_argument("--list", action="store_true", help="list every held fact with its reason")
     args = ap.parse_args()
     for name, cases in (("held-out paraphrases (A, 50)", heldout()), ("held-out paraphrases (B, 30, never looked at)",
-                         heldout_b()), ("corpus, said", said())):
+                         heldout_b()), ("held-out C, said (40, hostile clauses)", heldout_c()), ("corpus, said", said())):
         held = [(c.fact, r) for c in cases if (k := _run(c))[0] != "stated" for r in [k[1]]]
         print(f"{name}: {len(held)} of {len(cases)} held ({100 * len(held) / len(cases):.1f} %)")
         if args.list:
             for fact, why in held:
                 print(f"    {fact!r}: {why}")
-    wrote = [c.fact for c in invented() if _run(c)[0] == "stated"]
-    print(f"corpus, invented: {len(wrote)} of {len(invented())} written as stated")
+    for name, cases in (("held-out C, invented", invented_c()), ("corpus, invented", invented())):
+        wrote = [c for c in cases if _run(c)[0] == "stated"]
+        print(f"{name}: {len(wrote)} of {len(cases)} written as stated")
+        if args.list:
+            for c in wrote:
+                print(f"    {c.fact!r} <- {c.receipt[1] if c.receipt else None!r}")
 
 
 if __name__ == "__main__":

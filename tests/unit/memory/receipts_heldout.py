@@ -113,3 +113,121 @@ def heldout_b() -> list[Case]:
 def heldout() -> list[Case]:
     """The fifty held-out paraphrases: each must be written; how many are held is measured."""
     return [_c("paraphrase", conv, fact, (1,), quote) for conv, fact, quote in _HELDOUT]
+
+
+# A third batch (issue 27, the review of the last round), written before any change it measures
+# was made and run once on the check as it was: plain paraphrases again, and the hostile kinds
+# the review found, each in a message of more than one clause: a "not" or a question in another
+# clause than the one that says the fact, the past and the present ("I was married"), a name as
+# the subject (the user's own, or another person's). ``_HELDOUT_C`` are facts the user said
+# (each must be written; the held ones are counted), ``_INVENTED_C`` are facts the message does
+# not say as the fact says them (each must not be written as stated).
+_HELDOUT_C = [
+    ("U: I don't eat meat, but I love fish.", "Loves fish", "I don't eat meat, but I love fish"),
+    ("U: Can you help me with a recipe? I play the cello in an orchestra.", "Plays cello in an orchestra",
+     "Can you help me with a recipe? I play the cello in an orchestra"),
+    ("U: I play the cello, can you suggest some pieces?", "Plays the cello",
+     "I play the cello, can you suggest some pieces?"),
+    ("U: I'm not a fan of crowds, but I enjoy small dinner parties.", "Enjoys small dinner parties",
+     "I'm not a fan of crowds, but I enjoy small dinner parties"),
+    ("U: What's a good gift for a runner? I run marathons myself.", "Runs marathons",
+     "What's a good gift for a runner? I run marathons myself"),
+    ("U: I'm married, with two kids.", "Is married", "I'm married"),
+    ("U: I never learned to drive, so I cycle everywhere.", "Cycles everywhere",
+     "I never learned to drive, so I cycle everywhere"),
+    ("U: Any tips for sleeping during the day? I work night shifts at a warehouse.",
+     "Works night shifts at a warehouse", "I work night shifts at a warehouse"),
+    ("U: I don't have a car, I cycle everywhere.", "Cycles everywhere", "I don't have a car, I cycle everywhere"),
+    ("U: I'm from Kenya originally but I live in Leeds now.", "Lives in Leeds",
+     "I'm from Kenya originally but I live in Leeds now"),
+    ("U: I can't stand horror films, though I love thrillers.", "Likes thrillers",
+     "I can't stand horror films, though I love thrillers"),
+    ("U: Should I buy a new laptop? I work as a video editor.", "Works as a video editor",
+     "Should I buy a new laptop? I work as a video editor"),
+    ("U: I'm not sure about Python, but I code in Go every day.", "Codes in Go daily",
+     "I'm not sure about Python, but I code in Go every day"),
+    ("U: Hi, Sam here. I play cello in a quartet.", "Plays cello in a quartet", "I play cello in a quartet"),
+    ("U: I'm Sam. Sam plays the cello, for the record.", "Plays the cello", "Sam plays the cello"),
+    ("U: I was married for ten years; I'm divorced now.", "Is divorced", "I'm divorced now"),
+    ("U: I used to smoke but now I'm a runner.", "Is a runner", "now I'm a runner"),
+    ("U: We don't have pets, but I volunteer at a cat shelter.", "Volunteers at a cat shelter",
+     "We don't have pets, but I volunteer at a cat shelter"),
+    ("U: I'm a photographer.", "Works as a photographer", "I'm a photographer"),
+    ("U: I'm a keen birdwatcher.", "Enjoys birdwatching", "I'm a keen birdwatcher"),
+    ("U: I have asthma.", "Is asthmatic", "I have asthma"),
+    ("U: I live with my partner and our two dogs.", "Lives with partner and 2 dogs",
+     "I live with my partner and our two dogs"),
+    ("U: I work for a charity in Glasgow.", "Works at a charity in Glasgow", "I work for a charity in Glasgow"),
+    ("U: I'm retired.", "Is retired", "I'm retired"),
+    ("U: I usually cycle to work.", "Bikes to work", "I usually cycle to work"),
+    ("U: I'm fluent in French.", "Speaks French fluently", "I'm fluent in French"),
+    ("U: I started a pottery class this month.", "Takes a pottery class", "I started a pottery class"),
+    ("U: I'm short-sighted.", "Is nearsighted", "I'm short-sighted"),
+    ("U: I don't like mushrooms.", "Dislikes mushrooms", "I don't like mushrooms"),
+    ("U: I moved to Dublin in 2021.", "Has lived in Dublin since 2021", "I moved to Dublin in 2021"),
+    ("U: I have a PhD in physics.", "Holds a doctorate in physics", "I have a PhD in physics"),
+    ("U: I work twelve-hour shifts.", "Works 12-hour shifts", "I work twelve-hour shifts"),
+    ("U: My name's Ola and I'm a dentist.", "Is a dentist", "I'm a dentist"),
+    ("U: Honestly, I'm not much of a cook, but I bake a lot.", "Bakes a lot",
+     "I'm not much of a cook, but I bake a lot"),
+    ("U: I love dogs but I'm allergic to them.", "Is allergic to dogs", "I love dogs but I'm allergic to them"),
+    ("U: Is it normal to be tired? I've been running 5k daily.", "Runs 5 km every day",
+     "I've been running 5k daily"),
+    ("U: I'm learning Italian, do you know any good apps?", "Is learning Italian",
+     "I'm learning Italian, do you know any good apps?"),
+    ("U: I no longer smoke, and I go to the gym every day.", "Goes to the gym daily",
+     "I no longer smoke, and I go to the gym every day"),
+    ("U: I hate mornings. I'm a night owl.", "Is a night owl", "I hate mornings. I'm a night owl"),
+    ("U: I drive a taxi for a living.", "Works as a taxi driver", "I drive a taxi for a living"),
+]
+
+_INVENTED_C = [
+    ("U: I don't eat meat, but I love fish.", "Eats meat", "I don't eat meat, but I love fish"),
+    ("U: I love fish, but I don't eat meat.", "Eats meat", "I love fish, but I don't eat meat"),
+    ("U: I love fish, but I don't eat meat.", "Loves meat", "I love fish, but I don't eat meat"),
+    ("U: I play the cello. Should I learn the violin?", "Plays the violin",
+     "I play the cello. Should I learn the violin?"),
+    ("U: Can you recommend a cello teacher? My daughter plays the cello.", "Plays the cello",
+     "Can you recommend a cello teacher? My daughter plays the cello"),
+    ("U: I was married for ten years.", "Is married", "I was married for ten years"),
+    ("U: I was married.", "Is married", "I was married"),
+    ("U: My friend Sam is staying with us. Sam plays the cello.", "Plays the cello", "Sam plays the cello"),
+    ("U: I'm Ola. My neighbour Ana is a nurse.", "Is a nurse", "Ana is a nurse"),
+    ("U: I'm Ola. Ana plays the cello.", "Plays the cello", "Ana plays the cello"),
+    ("U: I'm not a nurse, but my wife is.", "Is a nurse", "I'm not a nurse, but my wife is"),
+    ("U: I don't live in Leeds anymore, I moved to York.", "Lives in Leeds",
+     "I don't live in Leeds anymore, I moved to York"),
+    ("U: I live in Leeds.", "Lives in York", "I live in Leeds"),
+    ("U: I have two cats.", "Has 3 cats", "I have two cats"),
+    ("U: My birthday is 12 May.", "Birthday: 21 May", "My birthday is 12 May"),
+    ("U: Do you think I should move to Lisbon? I live in Porto.", "Lives in Lisbon",
+     "Do you think I should move to Lisbon? I live in Porto"),
+    ("U: I used to play the cello, now I play guitar.", "Plays the cello",
+     "I used to play the cello, now I play guitar"),
+    ("U: Tom runs marathons. I prefer swimming.", "Runs marathons", "Tom runs marathons. I prefer swimming"),
+    ("U: I'm allergic to cats, but I love dogs.", "Is allergic to dogs", "I'm allergic to cats, but I love dogs"),
+    ("U: I'd love to learn Japanese one day. I speak Korean.", "Speaks Japanese",
+     "I'd love to learn Japanese one day. I speak Korean"),
+    ("U: I drink tea, never coffee.", "Drinks coffee", "I drink tea, never coffee"),
+    ("U: My sister is vegan. I eat everything.", "Is vegan", "My sister is vegan. I eat everything"),
+    ("U: I was a teacher before I retired.", "Is a teacher", "I was a teacher before I retired"),
+    ("U: I had a dog when I was a kid. Now I have a cat.", "Has a dog",
+     "I had a dog when I was a kid. Now I have a cat"),
+    ("U: Is it hard to keep bees? I'm thinking about it.", "Keeps bees", "Is it hard to keep bees?"),
+    ("U: I wake up at 6 on weekdays.", "Wakes up at 7 on weekdays", "I wake up at 6 on weekdays"),
+    ("U: Sam is my son. He plays rugby.", "Plays rugby", "He plays rugby"),
+    ("U: I'm Sam. My brother Alex plays the cello.", "Plays the cello", "Alex plays the cello"),
+    ("U: Is it worth learning Rust, for someone like me?", "Is learning Rust",
+     "Is it worth learning Rust, for someone like me?"),
+    ("U: I'm a nurse, but should I become a doctor?", "Is a doctor", "I'm a nurse, but should I become a doctor?"),
+]
+
+
+def heldout_c() -> list[Case]:
+    """The third batch's facts the user said (written before the changes it measures)."""
+    return [_c("paraphrase", conv, fact, (1,), quote) for conv, fact, quote in _HELDOUT_C]
+
+
+def invented_c() -> list[Case]:
+    """The third batch's facts the message does not say so: none may be written as stated."""
+    return [_c("hostile", conv, fact, (1,), quote) for conv, fact, quote in _INVENTED_C]
