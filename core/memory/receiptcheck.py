@@ -381,8 +381,7 @@ def _shifted(fact: str, known: Sequence[str]) -> str:
     new = tokens(fact)
     olds = [tokens(k) for k in known]
     # "-ed" after "is" is how it is now ("Is married"): no past that keeps "was married"
-    now = [t for i, t in enumerate(new) if not (i and new[i - 1].word in ("is", "are", "am"))]
-    if any(_past(o, new) for o in olds) and not stance.fact_past(now):
+    if any(_past(o, new) for o in olds) and not stance.fact_past(new):
         return "the old wording says it is past, the fact says it is so now"
     if any(stance.fact_modal(_hedges(o)) for o in olds) and not stance.fact_modal(new):
         return "the old wording says it may be, the fact says it is so"

@@ -255,8 +255,13 @@ def fact_modal(fact: Sequence[Word]) -> bool:
 
 
 def fact_past(fact: Sequence[Word]) -> bool:
-    """Whether a fact says it is past ("Used to smoke", "Former smoker", "Lived in Paris")."""
+    """Whether a fact says it is past ("Used to smoke", "Former smoker", "Lived in Paris"); an
+    "-ed" word after "is" says how it is now ("Is married", "Is retired")."""
     w = words()
     text = "".join(t.word for t in fact if not t.word.isascii())
-    return any(t.word in w.past_fact or (t.word.endswith("ed") and t.word != t.stem and t.word not in w.lasting)
-               for t in fact) or any(x in text for x in w.past_fact if not x.isascii())
+    return any(t.word in w.past_fact or (t.word.endswith("ed") and t.word != t.stem and t.word not in w.lasting
+                                         and not (i and fact[i - 1].word in _IS))
+               for i, t in enumerate(fact)) or any(x in text for x in w.past_fact if not x.isascii())
+
+
+_IS = frozenset({"is", "are", "am"})
