@@ -218,6 +218,7 @@ class Tok:
     initial: bool = False  # the first word of a sentence
     asks: bool = False  # a "?" follows it
     frame: bool = False  # a word of the quote's sentence outside the quote: read for its stance only
+    pause: bool = False  # a comma or a colon before it: where a clause may start ("I don't drive, I cycle")
 
 
 def tokens(text: str, *, names: bool = True) -> list[Tok]:
@@ -240,7 +241,8 @@ def tokens(text: str, *, names: bool = True) -> list[Tok]:
         j = m.end()  # the first character after the word, spaces and closing quotes aside
         while j < len(norm) and (norm[j].isspace() or norm[j] in "\"')）)"):
             j += 1
-        out.append(Tok(raw, w, stem_of(w), is_name, initial, j < len(norm) and norm[j] in "?？"))
+        out.append(Tok(raw, w, stem_of(w), is_name, initial, j < len(norm) and norm[j] in "?？",
+                       pause=i >= 0 and norm[i] in ",:，、：…"))
     return out
 
 

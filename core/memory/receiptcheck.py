@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from memtray.core.memory import stance
+from memtray.core.memory import clauses, stance
 from memtray.core.memory.reading import (
     FRAMING,
     MONTH_OF,
@@ -222,7 +222,8 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
             continue  # "She loves drawing" in "My daughter Mia ... She loves drawing": "she" is Mia
         return f"the fact says '{shown}', the quote does not"
     # a "not" inside a paraphrase both sides share ("can not stand" = "dislikes") is no negation
-    why = _negation(f, ev)
+    # "not" is read in the clauses that say the fact: "I don't eat meat, but I love fish" says "Loves fish"
+    why = _negation(f, claims_of(clauses.saying(f, ev_toks)))
     if why:
         return why
     how = _stance(fact_toks, f, framed, ev)
@@ -323,8 +324,11 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
     """Whether the fact says what its quote says *as* the quote says it: about the user (not
     "my sister"), as so (not asked, hoped or maybe), now (not "used to", not "lived")."""
     stop = word_table().stop
-    sents = _sentences(framed)
+    # a "?" of a clause that asks nothing the fact says is no question of it ("I play the cello, can you help?")
+    # and its time is read from the clause that says the fact ("I was a teacher, now I'm a baker")
+    sents = [(clauses.unasked(s, f), clauses.focus(f, s, at)) for s, at in _sentences(framed)]
     says = [stance.of(s, stop, focus) for s, focus in sents]
+    each = [claims_of([t for t in s if not t.frame]) for s, _f in sents]
     others = [s for s in says if s.party]
     names = {k for k in f.anchors if not k.isdigit() and k not in MONTH_OF.values()}
     # the fact is about the other person when that person is its subject ("Sister lives in Oslo")
@@ -345,7 +349,6 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
         if not any(s.subject and not s.party for s in says):
             return _How(f"the quote is about '{others[0].party}', the fact is about the user")
         # a merge of the user's words and someone else's: what only the other's sentence says
-        each = [claims_of([t for t in s if not t.frame]) for s, _f in sents]
         table = word_table()
         claimed: list[tuple[str, Unit | str]] = [
             (u.shown, u) for u in f.units if not (u.stems and u.stems <= table.framing) and FRAMING not in u.groups]
@@ -356,15 +359,17 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
             if by and all(says[i].party for i in by):
                 return _How(f"the quote says '{shown}' of '{says[by[0]].party}', the fact says it of the user")
     w = stance.words()
-    modal = next((s.modal for s in says if s.modal), "")
+    # asked, hoped or past is read in the sentences that say the fact ("Can you help? I play the cello")
+    saying = [says[i] for i in clauses.which(f, each)]
+    modal = next((s.modal for s in saying if s.modal), "")
     if modal and not stance.fact_modal(fact_toks):
         return _How("the quote asks, the fact says it is so" if modal == "?" else
                     f"the quote says '{modal}', the fact says it is so")
     is_past = stance.fact_past(fact_toks)
-    past = next((s.past for s in says if s.past), "")
+    past = next((s.past for s in saying if s.past), "")
     if past and not is_past:
         return _How(f"the quote says '{past}', the fact says it is so now")
-    for s in says:
+    for s in saying:
         if s.verb and not is_past and any(t.stem == s.verb_stem for t in fact_toks):
             return _How(f"the quote says '{s.verb}', the fact says it is so now")
     forgiven = (w.modal_fact if modal else frozenset()) | (w.past_fact if past else frozenset())

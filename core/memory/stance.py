@@ -41,6 +41,8 @@ class Word(Protocol):
     def name(self) -> bool: ...
     @property
     def asks(self) -> bool: ...
+    @property
+    def pause(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,10 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
             i += size
             continue
         low = t.word
+        if t.pause and i and (low in w.user or low in w.third or low == "now"):
+            # "I was a teacher, now I'm a baker": a clause with its own subject tells its own time
+            # (not its own maybe: "If I get the job, I'll move")
+            past = ""
         if low in _HAVE and subject and not party:
             owned = True
         nxt = sentence[i + 1].word if i + 1 < n else ""

@@ -13,8 +13,6 @@ import pytest
 from memtray.core.memory.receiptcheck import check
 from memtray.core.memory.receipts import Receipt
 
-from tests.unit.memory.receipts_heldout import heldout_c, invented_c
-
 
 def _check(fact: str, quote: str, *said: str):  # type: ignore[no-untyped-def]
     return check(fact, Receipt((len(said),), quote), [("user", t) for t in said])
@@ -36,3 +34,47 @@ def test_an_ed_word_after_is_says_how_it_is_now(fact: str, quote: str, kind: str
     assert got.kind == kind, got
     if kind == "held":
         assert got.reason == "the quote says 'was', the fact says it is so now"
+
+
+# --- "not" and "?" are read in the clause that says the fact --------------------------------
+
+@pytest.mark.parametrize(("fact", "quote"), [
+    ("Loves fish", "I don't eat meat, but I love fish"),
+    ("Eats fish", "I don't eat meat, but I eat fish"),
+    ("Cycles everywhere", "I don't have a car, I cycle everywhere"),
+    ("Cycles everywhere", "I never learned to drive, so I cycle everywhere"),
+    ("Likes thrillers", "I can't stand horror films, though I love thrillers"),
+    ("Works out every day", "I no longer smoke, and I go to the gym every day"),
+    ("Doesn't eat meat", "I don't eat meat, but I love fish"),
+    ("Plays the cello", "Can you help? I play the cello"),
+    ("Plays the cello", "I play the cello. Can you help?"),
+    ("Plays the cello", "I play the cello, can you help?"),
+    ("Is learning Italian", "I'm learning Italian, do you know any good apps?"),
+    ("Works as a video editor", "Should I buy a new laptop? I work as a video editor"),
+    ("Lives in Porto", "Do you think I should move to Lisbon? I live in Porto"),
+    ("Is a baker", "I was a teacher, now I'm a baker"),
+])
+def test_a_not_or_a_question_of_another_clause_does_not_hold_the_fact(fact: str, quote: str) -> None:
+    got = _check(fact, quote, quote)
+    assert got.kind == "stated", got
+
+
+@pytest.mark.parametrize(("fact", "quote", "reason"), [
+    ("Eats meat", "I don't eat meat, but I love fish", "the quote says 'not', the fact does not"),
+    ("Eats meat", "I love fish, but I don't eat meat", "the quote says 'not', the fact does not"),
+    ("Avoids fish", "I don't eat meat, but I love fish", "the fact says 'not', the quote does not"),
+    ("Is a nurse", "I'm not a nurse, but my wife is", "the quote says 'not', the fact does not"),
+    ("Eats fish", "I don't eat meat, fish or eggs", "the quote says 'not', the fact does not"),
+    ("Plays the violin", "I play the cello. Should I learn the violin?", "the quote says 'Should', the fact says it is so"),
+    ("Lives in Lisbon", "Do you think I should move to Lisbon? I live in Porto",
+     "the quote says 'should', the fact says it is so"),
+    ("Is a doctor", "I'm a nurse, but should I become a doctor?", "the quote says 'should', the fact says it is so"),
+    ("Is learning Rust", "Is it worth learning Rust, for someone like me?", "the quote asks, the fact says it is so"),
+    ("Keeps bees", "Is it hard to keep bees? I'm thinking about it", "the quote asks, the fact says it is so"),
+    ("Plays the cello", "I play the cello, is the cello hard to learn?", "the quote asks, the fact says it is so"),
+    ("Plays the cello", "I used to play the cello, now I play guitar", "the quote says 'used to', the fact says it is so now"),
+])
+def test_a_not_or_a_question_of_the_clause_that_says_the_fact_still_holds_it(fact: str, quote: str,
+                                                                            reason: str) -> None:
+    got = _check(fact, quote, quote)
+    assert got.kind == "held" and got.reason == reason, got
