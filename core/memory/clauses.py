@@ -21,7 +21,7 @@ from dataclasses import replace
 from memtray.core.memory import stance
 from memtray.core.memory.reading import FRAMING, Claims, Tok, claims_of, covered, join, word_table
 
-__all__ = ["clauses", "focus", "saying", "supports", "unasked", "which"]
+__all__ = ["clauses", "focus", "saying", "start_of", "supports", "unasked", "which"]
 
 #: words that always start another clause
 BREAK = frozenset({"but", "though", "although", "yet", "while", "whereas", "however", "但是", "但", "可是", "不过"})
@@ -80,6 +80,13 @@ def focus(f: Claims, sentence: Sequence[Tok], at: int) -> int:
     bounds = list(zip(starts, [*starts[1:], len(sentence)], strict=True))
     parts = [claims_of([t for t in sentence[a:b] if not t.frame]) for a, b in bounds]
     return max(at, bounds[which(f, parts)[0]][0]) if len(parts) > 1 else at
+
+
+def start_of(sentence: Sequence[Tok], k: int) -> int:
+    """Where the clause of ``sentence[k]`` starts."""
+    while k > 0 and not _starts(sentence, k):
+        k -= 1
+    return k
 
 
 def saying(f: Claims, toks: Sequence[Tok]) -> list[Tok]:

@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from memtray.core.memory import clauses, stance
+from memtray.core.memory import clauses, stance, subjects
 from memtray.core.memory.reading import (
     FRAMING,
     MONTH_OF,
@@ -193,10 +193,13 @@ def _find_pieces(pieces: Sequence[str], cited: Sequence[int],
 # --- the decision ----------------------------------------------------------------------
 
 def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] = (),
-            similarity: Callable[[str, str], float | None] | None = None) -> str:
+            similarity: Callable[[str, str], float | None] | None = None,
+            people: subjects.People | None = None) -> str:
     """Why ``fact`` does not follow from ``evidence`` (the words a quote matched, and the
     old wording of a fact it rewords), or "" when it does. ``context``: the rest of the cited
-    messages, which may supply an anchor the quote leaves out when the quote names none."""
+    messages, which may supply an anchor the quote leaves out when the quote names none.
+    ``people``: whose the names of the conversation are (a sentence about "Sam" is the user's
+    only when the user goes by Sam)."""
     framed = tokens(evidence) if isinstance(evidence, str) else list(evidence)
     ev_toks = [t for t in framed if not t.frame]
     fact_toks = tokens(fact)
@@ -226,7 +229,7 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
     why = _negation(f, claims_of(clauses.saying(f, ev_toks)))
     if why:
         return why
-    how = _stance(fact_toks, f, framed, ev)
+    how = _stance(fact_toks, f, framed, ev, people)
     if how.why:
         return how.why
     table = word_table()
@@ -320,7 +323,8 @@ def _sentences(toks: Sequence[Tok]) -> list[tuple[list[Tok], int]]:
     return [(s, next((i for i, t in enumerate(s) if not t.frame), 0)) for s in out if s]
 
 
-def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Claims) -> _How:
+def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Claims,
+            people: subjects.People | None = None) -> _How:
     """Whether the fact says what its quote says *as* the quote says it: about the user (not
     "my sister"), as so (not asked, hoped or maybe), now (not "used to", not "lived")."""
     stop = word_table().stop
@@ -360,7 +364,15 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
                 return _How(f"the quote says '{shown}' of '{says[by[0]].party}', the fact says it of the user")
     w = stance.words()
     # asked, hoped or past is read in the sentences that say the fact ("Can you help? I play the cello")
-    saying = [says[i] for i in clauses.which(f, each)]
+    reading = clauses.which(f, each)
+    saying = [says[i] for i in reading]
+    if people is not None:  # "Sam plays the cello" is the user's only when the user goes by Sam
+        mentioned = {t.word for t in fact_toks}
+        for i in reading:
+            sent, at = sents[i]  # the subject of the clause that says the fact ("Greta left, I work with Mia")
+            name = "" if says[i].party else subjects.lead_name(sent[clauses.start_of(sent, min(at, len(sent) - 1)):])
+            if name and name.casefold() not in mentioned and people.other(name):
+                return _How(f"the quote is about '{name}', the fact is about the user")
     modal = next((s.modal for s in saying if s.modal), "")
     if modal and not stance.fact_modal(fact_toks):
         return _How("the quote asks, the fact says it is so" if modal == "?" else
@@ -461,8 +473,9 @@ def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]
     # an anchor the quote leaves out may come only from the message the quote is in, never
     # from another message the receipt cites (a receipt citing 12 messages is no licence)
     context = join(*(message_tokens(texts[n - 1]) for n in found))
-    why = follows(fact, evidence, context=context, similarity=similarity)
-    if not why and known and follows(fact, words, context=context, similarity=similarity):
+    people = subjects.people([t for r, t in messages if r == "user"], [texts[n - 1] for n in found])
+    why = follows(fact, evidence, context=context, similarity=similarity, people=people)
+    if not why and known and follows(fact, words, context=context, similarity=similarity, people=people):
         # the fact needs the old wording's words ("ok thanks" as the quote, "Was vegetarian" for
         # "Is vegetarian"): then it keeps how the old wording says them
         why = _shifted(fact, known)

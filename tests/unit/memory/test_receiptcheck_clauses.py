@@ -78,3 +78,37 @@ def test_a_not_or_a_question_of_the_clause_that_says_the_fact_still_holds_it(fac
                                                                             reason: str) -> None:
     got = _check(fact, quote, quote)
     assert got.kind == "held" and got.reason == reason, got
+
+
+# --- a name as the subject: the user's own, or someone else's ---------------------------------
+
+@pytest.mark.parametrize(("fact", "quote", "said"), [
+    ("Plays the cello", "Sam plays the cello", ("Sam plays the cello.",)),  # issue 27: no "I", no other name
+    ("Plays the cello", "Sam plays the cello", ("I'm Sam. Sam plays the cello, for the record.",)),
+    ("Plays the cello", "Sam plays the cello", ("My name is Sam.", "Sam plays the cello, by the way.")),
+    ("Plays the cello", "I play cello", ("Sam here, I play cello",)),
+    ("Works with Mia", "I work with Mia now", ("Greta left, I work with Mia now.",)),
+    ("Is a beginner at chess", "I'm a beginner at chess", ("Quick question first: I'm a beginner at chess.",)),
+    ("Went hiking", "Lena and I went hiking", ("Lena and I went hiking.",)),
+    ("Sam plays the cello", "Sam plays the cello", ("My friend Sam is staying with us. Sam plays the cello.",)),
+    ("Uses Python at work", "Python is the language I use at work", ("Python is the language I use at work",)),
+])
+def test_a_name_the_user_goes_by_or_that_names_nobody_else_is_the_user(fact: str, quote: str,
+                                                                     said: tuple[str, ...]) -> None:
+    got = _check(fact, quote, *said)
+    assert got.kind == "stated", got
+
+
+@pytest.mark.parametrize(("fact", "quote", "said", "name"), [
+    ("Plays the cello", "Ana plays the cello", ("I'm Ola. Ana plays the cello.",), "Ana"),
+    ("Plays the cello", "plays the cello", ("I'm Ola. Ana plays the cello.",), "Ana"),
+    ("Plays the cello", "Sam plays the cello", ("My friend Sam is staying with us. Sam plays the cello.",), "Sam"),
+    ("Plays the cello", "Sam plays the cello", ("Sam is my son.", "Sam plays the cello."), "Sam"),
+    ("Plays the cello", "Sam plays the cello", ("Sam plays the cello, he is my neighbour.",), "Sam"),
+    ("Runs marathons", "Tom runs marathons", ("Tom runs marathons. I prefer swimming.",), "Tom"),
+    ("Is a nurse", "Ana is a nurse", ("Call me Ola.", "Ana is a nurse."), "Ana"),
+])
+def test_a_name_of_someone_else_as_the_subject_is_not_the_user(fact: str, quote: str, said: tuple[str, ...],
+                                                                name: str) -> None:
+    got = _check(fact, quote, *said)
+    assert got.kind == "held" and got.reason == f"the quote is about '{name}', the fact is about the user", got
