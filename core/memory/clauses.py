@@ -15,13 +15,13 @@ Rules, not a parser: what they cannot see is in docs/ARCHITECTURE.md ("Receipts"
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from memtray.core.memory import stance
 from memtray.core.memory.reading import FRAMING, Claims, Tok, claims_of, covered, join, word_table
 
-__all__ = ["clauses", "focus", "saying", "start_of", "supports", "unasked", "which"]
+__all__ = ["clauses", "crossed", "focus", "saying", "start_of", "supports", "unasked", "which"]
 
 #: words that always start another clause
 BREAK = frozenset({"but", "though", "although", "yet", "while", "whereas", "however", "但是", "但", "可是", "不过"})
@@ -87,6 +87,24 @@ def start_of(sentence: Sequence[Tok], k: int) -> int:
     while k > 0 and not _starts(sentence, k):
         k -= 1
     return k
+
+
+def crossed(f: Claims, toks: Sequence[Tok], opposites: Mapping[int, frozenset[int]]) -> str:
+    """Why the fact takes a word from one clause onto what another clause says of its opposite,
+    or "": "I'm allergic to cats, but I love dogs" is no "Is allergic to dogs" (the clause that
+    says "allergic" says "cats")."""
+    parts = [claims_of(p) for p in clauses(toks)]
+    if len(parts) < 2:
+        return ""
+    framing = word_table().framing
+    said = [u for u in f.units if FRAMING not in u.groups and not (u.stems and u.stems <= framing)]
+    for u in said:
+        against = frozenset().union(*(opposites.get(g, frozenset()) for g in u.groups))
+        for c in parts:
+            if against & c.groups and not covered(u, c) and any(covered(x, c) for x in said if x is not u):
+                other = next((x.shown for x in c.units if x.groups & against), "")
+                return f"the fact says '{u.shown}', the quote says '{other}' there"
+    return ""
 
 
 def saying(f: Claims, toks: Sequence[Tok]) -> list[Tok]:

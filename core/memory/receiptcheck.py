@@ -249,6 +249,9 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
             said = next((x.shown for x in ev.units if x.groups & against), "")
             return f"the fact says '{u.shown}', the quote says '{said}'" if said else (
                 f"the fact says '{u.shown}', the quote says the opposite")
+    why = clauses.crossed(f, ev_toks, table.opposites)
+    if why:
+        return why
     if not missing:
         return "" if f.units or f.anchors or cjk else "the fact says nothing the quote could support"
     if len(missing) == 1 and similarity is not None:

@@ -13,6 +13,8 @@ import pytest
 from memtray.core.memory.receiptcheck import check
 from memtray.core.memory.receipts import Receipt
 
+from tests.unit.memory.receipts_heldout import heldout_c, invented_c
+
 
 def _check(fact: str, quote: str, *said: str):  # type: ignore[no-untyped-def]
     return check(fact, Receipt((len(said),), quote), [("user", t) for t in said])
@@ -112,3 +114,34 @@ def test_a_name_of_someone_else_as_the_subject_is_not_the_user(fact: str, quote:
                                                                 name: str) -> None:
     got = _check(fact, quote, *said)
     assert got.kind == "held" and got.reason == f"the quote is about '{name}', the fact is about the user", got
+
+
+@pytest.mark.parametrize(("fact", "quote", "kind"), [
+    ("Is allergic to dogs", "I'm allergic to cats, but I love dogs", "held"),
+    ("Loves cats", "I'm allergic to dogs, but I love cats", "stated"),
+    ("Is allergic to dogs", "I love dogs but I'm allergic to them", "stated"),
+    ("Has a cat and a dog", "I have a cat and a dog", "stated"),
+])
+def test_a_word_of_one_clause_is_not_put_onto_the_opposite_of_another(fact: str, quote: str, kind: str) -> None:
+    got = _check(fact, quote, quote)
+    assert got.kind == kind, got
+    if kind == "held":
+        assert got.reason == "the fact says 'dogs', the quote says 'cats' there"
+
+
+# --- the third held-out batch (tests/unit/memory/receipts_heldout.py) ---------------------------
+
+def _run(case):  # type: ignore[no-untyped-def]
+    assert case.receipt is not None
+    return check(case.fact, Receipt(case.receipt[0], case.receipt[1]), case.messages)
+
+
+@pytest.mark.parametrize("case", invented_c(), ids=[c.fact + " <- " + c.receipt[1] for c in invented_c() if c.receipt])
+def test_no_fact_of_the_third_batch_that_the_message_does_not_say_is_written(case) -> None:  # type: ignore[no-untyped-def]
+    assert _run(case).kind == "held"
+
+
+def test_false_holds_of_the_third_batch_do_not_grow() -> None:
+    # bench/receipt_holds.py prints these; on the check before this batch's changes: 18 of 40
+    held = [(c.fact, r.reason) for c in heldout_c() if (r := _run(c)).kind != "stated"]
+    assert len(held) <= 5, held
