@@ -231,3 +231,145 @@ def heldout_c() -> list[Case]:
 def invented_c() -> list[Case]:
     """The third batch's facts the message does not say so: none may be written as stated."""
     return [_c("hostile", conv, fact, (1,), quote) for conv, fact, quote in _INVENTED_C]
+
+
+# A fourth batch: plain paraphrases again (the kind A and B hold a third of), written before the
+# word rules it measures and run once on the check as it was; ``_ALTERED_D`` are lookalikes that
+# change a name, number, place or time, or say the opposite, and must not be written.
+_HELDOUT_D = [
+    ("U: I work as a plumber.", "Plumber by trade", "I work as a plumber"),
+    ("U: I'm a stay-at-home dad.", "Stays at home with the kids", "I'm a stay-at-home dad"),
+    ("U: I get migraines a lot.", "Suffers from frequent migraines", "I get migraines a lot"),
+    ("U: I don't eat pork.", "Avoids pork", "I don't eat pork"),
+    ("U: I'm a night person.", "Is a night owl", "I'm a night person"),
+    ("U: I go to church on Sundays.", "Attends church every Sunday", "I go to church on Sundays"),
+    ("U: I'm a huge fan of Studio Ghibli films.", "Loves Studio Ghibli movies", "I'm a huge fan of Studio Ghibli films"),
+    ("U: I have a bad knee.", "Has a knee problem", "I have a bad knee"),
+    ("U: I own a small vineyard.", "Has a small vineyard", "I own a small vineyard"),
+    ("U: I'm studying law.", "Law student", "I'm studying law"),
+    ("U: I play the saxophone in a band.", "Saxophonist in a band", "I play the saxophone in a band"),
+    ("U: I jog every morning.", "Goes jogging each morning", "I jog every morning"),
+    ("U: I can't swim.", "Unable to swim", "I can't swim"),
+    ("U: I'm a pescatarian.", "Eats fish but no meat", "I'm a pescatarian"),
+    ("U: I travel a lot for work.", "Travels frequently for work", "I travel a lot for work"),
+    ("U: I'm an engineer at Volvo.", "Works at Volvo as an engineer", "I'm an engineer at Volvo"),
+    ("U: I have two daughters.", "Has 2 daughters", "I have two daughters"),
+    ("U: I hate flying.", "Dislikes air travel", "I hate flying"),
+    ("U: I'm useless at cooking.", "Is a bad cook", "I'm useless at cooking"),
+    ("U: I like my coffee strong.", "Prefers strong coffee", "I like my coffee strong"),
+    ("U: I'm lactose intolerant.", "Can't have dairy", "I'm lactose intolerant"),
+    ("U: I live near the sea.", "Lives by the coast", "I live near the sea"),
+    ("U: I'm a single mum.", "Single mother", "I'm a single mum"),
+    ("U: I'm learning to code.", "Learning programming", "I'm learning to code"),
+    ("U: I go climbing twice a week.", "Climbs 2 times a week", "I go climbing twice a week"),
+    ("U: I work in IT support.", "IT support job", "I work in IT support"),
+    ("U: I usually eat lunch at my desk.", "Eats lunch at the desk", "I usually eat lunch at my desk"),
+    ("U: I have a sweet tooth.", "Loves sweets", "I have a sweet tooth"),
+    ("U: I prefer email to phone calls.", "Prefers email over calls", "I prefer email to phone calls"),
+    ("U: I'm bilingual in English and Welsh.", "Speaks English and Welsh", "I'm bilingual in English and Welsh"),
+    ("U: I've never been abroad.", "Has never travelled abroad", "I've never been abroad"),
+    ("U: I'm a pensioner.", "Is retired", "I'm a pensioner"),
+    ("U: I take the train to work.", "Commutes by rail", "I take the train to work"),
+    ("U: I ride my bike to work.", "Cycles to work", "I ride my bike to work"),
+    ("U: I wake up at 6:30 on weekdays.", "Gets up at 6:30 on weekdays", "I wake up at 6:30 on weekdays"),
+    ("U: I'm diabetic.", "Has diabetes", "I'm diabetic"),
+    ("U: I love gardening.", "Enjoys gardening", "I love gardening"),
+    ("U: I'm a junior doctor.", "Works as a junior doctor", "I'm a junior doctor"),
+    ("U: My favourite band is Radiohead.", "Likes Radiohead", "My favourite band is Radiohead"),
+    ("U: I'm a keen gardener.", "Gardening enthusiast", "I'm a keen gardener"),
+]
+
+_ALTERED_D = [
+    ("U: I work as a plumber.", "Electrician by trade", "I work as a plumber"),
+    ("U: I have two daughters.", "Has 3 daughters", "I have two daughters"),
+    ("U: I'm an engineer at Volvo.", "Works at Saab as an engineer", "I'm an engineer at Volvo"),
+    ("U: I wake up at 6:30 on weekdays.", "Gets up at 7:30 on weekdays", "I wake up at 6:30 on weekdays"),
+    ("U: I love gardening.", "Dislikes gardening", "I love gardening"),
+    ("U: I hate flying.", "Loves flying", "I hate flying"),
+    ("U: I go climbing twice a week.", "Climbs 3 times a week", "I go climbing twice a week"),
+    ("U: My favourite band is Radiohead.", "Likes Coldplay", "My favourite band is Radiohead"),
+    ("U: I live near the sea.", "Lives in the mountains", "I live near the sea"),
+    ("U: I'm bilingual in English and Welsh.", "Speaks English and Irish", "I'm bilingual in English and Welsh"),
+    ("U: I go to church on Sundays.", "Attends church every Saturday", "I go to church on Sundays"),
+    ("U: I like my coffee strong.", "Prefers strong tea", "I like my coffee strong"),
+    ("U: I'm a night person.", "Is an early riser", "I'm a night person"),
+    ("U: I can't swim.", "Swims", "I can't swim"),
+    ("U: I don't eat pork.", "Eats pork", "I don't eat pork"),
+    ("U: I'm studying law.", "Medical student", "I'm studying law"),
+    ("U: My brother is a plumber.", "Plumber by trade", "My brother is a plumber"),
+    ("U: I used to jog every morning.", "Jogs every morning", "I used to jog every morning"),
+    ("U: Should I take up climbing?", "Climbs", "Should I take up climbing?"),
+    ("U: what time is it?\nA: You seem to be a keen gardener.", "Keen gardener", "You seem to be a keen gardener"),
+]
+
+
+def heldout_d() -> list[Case]:
+    """The fourth batch's plain paraphrases (written before the word rules they measure)."""
+    return [_c("paraphrase", conv, fact, (1,), quote) for conv, fact, quote in _HELDOUT_D]
+
+
+def altered_d() -> list[Case]:
+    """The fourth batch's lookalikes: none may be written as stated."""
+    return [_c("altered", conv, fact, (2,) if "\nA:" in conv else (1,), quote) for conv, fact, quote in _ALTERED_D]
+
+
+# A fifth batch, written with the fourth and never listed case by case while the word rules were
+# made: only its totals were printed, before and after, so it says what the rules do on
+# paraphrases nobody tuned them on.
+_HELDOUT_E = [
+    ("U: I'm a pharmacist at a hospital.", "Hospital pharmacist", "I'm a pharmacist at a hospital"),
+    ("U: I've been vegetarian for 12 years.", "Vegetarian for twelve years", "I've been vegetarian for 12 years"),
+    ("U: I live in a flat in Madrid with two flatmates.", "Shares an apartment in Madrid with 2 flatmates",
+     "I live in a flat in Madrid with two flatmates"),
+    ("U: I prefer dark mode in every app.", "Likes dark mode", "I prefer dark mode in every app"),
+    ("U: I'm doing a PhD in chemistry.", "PhD student in chemistry", "I'm doing a PhD in chemistry"),
+    ("U: I drive an electric car.", "Owns an EV", "I drive an electric car"),
+    ("U: I love spicy food.", "Enjoys hot, spicy dishes", "I love spicy food"),
+    ("U: I work four days a week.", "Works a 4-day week", "I work four days a week"),
+    ("U: I'm scared of heights.", "Afraid of heights", "I'm scared of heights"),
+    ("U: I go to the cinema every Friday.", "Sees a film every Friday", "I go to the cinema every Friday"),
+    ("U: I've got a cat called Pepper.", "Cat named Pepper", "I've got a cat called Pepper"),
+    ("U: I don't drink alcohol.", "Is teetotal", "I don't drink alcohol"),
+    ("U: I'm a keen cyclist.", "Enjoys cycling", "I'm a keen cyclist"),
+    ("U: I run a YouTube channel about cooking.", "Has a cooking channel on YouTube",
+     "I run a YouTube channel about cooking"),
+    ("U: I was born in 1985.", "Birth year: 1985", "I was born in 1985"),
+    ("U: I teach English to adults.", "English teacher for adults", "I teach English to adults"),
+    ("U: I have a peanut allergy and asthma.", "Allergic to peanuts; has asthma", "I have a peanut allergy and asthma"),
+    ("U: I listen to a lot of jazz.", "Listens to jazz often", "I listen to a lot of jazz"),
+    ("U: I'm in my forties.", "Is in their 40s", "I'm in my forties"),
+    ("U: I support Liverpool.", "Liverpool fan", "I support Liverpool"),
+    ("U: I moved here from Poland.", "Originally from Poland", "I moved here from Poland"),
+    ("U: I sleep badly.", "Has trouble sleeping", "I sleep badly"),
+    ("U: I work for the council.", "Works in local government", "I work for the council"),
+    ("U: I'm a carer for my mum.", "Cares for mother", "I'm a carer for my mum"),
+    ("U: I walk 10,000 steps a day.", "Walks 10000 steps daily", "I walk 10,000 steps a day"),
+    ("U: I write fantasy novels.", "Fantasy author", "I write fantasy novels"),
+    ("U: I can't stand loud music.", "Dislikes loud music", "I can't stand loud music"),
+    ("U: I do the crossword every morning.", "Solves the crossword each morning", "I do the crossword every morning"),
+    ("U: I'm a vegan and I run ultramarathons.", "Vegan ultramarathon runner", "I'm a vegan and I run ultramarathons"),
+    ("U: I'm originally from Sweden.", "Swedish by origin", "I'm originally from Sweden"),
+]
+
+_ALTERED_E = [
+    ("U: I'm a pharmacist at a hospital.", "Hospital nurse", "I'm a pharmacist at a hospital"),
+    ("U: I've been vegetarian for 12 years.", "Vegetarian for 20 years", "I've been vegetarian for 12 years"),
+    ("U: I live in a flat in Madrid with two flatmates.", "Lives in Barcelona", "I live in a flat in Madrid"),
+    ("U: I love spicy food.", "Dislikes spicy food", "I love spicy food"),
+    ("U: I was born in 1985.", "Birth year: 1958", "I was born in 1985"),
+    ("U: I support Liverpool.", "Everton fan", "I support Liverpool"),
+    ("U: My dad is a carpenter.", "Works as a carpenter", "My dad is a carpenter"),
+    ("U: I'd like to run a marathon someday.", "Runs marathons", "I'd like to run a marathon someday"),
+    ("U: I don't drink alcohol.", "Drinks alcohol", "I don't drink alcohol"),
+    ("U: I work four days a week.", "Works 5 days a week", "I work four days a week"),
+]
+
+
+def heldout_e() -> list[Case]:
+    """The fifth batch's paraphrases (only their totals were looked at while the rules were made)."""
+    return [_c("paraphrase", conv, fact, (1,), quote) for conv, fact, quote in _HELDOUT_E]
+
+
+def altered_e() -> list[Case]:
+    """The fifth batch's lookalikes: none may be written as stated."""
+    return [_c("altered", conv, fact, (1,), quote) for conv, fact, quote in _ALTERED_E]
