@@ -57,6 +57,8 @@ class Table:
     places: frozenset[int]  # groups of place names: anchors, like any name
     opposites: dict[int, frozenset[int]]  # a group -> the groups that say its opposite
     negative: frozenset[str]  # stems of words that say "not" without one ("avoids", "intolerant")
+    light: frozenset[str] = frozenset()  # stems of verbs that say only that it is done ("Goes jogging")
+    feeling: frozenset[int] = frozenset()  # the groups of liking and disliking
 
 
 @functools.cache
@@ -70,6 +72,7 @@ def word_table() -> Table:
     places: set[int] = set()
     opposite_lines: list[tuple[str, str]] = []
     negative: set[str] = set()
+    light: set[str] = set()
     group = 0
     for line in resources.text("corpus/paraphrases.txt").splitlines():
         line = line.strip()
@@ -91,6 +94,9 @@ def word_table() -> Table:
             continue
         if line.startswith("negative:"):
             negative.update(stem_of(w.casefold()) for w in line[9:].split())
+            continue
+        if line.startswith("light:"):
+            light.update(stem_of(w.casefold()) for w in line[6:].split())
             continue
         if line.startswith("opposite:"):
             left, _, right = line[9:].partition("|")
@@ -132,8 +138,9 @@ def word_table() -> Table:
             opposites.setdefault(g, set()).update(b)
         for g in b:
             opposites.setdefault(g, set()).update(a)
+    feeling = frozenset(groups_of("like") | groups_of("dislike"))
     return Table(frozenset(stop), frozenset(framing), phrases, cjk, frozenset(words), implies, frozenset(places),
-                  {g: frozenset(v) for g, v in opposites.items()}, frozenset(negative))
+                 {g: frozenset(v) for g, v in opposites.items()}, frozenset(negative), frozenset(light), feeling)
 
 
 # --- normalising -----------------------------------------------------------------------
@@ -190,6 +197,8 @@ def normalize(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
     for pat, rep in _CONTRACTIONS:
         text = pat.sub(rep, text)
+    text = re.sub(r"\btwice\b", " 2 times ", text, flags=re.I)  # "twice a week" is "2 times a week"
+    text = re.sub(r"\bthrice\b", " 3 times ", text, flags=re.I)
     text = _ZH_ARTICLE_RE.sub("", text)  # 一个, 一只: "a", no number (as "a cat" has none)
     text = _ZH_NUM_RE.sub(_zh_number, text)
     text = _NUMWORD_RE.sub(lambda m: f" {_TENS[m[1].lower()] + (_UNITS[m[2].lower()] if m[2] else 0)} " if m[1]

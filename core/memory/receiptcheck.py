@@ -43,6 +43,7 @@ from memtray.core.memory.reading import (
     NEGATORS,
     TOKEN_RE,
     Claims,
+    Table,
     Tok,
     Unit,
     claims,
@@ -235,7 +236,13 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
     table = word_table()
     # a word that says "not" on its own ("Avoids") is said by the quote's "not" (they agree: above)
     said_not = frozenset(table.negative) if ev.negations or ev.neg_groups else frozenset()
-    missing = [u.shown for u in f.units if not covered(u, ev) and not (u.stems and u.stems <= table.framing)
+    why = _light(f, ev, table)
+    if why:
+        return why
+    content = [u for u in f.units if not (u.stems and u.stems <= table.framing | table.light)]
+    # a light verb ("Goes jogging") is said by the thing it does, when that is said
+    light = table.light if any(covered(u, ev) for u in content) else frozenset()
+    missing = [u.shown for u in f.units if not covered(u, ev) and not (u.stems and u.stems <= table.framing | light)
                and not (u.stems and u.stems <= how.forgiven | said_not)]
     cjk = [b for b in f.bigrams if len(b) == 2]
     if cjk:
@@ -259,6 +266,17 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
         if score is not None and score >= SIMILAR:
             return ""
     return "the quote does not say " + ", ".join(f"'{w}'" for w in missing[:3])
+
+
+def _light(f: Claims, ev: Claims, table: Table) -> str:
+    """Why a fact's light verb ("Plays tennis") does not follow from a quote that says it likes or
+    hates the thing ("I hate tennis"), or "": the feeling is said, the doing is not."""
+    verbs = [u for u in f.units if u.stems and u.stems <= table.light and not covered(u, ev)]
+    feeling = (ev.groups & table.feeling) - f.groups
+    if verbs and feeling:
+        said = next((x.shown for x in ev.units if x.groups & feeling), "")
+        return f"the quote says '{said}', the fact says '{verbs[0].shown}'"
+    return ""
 
 
 def _negation(f: Claims, ev: Claims) -> str:

@@ -1,0 +1,35 @@
+"""Word rules of the receipt check added for the held-out paraphrases (issue 27): light verbs,
+"twice", words that say "not" on their own; each with the lookalike it must still hold."""
+
+from __future__ import annotations
+
+import pytest
+from memtray.core.memory.receiptcheck import check
+from memtray.core.memory.receipts import Receipt
+
+
+def _check(fact: str, quote: str):  # type: ignore[no-untyped-def]
+    return check(fact, Receipt((1,), quote), [("user", quote)])
+
+
+@pytest.mark.parametrize(("fact", "quote", "reason"), [
+    # a light verb is said by the thing it does...
+    ("Goes jogging each morning", "I jog every morning", ""),
+    ("Attends church every Sunday", "I go to church on Sundays", ""),
+    ("Plays the cello", "I love playing the cello", ""),
+    # ...but never by a liking or a hating of it, nor on its own
+    ("Plays tennis", "I hate tennis", "the quote says 'hate', the fact says 'Plays'"),
+    ("Uses Linux", "I hate Linux", "the quote says 'hate', the fact says 'Uses'"),
+    ("Goes swimming", "I hate swimming", "the quote says 'hate', the fact says 'Goes'"),
+    ("Goes jogging", "I love jogging", "the quote says 'love', the fact says 'Goes'"),
+    ("Goes to Paris", "I live in Paris", "the quote does not say 'Goes'"),
+    # "twice" is two times
+    ("Walks the dog two times daily", "I walk my dog twice a day", ""),
+    ("Walks the dog 3 times daily", "I walk my dog twice a day", "the fact says '3', the quote says '2'"),
+    # "unable" says "not", as "can't" does
+    ("Unable to swim", "I can't swim", ""),
+    ("Unable to swim", "I can swim", "the fact says 'not', the quote does not"),
+])
+def test_a_word_rule_and_its_lookalike(fact: str, quote: str, reason: str) -> None:
+    got = _check(fact, quote)
+    assert (got.kind, got.reason) == (("held", reason) if reason else ("stated", "")), got
