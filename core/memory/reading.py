@@ -59,6 +59,7 @@ class Table:
     negative: frozenset[str]  # stems of words that say "not" without one ("avoids", "intolerant")
     light: frozenset[str] = frozenset()  # stems of verbs that say only that it is done ("Goes jogging")
     feeling: frozenset[int] = frozenset()  # the groups of liking and disliking
+    dislike: frozenset[int] = frozenset()  # the groups of disliking
 
 
 @functools.cache
@@ -140,7 +141,8 @@ def word_table() -> Table:
             opposites.setdefault(g, set()).update(a)
     feeling = frozenset(groups_of("like") | groups_of("dislike"))
     return Table(frozenset(stop), frozenset(framing), phrases, cjk, frozenset(words), implies, frozenset(places),
-                 {g: frozenset(v) for g, v in opposites.items()}, frozenset(negative), frozenset(light), feeling)
+                 {g: frozenset(v) for g, v in opposites.items()}, frozenset(negative), frozenset(light), feeling,
+                 frozenset(groups_of("dislike")))
 
 
 # --- normalising -----------------------------------------------------------------------

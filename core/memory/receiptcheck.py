@@ -227,7 +227,8 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
         return f"the fact says '{shown}', the quote does not"
     # a "not" inside a paraphrase both sides share ("can not stand" = "dislikes") is no negation
     # "not" is read in the clauses that say the fact: "I don't eat meat, but I love fish" says "Loves fish"
-    why = _negation(f, claims_of(clauses.saying(f, ev_toks)))
+    near = claims_of(clauses.saying(f, ev_toks))
+    why = _negation(f, near)
     if why:
         return why
     how = _stance(fact_toks, f, framed, ev, people)
@@ -236,7 +237,7 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
     table = word_table()
     # a word that says "not" on its own ("Avoids") is said by the quote's "not" (they agree: above)
     said_not = frozenset(table.negative) if ev.negations or ev.neg_groups else frozenset()
-    why = _light(f, ev, table)
+    why = _light(f, near, table)
     if why:
         return why
     content = [u for u in f.units if not (u.stems and u.stems <= table.framing | table.light)]
@@ -270,12 +271,17 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
 
 def _light(f: Claims, ev: Claims, table: Table) -> str:
     """Why a fact's light verb ("Plays tennis") does not follow from a quote that says it likes or
-    hates the thing ("I hate tennis"), or "": the feeling is said, the doing is not."""
+    hates the thing ("I hate tennis"), or "": the feeling is said, the doing is not. A hating
+    is never left out ("I hate running" is no "Runs"), unless the fact says "not" its own way."""
     verbs = [u for u in f.units if u.stems and u.stems <= table.light and not covered(u, ev)]
-    feeling = (ev.groups & table.feeling) - f.groups
+    if f.groups & table.feeling:
+        return ""  # a fact that says a feeling is read against the quote's by the opposites
+    feeling = ev.groups & table.feeling
+    said = next((x.shown for x in ev.units if x.groups & feeling), "")
     if verbs and feeling:
-        said = next((x.shown for x in ev.units if x.groups & feeling), "")
         return f"the quote says '{said}', the fact says '{verbs[0].shown}'"
+    if feeling & table.dislike and not (f.negations or f.neg_groups or f.stems & table.negative):
+        return f"the quote says '{said}', the fact does not"
     return ""
 
 

@@ -33,3 +33,19 @@ def _check(fact: str, quote: str):  # type: ignore[no-untyped-def]
 def test_a_word_rule_and_its_lookalike(fact: str, quote: str, reason: str) -> None:
     got = _check(fact, quote)
     assert (got.kind, got.reason) == (("held", reason) if reason else ("stated", "")), got
+
+
+@pytest.mark.parametrize(("fact", "quote", "reason"), [
+    # a hating is never left out of the fact...
+    ("Runs", "I hate running", "the quote says 'hate', the fact does not"),
+    ("Is vegetarian", "I hate meat", "the quote says 'hate', the fact does not"),
+    # ...while a fact that says it, or says "not" its own way, or a liking, is read as before
+    ("Dislikes running", "I hate running", ""),
+    ("Avoids dairy products", "I avoid dairy", ""),
+    ("Hikes in the Alps", "I love hiking in the Alps", ""),
+    ("Likes thrillers", "I can't stand horror films, though I love thrillers", ""),
+    ("Likes running", "I hate running", "the fact says 'Likes', the quote says 'hate'"),
+])
+def test_a_hating_the_fact_leaves_out_holds_it(fact: str, quote: str, reason: str) -> None:
+    got = _check(fact, quote)
+    assert (got.kind, got.reason) == (("held", reason) if reason else ("stated", "")), got
