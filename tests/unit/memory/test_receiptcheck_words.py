@@ -49,3 +49,32 @@ def test_a_word_rule_and_its_lookalike(fact: str, quote: str, reason: str) -> No
 def test_a_hating_the_fact_leaves_out_holds_it(fact: str, quote: str, reason: str) -> None:
     got = _check(fact, quote)
     assert (got.kind, got.reason) == (("held", reason) if reason else ("stated", "")), got
+
+
+@pytest.mark.parametrize(("fact", "quote", "kind"), [
+    # words of one meaning (resources/corpus/paraphrases.txt), each with a lookalike
+    ("Wears spectacles", "I wear glasses", "stated"),
+    ("Wears contact lenses", "I wear glasses", "held"),
+    ("Plays soccer on Sundays", "I play football on Sundays", "stated"),
+    ("Plays rugby on Sundays", "I play football on Sundays", "held"),
+    ("Fears spiders", "I'm afraid of spiders", "stated"),
+    ("Fears dogs", "I'm afraid of spiders", "held"),
+    ("Fears spiders", "I'm not afraid of spiders", "held"),
+    ("Struggles with maths", "I'm terrible at maths", "stated"),
+    ("Is good at maths", "I'm terrible at maths", "held"),
+    ("Is bad at maths", "I'm not bad at maths", "held"),
+    ("Has no siblings", "I'm an only child", "stated"),
+    ("Has siblings", "I'm an only child", "held"),
+    ("Is an early riser", "I'm a morning person", "stated"),
+    ("Is an early riser", "I'm a night owl", "held"),
+    ("Holds a doctorate in physics", "I have a PhD in physics", "stated"),
+    ("Has a master's degree in physics", "I have a PhD in physics", "held"),
+    ("Lives by the coast", "I live near the sea", "stated"),
+    ("Lives in the mountains", "I live near the sea", "held"),
+    ("Eats oatmeal for breakfast", "I usually have oatmeal for breakfast", "stated"),
+    ("Eats breakfast", "I never eat breakfast", "held"),
+    ("Wants replies in Spanish", "I need my answers in Spanish", "stated"),
+    ("Wants replies in French", "I need my answers in Spanish", "held"),
+])
+def test_words_of_one_meaning_and_their_lookalikes(fact: str, quote: str, kind: str) -> None:
+    assert _check(fact, quote).kind == kind
