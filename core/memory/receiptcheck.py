@@ -404,8 +404,9 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
     if modal and not stance.fact_modal(fact_toks):
         return _How("the quote asks, the fact says it is so" if modal == "?" else
                     f"the quote says '{modal}', the fact says it is so")
-    is_past = stance.fact_past(fact_toks)
     past = next((s.past for s in saying if s.past), "")
+    # "Married" is how it is now: "I was married" does not give it
+    is_past = stance.fact_past([t for t in fact_toks if not (past in ("was", "were") and t.word in w.state)])
     if past and not is_past:
         return _How(f"the quote says '{past}', the fact says it is so now")
     for s in saying:

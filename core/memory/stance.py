@@ -57,6 +57,7 @@ class Words:
     past_fact: frozenset[str]
     lasting: frozenset[str]
     report: frozenset[str]
+    state: frozenset[str]
     cjk: tuple[tuple[str, str], ...]  # (Chinese word, its kind), longest first
 
 
@@ -74,7 +75,7 @@ def words() -> Words:
                   for w in lists.get(k, ()) if not w.isascii()), key=lambda p: -len(p[0]))
     f = {k: frozenset(v) for k, v in lists.items()}
     return Words(f["user"], f["third"], f["possessive"], f["party"], f["modal"], f["modal-fact"], f["past"],
-                 f["past-fact"], f["lasting"], f["report"], tuple(cjk))
+                 f["past-fact"], f["lasting"], f["report"], f["state"], tuple(cjk))
 
 
 @dataclass(frozen=True)
