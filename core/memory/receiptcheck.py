@@ -461,13 +461,14 @@ _WANT = frozenset({"want", "wants", "wish", "wishes"})
 
 def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]], *,
           known: Sequence[str] = (), reworded: bool = False,
-          similarity: Callable[[str, str], float | None] | None = None) -> Check:
+          similarity: Callable[[str, str], float | None] | None = None, names: frozenset[str] = frozenset()) -> Check:
     """Decide one fact on its receipt. ``messages``: (role, text) of the consolidated messages,
     numbered from 1 as the prompt shows them. ``known``: what memory already says of it (the old
     wording of the fact an update rewords, the facts a merge joins): a fact that says no more
     than that needs no receipt (``kind`` ``stated``, no ``messages``). ``reworded``: the fact
     is ``known`` reworded by its id; one that says more than its old wording needs a receipt
-    like an add (the reason then names what the old wording does not say). Pure."""
+    like an add (the reason then names what the old wording does not say). ``names``: the names
+    memory says the user goes by (casefolded; :func:`subjects.names_in_memory`). Pure."""
     old = join(*(tokens(k) for k in known))
     why = (follows(fact, old) or _shifted(fact, known)) if known else ""
     if known and not why:
@@ -501,7 +502,7 @@ def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]
     # an anchor the quote leaves out may come only from the message the quote is in, never
     # from another message the receipt cites (a receipt citing 12 messages is no licence)
     context = join(*(message_tokens(texts[n - 1]) for n in found))
-    people = subjects.people([t for r, t in messages if r == "user"], [texts[n - 1] for n in found])
+    people = subjects.people([t for r, t in messages if r == "user"], [texts[n - 1] for n in found], names)
     why = follows(fact, evidence, context=context, similarity=similarity, people=people)
     if not why and known and follows(fact, words, context=context, similarity=similarity, people=people):
         # the fact needs the old wording's words ("ok thanks" as the quote, "Was vegetarian" for

@@ -7,7 +7,8 @@ conversation for it (:func:`people`):
 * names the user gives themself: "I'm Sam", "my name is Sam", "call me Sam", "Sam here",
   "this is Sam", 我叫Sam;
 * names the conversation gives someone else: a name next to a party word ("my friend Sam",
-  "a cat named Miso", "Sam is my son", "Sam, my neighbour").
+  "a cat named Miso", "Sam is my son", "Sam, my neighbour");
+* and the names memory says the user goes by ("- Name: Sam": :func:`names_in_memory`).
 
 A name the user goes by is the user. Another name is someone else when the conversation says
 so, when the user goes by another name, or when the message speaks of the user as "I" (a user
@@ -20,13 +21,14 @@ see is in docs/ARCHITECTURE.md ("Receipts").
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memtray.core.memory import stance
 from memtray.core.memory.reading import MONTH_OF, Tok, message_tokens, stem_of, word_table
 
-__all__ = ["FIRST_PERSON", "People", "lead_name", "people"]
+__all__ = ["FIRST_PERSON", "People", "lead_name", "names_in_memory", "people"]
 
 #: the user's own words: a sentence with one of them is the user's
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "我", "我们", "我的", "咱们"})
@@ -65,10 +67,11 @@ def _namelike(t: Tok) -> bool:
             and t.word not in _NO_NAME and t.word not in MONTH_OF)
 
 
-def people(user_texts: Sequence[str], quoted: Sequence[str]) -> People:
-    """Who the names of a conversation are (``user_texts``: the user's messages) and whether the
-    messages a quote is in (``quoted``) speak of the user as "I"."""
-    mine: set[str] = set()
+def people(user_texts: Sequence[str], quoted: Sequence[str], known: frozenset[str] = frozenset()) -> People:
+    """Who the names of a conversation are (``user_texts``: the user's messages; ``known``: the
+    names memory says the user goes by) and whether the messages a quote is in (``quoted``)
+    speak of the user as "I"."""
+    mine: set[str] = set(known)
     theirs: set[str] = set()
     for text in user_texts:
         m, t = _names(text)
@@ -98,6 +101,17 @@ def _names(text: str) -> tuple[frozenset[str], frozenset[str]]:
                 any(x in party for x in after) and any(x in ("my", "our", "his", "her", "their") for x in after)):
             theirs.add(t.word)
     return frozenset(mine), frozenset(theirs)
+
+
+_MEMORY_NAME_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:\[[^\]]*\]\s*)?(?:(?:user'?s?|my|the user'?s)\s+)?"
+                             r"(?:(?:first |preferred |full )?name\s*(?::|\s+is\b)|goes by|called)\s*([^\W\d_][\w'-]*)",
+                             re.IGNORECASE | re.MULTILINE)
+
+
+def names_in_memory(memory: str) -> frozenset[str]:
+    """The names a memory file says the user goes by ("- Name: Sam", "- [F3] Preferred name is
+    Sam"), casefolded: a conversation that never says "I'm Sam" is still Sam's."""
+    return frozenset(m.group(1).casefold() for m in _MEMORY_NAME_RE.finditer(memory))
 
 
 def lead_name(sentence: Sequence[Tok]) -> str:

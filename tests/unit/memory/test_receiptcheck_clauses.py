@@ -167,3 +167,26 @@ def test_false_holds_of_the_plain_batches_do_not_grow(batch, most: int) -> None:
 @pytest.mark.parametrize("case", altered_d() + altered_e(), ids=[c.fact for c in altered_d() + altered_e()])
 def test_no_lookalike_of_the_plain_batches_is_written(case) -> None:  # type: ignore[no-untyped-def]
     assert _run(case).kind != "stated"
+
+
+def test_the_name_memory_gives_the_user_is_the_user_and_another_is_not() -> None:
+    from memtray.core.memory import facts
+    from memtray.core.memory.proposal import apply_reply
+    from memtray.core.memory.subjects import names_in_memory
+
+    said = ["Sam plays the cello, I practise every day.", "Ana plays the violin, I love listening."]
+
+    def add(memory: str, text: str, n: int, quote: str) -> str:
+        current = facts.attach(facts.Ledger(()), memory)
+        out = apply_reply(current, memory, memory_update=None, removed=[], messages=said, edits=[
+            {"op": "add", "text": text, "receipt": {"messages": [n], "quote": quote}}])
+        return "written" if f"- {text}" in out.memory else out.flagged[0]["reason"]
+
+    sam = "## Me\n- Name: Sam\n- Lives in Graz\n"
+    assert names_in_memory(sam) == {"sam"} and names_in_memory("- Dog's name: Rex\n- Named the dog Rex") == set()
+    # without the name, "I" in the message makes Sam someone else; memory says the user is Sam
+    assert add("## Me\n- Lives in Graz\n", "Plays the cello", 1, "Sam plays the cello") == (
+        "the quote is about 'Sam', the fact is about the user")
+    assert add(sam, "Plays the cello", 1, "Sam plays the cello") == "written"
+    assert add(sam, "Plays the violin", 2, "Ana plays the violin") == (
+        "the quote is about 'Ana', the fact is about the user")
