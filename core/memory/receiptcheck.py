@@ -21,9 +21,11 @@ the fact's words are not the message's words. The model therefore sends a receip
    quote says ("opposite:" lines); with an embedding model (``similarity``) one uncovered
    content word is forgiven when fact and quote are close. The fact and the quote must
    agree on negation ("avoids" says "not"), and on how it is said
-   (:mod:`memtray.core.memory.stance`: about the user, not "my sister"; so, not asked or
-   maybe; now, not "used to"): the quote's sentence around it is read for that, never as
-   evidence.
+   (:mod:`memtray.core.memory.stance`: about the user, not "my sister" nor "Ana" when the
+   user is Ola (:mod:`memtray.core.memory.subjects`); so, not asked or maybe; now, not "used
+   to"): the quote's sentence around it is read for that, never as evidence. "Not", a
+   question, a maybe, the past and a hating are read only in the clauses that say the fact
+   (:mod:`memtray.core.memory.clauses`): "I don't eat meat, but I love fish" says "Loves fish".
 
 A quote found only in the assistant's messages makes the fact ``inferred``: the user never said it.
 What the check cannot see is in docs/ARCHITECTURE.md ("Receipts").
