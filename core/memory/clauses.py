@@ -21,7 +21,7 @@ from dataclasses import replace
 from memtray.core.memory import stance
 from memtray.core.memory.reading import FRAMING, Claims, Tok, claims_of, covered, join, word_table
 
-__all__ = ["clauses", "crossed", "focus", "saying", "start_of", "supports", "unasked", "which"]
+__all__ = ["clause_at", "clauses", "crossed", "focus", "saying", "start_of", "supports", "unasked", "which"]
 
 #: words that always start another clause
 BREAK = frozenset({"but", "though", "although", "yet", "while", "whereas", "however", "但是", "但", "可是", "不过"})
@@ -87,6 +87,15 @@ def start_of(sentence: Sequence[Tok], k: int) -> int:
     while k > 0 and not _starts(sentence, k):
         k -= 1
     return k
+
+
+def clause_at(sentence: Sequence[Tok], k: int) -> list[Tok]:
+    """The clause of ``sentence[k]``."""
+    start = end = start_of(sentence, k)
+    end += 1
+    while end < len(sentence) and not _starts(sentence, end):
+        end += 1
+    return list(sentence[start:end])
 
 
 def crossed(f: Claims, toks: Sequence[Tok], opposites: Mapping[int, frozenset[int]]) -> str:

@@ -399,7 +399,7 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
         mentioned = {t.word for t in fact_toks}
         for i in reading:
             sent, at = sents[i]  # the subject of the clause that says the fact ("Greta left, I work with Mia")
-            name = "" if says[i].party else subjects.lead_name(sent[clauses.start_of(sent, min(at, len(sent) - 1)):])
+            name = "" if says[i].party else subjects.lead_name(clauses.clause_at(sent, min(at, len(sent) - 1)))
             if name and name.casefold() not in mentioned and people.other(name):
                 return _How(f"the quote is about '{name}', the fact is about the user")
     modal = next((s.modal for s in saying if s.modal), "")

@@ -114,10 +114,10 @@ def names_in_memory(memory: str) -> frozenset[str]:
     return frozenset(m.group(1).casefold() for m in _MEMORY_NAME_RE.finditer(memory))
 
 
-def lead_name(sentence: Sequence[Tok]) -> str:
-    """The name a sentence starts with, as written ("Sam plays the cello", "Sam plays the cello,
-    he is my neighbour"), else "" (also for "Lena and I went hiking", which the user did too)."""
-    if not sentence or not _namelike(sentence[0]) or [t.word for t in sentence[1:3]] in (
-            ["and", "i"], ["and", "we"], ["and", "me"]):
+def lead_name(clause: Sequence[Tok]) -> str:
+    """The name a clause starts with, as written ("Sam plays the cello"), else "": also when
+    the clause speaks of the user too ("Lena and I went hiking", "Duolingo helps me learn
+    Spanish")."""
+    if not clause or not _namelike(clause[0]) or any(t.word in FIRST_PERSON for t in clause):
         return ""
-    return sentence[0].raw
+    return clause[0].raw

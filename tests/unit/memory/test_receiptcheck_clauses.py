@@ -102,6 +102,7 @@ def test_a_not_or_a_question_of_the_clause_that_says_the_fact_still_holds_it(fac
     ("Works with Mia", "I work with Mia now", ("Greta left, I work with Mia now.",)),
     ("Is a beginner at chess", "I'm a beginner at chess", ("Quick question first: I'm a beginner at chess.",)),
     ("Went hiking", "Lena and I went hiking", ("Lena and I went hiking.",)),
+    ("Learns Spanish", "Duolingo helps me learn Spanish", ("Duolingo helps me learn Spanish, I practise daily.",)),
     ("Sam plays the cello", "Sam plays the cello", ("My friend Sam is staying with us. Sam plays the cello.",)),
     ("Uses Python at work", "Python is the language I use at work", ("Python is the language I use at work",)),
 ])
