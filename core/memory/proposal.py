@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from memtray.core.memory import factdiff, facts, timing
+from memtray.core.memory import factdiff, facts, subjects, timing
 from memtray.core.memory.factdiff import Fact
 from memtray.core.memory.facts import Ledger
 from memtray.core.memory.items import review_item
@@ -97,6 +97,7 @@ class Judge:
     receipts: Sequence[FactReceipt] = ()
     inferred: str = "hold"
     similarity: Callable[[str, str], float | None] | None = None
+    names: frozenset[str] = frozenset()  # the names memory says the user goes by ("Name: Sam")
 
     def new(self, text: str, receipt: Receipt | None, ids: Sequence[str] = ()) -> Check:
         """A new fact: on its own receipt, or the top-level one that names it. Its time
@@ -104,7 +105,7 @@ class Judge:
         words, when = timing.split(text)
         if receipt is None:  # the receipt may name the fact with its time or without it
             receipt = find_receipt(self.receipts, text, ids) or find_receipt(self.receipts, words)
-        c = check(words, receipt, self.messages, similarity=self.similarity)
+        c = check(words, receipt, self.messages, similarity=self.similarity, names=self.names)
         return self._time(c, when, receipt, ())
 
     def change(self, text: str, receipt: Receipt | None, old: Sequence[str], ids: Sequence[str] = ()) -> Check:
@@ -114,7 +115,7 @@ class Judge:
             receipt = find_receipt(self.receipts, text, ids) or find_receipt(self.receipts, words)
         olds = [timing.split(o) for o in old]
         c = check(words, receipt, self.messages, known=[w for w, _ in olds], reworded=True,
-                  similarity=self.similarity)
+                  similarity=self.similarity, names=self.names)
         return self._time(c, when, receipt, [w for _, w in olds if w is not None])
 
     def _time(self, c: Check, when: timing.When | None, receipt: Receipt | None,
@@ -254,7 +255,7 @@ def apply_reply(
     notes: list[str] = []
     reasons = _resolve_removed(removed, current, notes)
     said = [(roles[n] if n < len(roles) else "user", t) for n, t in enumerate(messages)]
-    judge = Judge(said, receipts, inferred, similarity)
+    judge = Judge(said, receipts, inferred, similarity, subjects.names_in_memory(current_text))
     if edits:
         out = _apply_edits(current, current_text, edits, reasons, judge, notes)
     elif memory_update is None:

@@ -57,6 +57,9 @@ class Table:
     places: frozenset[int]  # groups of place names: anchors, like any name
     opposites: dict[int, frozenset[int]]  # a group -> the groups that say its opposite
     negative: frozenset[str]  # stems of words that say "not" without one ("avoids", "intolerant")
+    light: frozenset[str] = frozenset()  # stems of verbs that say only that it is done ("Goes jogging")
+    feeling: frozenset[int] = frozenset()  # the groups of liking and disliking
+    dislike: frozenset[int] = frozenset()  # the groups of disliking
 
 
 @functools.cache
@@ -70,6 +73,7 @@ def word_table() -> Table:
     places: set[int] = set()
     opposite_lines: list[tuple[str, str]] = []
     negative: set[str] = set()
+    light: set[str] = set()
     group = 0
     for line in resources.text("corpus/paraphrases.txt").splitlines():
         line = line.strip()
@@ -91,6 +95,9 @@ def word_table() -> Table:
             continue
         if line.startswith("negative:"):
             negative.update(stem_of(w.casefold()) for w in line[9:].split())
+            continue
+        if line.startswith("light:"):
+            light.update(stem_of(w.casefold()) for w in line[6:].split())
             continue
         if line.startswith("opposite:"):
             left, _, right = line[9:].partition("|")
@@ -132,8 +139,10 @@ def word_table() -> Table:
             opposites.setdefault(g, set()).update(b)
         for g in b:
             opposites.setdefault(g, set()).update(a)
+    feeling = frozenset(groups_of("like") | groups_of("dislike"))
     return Table(frozenset(stop), frozenset(framing), phrases, cjk, frozenset(words), implies, frozenset(places),
-                  {g: frozenset(v) for g, v in opposites.items()}, frozenset(negative))
+                 {g: frozenset(v) for g, v in opposites.items()}, frozenset(negative), frozenset(light), feeling,
+                 frozenset(groups_of("dislike")))
 
 
 # --- normalising -----------------------------------------------------------------------
@@ -190,6 +199,8 @@ def normalize(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
     for pat, rep in _CONTRACTIONS:
         text = pat.sub(rep, text)
+    text = re.sub(r"\btwice\b", " 2 times ", text, flags=re.I)  # "twice a week" is "2 times a week"
+    text = re.sub(r"\bthrice\b", " 3 times ", text, flags=re.I)
     text = _ZH_ARTICLE_RE.sub("", text)  # 一个, 一只: "a", no number (as "a cat" has none)
     text = _ZH_NUM_RE.sub(_zh_number, text)
     text = _NUMWORD_RE.sub(lambda m: f" {_TENS[m[1].lower()] + (_UNITS[m[2].lower()] if m[2] else 0)} " if m[1]
@@ -218,6 +229,7 @@ class Tok:
     initial: bool = False  # the first word of a sentence
     asks: bool = False  # a "?" follows it
     frame: bool = False  # a word of the quote's sentence outside the quote: read for its stance only
+    pause: bool = False  # a comma or a colon before it: where a clause may start ("I don't drive, I cycle")
 
 
 def tokens(text: str, *, names: bool = True) -> list[Tok]:
@@ -240,7 +252,8 @@ def tokens(text: str, *, names: bool = True) -> list[Tok]:
         j = m.end()  # the first character after the word, spaces and closing quotes aside
         while j < len(norm) and (norm[j].isspace() or norm[j] in "\"')）)"):
             j += 1
-        out.append(Tok(raw, w, stem_of(w), is_name, initial, j < len(norm) and norm[j] in "?？"))
+        out.append(Tok(raw, w, stem_of(w), is_name, initial, j < len(norm) and norm[j] in "?？",
+                       pause=i >= 0 and norm[i] in ",:，、：…"))
     return out
 
 

@@ -21,9 +21,11 @@ the fact's words are not the message's words. The model therefore sends a receip
    quote says ("opposite:" lines); with an embedding model (``similarity``) one uncovered
    content word is forgiven when fact and quote are close. The fact and the quote must
    agree on negation ("avoids" says "not"), and on how it is said
-   (:mod:`memtray.core.memory.stance`: about the user, not "my sister"; so, not asked or
-   maybe; now, not "used to"): the quote's sentence around it is read for that, never as
-   evidence.
+   (:mod:`memtray.core.memory.stance`: about the user, not "my sister" nor "Ana" when the
+   user is Ola (:mod:`memtray.core.memory.subjects`); so, not asked or maybe; now, not "used
+   to"): the quote's sentence around it is read for that, never as evidence. "Not", a
+   question, a maybe, the past and a hating are read only in the clauses that say the fact
+   (:mod:`memtray.core.memory.clauses`): "I don't eat meat, but I love fish" says "Loves fish".
 
 A quote found only in the assistant's messages makes the fact ``inferred``: the user never said it.
 What the check cannot see is in docs/ARCHITECTURE.md ("Receipts").
@@ -36,13 +38,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from memtray.core.memory import stance
+from memtray.core.memory import clauses, stance, subjects
 from memtray.core.memory.reading import (
     FRAMING,
     MONTH_OF,
     NEGATORS,
     TOKEN_RE,
     Claims,
+    Table,
     Tok,
     Unit,
     claims,
@@ -193,10 +196,13 @@ def _find_pieces(pieces: Sequence[str], cited: Sequence[int],
 # --- the decision ----------------------------------------------------------------------
 
 def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] = (),
-            similarity: Callable[[str, str], float | None] | None = None) -> str:
+            similarity: Callable[[str, str], float | None] | None = None,
+            people: subjects.People | None = None) -> str:
     """Why ``fact`` does not follow from ``evidence`` (the words a quote matched, and the
     old wording of a fact it rewords), or "" when it does. ``context``: the rest of the cited
-    messages, which may supply an anchor the quote leaves out when the quote names none."""
+    messages, which may supply an anchor the quote leaves out when the quote names none.
+    ``people``: whose the names of the conversation are (a sentence about "Sam" is the user's
+    only when the user goes by Sam)."""
     framed = tokens(evidence) if isinstance(evidence, str) else list(evidence)
     ev_toks = [t for t in framed if not t.frame]
     fact_toks = tokens(fact)
@@ -222,16 +228,24 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
             continue  # "She loves drawing" in "My daughter Mia ... She loves drawing": "she" is Mia
         return f"the fact says '{shown}', the quote does not"
     # a "not" inside a paraphrase both sides share ("can not stand" = "dislikes") is no negation
-    why = _negation(f, ev)
+    # "not" is read in the clauses that say the fact: "I don't eat meat, but I love fish" says "Loves fish"
+    near = claims_of(clauses.saying(f, ev_toks))
+    why = _negation(f, near)
     if why:
         return why
-    how = _stance(fact_toks, f, framed, ev)
+    how = _stance(fact_toks, f, framed, ev, people)
     if how.why:
         return how.why
     table = word_table()
     # a word that says "not" on its own ("Avoids") is said by the quote's "not" (they agree: above)
     said_not = frozenset(table.negative) if ev.negations or ev.neg_groups else frozenset()
-    missing = [u.shown for u in f.units if not covered(u, ev) and not (u.stems and u.stems <= table.framing)
+    why = _light(f, near, table)
+    if why:
+        return why
+    content = [u for u in f.units if not (u.stems and u.stems <= table.framing | table.light)]
+    # a light verb ("Goes jogging") is said by the thing it does, when that is said
+    light = table.light if any(covered(u, ev) for u in content) else frozenset()
+    missing = [u.shown for u in f.units if not covered(u, ev) and not (u.stems and u.stems <= table.framing | light)
                and not (u.stems and u.stems <= how.forgiven | said_not)]
     cjk = [b for b in f.bigrams if len(b) == 2]
     if cjk:
@@ -245,6 +259,9 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
             said = next((x.shown for x in ev.units if x.groups & against), "")
             return f"the fact says '{u.shown}', the quote says '{said}'" if said else (
                 f"the fact says '{u.shown}', the quote says the opposite")
+    why = clauses.crossed(f, ev_toks, table.opposites)
+    if why:
+        return why
     if not missing:
         return "" if f.units or f.anchors or cjk else "the fact says nothing the quote could support"
     if len(missing) == 1 and similarity is not None:
@@ -252,6 +269,22 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
         if score is not None and score >= SIMILAR:
             return ""
     return "the quote does not say " + ", ".join(f"'{w}'" for w in missing[:3])
+
+
+def _light(f: Claims, ev: Claims, table: Table) -> str:
+    """Why a fact's light verb ("Plays tennis") does not follow from a quote that says it likes or
+    hates the thing ("I hate tennis"), or "": the feeling is said, the doing is not. A hating
+    is never left out ("I hate running" is no "Runs"), unless the fact says "not" its own way."""
+    verbs = [u for u in f.units if u.stems and u.stems <= table.light and not covered(u, ev)]
+    if f.groups & table.feeling:
+        return ""  # a fact that says a feeling is read against the quote's by the opposites
+    feeling = ev.groups & table.feeling
+    said = next((x.shown for x in ev.units if x.groups & feeling), "")
+    if verbs and feeling:
+        return f"the quote says '{said}', the fact says '{verbs[0].shown}'"
+    if feeling & table.dislike and not (f.negations or f.neg_groups or f.stems & table.negative):
+        return f"the quote says '{said}', the fact does not"
+    return ""
 
 
 def _negation(f: Claims, ev: Claims) -> str:
@@ -319,12 +352,16 @@ def _sentences(toks: Sequence[Tok]) -> list[tuple[list[Tok], int]]:
     return [(s, next((i for i, t in enumerate(s) if not t.frame), 0)) for s in out if s]
 
 
-def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Claims) -> _How:
+def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Claims,
+            people: subjects.People | None = None) -> _How:
     """Whether the fact says what its quote says *as* the quote says it: about the user (not
     "my sister"), as so (not asked, hoped or maybe), now (not "used to", not "lived")."""
     stop = word_table().stop
-    sents = _sentences(framed)
+    # a "?" of a clause that asks nothing the fact says is no question of it ("I play the cello, can you help?")
+    # and its time is read from the clause that says the fact ("I was a teacher, now I'm a baker")
+    sents = [(clauses.unasked(s, f), clauses.focus(f, s, at)) for s, at in _sentences(framed)]
     says = [stance.of(s, stop, focus) for s, focus in sents]
+    each = [claims_of([t for t in s if not t.frame]) for s, _f in sents]
     others = [s for s in says if s.party]
     names = {k for k in f.anchors if not k.isdigit() and k not in MONTH_OF.values()}
     # the fact is about the other person when that person is its subject ("Sister lives in Oslo")
@@ -345,7 +382,6 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
         if not any(s.subject and not s.party for s in says):
             return _How(f"the quote is about '{others[0].party}', the fact is about the user")
         # a merge of the user's words and someone else's: what only the other's sentence says
-        each = [claims_of([t for t in s if not t.frame]) for s, _f in sents]
         table = word_table()
         claimed: list[tuple[str, Unit | str]] = [
             (u.shown, u) for u in f.units if not (u.stems and u.stems <= table.framing) and FRAMING not in u.groups]
@@ -356,15 +392,26 @@ def _stance(fact_toks: Sequence[Tok], f: Claims, framed: Sequence[Tok], ev: Clai
             if by and all(says[i].party for i in by):
                 return _How(f"the quote says '{shown}' of '{says[by[0]].party}', the fact says it of the user")
     w = stance.words()
-    modal = next((s.modal for s in says if s.modal), "")
+    # asked, hoped or past is read in the sentences that say the fact ("Can you help? I play the cello")
+    reading = clauses.which(f, each)
+    saying = [says[i] for i in reading]
+    if people is not None:  # "Sam plays the cello" is the user's only when the user goes by Sam
+        mentioned = {t.word for t in fact_toks}
+        for i in reading:
+            sent, at = sents[i]  # the subject of the clause that says the fact ("Greta left, I work with Mia")
+            name = "" if says[i].party else subjects.lead_name(clauses.clause_at(sent, min(at, len(sent) - 1)))
+            if name and name.casefold() not in mentioned and people.other(name):
+                return _How(f"the quote is about '{name}', the fact is about the user")
+    modal = next((s.modal for s in saying if s.modal), "")
     if modal and not stance.fact_modal(fact_toks):
         return _How("the quote asks, the fact says it is so" if modal == "?" else
                     f"the quote says '{modal}', the fact says it is so")
-    is_past = stance.fact_past(fact_toks)
-    past = next((s.past for s in says if s.past), "")
+    past = next((s.past for s in saying if s.past), "")
+    # "Married" is how it is now: "I was married" does not give it
+    is_past = stance.fact_past([t for t in fact_toks if not (past in ("was", "were") and t.word in w.state)])
     if past and not is_past:
         return _How(f"the quote says '{past}', the fact says it is so now")
-    for s in says:
+    for s in saying:
         if s.verb and not is_past and any(t.stem == s.verb_stem for t in fact_toks):
             return _How(f"the quote says '{s.verb}', the fact says it is so now")
     forgiven = (w.modal_fact if modal else frozenset()) | (w.past_fact if past else frozenset())
@@ -381,8 +428,7 @@ def _shifted(fact: str, known: Sequence[str]) -> str:
     new = tokens(fact)
     olds = [tokens(k) for k in known]
     # "-ed" after "is" is how it is now ("Is married"): no past that keeps "was married"
-    now = [t for i, t in enumerate(new) if not (i and new[i - 1].word in ("is", "are", "am"))]
-    if any(_past(o, new) for o in olds) and not stance.fact_past(now):
+    if any(_past(o, new) for o in olds) and not stance.fact_past(new):
         return "the old wording says it is past, the fact says it is so now"
     if any(stance.fact_modal(_hedges(o)) for o in olds) and not stance.fact_modal(new):
         return "the old wording says it may be, the fact says it is so"
@@ -417,13 +463,14 @@ _WANT = frozenset({"want", "wants", "wish", "wishes"})
 
 def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]], *,
           known: Sequence[str] = (), reworded: bool = False,
-          similarity: Callable[[str, str], float | None] | None = None) -> Check:
+          similarity: Callable[[str, str], float | None] | None = None, names: frozenset[str] = frozenset()) -> Check:
     """Decide one fact on its receipt. ``messages``: (role, text) of the consolidated messages,
     numbered from 1 as the prompt shows them. ``known``: what memory already says of it (the old
     wording of the fact an update rewords, the facts a merge joins): a fact that says no more
     than that needs no receipt (``kind`` ``stated``, no ``messages``). ``reworded``: the fact
     is ``known`` reworded by its id; one that says more than its old wording needs a receipt
-    like an add (the reason then names what the old wording does not say). Pure."""
+    like an add (the reason then names what the old wording does not say). ``names``: the names
+    memory says the user goes by (casefolded; :func:`subjects.names_in_memory`). Pure."""
     old = join(*(tokens(k) for k in known))
     why = (follows(fact, old) or _shifted(fact, known)) if known else ""
     if known and not why:
@@ -457,8 +504,9 @@ def check(fact: str, receipt: Receipt | None, messages: Sequence[tuple[str, str]
     # an anchor the quote leaves out may come only from the message the quote is in, never
     # from another message the receipt cites (a receipt citing 12 messages is no licence)
     context = join(*(message_tokens(texts[n - 1]) for n in found))
-    why = follows(fact, evidence, context=context, similarity=similarity)
-    if not why and known and follows(fact, words, context=context, similarity=similarity):
+    people = subjects.people([t for r, t in messages if r == "user"], [texts[n - 1] for n in found], names)
+    why = follows(fact, evidence, context=context, similarity=similarity, people=people)
+    if not why and known and follows(fact, words, context=context, similarity=similarity, people=people):
         # the fact needs the old wording's words ("ok thanks" as the quote, "Was vegetarian" for
         # "Is vegetarian"): then it keeps how the old wording says them
         why = _shifted(fact, known)

@@ -41,6 +41,8 @@ class Word(Protocol):
     def name(self) -> bool: ...
     @property
     def asks(self) -> bool: ...
+    @property
+    def pause(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class Words:
     past_fact: frozenset[str]
     lasting: frozenset[str]
     report: frozenset[str]
+    state: frozenset[str]
     cjk: tuple[tuple[str, str], ...]  # (Chinese word, its kind), longest first
 
 
@@ -72,7 +75,7 @@ def words() -> Words:
                   for w in lists.get(k, ()) if not w.isascii()), key=lambda p: -len(p[0]))
     f = {k: frozenset(v) for k, v in lists.items()}
     return Words(f["user"], f["third"], f["possessive"], f["party"], f["modal"], f["modal-fact"], f["past"],
-                 f["past-fact"], f["lasting"], f["report"], tuple(cjk))
+                 f["past-fact"], f["lasting"], f["report"], f["state"], tuple(cjk))
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,10 @@ def of(sentence: Sequence[Word], stop: frozenset[str], focus: int = 0) -> Stance
             i += size
             continue
         low = t.word
+        if t.pause and i and (low in w.user or low in w.third or low == "now"):
+            # "I was a teacher, now I'm a baker": a clause with its own subject tells its own time
+            # (not its own maybe: "If I get the job, I'll move")
+            past = ""
         if low in _HAVE and subject and not party:
             owned = True
         nxt = sentence[i + 1].word if i + 1 < n else ""
@@ -255,8 +262,13 @@ def fact_modal(fact: Sequence[Word]) -> bool:
 
 
 def fact_past(fact: Sequence[Word]) -> bool:
-    """Whether a fact says it is past ("Used to smoke", "Former smoker", "Lived in Paris")."""
+    """Whether a fact says it is past ("Used to smoke", "Former smoker", "Lived in Paris"); an
+    "-ed" word after "is" says how it is now ("Is married", "Is retired")."""
     w = words()
     text = "".join(t.word for t in fact if not t.word.isascii())
-    return any(t.word in w.past_fact or (t.word.endswith("ed") and t.word != t.stem and t.word not in w.lasting)
-               for t in fact) or any(x in text for x in w.past_fact if not x.isascii())
+    return any(t.word in w.past_fact or (t.word.endswith("ed") and t.word != t.stem and t.word not in w.lasting
+                                         and not (i and fact[i - 1].word in _IS))
+               for i, t in enumerate(fact)) or any(x in text for x in w.past_fact if not x.isascii())
+
+
+_IS = frozenset({"is", "are", "am"})

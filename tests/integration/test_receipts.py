@@ -155,17 +155,18 @@ def test_a_fact_without_a_receipt_is_held_and_old_facts_keep_working(
 
 def test_with_an_embedding_model_a_rewording_its_words_miss_is_weighed_by_meaning(
         tmp_path: Any, llm_server: ScriptedLLMServer) -> None:
-    """"I take the train to work" -> "Takes the railway to work": the words miss 'railway'
-    (no table knows it), the embedding model puts the two together. Without an embedding
+    """"I take the car to work" -> "Takes the automobile to work": the words miss 'automobile'
+    (no table knows it; 'railway' was the example until resources/corpus/paraphrases.txt
+    got it), the embedding model puts the two together. Without an embedding
     model it is held; with one it is written; a changed name is held either way."""
-    said = [("user", "I take the train to work with Greta.")]
+    said = [("user", "I take the car to work with Greta.")]
 
     def model(req: dict[str, Any]) -> Response:
         return tool_call("save_memory", {"history_entry": "", "edits": [
-            {"op": "add", "text": "Takes the railway to work", "section": "Routine",
-             "receipt": {"messages": [1], "quote": "I take the train to work"}},
-            {"op": "add", "text": "Takes the railway to work with Mia", "section": "Routine",
-             "receipt": {"messages": [1], "quote": "I take the train to work with Greta"}}]})
+            {"op": "add", "text": "Takes the automobile to work", "section": "Routine",
+             "receipt": {"messages": [1], "quote": "I take the car to work"}},
+            {"op": "add", "text": "Takes the automobile to work with Mia", "section": "Routine",
+             "receipt": {"messages": [1], "quote": "I take the car to work with Greta"}}]})
 
     def run(name: str, **kw: Any) -> tuple[str, list[dict[str, Any]], int]:
         llm_server.responder = model
@@ -184,10 +185,10 @@ def test_with_an_embedding_model_a_rewording_its_words_miss_is_weighed_by_meanin
             app.close()
 
     memory, held, asked = run("words")
-    assert "railway" not in memory and asked == 0
-    assert {i["text"]: i["kind"] for i in held} == {"Takes the railway to work": "unsupported",
-                                                    "Takes the railway to work with Mia": "unsupported"}
+    assert "automobile" not in memory and asked == 0
+    assert {i["text"]: i["kind"] for i in held} == {"Takes the automobile to work": "unsupported",
+                                                    "Takes the automobile to work with Mia": "unsupported"}
     memory, held, asked = run("meaning", embedding_model="openai/text-embedding-3-small")
-    assert "- Takes the railway to work" in memory and "Mia" not in memory and asked >= 1
-    assert [(i["text"], i["kind"]) for i in held] == [("Takes the railway to work with Mia", "unsupported")]
+    assert "- Takes the automobile to work" in memory and "Mia" not in memory and asked >= 1
+    assert [(i["text"], i["kind"]) for i in held] == [("Takes the automobile to work with Mia", "unsupported")]
     assert "'Mia'" in held[0]["reason"] and "'Greta'" in held[0]["reason"]

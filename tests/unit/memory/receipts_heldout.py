@@ -113,3 +113,263 @@ def heldout_b() -> list[Case]:
 def heldout() -> list[Case]:
     """The fifty held-out paraphrases: each must be written; how many are held is measured."""
     return [_c("paraphrase", conv, fact, (1,), quote) for conv, fact, quote in _HELDOUT]
+
+
+# A third batch (issue 27, the review of the last round), written before any change it measures
+# was made and run once on the check as it was: plain paraphrases again, and the hostile kinds
+# the review found, each in a message of more than one clause: a "not" or a question in another
+# clause than the one that says the fact, the past and the present ("I was married"), a name as
+# the subject (the user's own, or another person's). ``_HELDOUT_C`` are facts the user said
+# (each must be written; the held ones are counted), ``_INVENTED_C`` are facts the message does
+# not say as the fact says them (each must not be written as stated).
+_HELDOUT_C = [
+    ("U: I don't eat meat, but I love fish.", "Loves fish", "I don't eat meat, but I love fish"),
+    ("U: Can you help me with a recipe? I play the cello in an orchestra.", "Plays cello in an orchestra",
+     "Can you help me with a recipe? I play the cello in an orchestra"),
+    ("U: I play the cello, can you suggest some pieces?", "Plays the cello",
+     "I play the cello, can you suggest some pieces?"),
+    ("U: I'm not a fan of crowds, but I enjoy small dinner parties.", "Enjoys small dinner parties",
+     "I'm not a fan of crowds, but I enjoy small dinner parties"),
+    ("U: What's a good gift for a runner? I run marathons myself.", "Runs marathons",
+     "What's a good gift for a runner? I run marathons myself"),
+    ("U: I'm married, with two kids.", "Is married", "I'm married"),
+    ("U: I never learned to drive, so I cycle everywhere.", "Cycles everywhere",
+     "I never learned to drive, so I cycle everywhere"),
+    ("U: Any tips for sleeping during the day? I work night shifts at a warehouse.",
+     "Works night shifts at a warehouse", "I work night shifts at a warehouse"),
+    ("U: I don't have a car, I cycle everywhere.", "Cycles everywhere", "I don't have a car, I cycle everywhere"),
+    ("U: I'm from Kenya originally but I live in Leeds now.", "Lives in Leeds",
+     "I'm from Kenya originally but I live in Leeds now"),
+    ("U: I can't stand horror films, though I love thrillers.", "Likes thrillers",
+     "I can't stand horror films, though I love thrillers"),
+    ("U: Should I buy a new laptop? I work as a video editor.", "Works as a video editor",
+     "Should I buy a new laptop? I work as a video editor"),
+    ("U: I'm not sure about Python, but I code in Go every day.", "Codes in Go daily",
+     "I'm not sure about Python, but I code in Go every day"),
+    ("U: Hi, Sam here. I play cello in a quartet.", "Plays cello in a quartet", "I play cello in a quartet"),
+    ("U: I'm Sam. Sam plays the cello, for the record.", "Plays the cello", "Sam plays the cello"),
+    ("U: I was married for ten years; I'm divorced now.", "Is divorced", "I'm divorced now"),
+    ("U: I used to smoke but now I'm a runner.", "Is a runner", "now I'm a runner"),
+    ("U: We don't have pets, but I volunteer at a cat shelter.", "Volunteers at a cat shelter",
+     "We don't have pets, but I volunteer at a cat shelter"),
+    ("U: I'm a photographer.", "Works as a photographer", "I'm a photographer"),
+    ("U: I'm a keen birdwatcher.", "Enjoys birdwatching", "I'm a keen birdwatcher"),
+    ("U: I have asthma.", "Is asthmatic", "I have asthma"),
+    ("U: I live with my partner and our two dogs.", "Lives with partner and 2 dogs",
+     "I live with my partner and our two dogs"),
+    ("U: I work for a charity in Glasgow.", "Works at a charity in Glasgow", "I work for a charity in Glasgow"),
+    ("U: I'm retired.", "Is retired", "I'm retired"),
+    ("U: I usually cycle to work.", "Bikes to work", "I usually cycle to work"),
+    ("U: I'm fluent in French.", "Speaks French fluently", "I'm fluent in French"),
+    ("U: I started a pottery class this month.", "Takes a pottery class", "I started a pottery class"),
+    ("U: I'm short-sighted.", "Is nearsighted", "I'm short-sighted"),
+    ("U: I don't like mushrooms.", "Dislikes mushrooms", "I don't like mushrooms"),
+    ("U: I moved to Dublin in 2021.", "Has lived in Dublin since 2021", "I moved to Dublin in 2021"),
+    ("U: I have a PhD in physics.", "Holds a doctorate in physics", "I have a PhD in physics"),
+    ("U: I work twelve-hour shifts.", "Works 12-hour shifts", "I work twelve-hour shifts"),
+    ("U: My name's Ola and I'm a dentist.", "Is a dentist", "I'm a dentist"),
+    ("U: Honestly, I'm not much of a cook, but I bake a lot.", "Bakes a lot",
+     "I'm not much of a cook, but I bake a lot"),
+    ("U: I love dogs but I'm allergic to them.", "Is allergic to dogs", "I love dogs but I'm allergic to them"),
+    ("U: Is it normal to be tired? I've been running 5k daily.", "Runs 5 km every day",
+     "I've been running 5k daily"),
+    ("U: I'm learning Italian, do you know any good apps?", "Is learning Italian",
+     "I'm learning Italian, do you know any good apps?"),
+    ("U: I no longer smoke, and I go to the gym every day.", "Goes to the gym daily",
+     "I no longer smoke, and I go to the gym every day"),
+    ("U: I hate mornings. I'm a night owl.", "Is a night owl", "I hate mornings. I'm a night owl"),
+    ("U: I drive a taxi for a living.", "Works as a taxi driver", "I drive a taxi for a living"),
+]
+
+_INVENTED_C = [
+    ("U: I don't eat meat, but I love fish.", "Eats meat", "I don't eat meat, but I love fish"),
+    ("U: I love fish, but I don't eat meat.", "Eats meat", "I love fish, but I don't eat meat"),
+    ("U: I love fish, but I don't eat meat.", "Loves meat", "I love fish, but I don't eat meat"),
+    ("U: I play the cello. Should I learn the violin?", "Plays the violin",
+     "I play the cello. Should I learn the violin?"),
+    ("U: Can you recommend a cello teacher? My daughter plays the cello.", "Plays the cello",
+     "Can you recommend a cello teacher? My daughter plays the cello"),
+    ("U: I was married for ten years.", "Is married", "I was married for ten years"),
+    ("U: I was married.", "Is married", "I was married"),
+    ("U: My friend Sam is staying with us. Sam plays the cello.", "Plays the cello", "Sam plays the cello"),
+    ("U: I'm Ola. My neighbour Ana is a nurse.", "Is a nurse", "Ana is a nurse"),
+    ("U: I'm Ola. Ana plays the cello.", "Plays the cello", "Ana plays the cello"),
+    ("U: I'm not a nurse, but my wife is.", "Is a nurse", "I'm not a nurse, but my wife is"),
+    ("U: I don't live in Leeds anymore, I moved to York.", "Lives in Leeds",
+     "I don't live in Leeds anymore, I moved to York"),
+    ("U: I live in Leeds.", "Lives in York", "I live in Leeds"),
+    ("U: I have two cats.", "Has 3 cats", "I have two cats"),
+    ("U: My birthday is 12 May.", "Birthday: 21 May", "My birthday is 12 May"),
+    ("U: Do you think I should move to Lisbon? I live in Porto.", "Lives in Lisbon",
+     "Do you think I should move to Lisbon? I live in Porto"),
+    ("U: I used to play the cello, now I play guitar.", "Plays the cello",
+     "I used to play the cello, now I play guitar"),
+    ("U: Tom runs marathons. I prefer swimming.", "Runs marathons", "Tom runs marathons. I prefer swimming"),
+    ("U: I'm allergic to cats, but I love dogs.", "Is allergic to dogs", "I'm allergic to cats, but I love dogs"),
+    ("U: I'd love to learn Japanese one day. I speak Korean.", "Speaks Japanese",
+     "I'd love to learn Japanese one day. I speak Korean"),
+    ("U: I drink tea, never coffee.", "Drinks coffee", "I drink tea, never coffee"),
+    ("U: My sister is vegan. I eat everything.", "Is vegan", "My sister is vegan. I eat everything"),
+    ("U: I was a teacher before I retired.", "Is a teacher", "I was a teacher before I retired"),
+    ("U: I had a dog when I was a kid. Now I have a cat.", "Has a dog",
+     "I had a dog when I was a kid. Now I have a cat"),
+    ("U: Is it hard to keep bees? I'm thinking about it.", "Keeps bees", "Is it hard to keep bees?"),
+    ("U: I wake up at 6 on weekdays.", "Wakes up at 7 on weekdays", "I wake up at 6 on weekdays"),
+    ("U: Sam is my son. He plays rugby.", "Plays rugby", "He plays rugby"),
+    ("U: I'm Sam. My brother Alex plays the cello.", "Plays the cello", "Alex plays the cello"),
+    ("U: Is it worth learning Rust, for someone like me?", "Is learning Rust",
+     "Is it worth learning Rust, for someone like me?"),
+    ("U: I'm a nurse, but should I become a doctor?", "Is a doctor", "I'm a nurse, but should I become a doctor?"),
+]
+
+
+def heldout_c() -> list[Case]:
+    """The third batch's facts the user said (written before the changes it measures)."""
+    return [_c("paraphrase", conv, fact, (1,), quote) for conv, fact, quote in _HELDOUT_C]
+
+
+def invented_c() -> list[Case]:
+    """The third batch's facts the message does not say so: none may be written as stated."""
+    return [_c("hostile", conv, fact, (1,), quote) for conv, fact, quote in _INVENTED_C]
+
+
+# A fourth batch: plain paraphrases again (the kind A and B hold a third of), written before the
+# word rules it measures and run once on the check as it was; ``_ALTERED_D`` are lookalikes that
+# change a name, number, place or time, or say the opposite, and must not be written.
+_HELDOUT_D = [
+    ("U: I work as a plumber.", "Plumber by trade", "I work as a plumber"),
+    ("U: I'm a stay-at-home dad.", "Stays at home with the kids", "I'm a stay-at-home dad"),
+    ("U: I get migraines a lot.", "Suffers from frequent migraines", "I get migraines a lot"),
+    ("U: I don't eat pork.", "Avoids pork", "I don't eat pork"),
+    ("U: I'm a night person.", "Is a night owl", "I'm a night person"),
+    ("U: I go to church on Sundays.", "Attends church every Sunday", "I go to church on Sundays"),
+    ("U: I'm a huge fan of Studio Ghibli films.", "Loves Studio Ghibli movies", "I'm a huge fan of Studio Ghibli films"),
+    ("U: I have a bad knee.", "Has a knee problem", "I have a bad knee"),
+    ("U: I own a small vineyard.", "Has a small vineyard", "I own a small vineyard"),
+    ("U: I'm studying law.", "Law student", "I'm studying law"),
+    ("U: I play the saxophone in a band.", "Saxophonist in a band", "I play the saxophone in a band"),
+    ("U: I jog every morning.", "Goes jogging each morning", "I jog every morning"),
+    ("U: I can't swim.", "Unable to swim", "I can't swim"),
+    ("U: I'm a pescatarian.", "Eats fish but no meat", "I'm a pescatarian"),
+    ("U: I travel a lot for work.", "Travels frequently for work", "I travel a lot for work"),
+    ("U: I'm an engineer at Volvo.", "Works at Volvo as an engineer", "I'm an engineer at Volvo"),
+    ("U: I have two daughters.", "Has 2 daughters", "I have two daughters"),
+    ("U: I hate flying.", "Dislikes air travel", "I hate flying"),
+    ("U: I'm useless at cooking.", "Is a bad cook", "I'm useless at cooking"),
+    ("U: I like my coffee strong.", "Prefers strong coffee", "I like my coffee strong"),
+    ("U: I'm lactose intolerant.", "Can't have dairy", "I'm lactose intolerant"),
+    ("U: I live near the sea.", "Lives by the coast", "I live near the sea"),
+    ("U: I'm a single mum.", "Single mother", "I'm a single mum"),
+    ("U: I'm learning to code.", "Learning programming", "I'm learning to code"),
+    ("U: I go climbing twice a week.", "Climbs 2 times a week", "I go climbing twice a week"),
+    ("U: I work in IT support.", "IT support job", "I work in IT support"),
+    ("U: I usually eat lunch at my desk.", "Eats lunch at the desk", "I usually eat lunch at my desk"),
+    ("U: I have a sweet tooth.", "Loves sweets", "I have a sweet tooth"),
+    ("U: I prefer email to phone calls.", "Prefers email over calls", "I prefer email to phone calls"),
+    ("U: I'm bilingual in English and Welsh.", "Speaks English and Welsh", "I'm bilingual in English and Welsh"),
+    ("U: I've never been abroad.", "Has never travelled abroad", "I've never been abroad"),
+    ("U: I'm a pensioner.", "Is retired", "I'm a pensioner"),
+    ("U: I take the train to work.", "Commutes by rail", "I take the train to work"),
+    ("U: I ride my bike to work.", "Cycles to work", "I ride my bike to work"),
+    ("U: I wake up at 6:30 on weekdays.", "Gets up at 6:30 on weekdays", "I wake up at 6:30 on weekdays"),
+    ("U: I'm diabetic.", "Has diabetes", "I'm diabetic"),
+    ("U: I love gardening.", "Enjoys gardening", "I love gardening"),
+    ("U: I'm a junior doctor.", "Works as a junior doctor", "I'm a junior doctor"),
+    ("U: My favourite band is Radiohead.", "Likes Radiohead", "My favourite band is Radiohead"),
+    ("U: I'm a keen gardener.", "Gardening enthusiast", "I'm a keen gardener"),
+]
+
+_ALTERED_D = [
+    ("U: I work as a plumber.", "Electrician by trade", "I work as a plumber"),
+    ("U: I have two daughters.", "Has 3 daughters", "I have two daughters"),
+    ("U: I'm an engineer at Volvo.", "Works at Saab as an engineer", "I'm an engineer at Volvo"),
+    ("U: I wake up at 6:30 on weekdays.", "Gets up at 7:30 on weekdays", "I wake up at 6:30 on weekdays"),
+    ("U: I love gardening.", "Dislikes gardening", "I love gardening"),
+    ("U: I hate flying.", "Loves flying", "I hate flying"),
+    ("U: I go climbing twice a week.", "Climbs 3 times a week", "I go climbing twice a week"),
+    ("U: My favourite band is Radiohead.", "Likes Coldplay", "My favourite band is Radiohead"),
+    ("U: I live near the sea.", "Lives in the mountains", "I live near the sea"),
+    ("U: I'm bilingual in English and Welsh.", "Speaks English and Irish", "I'm bilingual in English and Welsh"),
+    ("U: I go to church on Sundays.", "Attends church every Saturday", "I go to church on Sundays"),
+    ("U: I like my coffee strong.", "Prefers strong tea", "I like my coffee strong"),
+    ("U: I'm a night person.", "Is an early riser", "I'm a night person"),
+    ("U: I can't swim.", "Swims", "I can't swim"),
+    ("U: I don't eat pork.", "Eats pork", "I don't eat pork"),
+    ("U: I'm studying law.", "Medical student", "I'm studying law"),
+    ("U: My brother is a plumber.", "Plumber by trade", "My brother is a plumber"),
+    ("U: I used to jog every morning.", "Jogs every morning", "I used to jog every morning"),
+    ("U: Should I take up climbing?", "Climbs", "Should I take up climbing?"),
+    ("U: what time is it?\nA: You seem to be a keen gardener.", "Keen gardener", "You seem to be a keen gardener"),
+]
+
+
+def heldout_d() -> list[Case]:
+    """The fourth batch's plain paraphrases (written before the word rules they measure)."""
+    return [_c("paraphrase", conv, fact, (1,), quote) for conv, fact, quote in _HELDOUT_D]
+
+
+def altered_d() -> list[Case]:
+    """The fourth batch's lookalikes: none may be written as stated."""
+    return [_c("altered", conv, fact, (2,) if "\nA:" in conv else (1,), quote) for conv, fact, quote in _ALTERED_D]
+
+
+# A fifth batch, written with the fourth and never listed case by case while the word rules were
+# made: only its totals were printed, before and after, so it says what the rules do on
+# paraphrases nobody tuned them on.
+_HELDOUT_E = [
+    ("U: I'm a pharmacist at a hospital.", "Hospital pharmacist", "I'm a pharmacist at a hospital"),
+    ("U: I've been vegetarian for 12 years.", "Vegetarian for twelve years", "I've been vegetarian for 12 years"),
+    ("U: I live in a flat in Madrid with two flatmates.", "Shares an apartment in Madrid with 2 flatmates",
+     "I live in a flat in Madrid with two flatmates"),
+    ("U: I prefer dark mode in every app.", "Likes dark mode", "I prefer dark mode in every app"),
+    ("U: I'm doing a PhD in chemistry.", "PhD student in chemistry", "I'm doing a PhD in chemistry"),
+    ("U: I drive an electric car.", "Owns an EV", "I drive an electric car"),
+    ("U: I love spicy food.", "Enjoys hot, spicy dishes", "I love spicy food"),
+    ("U: I work four days a week.", "Works a 4-day week", "I work four days a week"),
+    ("U: I'm scared of heights.", "Afraid of heights", "I'm scared of heights"),
+    ("U: I go to the cinema every Friday.", "Sees a film every Friday", "I go to the cinema every Friday"),
+    ("U: I've got a cat called Pepper.", "Cat named Pepper", "I've got a cat called Pepper"),
+    ("U: I don't drink alcohol.", "Is teetotal", "I don't drink alcohol"),
+    ("U: I'm a keen cyclist.", "Enjoys cycling", "I'm a keen cyclist"),
+    ("U: I run a YouTube channel about cooking.", "Has a cooking channel on YouTube",
+     "I run a YouTube channel about cooking"),
+    ("U: I was born in 1985.", "Birth year: 1985", "I was born in 1985"),
+    ("U: I teach English to adults.", "English teacher for adults", "I teach English to adults"),
+    ("U: I have a peanut allergy and asthma.", "Allergic to peanuts; has asthma", "I have a peanut allergy and asthma"),
+    ("U: I listen to a lot of jazz.", "Listens to jazz often", "I listen to a lot of jazz"),
+    ("U: I'm in my forties.", "Is in their 40s", "I'm in my forties"),
+    ("U: I support Liverpool.", "Liverpool fan", "I support Liverpool"),
+    ("U: I moved here from Poland.", "Originally from Poland", "I moved here from Poland"),
+    ("U: I sleep badly.", "Has trouble sleeping", "I sleep badly"),
+    ("U: I work for the council.", "Works in local government", "I work for the council"),
+    ("U: I'm a carer for my mum.", "Cares for mother", "I'm a carer for my mum"),
+    ("U: I walk 10,000 steps a day.", "Walks 10000 steps daily", "I walk 10,000 steps a day"),
+    ("U: I write fantasy novels.", "Fantasy author", "I write fantasy novels"),
+    ("U: I can't stand loud music.", "Dislikes loud music", "I can't stand loud music"),
+    ("U: I do the crossword every morning.", "Solves the crossword each morning", "I do the crossword every morning"),
+    ("U: I'm a vegan and I run ultramarathons.", "Vegan ultramarathon runner", "I'm a vegan and I run ultramarathons"),
+    ("U: I'm originally from Sweden.", "Swedish by origin", "I'm originally from Sweden"),
+]
+
+_ALTERED_E = [
+    ("U: I'm a pharmacist at a hospital.", "Hospital nurse", "I'm a pharmacist at a hospital"),
+    ("U: I've been vegetarian for 12 years.", "Vegetarian for 20 years", "I've been vegetarian for 12 years"),
+    ("U: I live in a flat in Madrid with two flatmates.", "Lives in Barcelona", "I live in a flat in Madrid"),
+    ("U: I love spicy food.", "Dislikes spicy food", "I love spicy food"),
+    ("U: I was born in 1985.", "Birth year: 1958", "I was born in 1985"),
+    ("U: I support Liverpool.", "Everton fan", "I support Liverpool"),
+    ("U: My dad is a carpenter.", "Works as a carpenter", "My dad is a carpenter"),
+    ("U: I'd like to run a marathon someday.", "Runs marathons", "I'd like to run a marathon someday"),
+    ("U: I don't drink alcohol.", "Drinks alcohol", "I don't drink alcohol"),
+    ("U: I work four days a week.", "Works 5 days a week", "I work four days a week"),
+]
+
+
+def heldout_e() -> list[Case]:
+    """The fifth batch's paraphrases (only their totals were looked at while the rules were made)."""
+    return [_c("paraphrase", conv, fact, (1,), quote) for conv, fact, quote in _HELDOUT_E]
+
+
+def altered_e() -> list[Case]:
+    """The fifth batch's lookalikes: none may be written as stated."""
+    return [_c("altered", conv, fact, (1,), quote) for conv, fact, quote in _ALTERED_E]

@@ -201,9 +201,10 @@ def test_false_holds_on_the_held_out_paraphrases_do_not_grow() -> None:
     def held(cases):  # type: ignore[no-untyped-def]
         return [c.fact for c in cases if check(c.fact, read_receipt({"messages": list(c.receipt[0]),
                                                                      "quote": c.receipt[1]}), c.messages).kind != "stated"]
-    # bench/receipt_holds.py prints these; before the rules above: 24 of 50 and 14 of 30
-    assert len(held(heldout())) <= 16, held(heldout())
-    assert len(held(heldout_b())) <= 12, held(heldout_b())
+    # bench/receipt_holds.py prints these; before the rules above: 24 of 50 and 14 of 30; before
+    # the light verbs, "twice" and the word groups of issue 27's review round: 16 and 12
+    assert len(held(heldout())) <= 2, held(heldout())
+    assert len(held(heldout_b())) <= 4, held(heldout_b())
 
 
 def test_every_statement_of_the_unsaid_corpus_as_its_fact_follows_from_itself() -> None:
