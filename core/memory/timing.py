@@ -23,11 +23,12 @@ the caller passes the day (from the injected clock), nothing here reads one.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 from memtray import resources
+from memtray.core.memory import factdiff
 
 __all__ = [
     "GRACE_DAYS",
@@ -42,6 +43,7 @@ __all__ = [
     "note_none",
     "read_members",
     "render",
+    "same_words",
     "split",
     "status",
     "supports",
@@ -167,6 +169,13 @@ def with_when(text: str, when: When | None) -> str:
     words = body(text)
     shown = render(when)
     return f"{words} ({shown})" if shown else words
+
+
+def same_words(texts: Sequence[str], text: str) -> int | None:
+    """The index of the first of ``texts`` that says what ``text`` says, its time aside (so a
+    time given to a fact memory holds is set on that fact, not written as a second one)."""
+    words = factdiff.normalize(body(text))
+    return next((k for k, t in enumerate(texts) if factdiff.normalize(body(t)) == words), None) if words else None
 
 
 # --- the door ------------------------------------------------------------------------------

@@ -205,3 +205,43 @@ def test_the_sweep_asks_once_per_check_date_and_says_what_ended(home: Home, llm_
         assert rec.sent[1]["body"] == "Going to Kyoto" and rec.sent[1]["target"].startswith("memory:")
     finally:
         app.close()
+
+
+def test_the_agents_remember_sets_a_time_through_the_consolidations_door(
+        home: Home, llm_server: ScriptedLLMServer) -> None:
+    """The chat's own ``remember`` takes from / until / review_after (issue 32): valid dates become
+    the fact's time as consolidation writes it; a date that is not one, or an end before the
+    start, is an error the model reads and nothing is written; a time for a fact memory holds
+    is set on that fact, under its id."""
+    clock = FakeClock(datetime(2027, 6, 20, 9, 0, tzinfo=UTC))
+    app = open_app(home, llm_server, clock)
+    try:
+        llm_server.script(
+            tool_call("remember", {"fact": "Going to Kyoto", "from": "2027-07-01", "until": "2027-07-31"}, id="c1"),
+            tool_call("remember", {"fact": "Going to Osaka", "until": "July"}, id="c2"),
+            tool_call("remember", {"fact": "Going to Nara", "from": "2027-08-02", "until": "2027-08-01"}, id="c3"),
+            tool_call("remember", {"fact": "Going to Kobe", "review_after": "2027-02-30"}, id="c4"),
+            tool_call("remember", {"fact": "Training for the Berlin marathon"}, id="c5"),
+            tool_call("remember", {"fact": "Training for the Berlin marathon", "review_after": "2027-09-01"}, id="c6"),
+            Reply("Noted."),
+        )
+        app.run(app.agent.turn("s", "Kyoto in July; and the marathon", stream=False))
+        said = {r.data["tool_call_id"]: r.data["content"] for r in app.store.log.records()
+                if r.type == "message" and r.data.get("role") == "tool"}
+        assert said["c1"] == "remembered: Going to Kyoto (from 2027-07-01 until 2027-07-31)"
+        assert said["c2"] == "error: the fact's time: 'until' is not a date in the form YYYY-MM-DD: 'July'; " \
+                             "nothing was remembered"
+        assert said["c3"] == "error: the fact's time: 'from' (2027-08-02) is after 'until' (2027-08-01); " \
+                             "nothing was remembered"
+        assert said["c4"] == "error: the fact's time: 'review_after' is not a real date: '2027-02-30'; " \
+                             "nothing was remembered"
+        memory = app.store.state.memory
+        assert "Osaka" not in memory and "Nara" not in memory and "Kobe" not in memory
+        facts = {f.text: f.id for f in app.memory.ledger().facts}
+        marathon = facts["Training for the Berlin marathon (check after 2027-09-01)"]
+        assert said["c6"] == f"remembered: Training for the Berlin marathon (check after 2027-09-01) ({marathon}: its time set)"
+        assert len(facts) == 2  # the time went onto the marathon fact, not into a second one
+        [kyoto] = [d for d in app.memory.dated(date(2027, 7, 2)) if d["words"] == "Going to Kyoto"]
+        assert kyoto["status"] == "current" and kyoto["time"] == {"from": "2027-07-01", "until": "2027-07-31"}
+    finally:
+        app.close()
