@@ -245,3 +245,48 @@ def test_the_agents_remember_sets_a_time_through_the_consolidations_door(
         assert kyoto["status"] == "current" and kyoto["time"] == {"from": "2027-07-01", "until": "2027-07-31"}
     finally:
         app.close()
+
+
+RELATIVE_CHAT = [
+    ("user", "I'm in Lisbon this week for the conference."),
+    ("assistant", "Enjoy Lisbon!"),
+    ("user", "My sister Ana visits tomorrow."),
+    ("assistant", "Nice."),
+    ("user", "And I'm going to Kyoto in July."),
+]
+# a model that reads "this week" and "tomorrow" against the day it runs (Thursday 2026-12-10),
+# not the day they were said (Wednesday 2026-12-02), as a late consolidation invites
+LATE = [
+    {"op": "add", "text": "In Lisbon for a conference", "until": "2026-12-13",
+     "receipt": {"messages": [1], "quote": "I'm in Lisbon this week for the conference"}},
+    {"op": "add", "text": "Sister Ana visits", "from": "2026-12-11", "until": "2026-12-11",
+     "receipt": {"messages": [3], "quote": "My sister Ana visits tomorrow"}},
+    {"op": "add", "text": "Going to Kyoto", "from": "2027-07-01", "until": "2027-07-31",
+     "receipt": {"messages": [5], "quote": "going to Kyoto in July"}},
+]
+
+
+def test_this_week_is_the_week_the_message_was_said_in(home: Home, llm_server: ScriptedLLMServer) -> None:
+    """A consolidation that runs a week late reads "this week" and "tomorrow" on the day of the
+    message that says them: "this week" ends on that week's Sunday, "tomorrow" is the day after
+    the message; "in July" is left to the model (issue 32)."""
+    clock = FakeClock(datetime(2026, 12, 2, 18, 0, tzinfo=UTC))  # a Wednesday
+    cfg = Config(model="openai/test-model", api_base=llm_server.base_url, llm_retries=0, llm_timeout=60.0,
+                 memory_window=1000, idle_consolidate_minutes=0, consolidation_timeout=120.0, timezone="UTC")
+    app = App.open(home, config=cfg, clock=clock)
+    try:
+        app.store.append_many([(Message(role=r, content=t), "s", None) for r, t in RELATIVE_CHAT])
+        clock.advance(8 * DAY)  # Thursday of the next week
+        llm_server.responder = Model(LATE)
+        out = app.run(app.consolidation.consolidate("s", trigger="manual"))
+        assert out is not None
+        texts = sorted(f.text for f in app.memory.ledger().facts)
+        assert texts == ["Going to Kyoto (from 2027-07-01 until 2027-07-31)",
+                         "In Lisbon for a conference (until 2026-12-06)",
+                         "Sister Ana visits (from 2026-12-03 until 2026-12-03)"]
+        assert any("'until 2026-12-13' read as 'until 2026-12-06'" in n and "2026-12-02" in n for n in out.notes), \
+            out.notes
+        today = {d["words"]: d["status"] for d in app.memory.dated(date(2026, 12, 10))}
+        assert today["In Lisbon for a conference"] == "past" and today["Sister Ana visits"] == "past"
+    finally:
+        app.close()
