@@ -241,8 +241,9 @@ class MemoryPurged(Payload):
 class CheckinAsked(Payload):
     """A notification asked the user whether a fact still holds ("Still training for the
     marathon?"): the fact's id, the check date it was due on, and the user's day it asked.
-    Each fact is asked once per check date, on every device and after a restart
-    (:class:`~memtray.core.memory.dated.CheckIns` reads these back); an answer is a revision."""
+    Each fact is asked once per check date, after a restart too
+    (:class:`~memtray.core.memory.dated.CheckIns` reads these back); an answer is a revision.
+    Device-local: it does not sync (core/log/origin.py), so each device asks once."""
 
     TYPE: ClassVar[str] = "checkin.asked"
     fact: str

@@ -163,8 +163,9 @@ class CheckIns:
     each turn: facts past their end leave memory (:meth:`DatedOps.expire_ended`), and each
     fact due for a check is asked about once per check date by a notification whose
     buttons answer it (``target`` ``check:<id>``). Each question asked is a ``checkin.asked``
-    event in the log, read back at the first sweep and followed after (another device's
-    too, once synced), so a restart never asks again about the same check date; a new one
+    event in the log, read back at the first sweep and followed after, so a restart never
+    asks again about the same check date (each device asks once: the event is this
+    device's bookkeeping and does not sync, core/log/origin.py); a new one
     (after "yes", or a hand edit) asks again. A read-only log remembers for this run only."""
 
     def __init__(self, memory: DatedOps, clock: Clock, zone: Callable[[], str], notifier: Notifier,
@@ -178,7 +179,7 @@ class CheckIns:
         self._read_to = 0  # the log's seq up to which the asked questions are in _asked
 
     def _follow(self) -> None:
-        """Add the questions asked since the last look (this process's, an earlier one's, a peer's)."""
+        """Add the questions asked since the last look (this process's, or an earlier one's)."""
         store = self.memory.store
         last = store.log.last_seq
         if last <= self._read_to:
