@@ -135,7 +135,7 @@ def forget(memory: MemoryService, fact: str, why: str, client: str | None, *, sc
         raise McpWriteRefused(f"the fact and the reason must each be at most {MAX_FACT} characters")
     memory.check_worktree()
     led, visible = _visible(memory, scope)
-    where = "" if scope is None else f" in the memory scope {scopes.check_name(scope)!r}"
+    where = " in memory" if scope is None else f" in the memory scope {scopes.check_name(scope)!r}"
     key = fact_ids.id_key(fact)
     found = next((f for _k, f in visible if f.id == key), None) if key else None
     if found is None and key is not None and key.startswith("F"):

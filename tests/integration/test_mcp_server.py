@@ -113,7 +113,7 @@ def test_remember_with_a_time_and_forget_by_id(tmp_path: Path) -> None:
     assert out["order"].is_error and "'from' (2027-08-02) is after 'until' (2027-08-01)" in _text(out["order"])
     assert out["words"].is_error and "not a date in the form YYYY-MM-DD: 'end of July'" in _text(out["words"])
     assert "- Going to Kyoto (from 2027-07-01 until 2027-07-31; check after 2027-08-01)  [F1]" in out["sources"]
-    assert out["wrong_id"].is_error and _text(out["wrong_id"]).startswith("Error executing tool forget: no fact F9\n")
+    assert out["wrong_id"].is_error and _text(out["wrong_id"]).startswith("Error executing tool forget: no fact F9 in memory\n")
     assert _text(out["by_id"]) == ("forgot: Going to Kyoto (from 2027-07-01 until 2027-07-31; check after 2027-08-01)"
                                    " (the trip is off)")
     assert "Kyoto" not in out["after"] and "Miso" in out["after"]
