@@ -217,3 +217,15 @@ def test_anchored_moves_only_dates_outside_the_days_said() -> None:
     inside = When(start=wed, until=date(2026, 12, 4))
     assert anchored(inside, "in Lisbon this week", wed) == inside
     assert anchored(When(until=date(2027, 7, 31)), "Kyoto in July", wed) == When(until=date(2027, 7, 31))
+
+
+def test_a_messages_day_is_the_users_day_in_their_zone() -> None:
+    """"Tomorrow" said at 18:00 UTC on a Wednesday is Friday for a user in Auckland (07:00 Thursday there)."""
+    from memtray.core.memory.relative import message_days
+    from memtray.core.memory.timing import anchored
+
+    said = [{"role": "user", "ts": "2026-12-02T18:00:00.000Z"}, {"role": "assistant"}, {"ts": "not a time"}]
+    assert message_days(said, "UTC") == [date(2026, 12, 2), None, None]
+    [auckland, _, _] = message_days(said, "Pacific/Auckland")
+    assert auckland == date(2026, 12, 3)
+    assert anchored(When(until=date(2026, 12, 11)), "back tomorrow", auckland).until == date(2026, 12, 4)
