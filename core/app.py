@@ -32,7 +32,7 @@ from memtray.core.llm.tools import ToolRegistry
 from memtray.core.log.store import Store
 from memtray.core.memory import tools as memory_tools
 from memtray.core.memory.consolidation import ConsolidationService
-from memtray.core.memory.dated import CheckIns
+from memtray.core.memory.dated import CheckIns, local_day
 from memtray.core.memory.service import MemoryService
 from memtray.core.reminders.service import ReminderService
 from memtray.core.reminders.tools import register_tools as register_reminder_tools
@@ -179,7 +179,7 @@ def _build(
     memory.projection.bind_writer(worker)
     if not store.readonly:
         memory.start()
-    memory_tools.register(tools, memory, store, settings)
+    memory_tools.register(tools, memory, store, settings, today=lambda: local_day(clock.now(), agent.zone()))
 
     consolidation = ConsolidationService(store, memory, llm, settings, clock, worker, notifier, agent)
     if not store.readonly:

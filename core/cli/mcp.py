@@ -93,11 +93,14 @@ def _token(home: Home) -> str:
 
 def cmd_remember(args: argparse.Namespace, home: Home) -> int:
     from memtray.core.mcp import writes
+    from memtray.core.memory.dated import local_day
 
     with app_scope(home) as app:
         mem = app.memory
+        raw = {"from": args.start, "until": args.until, "review_after": args.review_after}
+        when = writes.read_time(raw, local_day(app.clock.now(), app.agent.zone()))  # before anything is written
         _out(app.worker.call(lambda: writes.remember(mem, " ".join(args.fact), args.section, args.client,
-                                                     scope=args.scope)))
+                                                     scope=args.scope, when=when)))
     return 0
 
 
@@ -153,6 +156,9 @@ def add_commands(sub: Any, *, entry: Callable[[list[str]], int]) -> None:
     r.add_argument("--client", required=True, help="the client's name, recorded with the change")
     r.add_argument("--section")
     r.add_argument("--scope", metavar="NAME", help="write into this memory scope (default: global)")
+    r.add_argument("--from", dest="start", metavar="YYYY-MM-DD", help="the fact holds from this day")
+    r.add_argument("--until", metavar="YYYY-MM-DD", help="the fact holds until this day")
+    r.add_argument("--review-after", metavar="YYYY-MM-DD", help="ask the user whether it still holds after this day")
     r.add_argument("fact", nargs="+")
     r.set_defaults(fn=cmd_remember)
     f = ms.add_parser("forget", help="remove a fact as an MCP client (Source: mcp)")

@@ -84,6 +84,7 @@ from memtray.core.log.payloads_audit import (
     SilentDrop,
 )
 from memtray.core.log.payloads_memory import (
+    CheckinAsked,
     DiffChange,
     DiffFact,
     FactDiffData,
@@ -118,6 +119,7 @@ __all__ = [
     "AttachmentRef",
     "BadPayload",
     "BadRecord",
+    "CheckinAsked",
     "Consolidation",
     "ConsolidationCompleted",
     "ConsolidationFailed",

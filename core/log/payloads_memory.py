@@ -234,3 +234,18 @@ class MemoryPurged(Payload):
     revisions: int = 0  # memory.written events rewritten (memory revisions)
     files: int = 0  # side files and logs scrubbed or removed
     by: str = "user"
+
+
+@SCHEMA.register
+@dataclass(frozen=True)
+class CheckinAsked(Payload):
+    """A notification asked the user whether a fact still holds ("Still training for the
+    marathon?"): the fact's id, the check date it was due on, and the user's day it asked.
+    Each fact is asked once per check date, after a restart too
+    (:class:`~memtray.core.memory.dated.CheckIns` reads these back); an answer is a revision.
+    Device-local: it does not sync (core/log/origin.py), so each device asks once."""
+
+    TYPE: ClassVar[str] = "checkin.asked"
+    fact: str
+    review_after: str  # YYYY-MM-DD: the check date that was due
+    day: str  # YYYY-MM-DD: the user's day it was asked

@@ -91,6 +91,7 @@ Session = Annotated[str | None, Field(max_length=200)]
 Kind = Annotated[str | None, Field(pattern="^(history|message)$")]
 When = Annotated[str | None, Field(max_length=40, description="ISO date/time: memory as it was then.")]
 Section = Annotated[str | None, Field(max_length=120, description="Heading, e.g. 'Preferences'.")]
+Day = Annotated[str | None, Field(max_length=40, description="A day, YYYY-MM-DD.")]
 ConsolidationId = Annotated[str, Field(min_length=4, max_length=80, pattern="^[A-Za-z0-9_-]+$")]
 
 
@@ -221,17 +222,27 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False, scope: st
         fact: Fact,
         ctx: Context,
         section: Section = None,
+        from_date: Day = None,
+        until: Day = None,
+        review_after: Day = None,
     ) -> str:
-        """Save one durable fact about the user to memory (a new revision the user can undo)."""
+        """Save one durable fact about the user to memory (a new revision the user can undo).
+        A fact that holds only for a time gets ``from_date`` / ``until`` (YYYY-MM-DD; "in July"
+        is from the 1st until the 31st); one that may stop being true without a date can get
+        ``review_after``: the day to ask the user whether it still holds."""
         argv = ["mcp", "remember", "--client", who(ctx), *only]
         if section:
             argv += ["--section", section]
+        for flag, day in (("--from", from_date), ("--until", until), ("--review-after", review_after)):
+            if day:
+                argv += [f"{flag}={day}"]  # one token: a day that starts with '-' is never read as a flag
         return (await call([*argv, "--", fact])).strip()
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False),
                  structured_output=False)
     async def forget(fact: Fact, reason: Reason, ctx: Context) -> str:
-        """Remove a fact from memory (its text or id), with the reason; the old revision stays."""
+        """Remove a fact from memory, by its id (``F12``: read_memory with sources=true shows
+        them) or its words, with the reason; the old revision stays."""
         return (await call(["mcp", "forget", "--client", who(ctx), "--reason", reason, *only, "--", fact])).strip()
 
     if undo:

@@ -77,6 +77,7 @@ from memtray.core.memory.hold import hold
 from memtray.core.memory.items import review_item
 from memtray.core.memory.ledgers import diff_by_id
 from memtray.core.memory.proposal import apply_reply, with_seqs
+from memtray.core.memory.relative import anchor_times, message_days
 from memtray.core.memory.service import MemoryService
 from memtray.core.memory.undo import Translated, carry, translate
 from memtray.core.memory.unsaid import account, headline, keepers
@@ -492,6 +493,8 @@ class ConsolidationService:
         a = apply_reply(snap, snap_text, memory_update=update, edits=edits or None, removed=reply.removed, messages=texts,
                         policy=policy, also=gone, roles=roles, receipts=reply.receipts,
                         inferred=self.settings.current.inferred_facts, similarity=similarity)
+        zone = self.settings.current.timezone or self.clock.local_zone_name()  # "this week" is the message's week
+        anchor_times(a, snap, message_days(shown_messages(messages), zone))
         a.notes += reply.notes
         a.flagged = [with_seqs(item, seq_of) for item in a.flagged]
         text, led = a.memory, a.ledger

@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from memtray.core.base.clock import Clock
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.notify import Notifier
-from memtray.core.log.events import MemoryWritten, Record
+from memtray.core.log.events import CheckinAsked, MemoryWritten, Record
 from memtray.core.log.store import Store
 from memtray.core.memory import factdiff, scopes, timing
 from memtray.core.memory import facts as fact_ids
@@ -168,8 +168,11 @@ class CheckIns:
     """The background side of dated facts, on the reminders' maintenance timer and before
     each turn: facts past their end leave memory (:meth:`DatedOps.expire_ended`), and each
     fact due for a check is asked about once per check date by a notification whose
-    buttons answer it (``target`` ``check:<id>``). Asked already is remembered for the
-    running process only: a restart asks again, once."""
+    buttons answer it (``target`` ``check:<id>``). Each question asked is a ``checkin.asked``
+    event in the log, read back at the first sweep and followed after, so a restart never
+    asks again about the same check date (each device asks once: the event is this
+    device's bookkeeping and does not sync, core/log/origin.py); a new one
+    (after "yes", or a hand edit) asks again. A read-only log remembers for this run only."""
 
     def __init__(self, memory: DatedOps, clock: Clock, zone: Callable[[], str], notifier: Notifier,
                  readonly: Callable[[], bool]) -> None:
@@ -179,6 +182,19 @@ class CheckIns:
         self.notifier = notifier
         self.readonly = readonly
         self._asked: set[tuple[str, str]] = set()
+        self._read_to = 0  # the log's seq up to which the asked questions are in _asked
+
+    def _follow(self) -> None:
+        """Add the questions asked since the last look (this process's, or an earlier one's)."""
+        store = self.memory.store
+        last = store.log.last_seq
+        if last <= self._read_to:
+            return
+        for rec in store.log.records(self._read_to):
+            if rec.type == CheckinAsked.TYPE:
+                a = CheckinAsked.of(rec)
+                self._asked.add((a.fact, a.review_after))
+        self._read_to = last
 
     def today(self) -> date:
         return local_day(self.clock.now(), self.zone())
@@ -202,10 +218,14 @@ class CheckIns:
         if gone is not None:
             self.notifier.notify("Memory: past their end", "; ".join(timing.body(f["text"]) for f in gone["removed"]),
                                  kind="memory", target=f"memory:{gone['rev']}")
-        for item in self.memory.review_due(self.today()):
+        self._follow()
+        today = self.today()
+        for item in self.memory.review_due(today):
             key = (item["id"], item["time"].get("review_after", ""))
             if key in self._asked:
                 continue
             self._asked.add(key)
+            if not self.readonly():  # durable before it is shown: a crash after never asks twice
+                self.memory.store.append(CheckinAsked(fact=key[0], review_after=key[1], day=today.isoformat()))
             self.notifier.notify("Still true?", f"{item['question']} ({item['words']})", kind="memory",
                                  target=f"check:{item['id']}")

@@ -34,7 +34,7 @@ from memtray.core.log.events import (
     ScopeMove,
 )
 from memtray.core.log.store import Entry, Store
-from memtray.core.memory import factdiff, scopes
+from memtray.core.memory import factdiff, scopes, timing
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory.browse import SILENT_HELD, MemoryError_
 from memtray.core.memory.dated import DatedOps
@@ -295,18 +295,36 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
 
     @on_writer
     def remember(self, fact: str, section: str | None, *, model: str | None, source_seq: int | None,
-                 scope: str = scopes.GLOBAL) -> str:
+                 scope: str = scopes.GLOBAL, when: timing.When | None = None) -> str:
+        """The agent's ``remember``: ``fact`` added in the conversation's ``scope``; ``when`` (read
+        by :func:`timing.read_members`) is its time, set on a fact the conversation sees with the
+        same words if there is one (it keeps its id)."""
         fact = " ".join(clean_controls(fact).split())
         if not fact:
             raise MemoryError_("the fact is empty")
         from memtray.core.memory.poison import looks_like_instruction
 
         self.projection.adopt_worktree()
+        if when is not None:
+            fact = timing.with_when(fact, when)
         if looks_like_instruction(fact):
             item = review_item("instruction", fact, section or "General", None, "looks like an instruction")
             self.write(self.store.state.memory, reason="agent", source="model", model=model, flagged=[item])
             return "held for the user's review: it looks like an instruction rather than a fact"
         current = self.store.state.memory
+        if when is not None:
+            led = self.ledger()
+            placed = scopes.scope_map(led, current)
+            seen = [(k, f) for k, f in enumerate(led.facts) if placed.get(f.id, scopes.GLOBAL) in (scopes.GLOBAL, scope)]
+            hit = timing.same_words([f.text for _k, f in seen], fact)
+            if hit is not None:
+                k, found = seen[hit]
+                if found.norm == factdiff.normalize(fact):
+                    return "already remembered"
+                new = factdiff.replace_fact(current, k, fact)
+                self.write(new, reason="agent", source="model", model=model,
+                           facts=Ledger.with_ids(new, led.ids, led.next), dropped_reasons={found.id: "time set"})
+                return f"remembered: {fact} ({found.id}: its time set)"
         new = factdiff.add_fact(current, fact, section)
         if new == current:
             return "already remembered"

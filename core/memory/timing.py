@@ -23,16 +23,18 @@ the caller passes the day (from the injected clock), nothing here reads one.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 from memtray import resources
+from memtray.core.memory import factdiff
 
 __all__ = [
     "GRACE_DAYS",
     "MEMBERS",
     "When",
+    "anchored",
     "body",
     "due",
     "ended",
@@ -41,7 +43,9 @@ __all__ = [
     "note_lines",
     "note_none",
     "read_members",
+    "relative_span",
     "render",
+    "same_words",
     "split",
     "status",
     "supports",
@@ -169,6 +173,13 @@ def with_when(text: str, when: When | None) -> str:
     return f"{words} ({shown})" if shown else words
 
 
+def same_words(texts: Sequence[str], text: str) -> int | None:
+    """The index of the first of ``texts`` that says what ``text`` says, its time aside (so a
+    time given to a fact memory holds is set on that fact, not written as a second one)."""
+    words = factdiff.normalize(body(text))
+    return next((k for k, t in enumerate(texts) if factdiff.normalize(body(t)) == words), None) if words else None
+
+
 # --- the door ------------------------------------------------------------------------------
 
 def read_members(raw: Mapping[str, object], today: date | None = None) -> tuple[When | None, str]:
@@ -244,6 +255,70 @@ def supports(quote: str, when: When) -> str:
         shown = ", ".join(sorted(d.isoformat() for d in dates))
         return f"the quote names another year than {shown}"
     return ""
+
+
+# --- relative words, on the day they were said ----------------------------------------------
+
+def _week(d: date) -> tuple[date, date]:
+    monday = d - timedelta(days=d.weekday())  # weeks run Monday to Sunday (ISO 8601)
+    return monday, monday + timedelta(days=6)
+
+
+def _next_week(d: date) -> tuple[date, date]:
+    monday, sunday = _week(d)
+    return monday + timedelta(days=7), sunday + timedelta(days=7)
+
+
+def _weekend(d: date) -> tuple[date, date]:
+    sunday = _week(d)[1]
+    return sunday - timedelta(days=1), sunday
+
+
+#: the phrases read as days relative to the day they were said (English; any other words
+#: keep the check of :func:`supports` alone)
+_RELATIVE = (
+    (re.compile(r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b"), lambda d: (d, d)),
+    (re.compile(r"\btomorrow\b"), lambda d: (d + timedelta(days=1), d + timedelta(days=1))),
+    (re.compile(r"\bthis weekend\b"), _weekend),
+    (re.compile(r"\bnext week\b"), _next_week),
+    (re.compile(r"\b(?:this week|(?:the )?end of (?:the|this) week)\b"), _week),
+)
+_CONNECTORS = frozenset({"until", "till", "til"})
+
+
+def relative_span(quote: str, said: date) -> tuple[date, date] | None:
+    """The days ``quote``'s relative words name when said on ``said`` ("this week": its
+    Monday to its Sunday; "tomorrow": the next day; several: from the first to the last),
+    or None when it names none, or also says when in other words (a month, a year, a date,
+    a weekday, "next month"...), which this does not read."""
+    rest = quote.casefold().replace("’", "'")
+    spans: list[tuple[date, date]] = []
+    for rx, span in _RELATIVE:
+        if rx.search(rest):
+            spans.append(span(said))
+            rest = rx.sub(" ", rest)
+    if not spans:
+        return None
+    words = _WORD_RE.findall(rest)
+    if re.search(r"\d{4}-\d{1,2}", rest) or any(
+            (w in _MONTHS and (len(w) > 3 or w in ("may", "mai"))) or (len(w) == 4 and w.isdigit())
+            or (w in _time_words() and w not in _CONNECTORS) for w in words):
+        return None
+    return min(a for a, _ in spans), max(b for _, b in spans)
+
+
+def anchored(when: When, quote: str, said: date) -> When:
+    """``when`` with a start or an end that lies outside the days ``quote`` names when said
+    on ``said`` (:func:`relative_span`) moved onto them: "this week" said on a Wednesday
+    ends on that Sunday, whenever the consolidation runs. A date inside them stays ("this
+    week, until Friday"); a quote that says when in other words changes nothing."""
+    span = relative_span(quote, said)
+    if span is None:
+        return when
+    lo, hi = span
+    start = when.start if when.start is None or lo <= when.start <= hi else lo
+    until = when.until if when.until is None or lo <= when.until <= hi else hi
+    return replace(when, start=start, until=until)
 
 
 # --- as of a day -----------------------------------------------------------------------------

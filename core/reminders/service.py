@@ -477,6 +477,13 @@ class ReminderService:
             args=(name, fn), id=_MAINT_PREFIX + name, name=f"maintenance {name}", replace_existing=True,
         )
 
+    def run_maintenance(self, name: str) -> None:
+        """Run the maintenance task ``name`` now and wait for it (never from the worker: a
+        coroutine task runs there); as the timer runs it, failures logged, never raised."""
+        with self._lock:
+            _seconds, fn = self._maintenance[name]
+        self._run_maintenance(name, fn)
+
     def _run_maintenance(self, name: str, fn: Callable[[], Any]) -> None:
         try:
             result = fn()

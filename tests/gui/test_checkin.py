@@ -123,3 +123,60 @@ def test_the_check_in_asks_only_about_facts_the_chats_scope_sees(qtbot: Any, des
     qtbot.waitUntil(lambda: {d["id"] for d in box.due} == {ids["Looking for a flat in Graz"],
                                                             ids["Training for the Berlin marathon"]}, timeout=10000)
     _settle(qtbot, desktop)
+
+
+def test_a_restart_does_not_ask_again_about_the_same_check_date(
+        qtbot: Any, configured_home: Any, runtime_dir: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The notification that asks "Still true?" is asked once per check date, durably: a
+    restart the same day (or the next) does not notify again; after "yes" the next check
+    date asks again. The clock is injected; the sweep is the desktop's maintenance task."""
+    from datetime import UTC, datetime
+
+    from memtray.core.app import App
+    from memtray.core.base.clock import FakeClock
+    from memtray.core.cli.main import serve
+    from memtray.desktop.main import Desktop
+    from memtray.desktop.qt import QApplication
+
+    from tests.gui.conftest import close_desktop
+
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")  # the banner: no session bus
+    clock = FakeClock(datetime(2027, 7, 12, 8, 0, tzinfo=UTC))
+
+    def start() -> Any:
+        d = Desktop(App.open(configured_home, clock=clock), QApplication.instance(), serve,
+                    tray_available=False, show_dialogs=False, warm_up=False)
+        d.start()
+        return d
+
+    def asked(d: Any) -> list[str]:
+        d.app.reminders.run_maintenance("dated-facts")
+        QApplication.processEvents()
+        return [s.target for s in d.notifier.history if s.title == "Still true?"]
+
+    d = start()
+    try:
+        d.app.worker.call(lambda: d.app.memory.write(
+            "## Now\n- Training for the Berlin marathon (check after 2027-07-10)\n- Lives in Graz\n",
+            reason="user-edit", source="user"))
+        fid = next(f.id for f in d.app.memory.ledger().facts if "marathon" in f.text)
+        qtbot.waitUntil(lambda: asked(d) == [f"check:{fid}"], timeout=10000)
+        assert asked(d) == [f"check:{fid}"]  # the same run: once
+    finally:
+        close_desktop(d)
+    clock.advance(3 * 3600)  # the same day, after a restart
+    d = start()
+    try:
+        assert asked(d) == []
+        clock.advance(86_400)  # the next day: the same check date, still not asked again
+        assert asked(d) == []
+        d.app.worker.call(lambda: d.app.memory.check_fact(fid, "yes", clock.now().date()))
+        text = d.app.memory.ledger().get(fid).text
+        assert "checked 2027-07-13" in text
+        clock.advance(120 * 86_400)  # past the next check date: asked again
+        qtbot.waitUntil(lambda: asked(d) == [f"check:{fid}"], timeout=10000)
+        events = [r.data for r in d.app.store.log.records() if r.type == "checkin.asked"]
+        assert [(e["fact"], e["day"]) for e in events] == [(fid, "2027-07-12"), (fid, "2027-11-10")]
+        assert events[0]["review_after"] == "2027-07-10" and events[1]["review_after"] > "2027-07-13"
+    finally:
+        close_desktop(d)

@@ -210,3 +210,88 @@ def test_the_sweep_asks_once_per_check_date_and_says_what_ended(home: Home, llm_
         assert rec.sent[1]["body"] == "Going to Kyoto" and rec.sent[1]["target"].startswith("memory:")
     finally:
         app.close()
+
+
+def test_the_agents_remember_sets_a_time_through_the_consolidations_door(
+        home: Home, llm_server: ScriptedLLMServer) -> None:
+    """The chat's own ``remember`` takes from / until / review_after (issue 32): valid dates become
+    the fact's time as consolidation writes it; a date that is not one, or an end before the
+    start, is an error the model reads and nothing is written; a time for a fact memory holds
+    is set on that fact, under its id."""
+    clock = FakeClock(datetime(2027, 6, 20, 9, 0, tzinfo=UTC))
+    app = open_app(home, llm_server, clock)
+    try:
+        llm_server.script(
+            tool_call("remember", {"fact": "Going to Kyoto", "from": "2027-07-01", "until": "2027-07-31"}, id="c1"),
+            tool_call("remember", {"fact": "Going to Osaka", "until": "July"}, id="c2"),
+            tool_call("remember", {"fact": "Going to Nara", "from": "2027-08-02", "until": "2027-08-01"}, id="c3"),
+            tool_call("remember", {"fact": "Going to Kobe", "review_after": "2027-02-30"}, id="c4"),
+            tool_call("remember", {"fact": "Training for the Berlin marathon"}, id="c5"),
+            tool_call("remember", {"fact": "Training for the Berlin marathon", "review_after": "2027-09-01"}, id="c6"),
+            Reply("Noted."),
+        )
+        app.run(app.agent.turn("s", "Kyoto in July; and the marathon", stream=False))
+        said = {r.data["tool_call_id"]: r.data["content"] for r in app.store.log.records()
+                if r.type == "message" and r.data.get("role") == "tool"}
+        assert said["c1"] == "remembered: Going to Kyoto (from 2027-07-01 until 2027-07-31)"
+        assert said["c2"] == "error: the fact's time: 'until' is not a date in the form YYYY-MM-DD: 'July'; " \
+                             "nothing was remembered"
+        assert said["c3"] == "error: the fact's time: 'from' (2027-08-02) is after 'until' (2027-08-01); " \
+                             "nothing was remembered"
+        assert said["c4"] == "error: the fact's time: 'review_after' is not a real date: '2027-02-30'; " \
+                             "nothing was remembered"
+        memory = app.store.state.memory
+        assert "Osaka" not in memory and "Nara" not in memory and "Kobe" not in memory
+        facts = {f.text: f.id for f in app.memory.ledger().facts}
+        marathon = facts["Training for the Berlin marathon (check after 2027-09-01)"]
+        assert said["c6"] == f"remembered: Training for the Berlin marathon (check after 2027-09-01) ({marathon}: its time set)"
+        assert len(facts) == 2  # the time went onto the marathon fact, not into a second one
+        [kyoto] = [d for d in app.memory.dated(date(2027, 7, 2)) if d["words"] == "Going to Kyoto"]
+        assert kyoto["status"] == "current" and kyoto["time"] == {"from": "2027-07-01", "until": "2027-07-31"}
+    finally:
+        app.close()
+
+
+RELATIVE_CHAT = [
+    ("user", "I'm in Lisbon this week for the conference."),
+    ("assistant", "Enjoy Lisbon!"),
+    ("user", "My sister Ana visits tomorrow."),
+    ("assistant", "Nice."),
+    ("user", "And I'm going to Kyoto in July."),
+]
+# a model that reads "this week" and "tomorrow" against the day it runs (Thursday 2026-12-10),
+# not the day they were said (Wednesday 2026-12-02), as a late consolidation invites
+LATE = [
+    {"op": "add", "text": "In Lisbon for a conference", "until": "2026-12-13",
+     "receipt": {"messages": [1], "quote": "I'm in Lisbon this week for the conference"}},
+    {"op": "add", "text": "Sister Ana visits", "from": "2026-12-11", "until": "2026-12-11",
+     "receipt": {"messages": [3], "quote": "My sister Ana visits tomorrow"}},
+    {"op": "add", "text": "Going to Kyoto", "from": "2027-07-01", "until": "2027-07-31",
+     "receipt": {"messages": [5], "quote": "going to Kyoto in July"}},
+]
+
+
+def test_this_week_is_the_week_the_message_was_said_in(home: Home, llm_server: ScriptedLLMServer) -> None:
+    """A consolidation that runs a week late reads "this week" and "tomorrow" on the day of the
+    message that says them: "this week" ends on that week's Sunday, "tomorrow" is the day after
+    the message; "in July" is left to the model (issue 32)."""
+    clock = FakeClock(datetime(2026, 12, 2, 18, 0, tzinfo=UTC))  # a Wednesday
+    cfg = Config(model="openai/test-model", api_base=llm_server.base_url, llm_retries=0, llm_timeout=60.0,
+                 memory_window=1000, idle_consolidate_minutes=0, consolidation_timeout=120.0, timezone="UTC")
+    app = App.open(home, config=cfg, clock=clock)
+    try:
+        app.store.append_many([(Message(role=r, content=t), "s", None) for r, t in RELATIVE_CHAT])
+        clock.advance(8 * DAY)  # Thursday of the next week
+        llm_server.responder = Model(LATE)
+        out = app.run(app.consolidation.consolidate("s", trigger="manual"))
+        assert out is not None
+        texts = sorted(f.text for f in app.memory.ledger().facts)
+        assert texts == ["Going to Kyoto (from 2027-07-01 until 2027-07-31)",
+                         "In Lisbon for a conference (until 2026-12-06)",
+                         "Sister Ana visits (from 2026-12-03 until 2026-12-03)"]
+        assert any("'until 2026-12-13' read as 'until 2026-12-06'" in n and "2026-12-02" in n for n in out.notes), \
+            out.notes
+        today = {d["words"]: d["status"] for d in app.memory.dated(date(2026, 12, 10))}
+        assert today["In Lisbon for a conference"] == "past" and today["Sister Ana visits"] == "past"
+    finally:
+        app.close()

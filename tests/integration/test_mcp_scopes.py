@@ -111,3 +111,40 @@ def test_an_unlimited_client_sees_every_scope_and_a_bad_scope_is_said(tmp_path: 
     assert "Lyon" in text and "Acme" in text and "cello" in text  # as before scopes: the user's whole memory
     bad = run_cli(root, "mcp", "--scope", "../family")
     assert bad.returncode != 0 and "not a scope name" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_scoped_client_forgets_by_id_only_in_its_scope(tmp_path: Path) -> None:
+    """``forget`` takes a fact's id as ``read_memory`` with sources shows it (``F2``, or ``f2``
+    as typed); an id of another scope's fact is "no fact" exactly as one that never existed."""
+    root = tmp_path / "home"
+    ids = seed(root)
+    before, _ = memory_of(root)
+
+    async def body(s: ClientSession) -> dict[str, Any]:
+        out: dict[str, Any] = {"sources": _text(await s.call_tool("read_memory", {"sources": True}))}
+        out["family"] = await s.call_tool("forget", {"fact": ids["Ada"], "reason": "test"})
+        out["global"] = await s.call_tool("forget", {"fact": ids["Lyon"].lower(), "reason": "test"})
+        out["nowhere"] = await s.call_tool("forget", {"fact": "F99", "reason": "test"})
+        out["work"] = await s.call_tool("forget", {"fact": ids["Acme"].lower(), "reason": "no longer at Acme"})
+        return out
+
+    out = anyio.run(_session, root, body, "--scope", "work")
+    assert f"[{ids['Acme']}]" in out["sources"]
+    said = "Error executing tool forget: no fact {} in the memory scope 'work'\n" \
+           "read_memory with sources=true lists the facts with their ids."
+    assert _text(out["family"]) == said.format(ids["Ada"])
+    assert _text(out["nowhere"]) == said.format("F99")
+    assert out["family"].is_error and out["global"].is_error and out["nowhere"].is_error
+    assert not out["work"].is_error, _text(out["work"])
+    assert _text(out["work"]) == "forgot: Reviews code at Acme on Fridays (no longer at Acme)"
+    after, where = memory_of(root)
+    assert "Acme" not in after and set(where) == {"Lives in Lyon", "Daughter Ada plays the cello"}
+    assert scopes.only(after, "family") == scopes.only(before, "family")
+    home = Home.resolve(root)
+    app = App.open(home, config=Config(model="openai/x"), clock=FakeClock(datetime(2026, 12, 3, 12, 0, tzinfo=UTC)),
+                   start_services=False)
+    try:
+        [gone] = [d for d in app.memory.dropped() if d["id"] == ids["Acme"]]
+        assert gone["reason"] == "no longer at Acme (via Test Client)"
+    finally:
+        app.close()

@@ -83,6 +83,47 @@ def test_list_read_search_remember_forget(tmp_path: Path) -> None:
     assert [(w["client"], w["tool"]) for w in writes] == [("Test Client", "remember"), ("Test Client", "forget")]
 
 
+def test_remember_with_a_time_and_forget_by_id(tmp_path: Path) -> None:
+    """A client gives a fact a time (``from_date`` / ``until`` / ``review_after``, read by the
+    consolidation's door) and forgets a fact by its id; a bad date, an end before the start
+    and an id no fact has are refused with the reason, and nothing is written for them."""
+    home = tmp_path / "home"
+
+    async def body(s: ClientSession) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        schema = next(tool.input_schema for tool in (await s.list_tools()).tools if tool.name == "remember")
+        out["params"] = sorted(schema["properties"])
+        out["kyoto"] = await s.call_tool("remember", {"fact": "Going to Kyoto", "from_date": "2027-07-01",
+                                                       "until": "2027-07-31", "review_after": "2027-08-01"})
+        out["bad"] = await s.call_tool("remember", {"fact": "Going to Osaka", "until": "2027-13-01"})
+        out["order"] = await s.call_tool("remember", {"fact": "Going to Nara", "from_date": "2027-08-02",
+                                                       "until": "2027-08-01"})
+        out["words"] = await s.call_tool("remember", {"fact": "Going to Kobe", "until": "end of July"})
+        out["cat"] = await s.call_tool("remember", {"fact": "The user's cat is called Miso"})
+        out["sources"] = _text(await s.call_tool("read_memory", {"sources": True}))
+        out["wrong_id"] = await s.call_tool("forget", {"fact": "F9", "reason": "test"})
+        out["by_id"] = await s.call_tool("forget", {"fact": "f1", "reason": "the trip is off"})
+        out["after"] = (await s.read_resource("memtray://memory/MEMORY.md")).contents[0].text
+        return out
+
+    out = anyio.run(_session, home, body)
+    assert {"fact", "section", "from_date", "until", "review_after"} <= set(out["params"])
+    assert _text(out["kyoto"]) == "remembered: Going to Kyoto (from 2027-07-01 until 2027-07-31; check after 2027-08-01)"
+    assert out["bad"].is_error and "'until' is not a real date: '2027-13-01'" in _text(out["bad"])
+    assert out["order"].is_error and "'from' (2027-08-02) is after 'until' (2027-08-01)" in _text(out["order"])
+    assert out["words"].is_error and "not a date in the form YYYY-MM-DD: 'end of July'" in _text(out["words"])
+    assert "- Going to Kyoto (from 2027-07-01 until 2027-07-31; check after 2027-08-01)  [F1]" in out["sources"]
+    assert out["wrong_id"].is_error and _text(out["wrong_id"]).startswith("Error executing tool forget: no fact F9 in memory\n")
+    assert _text(out["by_id"]) == ("forgot: Going to Kyoto (from 2027-07-01 until 2027-07-31; check after 2027-08-01)"
+                                   " (the trip is off)")
+    assert "Kyoto" not in out["after"] and "Miso" in out["after"]
+    for name in ("Osaka", "Nara", "Kobe"):
+        assert name not in out["after"]
+    writes = [json.loads(line)["data"] for p in sorted((home / "events").glob("*.jsonl"))
+              for line in p.read_text().splitlines() if json.loads(line)["type"] == "mcp.write"]
+    assert [w["tool"] for w in writes] == ["remember", "remember", "forget"]  # the refused calls wrote nothing
+
+
 def test_read_only_offers_no_writes_and_refuses_instructions(tmp_path: Path) -> None:
     home = tmp_path / "home"
 

@@ -185,3 +185,47 @@ def test_a_check_date_the_model_writes_itself_is_held() -> None:
     [item] = out.flagged
     assert item["fact_id"] == "F2" and item["reason"] == (
         "its time: a check date is recorded by memtray, never set by the model")
+
+
+# --- relative words, on the day they were said ------------------------------------------------
+
+def test_relative_words_name_days_of_the_day_they_were_said() -> None:
+    from memtray.core.memory.timing import relative_span
+
+    wed = date(2026, 12, 2)
+    assert relative_span("I'm in Lisbon this week", wed) == (date(2026, 11, 30), date(2026, 12, 6))
+    assert relative_span("until the end of the week", wed) == (date(2026, 11, 30), date(2026, 12, 6))
+    assert relative_span("busy next week", wed) == (date(2026, 12, 7), date(2026, 12, 13))
+    assert relative_span("This weekend I'm at my parents'", wed) == (date(2026, 12, 5), date(2026, 12, 6))
+    assert relative_span("this weekend", date(2026, 12, 6)) == (date(2026, 12, 5), date(2026, 12, 6))  # a Sunday
+    assert relative_span("Ana visits tomorrow", wed) == (date(2026, 12, 3), date(2026, 12, 3))
+    assert relative_span("today and tomorrow", wed) == (wed, date(2026, 12, 3))
+    assert relative_span("next week", date(2026, 12, 6)) == (date(2026, 12, 7), date(2026, 12, 13))
+    # other words that say when: not read here (the model's dates stand, supports() checks them)
+    for quote in ("in July", "this week, back on Friday", "this week of 2026", "tomorrow, 2026-12-03",
+                  "I may be away this week", "next month", "I'm in Lisbon"):
+        assert relative_span(quote, wed) is None, quote
+
+
+def test_anchored_moves_only_dates_outside_the_days_said() -> None:
+    from memtray.core.memory.timing import anchored
+
+    wed = date(2026, 12, 2)
+    late = When(start=date(2026, 12, 10), until=date(2026, 12, 13), review=date(2026, 12, 20))
+    assert anchored(late, "I'm in Lisbon this week", wed) == When(date(2026, 11, 30), date(2026, 12, 6),
+                                                                  date(2026, 12, 20))
+    inside = When(start=wed, until=date(2026, 12, 4))
+    assert anchored(inside, "in Lisbon this week", wed) == inside
+    assert anchored(When(until=date(2027, 7, 31)), "Kyoto in July", wed) == When(until=date(2027, 7, 31))
+
+
+def test_a_messages_day_is_the_users_day_in_their_zone() -> None:
+    """"Tomorrow" said at 18:00 UTC on a Wednesday is Friday for a user in Auckland (07:00 Thursday there)."""
+    from memtray.core.memory.relative import message_days
+    from memtray.core.memory.timing import anchored
+
+    said = [{"role": "user", "ts": "2026-12-02T18:00:00.000Z"}, {"role": "assistant"}, {"ts": "not a time"}]
+    assert message_days(said, "UTC") == [date(2026, 12, 2), None, None]
+    [auckland, _, _] = message_days(said, "Pacific/Auckland")
+    assert auckland == date(2026, 12, 3)
+    assert anchored(When(until=date(2026, 12, 11)), "back tomorrow", auckland).until == date(2026, 12, 4)
