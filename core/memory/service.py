@@ -402,6 +402,9 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
             raise MemoryError_("the new text is empty", hint="To remove the fact, forget it instead.")
         if factdiff.normalize(text) == found.norm:
             raise MemoryError_(f"{found.id} already says that")
+        if (unread := timing.problem(text)) is not None:  # kept as words, it would never expire
+            raise MemoryError_(f"the time in the new text cannot be read: {unread}",
+                               hint="Write it as (from YYYY-MM-DD until YYYY-MM-DD; check after YYYY-MM-DD).")
         current = self.store.state.memory
         new = factdiff.replace_fact(current, led.facts.index(found), text)
         self.write(new, reason="user-edit", source="user", facts=Ledger.with_ids(new, led.ids, led.next),

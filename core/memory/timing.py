@@ -91,7 +91,10 @@ _PART_RES = (
     ("review", re.compile(rf"(?:check|review)(?:\s+again)?\s+(?:after|on|from)\s+{_DATE}", re.I)),
     ("checked", re.compile(rf"(?:last\s+)?checked(?:\s+on)?\s+{_DATE}", re.I)),
 )
-_TAIL_RE = re.compile(r"\s*\(([^()]{4,200})\)\s*$")
+#: a time at a fact's end, in ASCII or full-width brackets (a Chinese keyboard types the latter)
+_TAIL_RE = re.compile(r"\s*[(\uff08]([^()\uff08\uff09]{4,200})[)\uff09]\s*$")
+#: a full stop after the time ("(until 2027-07-31).") is a sentence's end, not part of the words
+_END_STOP_RE = re.compile(r"([)\uff09])\s*[.\u3002]\s*$")
 
 
 def _date(text: str) -> date | None:
@@ -133,14 +136,62 @@ def _read(inner: str) -> When | None:
 
 
 def split(text: str) -> tuple[str, When | None]:
-    """A fact's words and its time, or ``(text, None)`` when it ends in no (valid) time."""
-    m = _TAIL_RE.search(text)
-    if m is None or m.start() == 0:
+    """A fact's words and its time, or ``(text, None)`` when it ends in no (valid) time.
+
+    Hand edits are read as people write them: the time in one group or several
+    ("(from 2027-07-01 until 2027-07-31) (check after 2027-01-01)"), in full-width
+    brackets, with a full stop after it. Two groups that both say one thing ("from")
+    or a start after the end are no time: the text stays words (:func:`problem` says why).
+    """
+    words = _END_STOP_RE.sub(r"\1", text.rstrip())
+    found: dict[str, date] = {}
+    while (m := _TAIL_RE.search(words)) is not None and m.start() > 0:
+        when = _read(m.group(1))
+        if when is None:
+            if found and _looks_timed(m.group(1)):
+                return text, None  # "(from 2027-01-01 until 2026-01-01) (checked …)": not half of it
+            break
+        part = {k: v for k, v in vars(when).items() if v is not None}
+        if part.keys() & found.keys():
+            return text, None  # "(from X) (from Y)": not ours to choose
+        found.update(part)
+        words = words[: m.start()].rstrip()
+    if not found:
         return text, None
-    when = _read(m.group(1))
-    if when is None:
+    joined = When(**found)
+    if joined.start and joined.until and joined.start > joined.until:
         return text, None
-    return text[: m.start()].rstrip(), when
+    return words, joined
+
+
+def problem(text: str) -> str | None:
+    """Why the time at the end of ``text`` cannot be read, when it looks like one (a
+    bracket with a date and a word of time in it); None when it reads or is no time."""
+    if split(text)[1] is not None:
+        return None
+    inner = " ".join(m.group(1) for m in _GROUP_RE.finditer(_END_STOP_RE.sub(r"\1", text.rstrip())))
+    if not _looks_timed(inner):
+        return None
+    bad = next((d for d in re.findall(_DATE, inner) if _date(d) is None), None)
+    if bad is not None:
+        return f"{bad} is not a date memtray can use"
+    dates = [_date(d) for d in re.findall(rf"(?:from|since|starting)\s+{_DATE}", inner, re.I)]
+    ends = [_date(d) for d in re.findall(rf"{_UNTIL}\s+{_DATE}", inner, re.I)]
+    if len(dates) > 1 or len(ends) > 1:
+        return "the time says 'from' or 'until' twice"
+    if dates and ends and dates[0] and ends[0] and dates[0] > ends[0]:
+        return f"'from' {dates[0].isoformat()} is after 'until' {ends[0].isoformat()}"
+    return ("the time is not in a form memtray reads: write it as "
+            "(from YYYY-MM-DD until YYYY-MM-DD; check after YYYY-MM-DD), each part optional")
+
+
+_GROUP_RE = re.compile(r"[(\uff08]([^()\uff08\uff09]{4,200})[)\uff09]")
+
+
+def _looks_timed(inner: str) -> bool:
+    """Whether a bracket's words look like a time: a date and a word of time."""
+    return bool(re.search(_DATE, inner)) and bool(re.search(
+        r"\b(?:from|since|starting|until|till|til|to|through|thru|check|review|checked)\b", inner, re.I))
 
 
 def body(text: str) -> str:

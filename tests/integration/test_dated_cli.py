@@ -89,3 +89,19 @@ def test_a_hand_edit_of_the_file_moves_a_date_or_garbles_one_and_nothing_breaks(
     assert ids["Plays chess"] not in rows  # a garbled time is text: no time, nothing lost
     assert json.loads(ok(home, "memory", "review-due", "--json")) == []
     assert "Training for the Berlin marathon (until July-ish)" in ok(home, "memory", "show")
+
+
+def test_an_edit_with_a_time_that_cannot_be_read_is_refused_and_one_typed_loosely_is_read(home: Home) -> None:
+    ids = _seed(home)
+    chess = ids["Plays chess"]
+    before = ok(home, "memory", "show")
+    # a range that ends before it starts was written as words beside a new check date
+    fails(home, "memory", "check", chess, "--edit", "Trip (from 2027-01-01 until 2026-01-01)",
+          needle="'from' 2027-01-01 is after 'until' 2026-01-01")
+    fails(home, "memory", "edit", chess, "Plays chess (until 2027-02-30)", needle="2027-02-30 is not a date")
+    assert ok(home, "memory", "show") == before  # nothing written
+    # the parts in two groups, a full stop after them: read as one time, written back in one
+    ok(home, "memory", "edit", chess, "Plays chess (from 2198-01-01 until 2199-12-31) (check after 2198-06-01).")
+    rows = {r["id"]: r for r in json.loads(ok(home, "memory", "dated", "--json"))}
+    assert rows[chess]["words"] == "Plays chess"
+    assert rows[chess]["time"] == {"from": "2198-01-01", "until": "2199-12-31", "review_after": "2198-06-01"}

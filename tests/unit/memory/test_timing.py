@@ -27,6 +27,10 @@ def test_the_time_reads_back_from_what_it_writes() -> None:
 @pytest.mark.parametrize("text", [
     "Trip to kyoto ( From 2027-07-01 to 2027-07-31 , Check again after 2027-8-1 )",
     "Trip to kyoto (from 2027-07-01 till 2027-07-31; checked 2026-12-01; check after 2027-08-01)",
+    # as people type it: the parts in groups of their own, a full stop, full-width brackets
+    "Trip to kyoto (from 2027-07-01 until 2027-07-31) (check after 2027-08-01)",
+    "Trip to kyoto (from 2027-07-01 until 2027-07-31; check after 2027-08-01).",
+    "Trip to kyoto （from 2027-07-01 until 2027-07-31） (check after 2027-08-01)。",
 ])
 def test_a_hand_edit_in_other_words_is_still_read(text: str) -> None:
     words, when = timing.split(text)
@@ -46,6 +50,25 @@ def test_a_hand_edit_in_other_words_is_still_read(text: str) -> None:
 def test_a_garbled_time_stays_text_and_never_fails(text: str) -> None:
     assert timing.split(text) == (text, None)
     assert timing.note([text], date(2027, 7, 2)) == ""
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("Trip (until 2027-13-45)", "2027-13-45 is not a date"),
+    ("Trip (from 2027-08-01 until 2027-07-01)", "'from' 2027-08-01 is after 'until' 2027-07-01"),
+    # a wrong range before a right group is not read as half a time
+    ("Trip (from 2027-08-01 until 2027-07-01) (checked 2026-12-04; check after 2027-03-04)", "is after 'until'"),
+    ("Trip (from 2027-07-01) (from 2027-08-01)", "twice"),
+    ("Trip (until 2027-07-01 or so)", "not in a form memtray reads"),
+])
+def test_a_time_that_cannot_be_read_says_why(text: str, why: str) -> None:
+    assert timing.split(text) == (text, None)
+    assert why in (timing.problem(text) or "")
+
+
+@pytest.mark.parametrize("text", ["Has a daughter (born 2019)", "Likes jazz (and blues)", "Trip to Kyoto",
+                                  KYOTO, "Meeting (see notes) (until 2027-01-01)"])
+def test_words_in_brackets_or_a_good_time_are_no_problem(text: str) -> None:
+    assert timing.problem(text) is None
 
 
 def test_status_moves_from_upcoming_to_current_to_past() -> None:
