@@ -248,6 +248,23 @@ def test_a_named_person_is_the_role_the_other_side_addresses_by_that_name(
     assert off.index(theirs) < off.index(hers)  # the test can fail: without step 6 it would
 
 
+def test_a_session_that_never_says_the_name_takes_the_side_the_history_gives_it(
+        store: Store, index: SearchIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person keeps their side from one session to the next: where nobody says "Melanie",
+    the role the other sessions address by it is hers."""
+    for i in range(20):
+        say(store, f"unrelated chatter about the weather, day {i}", session="other")
+    say(store, "Thanks, Melanie! Have a lovely weekend.", role="assistant", session="a")
+    say(store, "You too, see you soon.", role="user", session="a")
+    hers = say(store, "I painted a lake at sunrise, it was calming.", role="user", session="b")
+    theirs = say(store, "I painted a mural.", role="assistant", session="b")
+    got = ranked(index, store, "What did Melanie paint?")
+    assert got.index(hers) < got.index(theirs)
+    monkeypatch.setattr("memtray.core.search.ranking.SPEAKER", 1.0)
+    off = ranked(index, store, "What did Melanie paint?")
+    assert off.index(theirs) < off.index(hers)  # the test can fail: the shorter turn wins by its words
+
+
 def test_a_name_nobody_is_addressed_by_changes_nothing(
         store: Store, index: SearchIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     """A place said by one side only ("Paris") is not anyone's name: no role is favoured."""
