@@ -103,7 +103,7 @@ SPREAD_FROM = 100
 KEEP = 300
 #: share of a message's score lent to the message before and after it, and to those two away
 NEIGHBOUR = 0.5
-NEXT_NEIGHBOUR = 0.2
+NEXT_NEIGHBOUR = 0.3
 #: share a message that asks lends to the message after it (its answer), and what it keeps of its own
 TO_ANSWER = 1.0
 ASKER = 0.7
