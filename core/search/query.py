@@ -29,7 +29,7 @@ A word written with a capital inside a sentence ("What did Melanie paint?") may
 be a person's name: :attr:`Terms.names` holds those of the content words, and
 the ranking favours the messages of whoever is called by that name in their
 conversation (:mod:`ranking`, step 6). The first word of a sentence is not
-taken for a name (every sentence starts with a capital).
+taken for a name (every sentence starts with a capital), nor a month or a weekday.
 """
 
 from __future__ import annotations
@@ -125,11 +125,15 @@ def terms_of(query: str) -> Terms:
         quoted = '"' + core.replace('"', '""') + '"'
         fts.append(quoted + "*" if core != w else quoted)
     capital = set(capitalised(query))
-    named = tuple(f for w, f in zip(words, fts, strict=True) if w in capital)
+    named = tuple(f for w, f in zip(words, fts, strict=True) if w in capital and w not in _CALENDAR)
     return Terms(tuple(w.rstrip("*") for w in words), tuple(fts), periods(query), asks_when(query), days(query),
                  named)
 
 
+#: capitalised words that are not anyone's name
+_CALENDAR = frozenset(("january", "february", "march", "april", "may", "june", "july", "august", "september",
+                       "october", "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday",
+                       "saturday", "sunday"))
 _NAME = re.compile(r"(?<![\w'’])[A-Z][a-z]+(?:['’]s)?\b")
 
 

@@ -99,6 +99,7 @@ def test_a_word_with_a_capital_inside_a_sentence_may_be_a_name() -> None:
     assert terms_of("What did I say about the trip?").names == ()  # "I" is a stop word, not a name
     assert terms_of("what did melanie paint").names == ()  # typed in lower case: nothing to go by
     assert terms_of("我女儿的老师是谁？").names == ()
+    assert terms_of("When did Maria go to Rome in June, on a Sunday?").names == ('"maria"', '"rome"')
 
 
 def test_a_message_addresses_a_name_or_only_mentions_it() -> None:
