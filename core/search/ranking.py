@@ -58,8 +58,8 @@ strict rules of :mod:`index` (every word, then substrings).
    role at least :data:`ADDRESSED` times as often as by the other, the messages
    of the other role are that person's, and their score is multiplied by
    :data:`SPEAKER`. In a session where nobody says the name that way, the role
-   the whole history addresses by it (as often, of the newest :data:`NAMES_READ`
-   messages holding it) is taken: a person keeps their side of a conversation
+   the whole history addresses by it is taken (as read in the messages holding
+   it around the candidates and in its newest :data:`NAMES_READ` ones): a person keeps their side of a conversation
    from one session to the next. A word that nobody is addressed by (a place, a brand) changes
    nothing, and a query that names both people of a conversation favours neither.
    On LoCoMo, where 657 of the 678 questions that name one of the two speakers
@@ -121,8 +121,8 @@ SAYS_WHEN = 1.3
 SPEAKER = 2.0
 #: how many times more often one role must address a name than the other for the other to be it (step 6)
 ADDRESSED = 2.0
-#: the messages holding a name read to tell who is called by it (the newest; step 6)
-NAMES_READ = 2000
+#: besides those around the candidates, the newest messages holding a name read to tell who it is (step 6)
+NAMES_READ = 200
 #: what says when in a passage (English; CJK: a date or a time word)
 _TIME_WORDS = re.compile(
     r"\b(?:yesterday|tomorrow|tonight|today|ago|last|next|since|recently|earlier|later|weekend|week|month|year"
@@ -190,7 +190,7 @@ class Ranker:
                 return [], ""
             own = {seq: f[0] for seq, f in found.items()}
             total = self._with_context(own, found) if kind in (None, "message") else dict(own)
-            self._cover(total, postings)
+            around = self._cover(total, postings)
             if terms.asks_when:
                 best = sorted(total, key=lambda s: (-total[s], -s))[:SPREAD_FROM]
                 for seq, doc in self.index.documents(best).items():
@@ -203,7 +203,7 @@ class Ranker:
                     if dated_in(ts, terms.on):
                         total[seq] *= ON_DAY
             if terms.names:
-                self._speakers(total, terms)
+                self._speakers(total, terms, postings, around)
         order = sorted(total, key=lambda s: (-total[s], -s))[:limit]
         return [Scored(s, round(total[s], 6), round(own.get(s, 0.0), 6)) for s in order], match
 
@@ -302,33 +302,44 @@ class Ranker:
                 total[seq] -= (1.0 - ASKER) * own[seq]
         return total
 
-    def _cover(self, total: dict[int, float], postings: dict[str, set[int]]) -> None:
+    def _cover(self, total: dict[int, float], postings: dict[str, set[int]]) -> dict[int, str | None] | None:
         """Step 4 of the module doc: each passage's score times ``1 + COVER_WEIGHT * c ** 2``,
-        ``c`` the share (by idf) of the query's words found in its window."""
+        ``c`` the share (by idf) of the query's words found in its window. Returns the
+        sessions of the messages around the passages it read (None: it read none)."""
         count = self.index.count()
         # the words the ranking left out (step 2: too common) are left out here too
         idf = {t: w for t, p in postings.items()
                if (w := math.log((count - len(p) + 0.5) / (len(p) + 0.5))) > 0}
         whole = sum(idf.values())
         if len(idf) < 2 or not total:  # one word: every window that has it covers all
-            return
+            return None
         sessions = self._message_sessions(
             {n for seq in total for n in range(seq - _REACH, seq + _REACH + 1)})
         for seq in total:
             window = self._window(seq, sessions)
             covered = sum(w for t, w in idf.items() if not postings[t].isdisjoint(window))
             total[seq] *= 1.0 + COVER_WEIGHT * (covered / whole) ** 2
+        return sessions
 
-    def _speakers(self, total: dict[int, float], terms: Terms) -> None:
-        """Step 6 of the module doc: the messages of whom the query names, times :data:`SPEAKER`."""
+    def _speakers(self, total: dict[int, float], terms: Terms, postings: dict[str, set[int]],
+                  around: dict[int, str | None] | None) -> None:
+        """Step 6 of the module doc: the messages of whom the query names, times :data:`SPEAKER`.
+        ``around``: the messages near the passages, as step 4 read them (None: read here)."""
         roles = self._message_roles(total)
+        near = set(around) if around is not None else {
+            n for seq in total for n in range(seq - _REACH, seq + _REACH + 1)}
         named: set[tuple[str | None, str]] = set()  # (session, role); session None: any session
         for term, word in zip(terms.fts, terms.words, strict=True):
             if term not in terms.names:
                 continue
+            holding = postings.get(term)
+            if holding is None:  # too common for the ranking (step 2): its newest passages only
+                holding = self._newest(term, NAMES_READ)
+            # who is called by it around the candidates, and in the history (its newest mentions)
+            read = (holding & near) | set(sorted(holding)[-NAMES_READ:])
             said: dict[str | None, Counter[str]] = defaultdict(Counter)
-            for sess, role, text in self._said(term):
-                if addresses(text, word):
+            for kind, sess, role, _ts, text in self.index.documents(read).values():
+                if kind == "message" and role and addresses(text, word):
                     said[sess][role] += 1
                     said[None][role] += 1
             for sess, by in said.items():
@@ -342,12 +353,10 @@ class Ranker:
             if (sess, role) in named or (sess not in told and (None, role) in named):
                 total[seq] *= SPEAKER
 
-    def _said(self, term: str) -> list[tuple[str | None, str, str]]:
-        """``(session, role, text)`` of the newest :data:`NAMES_READ` messages that hold ``term``."""
-        return self.index.db.execute(
-            "SELECT d.session, d.role, d.text FROM docs JOIN documents AS d ON d.seq = docs.rowid "
-            "WHERE docs MATCH ? AND d.kind = 'message' ORDER BY docs.rowid DESC LIMIT ?", (term, NAMES_READ)
-        ).fetchall()
+    def _newest(self, term: str, limit: int) -> set[int]:
+        """The newest ``limit`` passages holding ``term``."""
+        return {r for (r,) in self.index.db.execute(
+            "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY rowid DESC LIMIT ?", (term, limit))}
 
     def _message_roles(self, seqs: Iterable[int]) -> dict[int, tuple[str | None, str | None]]:
         """``seq -> (session, role)`` of the messages among ``seqs``."""
