@@ -24,6 +24,12 @@ sets :attr:`Terms.asks_when`: the ranking then favours the passages that say
 when (a date, "yesterday", "two weeks ago"). A day named with its year ("on 7
 July, 2023", "May 3, 2023") is :attr:`Terms.on`, the day before and after
 included (timestamps are UTC): what was said that day is favoured again.
+
+A word written with a capital inside a sentence ("What did Melanie paint?") may
+be a person's name: :attr:`Terms.names` holds those of the content words, and
+the ranking favours the messages of whoever is called by that name in their
+conversation (:mod:`ranking`, step 6). The first word of a sentence is not
+taken for a name (every sentence starts with a capital), nor a month or a weekday.
 """
 
 from __future__ import annotations
@@ -78,6 +84,8 @@ class Terms:
     asks_when: bool = False
     #: the days the query names with their year, a day either side (time zones), as ISO prefixes
     on: tuple[str, ...] = ()
+    #: the terms of ``fts`` the query writes like a name (a capital inside a sentence; module doc)
+    names: tuple[str, ...] = ()
 
 
 def content_words(query: str, *, fallback: bool = True) -> list[str]:
@@ -116,7 +124,30 @@ def terms_of(query: str) -> Terms:
         core = w.rstrip("*")
         quoted = '"' + core.replace('"', '""') + '"'
         fts.append(quoted + "*" if core != w else quoted)
-    return Terms(tuple(w.rstrip("*") for w in words), tuple(fts), periods(query), asks_when(query), days(query))
+    capital = set(capitalised(query))
+    named = tuple(f for w, f in zip(words, fts, strict=True) if w in capital and w not in _CALENDAR)
+    return Terms(tuple(w.rstrip("*") for w in words), tuple(fts), periods(query), asks_when(query), days(query),
+                 named)
+
+
+#: capitalised words that are not anyone's name
+_CALENDAR = frozenset(("january", "february", "march", "april", "may", "june", "july", "august", "september",
+                       "october", "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday",
+                       "saturday", "sunday"))
+_NAME = re.compile(r"(?<![\w'’])[A-Z][a-z]+(?:['’]s)?\b")
+
+
+def capitalised(query: str) -> list[str]:
+    """The words of ``query`` written with a capital and then lower case (a possessive
+    "'s" cut), lower-cased, except the first word of each sentence (module doc)."""
+    out = []
+    for m in _NAME.finditer(query):
+        before = query[: m.start()].rstrip()
+        if not before or before[-1] in ".!?:;\"“(":
+            continue
+        word = m.group().lower().replace("\u2019", "'")
+        out.append(word[:-2] if word.endswith("'s") else word)
+    return out
 
 
 _ASKS_WHEN = re.compile(

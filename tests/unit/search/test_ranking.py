@@ -9,8 +9,16 @@ import pytest
 from memtray.core.log.events import MemoryWritten, Message
 from memtray.core.log.store import Store
 from memtray.core.search.index import SearchIndex, index_path
-from memtray.core.search.query import asks_when, content_words, dated_in, days, periods, terms_of
-from memtray.core.search.ranking import Ranker, asks
+from memtray.core.search.query import (
+    asks_when,
+    capitalised,
+    content_words,
+    dated_in,
+    days,
+    periods,
+    terms_of,
+)
+from memtray.core.search.ranking import Ranker, addresses, asks
 from memtray.core.search.service import SearchService
 from memtray.core.search.vectors import VectorStore
 
@@ -80,6 +88,26 @@ def test_questions_that_ask_when() -> None:
 
 
 # --- ranking -------------------------------------------------------------------------------
+
+
+def test_a_word_with_a_capital_inside_a_sentence_may_be_a_name() -> None:
+    assert terms_of("What did Melanie paint?").names == ('"melanie"',)
+    assert terms_of("What is Caroline's relationship status?").names == ('"caroline"',)
+    assert terms_of("How do Jon and Gina both like to destress?").names == ('"jon"', '"gina"')
+    assert terms_of("Caroline's identity?").names == ()  # the first word of a sentence: any word has a capital
+    assert capitalised("Is it far? Paris is.") == []  # both open a sentence
+    assert terms_of("What did I say about the trip?").names == ()  # "I" is a stop word, not a name
+    assert terms_of("what did melanie paint").names == ()  # typed in lower case: nothing to go by
+    assert terms_of("我女儿的老师是谁？").names == ()
+    assert terms_of("When did Maria go to Rome in June, on a Sunday?").names == ('"maria"', '"rome"')
+
+
+def test_a_message_addresses_a_name_or_only_mentions_it() -> None:
+    for text in ("Thanks, Melanie!", "Hey Mel, how was it?", "Wow, Melanie. That's lovely", "melanie!",
+                 "So proud of you, Melanie"):
+        assert addresses(text, "melanie" if "Mel," not in text else "mel"), text
+    for text in ("I met Melanie at the park", "Melanie's painting is lovely", "Melanies are a thing", ""):
+        assert not addresses(text, "melanie"), text
 
 
 def test_a_message_that_ends_by_asking() -> None:
@@ -199,6 +227,57 @@ def test_a_passage_whose_turns_hold_all_the_words_beats_one_with_a_single_word(
     monkeypatch.setattr("memtray.core.search.ranking.COVER_WEIGHT", 0.0)
     got = ranked(index, store, question)
     assert got.index(poster) < got.index(told)  # the test can fail: without step 4 it would
+
+
+def test_a_named_person_is_the_role_the_other_side_addresses_by_that_name(
+        store: Store, index: SearchIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """"What did Melanie paint?": Melanie's own turns never say "Melanie", the other side's
+    do ("Thanks, Melanie!"), so the name's BM25 favours what was said *to* her. The role
+    addressed by the name in that session is hers: her turn about painting comes first."""
+    for i in range(20):
+        say(store, f"unrelated chatter about the weather, day {i}", session="other")
+    say(store, "Hi Caroline, how was the week?", role="user", session="s")
+    mural = say(store, "Busy! I painted a mural at the center, so proud of it.", role="assistant", session="s")
+    hers = say(store, "I painted a lake at sunrise last month, it was calming.", role="user", session="s")
+    theirs = say(store, "Thanks, Melanie! I painted a mural for the center, come and see the painting.",
+                 role="assistant", session="s")
+    got = ranked(index, store, "What did Melanie paint?")
+    assert got.index(hers) < got.index(theirs)
+    assert ranked(index, store, "What did Caroline paint?")[:2] == [mural, theirs]  # the user calls her Caroline
+    monkeypatch.setattr("memtray.core.search.ranking.SPEAKER", 1.0)
+    off = ranked(index, store, "What did Melanie paint?")
+    assert off.index(theirs) < off.index(hers)  # the test can fail: without step 6 it would
+
+
+def test_a_session_that_never_says_the_name_takes_the_side_the_history_gives_it(
+        store: Store, index: SearchIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person keeps their side from one session to the next: where nobody says "Melanie",
+    the role the other sessions address by it is hers."""
+    for i in range(20):
+        say(store, f"unrelated chatter about the weather, day {i}", session="other")
+    say(store, "Thanks, Melanie! Have a lovely weekend.", role="assistant", session="a")
+    say(store, "You too, see you soon.", role="user", session="a")
+    hers = say(store, "I painted a lake at sunrise, it was calming.", role="user", session="b")
+    theirs = say(store, "I painted a mural.", role="assistant", session="b")
+    got = ranked(index, store, "What did Melanie paint?")
+    assert got.index(hers) < got.index(theirs)
+    monkeypatch.setattr("memtray.core.search.ranking.SPEAKER", 1.0)
+    off = ranked(index, store, "What did Melanie paint?")
+    assert off.index(theirs) < off.index(hers)  # the test can fail: the shorter turn wins by its words
+
+
+def test_a_name_nobody_is_addressed_by_changes_nothing(
+        store: Store, index: SearchIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A place said by one side only ("Paris") is not anyone's name: no role is favoured."""
+    for i in range(10):
+        say(store, f"unrelated chatter about the weather, day {i}", session="other")
+    say(store, "We flew to Paris for the museums in June.", role="user", session="s")
+    say(store, "The museums there are wonderful, which one did you like?", role="assistant", session="s")
+    say(store, "The Orsay, and the Paris museums at night are magic.", role="user", session="s")
+    query = "Which museums did we visit in Paris?"
+    before = ranked(index, store, query)
+    monkeypatch.setattr("memtray.core.search.ranking.SPEAKER", 5.0)
+    assert ranked(index, store, query) == before
 
 
 def test_context_stays_within_the_session(store: Store, index: SearchIndex) -> None:
