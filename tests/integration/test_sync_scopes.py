@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memtray.core.log.origin import peer_session
+from memtray.core.log.events import SessionScope
+from memtray.core.log.origin import EXPORTED, peer_session
 from memtray.core.memory import scopes
+from memtray.core.sync import announce
 
 from tests.integration.sync_support import bare, digest, homes, say, sync
 from tests.support import run_cli
@@ -49,3 +51,45 @@ def test_a_conversations_scope_syncs_and_scoped_search_keeps_to_it(tmp_path: Pat
     assert chats.returncode == 0, chats.stderr
     listed = {c["key"]: c["scope"] for c in json.loads(chats.stdout)}
     assert listed[f"w@{dev}"] == "work" and listed[f"f@{dev}"] == "family"
+
+
+def test_scopes_chosen_before_the_upgrade_reach_devices_that_synced_already(tmp_path: Path) -> None:
+    """Two homes that synced while ``session.scope`` stayed home (an older memtray): after the
+    upgrade the scopes chosen back then are said once more and travel; once only."""
+    remote = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "ab") as (a, b):
+        assert a.sync is not None and b.sync is not None
+        for app in (a, b):
+            app.sync.exported = announce.BEFORE  # the older version's stream
+        a.worker.call(lambda: scopes.choose(a.store, "w", "work"))
+        say(a, "The budget review is on Friday", "w")
+        a.worker.call(lambda: scopes.choose(a.store, "f", "family"))
+        a.worker.call(lambda: scopes.choose(a.store, "f", "global"))  # chosen, then back to global
+        say(a, "Ada has a cello lesson on Friday", "f")
+        sync(remote, a, b)
+        dev = a.sync.device
+        assert scopes.of_session(b.store.state, peer_session("w", dev)) == "global"  # as the tester saw
+        for app in (a, b):  # an older version wrote no record of what it exported
+            (app.sync.dir / announce.FILE).unlink(missing_ok=True)
+            app.sync.exported = EXPORTED
+        sync(remote, a, b)
+        assert scopes.of_session(b.store.state, peer_session("w", dev)) == "work"
+        assert scopes.of_session(b.store.state, peer_session("f", dev)) == "global"
+        assert digest(a) == digest(b)
+        # said once: later syncs append nothing more
+        count = sum(1 for r in a.store.log.records() if r.type == SessionScope.TYPE)
+        sync(remote, a, b, a)
+        assert sum(1 for r in a.store.log.records() if r.type == SessionScope.TYPE) == count
+        found = b.run(b.search.asearch("Friday", mode="keyword", scope="work")).hits  # type: ignore[union-attr]
+        assert {h.session for h in found} == {f"w@{dev}"}
+
+
+def test_a_home_that_never_synced_says_nothing_again(tmp_path: Path) -> None:
+    remote = bare(tmp_path / "remote.git")
+    with homes(tmp_path, "ab") as (a, b):
+        a.worker.call(lambda: scopes.choose(a.store, "w", "work"))
+        say(a, "The budget review is on Friday", "w")
+        before = a.store.log.last_seq
+        sync(remote, a, b)
+        assert a.store.log.last_seq == before  # its first push carries the scope as it was written
+        assert scopes.of_session(b.store.state, peer_session("w", a.sync.device)) == "work"  # type: ignore[union-attr]
