@@ -456,7 +456,7 @@ async def _consolidate(
     edits = [{k: redact(v) if isinstance(v, str) else v for k, v in e.items()} for e in reply.edits or []]
     texts = [str(m.get("content") or "") for m in shown_messages(messages)]
     roles = [str(m.get("role") or "") for m in shown_messages(messages)]
-    a = apply_reply(part_ids, part, memory_update=update, edits=edits or None, removed=reply.removed,
+    a = apply_reply(part_ids, part, memory_update=update, edits=edits if reply.edits is not None else None, removed=reply.removed,
                     messages=texts, policy=app.config.drop_policy, roles=roles, receipts=reply.receipts,
                     inferred=app.config.inferred_facts)
     entry = hold_history(redact(reply.history_entry), a.flagged)

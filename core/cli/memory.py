@@ -180,7 +180,7 @@ def cmd_diff(args: argparse.Namespace, home: Home) -> int:
         if args.json:
             _out(_dumps(data))
             return 0
-        if not (data["added"] or data["dropped"] or data["changed"]):
+        if not (data["added"] or data["dropped"] or data["changed"] or data.get("moved")):
             _out("no fact changes")
         for f in data["added"]:
             _out(f"+ {f['id']} [{f['section']}] {f['text']}")
@@ -188,6 +188,8 @@ def cmd_diff(args: argparse.Namespace, home: Home) -> int:
             _out(f"- {f['id']} [{f['section']}] {f['text']}")
         for c in data["changed"]:
             _out(f"~ {c['new']['id']} [{c['new']['section']}] {c['old']['text']}\n    → {c['new']['text']}")
+        for m in data.get("moved") or ():
+            _out(cli_scopes.moved_line(m, scope))
     return 0
 
 

@@ -64,12 +64,15 @@ def log_rows(app: Any, rows: list[dict[str, Any]], scope: str | None) -> list[di
 
 def diff_json(app: Any, d: FactDiff, rev_a: str | None, rev_b: str | None, scope: str | None) -> dict[str, Any]:
     """``memory diff --json`` with each fact's ``scope`` (added and changed: in ``rev_b``;
-    dropped: in ``rev_a``); with ``scope``, only that scope's facts."""
+    dropped: in ``rev_a``) and ``moved``: the facts whose words stayed while their scope
+    changed (``memory move``: id, section, text, from, to); with ``scope``, only that scope's
+    facts and the moves into or out of it."""
     mem = app.memory
     b = mem.resolve(rev_b or "HEAD")
     parents = mem.git.info(b).parents
     a = (parents[0] if parents else None) if rev_a is None else mem.resolve(rev_a)
-    after = scopes.scope_map(mem.ledger_at(b), mem.git.read_memory(b))
+    ledger = mem.ledger_at(b)
+    after = scopes.scope_map(ledger, mem.git.read_memory(b))
     before = scopes.scope_map(mem.ledger_at(a), mem.git.read_memory(a)) if a else {}
     data = d.to_json()
     if scope is None and not (set(after.values()) | set(before.values())) - {scopes.GLOBAL}:
@@ -88,11 +91,24 @@ def diff_json(app: Any, d: FactDiff, rev_a: str | None, rev_b: str | None, scope
         c["old"]["scope"] = before.get(c["old"]["id"], scopes.GLOBAL)
         if scope is None or scope in (c["new"]["scope"], c["old"]["scope"]):
             keep["changed"].append(c)
+    seen = {f["id"] for f in [*data["added"], *data["dropped"]]} | {c["new"]["id"] for c in data["changed"]}
+    moved = [{"id": f.id, "section": f.section, "text": f.text, "from": before[f.id], "to": after[f.id]}
+             for f in ledger.facts if f.id not in seen and f.id in before and f.id in after
+             and before[f.id] != after[f.id]]
+    keep["moved"] = [m for m in moved if scope is None or scope in (m["from"], m["to"])]
     if scope is not None:  # the count of the other scopes' facts would say how many they hold
         here = sum(1 for s in after.values() if s == scope)
         data["unchanged"] = max(0, here - len(keep["added"]) - sum(1 for c in keep["changed"]
-                                                                     if c["new"]["scope"] == scope))
+                                                                     if c["new"]["scope"] == scope)
+                                - sum(1 for m in keep["moved"] if m["to"] == scope))
     return {**data, **keep}
+
+
+def moved_line(m: dict[str, Any], scope: str | None) -> str:
+    """A moved fact as ``memory diff`` prints it; through ``--scope``, leaving it or entering it."""
+    how = (f"moved out, to {m['to']}" if scope == m["from"] else f"moved in, from {m['from']}" if scope == m["to"]
+           else f"moved from {m['from']} to {m['to']}")
+    return f"> {m['id']} [{m['section']}] {m['text']} ({how})"
 
 
 def why(app: Any, query: str, scope: str | None) -> dict[str, Any]:

@@ -60,9 +60,11 @@ from memtray.core.log.events import (
     Payload,
     Record,
     Schema,
+    SessionScope,
     find_invalid,
     verify_line,
 )
+from memtray.core.log.payloads import SCOPE_NAME
 from memtray.core.log.payloads_sync import DEVICE_ID, DEVICE_NAME_MAX
 from memtray.core.log.validate import (
     LIMITS,
@@ -279,13 +281,22 @@ def _device_name(data: Mapping[str, Any]) -> None:
         raise Invalid("data.name", f"is not a device name (one line, at most {DEVICE_NAME_MAX} characters, no id)")
 
 
+def _scope_name(data: Mapping[str, Any]) -> None:
+    """A conversation's memory scope becomes a file name and a prompt's part: a scope name as
+    this version writes it (lower case, no path), or the global memory."""
+    scope = data["scope"]
+    if scope not in ("", "global") and not SCOPE_NAME.fullmatch(scope):
+        raise Invalid("data.scope", "is not a scope name (1-32 lower-case letters, digits, '-' or '_')")
+
+
 def _no_format(data: Mapping[str, Any]) -> None:
     return None
 
 
 #: what a type's annotations cannot say (a text that must be a hash), checked after them
 _FORMATS: dict[str, Callable[[Mapping[str, Any]], None]] = {Message.TYPE: _attachment_refs,
-                                                             DeviceNamed.TYPE: _device_name}
+                                                             DeviceNamed.TYPE: _device_name,
+                                                             SessionScope.TYPE: _scope_name}
 
 
 def _check_text(data: Any) -> None:

@@ -12,7 +12,7 @@ rather than the envelope so that the codec, the checksums and every reader of
 older versions are untouched; payload classes ignore members they do not know.
 
 This module also says which events travel at all (:data:`EXPORTED`): a device's
-own conversation, session, reminder and memory events and its purge tombstones;
+own conversation, session (reset, memory scope), reminder and memory events and its purge tombstones;
 device-local bookkeeping (consolidations, checkpoints of tools, ...) stays home.
 """
 
@@ -35,6 +35,7 @@ from memtray.core.log.events import (
     ReminderFired,
     ReminderScheduled,
     SessionReset,
+    SessionScope,
     SyncPurge,
     decode_raw,
     envelopes,
@@ -51,6 +52,7 @@ SENT_AT_KEY = "sent_at"
 EXPORTED = frozenset({
     Message.TYPE,
     SessionReset.TYPE,
+    SessionScope.TYPE,  # a conversation keeps its memory scope on every device
     ReminderScheduled.TYPE,
     ReminderFired.TYPE,
     ReminderCancelled.TYPE,

@@ -11,6 +11,7 @@ Events that travel between devices (:data:`~memtray.core.log.origin.EXPORTED`) c
 ``origin`` mark once imported (:class:`OriginMark`).
 """
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, NotRequired, TypedDict
 
@@ -203,6 +204,11 @@ class SessionScope(Payload):
 
     TYPE: ClassVar[str] = "session.scope"
     scope: str = "global"
+
+
+#: a memory scope's name as an event holds it (a slug: it becomes a file name); "global" (or
+#: "") is the global memory. core/memory/scopes.py checks names by it; the door checks a peer's.
+SCOPE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 
 
 @SCHEMA.register

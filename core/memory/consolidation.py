@@ -490,7 +490,7 @@ class ConsolidationService:
             led = facts.attach(snap, text)
             return IdGuarded(text, [], 0, {}, [], led, {}, {})
         gone = [f for f in shown.facts if snap.get(f.id) is None]  # a redo's base facts no longer in memory
-        a = apply_reply(snap, snap_text, memory_update=update, edits=edits or None, removed=reply.removed, messages=texts,
+        a = apply_reply(snap, snap_text, memory_update=update, edits=edits if reply.edits is not None else None, removed=reply.removed, messages=texts,
                         policy=policy, also=gone, roles=roles, receipts=reply.receipts,
                         inferred=self.settings.current.inferred_facts, similarity=similarity)
         zone = self.settings.current.timezone or self.clock.local_zone_name()  # "this week" is the message's week

@@ -129,7 +129,8 @@ MAX_EDITS = 2_000
 
 @dataclass(frozen=True)
 class Reply:
-    """A validated ``save_memory`` reply: the whole memory or edits, and the removals."""
+    """A validated ``save_memory`` reply: the whole memory or edits, and the removals.
+    ``edits`` is ``[]`` (never None) for a reply with neither edits nor a memory: nothing to change."""
 
     history_entry: str
     memory_update: str | None
@@ -176,14 +177,16 @@ def parse_reply(raw: str) -> Reply:
     notes: list[str] = []
     receipts = read_receipts(args.get("receipts"), notes)
     update = args.get("memory_update")
-    if edits and update in (None, ""):
-        args = {**args, "memory_update": ""}
+    if update is None and not edits:
+        edits = []  # neither edits nor a memory: nothing to change (the diary entry is still written)
+    if edits is not None and update in (None, ""):
+        args = {**args, "memory_update": ""}  # the edits form: no memory text ("" with no edits: no change)
     entry, text, removed = parse_arguments(json.dumps({k: v for k, v in args.items() if k != "edits"}))
     raw = args.get("receipts")
     scoped: list[tuple[str, Any]] = [(str(r.get("fact") or ""), r["scope"]) for r in raw
                                      if isinstance(r, dict) and "scope" in r] if isinstance(raw, list) else []
-    return Reply(entry, None if edits and not text else text, list(edits) if edits else None, removed,
-                 receipts, notes, args.get("skipped"), scoped)
+    return Reply(entry, None if edits is not None and not text else text, list(edits) if edits is not None else None,
+                 removed, receipts, notes, args.get("skipped"), scoped)
 
 
 @dataclass

@@ -256,7 +256,7 @@ def apply_reply(
     reasons = _resolve_removed(removed, current, notes)
     said = [(roles[n] if n < len(roles) else "user", t) for n, t in enumerate(messages)]
     judge = Judge(said, receipts, inferred, similarity, subjects.names_in_memory(current_text))
-    if edits:
+    if edits or (edits is not None and memory_update is None):  # no edits, no memory: only removed_facts
         out = _apply_edits(current, current_text, edits, reasons, judge, notes)
     elif memory_update is None:
         raise ValueError("save_memory needs memory_update or edits")

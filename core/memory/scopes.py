@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.log.events import SessionScope
+from memtray.core.log.payloads import SCOPE_NAME
 from memtray.core.log.projections import State
 from memtray.core.log.store import Store
 from memtray.core.memory import factdiff
@@ -33,7 +34,7 @@ GLOBAL = "global"
 #: where a named scope's facts live in the memory repository
 FOLDER = "scopes"
 MAX_SCOPES = 64
-_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
+_NAME_RE = SCOPE_NAME
 _MARKER_RE = re.compile(r"<!-- scope: ([a-z0-9][a-z0-9_-]{0,31}) -->[ \t]*\r?")
 _HEADING_RE = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 

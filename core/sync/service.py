@@ -62,7 +62,7 @@ from memtray.core.log.segments import Position
 from memtray.core.log.store import Entry, Store, record_ending_at
 from memtray.core.log.tombstone import Applied
 from memtray.core.memory.merge import PeerHead
-from memtray.core.sync import attach, pairing
+from memtray.core.sync import announce, attach, pairing
 from memtray.core.sync.gitcli import Git, SyncError, has_password, safe_url
 from memtray.core.sync.history import git_date, purged_to, republished
 from memtray.core.sync.identity import PAIR_HINT, Keys, Seal
@@ -531,6 +531,7 @@ class SyncService:
         me = self.device
         start = self._start(me)
         last = repo.head(base, me).last_seq if base else start
+        announce.catch_up(self.store, self.dir, self.exported, last if base else None)  # once, after an upgrade
         own = list(self._own_after(last))
         head = base
         when = format_ts(self.clock.now())

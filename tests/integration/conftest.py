@@ -33,7 +33,7 @@ def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 #: only (kill -9 on encrypted remotes: tests/crash/test_kill_encrypted_sync.py).
 BOTH_KINDS = frozenset({"test_sync_basic", "test_sync_attachments", "test_sync_conflicts", "test_sync_merge",
                         "test_sync_crisscross", "test_sync_history", "test_sync_failures", "test_sync_purge",
-                        "test_sync_reminders", "test_sync_two_remotes"})
+                        "test_sync_reminders", "test_sync_two_remotes", "test_sync_scopes"})
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

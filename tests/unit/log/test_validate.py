@@ -168,3 +168,17 @@ def test_a_peers_device_name_is_one_short_line_for_a_real_device(data: dict[str,
     assert said in reason(Door().line(line_of(event(type="device.named", data=data)), SRC))
     good = Door().line(line_of(event(type="device.named", data={"device": "d0123456789ab", "name": "Laptop"})), SRC)
     assert isinstance(good, Record)
+
+
+@pytest.mark.parametrize("scope", ["../family", "Work", "work/x", "a" * 33, "-x", "work\n", "scopes/../x"])
+def test_a_peers_conversation_scope_must_be_a_scope_name(scope: str) -> None:
+    """``session.scope`` travels (a conversation keeps its scope on every device); its name
+    becomes a file name and picks the facts a prompt carries, so a peer's is checked."""
+    got = Door().line(line_of(event(type="session.scope", data={"scope": scope})), SRC)
+    assert "data.scope" in reason(got)
+
+
+@pytest.mark.parametrize("scope", ["work", "family-2", "p_x", "global", ""])
+def test_a_peers_good_conversation_scope_passes(scope: str) -> None:
+    got = Door().line(line_of(event(type="session.scope", data={"scope": scope})), SRC)
+    assert isinstance(got, Record) and got.data["scope"] == scope
