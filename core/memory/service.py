@@ -354,12 +354,15 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
         return self.revision("HEAD")
 
     @on_writer
-    def forget(self, fact: str, why: str, *, model: str | None) -> str:
+    def forget(self, fact: str, why: str, *, model: str | None, scope: str = scopes.GLOBAL) -> str:
+        """The agent's ``forget``: the fact ``fact`` names (its id or words) among those the
+        conversation of ``scope`` is shown, the global memory and its scope's
+        (:func:`scopes.find`, as an MCP client's ``forget``); another scope's fact is "no fact",
+        as one that does not exist, and stays."""
         self.projection.adopt_worktree()
         led = self.ledger()
-        key = fact_ids.id_key(fact)
-        found = led.get(key) if key else None
-        found = found or factdiff.match_fact(list(led.facts), fact)
+        name = scopes.check_name(scope)
+        found = scopes.find(led, self.store.state.memory, sorted({scopes.GLOBAL, name}), fact)
         if found is None:
             return f"no fact in memory matches {fact!r}"
         self._remove(led, found, why or "asked to forget", reason="agent", source="model", model=model)

@@ -1,0 +1,88 @@
+"""The chat's own memory tools through a scope (issue 32): a real turn (real litellm, the
+scripted server) in which the model calls ``forget`` / ``remember``; a conversation changes
+and learns of only what its prompt shows, its scope and the global memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from memtray.core.app import App
+from memtray.core.base.clock import FakeClock, seeded_ids
+from memtray.core.base.config import Config
+from memtray.core.base.home import Home
+from memtray.core.mcp.writes import remember as mcp_remember
+from memtray.core.memory import scopes
+
+from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
+from tests.integration.test_scopes import fact_id, setup_scopes
+
+MIA = "Daughter Mia plays cello"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(datetime(2026, 12, 3, 10, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+def app(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> Iterator[App]:
+    a = App.open(home, config=Config(model="openai/test-model", api_base=llm_server.base_url, llm_retries=0,
+                                     memory_window=50, idle_consolidate_minutes=0),
+                 clock=clock, ids=seeded_ids(clock), start_services=False)
+    yield a
+    a.close()
+
+
+def tool_turn(app: App, server: ScriptedLLMServer, clock: FakeClock, session: str, name: str,
+              args: dict[str, Any]) -> str:
+    """One chat turn in ``session`` in which the model calls the tool ``name``; what the tool answered."""
+    clock.advance(60)
+    server.script(tool_call(name, args), reply("Done."))
+    app.run(app.agent.turn(session, "Please do that.", stream=False))
+    said = [r.data for r in app.store.log.records() if r.type == "message" and r.session == session
+            and r.data.get("role") == "tool" and r.data.get("name") == name]
+    return str(said[-1]["content"])
+
+
+def files(app: App) -> dict[str, str]:
+    root = app.home.memory
+    return {p.relative_to(root).as_posix(): p.read_text() for p in [root / "MEMORY.md", *(root / "scopes").glob("*.md")]}
+
+
+def in_scope(app: App) -> dict[str, str]:
+    """Fact text -> its scope, now."""
+    return {f.text: s for f, s in zip(app.memory.ledger().facts, scopes.of_facts(app.store.state.memory), strict=True)}
+
+
+def test_a_conversation_forgets_only_what_its_prompt_shows(app: App, llm_server: ScriptedLLMServer,
+                                                           clock: FakeClock) -> None:
+    ids = setup_scopes(app)
+    assert mcp_remember(app.memory, MIA, None, "t", scope="family").startswith("remembered")
+    mia = fact_id(app, "Mia")
+    app.worker.call(lambda: scopes.choose(app.store, "w", "work"))
+    before, revisions = files(app), app.store.state.memory_revisions
+
+    # another scope's fact, by its words and by its id, from a work and from a global conversation:
+    # the same answer as for a fact that does not exist, and nothing is written
+    for session, words in (("w", MIA), ("w", mia), ("w", ids["Ada"].lower()), ("g", "Reviews code at Acme on Fridays"),
+                           ("g", ids["Acme"]), ("g", MIA)):
+        said = tool_turn(app, llm_server, clock, session, "forget", {"fact": words, "reason": "attack"})
+        assert said == f"no fact in memory matches {words!r}", said
+    nothing = tool_turn(app, llm_server, clock, "w", "forget", {"fact": "F99", "reason": "attack"})
+    assert nothing == "no fact in memory matches 'F99'"
+    assert app.store.state.memory_revisions == revisions and files(app) == before
+    assert (app.home.memory / "scopes" / "family.md").read_text() == before["scopes/family.md"]
+
+    # what the prompt shows can be forgotten: the conversation's scope's fact (by id) and a global one
+    said = tool_turn(app, llm_server, clock, "w", "forget", {"fact": ids["Acme"], "reason": "left Acme"})
+    assert said == "forgot: Reviews code at Acme on Fridays (left Acme)"
+    said = tool_turn(app, llm_server, clock, "w", "forget", {"fact": "Drinks green tea", "reason": "stopped"})
+    assert said == "forgot: Drinks green tea (stopped)"
+    said = tool_turn(app, llm_server, clock, "g", "forget", {"fact": "Lives in Lyon", "reason": "moved"})
+    assert said == "forgot: Lives in Lyon (moved)"
+    assert set(in_scope(app).items()) == {(MIA, "family"), ("Daughter Ada plays the cello", "family")}
+    assert {d["id"]: d["reason"] for d in app.memory.dropped()} == {
+        ids["Acme"]: "left Acme", ids["tea"]: "stopped", ids["Lyon"]: "moved"}
