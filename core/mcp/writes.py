@@ -82,16 +82,8 @@ def remember(memory: MemoryService, fact: str, section: str | None, client: str 
     sect = " ".join(section.split())[:MAX_FACT] if section else None
     if scope is None:  # a client that sees every scope: the same words anywhere are remembered
         new = factdiff.add_fact(current, fact, sect)
-    else:
-        # a client limited to a scope sees the global memory and that scope: the same words in
-        # another scope are not "already remembered" (that would tell it what the scope holds),
-        # and they are written into its own scope, so its fact is there when it looks
-        visible = scopes.view(current, where)
-        if factdiff.add_fact(visible, fact, sect) == visible:
-            return "already remembered"
-        parts = dict(scopes.split(current)) if "<!-- scope:" in current else {scopes.GLOBAL: current}
-        parts[where] = factdiff.add_fact(parts.get(where, ""), fact, sect)
-        new = scopes.join(parts)
+    else:  # a client limited to a scope: the same words in another are written into its own
+        new = scopes.add_in(current, where, fact, sect)
     if new == current:
         return "already remembered"
     _led, d = memory.facts_for(new, "agent", None)

@@ -161,6 +161,21 @@ def find(ledger: Ledger, text: str, shown: Sequence[str] | None, fact: str) -> F
     return next((f for k, f in seen if hit is not None and parsed[k] is hit), None)
 
 
+def add_in(text: str, scope: str, fact: str, section: str | None) -> str:
+    """``text`` with ``fact`` added into ``scope``'s part (under ``section``), or ``text`` as it
+    is when what a conversation of ``scope`` sees (:func:`view`) has the same words already.
+    The same words in another scope are not "already remembered" (that would tell the
+    conversation what the scope holds, and leave its own scope without the fact)."""
+    visible = view(text, scope)
+    if factdiff.add_fact(visible, fact, section) == visible:
+        return text
+    if "<!-- scope:" not in text and scope == GLOBAL:
+        return factdiff.add_fact(text, fact, section)  # a home without scopes: as before them
+    parts = dict(split(text)) if "<!-- scope:" in text else {GLOBAL: text}
+    parts[scope] = factdiff.add_fact(parts.get(scope, ""), fact, section)
+    return join(parts)
+
+
 def files(text: str) -> dict[str, str]:
     """The memory repository's files of one revision: ``MEMORY.md`` (global) and
     ``scopes/NAME.md`` for every scope with facts."""

@@ -86,3 +86,35 @@ def test_a_conversation_forgets_only_what_its_prompt_shows(app: App, llm_server:
     assert set(in_scope(app).items()) == {(MIA, "family"), ("Daughter Ada plays the cello", "family")}
     assert {d["id"]: d["reason"] for d in app.memory.dropped()} == {
         ids["Acme"]: "left Acme", ids["tea"]: "stopped", ids["Lyon"]: "moved"}
+
+
+def placed(app: App) -> list[tuple[str, str]]:
+    """(fact text, its scope) for every fact now, in order."""
+    return list(zip([f.text for f in app.memory.ledger().facts], scopes.of_facts(app.store.state.memory), strict=True))
+
+
+def test_a_conversation_remembers_what_only_another_scope_holds(app: App, llm_server: ScriptedLLMServer,
+                                                                clock: FakeClock) -> None:
+    """The same words in another scope are not "already remembered" (that tells the chat what the
+    scope holds, and the user's fact is lost for this one): written into the conversation's scope."""
+    ids = setup_scopes(app)
+    assert mcp_remember(app.memory, MIA, None, "t", scope="family").startswith("remembered")
+    family = (app.home.memory / "scopes" / "family.md").read_text()
+    app.worker.call(lambda: scopes.choose(app.store, "w", "work"))
+
+    said = tool_turn(app, llm_server, clock, "w", "remember", {"fact": MIA, "section": "People"})
+    assert said == f"remembered: {MIA}"
+    again = tool_turn(app, llm_server, clock, "w", "remember", {"fact": MIA, "section": "People"})
+    assert again == "already remembered"  # what the conversation sees is still deduplicated
+    said = tool_turn(app, llm_server, clock, "g", "remember", {"fact": "Reviews code at Acme on Fridays"})
+    assert said == "remembered: Reviews code at Acme on Fridays"
+    said = tool_turn(app, llm_server, clock, "w", "remember", {"fact": "Lives in Lyon"})
+    assert said == "already remembered"  # a global fact is in the work chat's prompt
+
+    where = placed(app)
+    assert where.count((MIA, "work")) == 1 and where.count((MIA, "family")) == 1
+    assert where.count(("Reviews code at Acme on Fridays", "work")) == 1
+    assert where.count(("Reviews code at Acme on Fridays", "global")) == 1
+    assert (app.home.memory / "scopes" / "family.md").read_text() == family  # family's file untouched
+    assert scopes.scope_map(app.memory.ledger(), app.store.state.memory)[ids["Acme"]] == "work"  # ids kept
+    assert MIA in (app.home.memory / "scopes" / "work.md").read_text()
