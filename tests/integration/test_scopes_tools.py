@@ -4,6 +4,7 @@ and learns of only what its prompt shows, its scope and the global memory."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -17,7 +18,8 @@ from memtray.core.mcp.writes import remember as mcp_remember
 from memtray.core.memory import scopes
 
 from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
-from tests.integration.test_scopes import fact_id, setup_scopes
+from tests.integration.test_scopes import consolidating, fact_id, setup_scopes
+from tests.support import configure, run_cli
 
 MIA = "Daughter Mia plays cello"
 
@@ -118,3 +120,54 @@ def test_a_conversation_remembers_what_only_another_scope_holds(app: App, llm_se
     assert (app.home.memory / "scopes" / "family.md").read_text() == family  # family's file untouched
     assert scopes.scope_map(app.memory.ledger(), app.store.state.memory)[ids["Acme"]] == "work"  # ids kept
     assert MIA in (app.home.memory / "scopes" / "work.md").read_text()
+
+
+def test_a_held_fact_added_from_review_lands_in_its_conversations_scope(
+    home: Home, llm_server: ScriptedLLMServer, clock: FakeClock
+) -> None:
+    """`memory review add` (the desktop review's "Add to memory" is the same call) writes a fact
+    held in a work conversation into work, one the model said is global into the global memory,
+    and what the user said that a refused scope left unremembered into work: never into the
+    global memory, where every other scope's prompt would show it. The listing says where."""
+    env = configure(home, llm_server)
+    a = App.open(home, clock=clock, ids=seeded_ids(clock), start_services=False)
+    try:
+        setup_scopes(a)
+        llm_server.responder = consolidating([
+            {"op": "add", "text": "Writes Rust at work every day", "section": "Work",
+             "receipt": {"messages": [1], "quote": "I love sushi"}},
+            {"op": "add", "text": "Is vegetarian", "section": "Food", "scope": "global",
+             "receipt": {"messages": [3], "quote": "I eat fish daily"}},
+            {"op": "add", "text": "Has a daughter called Mia", "section": "Family", "scope": "family",
+             "receipt": {"messages": [5], "quote": "My daughter is called Mia"}},
+        ], [])
+        a.worker.call(lambda: scopes.choose(a.store, "w", "work"))
+        for text in ("I write Rust at work every day.", "I am vegetarian.", "My daughter is called Mia."):
+            clock.advance(60)
+            a.run(a.agent.turn("w", text, stream=False))
+        a.run(a.consolidation.consolidate("w"))
+    finally:
+        a.close()
+    family = (home.memory / "scopes" / "family.md").read_text()
+
+    listed = run_cli(home.root, "memory", "review", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["text"]: r for r in json.loads(listed.stdout)}
+    want = {"Writes Rust at work every day": "work", "Is vegetarian": "global", "User's daughter is called Mia": "work"}
+    assert {t: rows[t]["scope"] for t in rows if t in want} == want, rows
+    assert rows["User's daughter is called Mia"]["kind"] == "not-remembered"
+    text = run_cli(home.root, "memory", "review").stdout
+    assert f"add to memory (into the memory scope work): memtray memory review add {rows['Is vegetarian']['id']}" \
+        not in text
+    assert f"add to memory (into the memory scope work): memtray memory review add " \
+           f"{rows['Writes Rust at work every day']['id']}" in text
+
+    for words in want:
+        out = run_cli(home.root, "memory", "review", "add", rows[words]["id"], **env)
+        assert out.returncode == 0, out.stderr
+    facts = {f["text"]: f.get("scope") for f in json.loads(run_cli(home.root, "memory", "facts", "--json").stdout)}
+    assert facts["Writes Rust at work every day"] == "work"
+    assert facts["Is vegetarian"] == "global"
+    assert next(s for t, s in facts.items() if "Mia" in t) == "work"
+    assert (home.memory / "scopes" / "family.md").read_text() == family
+    assert "Mia" not in (home.memory / "MEMORY.md").read_text() and "Rust" not in (home.memory / "MEMORY.md").read_text()
