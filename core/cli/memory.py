@@ -375,7 +375,8 @@ def quoted(text: str, quote: str) -> str:
 
 
 def cmd_review(args: argparse.Namespace, home: Home) -> int:
-    from memtray.core.memory.review import actions, versions
+    from memtray.core.memory import scopes
+    from memtray.core.memory.review import actions, scope_of, versions
     from memtray.core.sync.names import names_of
 
     action = args.action
@@ -386,8 +387,13 @@ def cmd_review(args: argparse.Namespace, home: Home) -> int:
         item: dict[str, Any] = next((i for i in mem.pending_review() if str(i["id"]).startswith(args.item or "\0")), {})
         if action == "list":
             rows = []
-            for it in mem.pending_review():
+            pending = mem.pending_review()
+            # once the home has scopes, where `add` would write each held change (absent before scopes)
+            scoped = bool(scopes.known(mem.store.state)) or any("scope" in it for it in pending)
+            for it in pending:
                 row = {**it, "actions": actions(it)}
+                if scoped and it.get("kind") != "merge-conflict":
+                    row["scope"] = scope_of(it)
                 if it.get("kind") == "merge-conflict":
                     now = mem.ledger().get(str(it.get("fact_id")))
                     row["versions"] = versions(it, now.text if now is not None else None)
@@ -473,7 +479,8 @@ def _review_line(it: dict[str, Any], names: dict[str, str]) -> str:
             head += f"\n            {title}{' from ' + who if who else ''}: {words if words is not None else '(removed)'}"
         return head + f"\n            keep this version: memtray memory review keep {it['id']} --version this" \
                       f"\n            keep the other:    memtray memory review keep {it['id']} --version other"
-    return head + f"\n            add to memory: memtray memory review add {it['id']}" \
+    into = f" (into the memory scope {it['scope']})" if it.get("scope") else ""
+    return head + f"\n            add to memory{into}: memtray memory review add {it['id']}" \
                   f"\n            keep out:      memtray memory review keep-out {it['id']} [--reason WHY]"
 
 

@@ -87,6 +87,9 @@ class ReviewItem(TypedDict):
     #: kept (not-remembered, core/memory/unsaid.py): the seqs of the messages it cited or where
     #: the quote was found (core/memory/proposal.py)
     source_seqs: NotRequired[list[int]]
+    #: the memory scope adding it from the review writes it into (core/memory/scopereply.py
+    #: ``with_scope``: held in a scoped conversation); absent: global
+    scope: NotRequired[str]
 
 
 class MessageSpan(TypedDict):

@@ -82,16 +82,8 @@ def remember(memory: MemoryService, fact: str, section: str | None, client: str 
     sect = " ".join(section.split())[:MAX_FACT] if section else None
     if scope is None:  # a client that sees every scope: the same words anywhere are remembered
         new = factdiff.add_fact(current, fact, sect)
-    else:
-        # a client limited to a scope sees the global memory and that scope: the same words in
-        # another scope are not "already remembered" (that would tell it what the scope holds),
-        # and they are written into its own scope, so its fact is there when it looks
-        visible = scopes.view(current, where)
-        if factdiff.add_fact(visible, fact, sect) == visible:
-            return "already remembered"
-        parts = dict(scopes.split(current)) if "<!-- scope:" in current else {scopes.GLOBAL: current}
-        parts[where] = factdiff.add_fact(parts.get(where, ""), fact, sect)
-        new = scopes.join(parts)
+    else:  # a client limited to a scope: the same words in another are written into its own
+        new = scopes.add_in(current, where, fact, sect)
     if new == current:
         return "already remembered"
     _led, d = memory.facts_for(new, "agent", None)
@@ -103,11 +95,8 @@ def _visible(memory: MemoryService, scope: str | None) -> tuple[Ledger, list[tup
     """The current ledger and the facts (index in it, fact) a client of ``scope`` may change:
     every fact for an unlimited client, else only its scope's."""
     led = memory.ledger()
-    if scope is None:
-        return led, list(enumerate(led.facts))
-    where = scopes.check_name(scope)
-    placed = scopes.scope_map(led, memory.store.state.memory)
-    return led, [(k, f) for k, f in enumerate(led.facts) if placed.get(f.id, scopes.GLOBAL) == where]
+    shown = None if scope is None else [scopes.check_name(scope)]
+    return led, scopes.facts_in(led, memory.store.state.memory, shown)
 
 
 def _retime(memory: MemoryService, fact: str, client: str | None, scope: str | None) -> str | None:
@@ -134,18 +123,13 @@ def forget(memory: MemoryService, fact: str, why: str, client: str | None, *, sc
     if len(fact) > MAX_FACT or len(why) > MAX_FACT:
         raise McpWriteRefused(f"the fact and the reason must each be at most {MAX_FACT} characters")
     memory.check_worktree()
-    led, visible = _visible(memory, scope)
+    led = memory.ledger()
     where = " in memory" if scope is None else f" in the memory scope {scopes.check_name(scope)!r}"
+    found = scopes.find(led, memory.store.state.memory, None if scope is None else [scopes.check_name(scope)], fact)
     key = fact_ids.id_key(fact)
-    found = next((f for _k, f in visible if f.id == key), None) if key else None
     if found is None and key is not None and key.startswith("F"):
         raise McpWriteRefused(f"no fact {key}{where}",
                               hint="read_memory with sources=true lists the facts with their ids.")
-    if found is None:  # its words (or the older content-hash id of factdiff)
-        current = memory.store.state.memory
-        parsed = factdiff.parse(current)
-        hit = factdiff.match_fact([parsed[k] for k, _f in visible], fact)
-        found = next((f for k, f in visible if hit is not None and parsed[k] is hit), None)
     if found is None:
         raise McpWriteRefused(f"no fact{where} matches {fact!r}",
                               hint="Read memtray://memory/MEMORY.md for the facts.")

@@ -430,7 +430,7 @@ class ConsolidationService:
                 model=use_model,
                 consolidation=cid,
                 history_append=entry,
-                flagged=g.flagged + acc.items,
+                flagged=scopereply.with_scope(g.flagged + acc.items, scoped, scopes.scope_map(full_ids, full)),
                 dropped_reasons=g.reasons,
                 provenance=g.provenance or None,
                 session=session,

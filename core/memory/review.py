@@ -30,7 +30,7 @@ from memtray.core.log.events import (
     ReviewItem,
 )
 from memtray.core.log.store import Store
-from memtray.core.memory import factdiff, unsaid
+from memtray.core.memory import factdiff, scopes, unsaid
 from memtray.core.memory import facts as fact_ids
 from memtray.core.memory import hold as held
 from memtray.core.memory.browse import MemoryError_, msg_json, said
@@ -70,6 +70,12 @@ def versions(item: dict[str, Any], now: str | None) -> dict[str, Any]:
     return {"this": {"text": this, "device": who(this)}, "other": {"text": other, "device": who(other)}}
 
 
+def scope_of(item: dict[str, Any]) -> str:
+    """The memory scope adding ``item`` writes it into: the one it was held in
+    (``scope``, :func:`memtray.core.memory.scopereply.with_scope`), else global."""
+    return scopes.check_name(str(item.get("scope") or scopes.GLOBAL))
+
+
 def _entry(item: dict[str, Any]) -> ReviewItem:
     return cast(ReviewItem, {k: v for k, v in item.items() if k != "seq"})
 
@@ -101,11 +107,14 @@ class ReviewOps:
             item=item["id"], action="add", memory_seq=self.store.state.memory_seq + 1, entry=_entry(item)), None)]
         if item.get("kind") == held.KIND or item.get("replaces"):  # a held rewording replaces its fact's words
             return self._take_proposal(item, done)
-        new = factdiff.add_fact(self.store.state.memory, item["text"], item.get("section") or None)
+        where = scope_of(item)
+        new = scopes.add_in(self.store.state.memory, where, item["text"], item.get("section") or None)
         keep = {factdiff.normalize(item["text"]): item["fact_id"]} if item.get("kind") == "silent-drop" else None
-        led = fact_ids.attach(self.ledger(), new, keep=keep)
+        before = self.ledger()
+        led = fact_ids.attach(before, new, keep=keep)
         # a not-remembered item's fact is written with the user's sentence as its receipt
-        self.write(new, reason="review", source="user", facts=led, provenance=unsaid.provenance(item, led), extra=done)
+        self.write(new, reason="review", source="user", facts=led, provenance=unsaid.provenance(item, led), extra=done,
+                   placed={i: where for i in led.ids if before.get(i) is None})  # the scope it was held in
         return self.revision("HEAD")
 
     def keep_out(self, item_id: str, why: str = "") -> None:
@@ -175,9 +184,12 @@ class ReviewOps:
             self.write(current, reason="review", source="user", history_append=str(item["text"]), facts=led, extra=done)
             return self.revision("HEAD")
         fact = led.get(str(item.get("replaces") or ""))
-        if fact is None:  # a new fact, or one whose fact has gone since: added
-            new = factdiff.add_fact(current, item["text"], item.get("section") or None)
-            self.write(new, reason="review", source="user", facts=fact_ids.attach(led, new), extra=done)
+        if fact is None:  # a new fact, or one whose fact has gone since: added, in the scope it was held in
+            where = scope_of(item)
+            new = scopes.add_in(current, where, item["text"], item.get("section") or None)
+            ids = fact_ids.attach(led, new)
+            self.write(new, reason="review", source="user", facts=ids, extra=done,
+                       placed={i: where for i in ids.ids if led.get(i) is None})
         else:
             new = factdiff.replace_fact(current, led.facts.index(fact), str(item["text"]))
             ids = Ledger.with_ids(new, led.ids, led.next) if len(factdiff.parse(new)) == len(led.facts) else None
@@ -317,4 +329,4 @@ def _without(history: str, entry: str) -> str:
     return (history[:k].rstrip() + "\n" + history[k + len(entry.strip()):].lstrip("\n")).strip("\n") + "\n"
 
 
-__all__ = ["CONFLICT_ACTIONS", "HELD_ACTIONS", "KEPT_OUT", "ReviewOps", "actions", "versions"]
+__all__ = ["CONFLICT_ACTIONS", "HELD_ACTIONS", "KEPT_OUT", "ReviewOps", "actions", "scope_of", "versions"]

@@ -125,6 +125,24 @@ def placed(p: Plan, before: Mapping[str, str], ledger: Ledger) -> dict[str, str]
     return out
 
 
+def with_scope(items: Sequence[dict[str, Any]], p: Plan, before: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The review items a consolidation of a scoped conversation holds, each with the scope
+    adding it from the review writes it into (``scope``): a fact held back where it was
+    (``before``: fact id -> scope), a new one in the conversation's scope, or global when the
+    reply said so (checked at the door, :func:`plan`; a scope refused there is the
+    conversation's). A global conversation's items are left as they are (absent: global)."""
+    if p.scope == scopes.GLOBAL:
+        return list(items)
+    out = []
+    for item in items:
+        fid = str(item.get("fact_id") or "")
+        where = before.get(fid) if item.get("kind") == "silent-drop" else None
+        if where is None:
+            where = scopes.GLOBAL if factdiff.normalize(str(item.get("text", ""))) in p.global_texts else p.scope
+        out.append({**item, "scope": where})
+    return out
+
+
 def patch_scopes(ledger: Ledger, was: Mapping[str, str], before: Ledger, after: Ledger,
                  main_before: Mapping[str, str], main_after: Mapping[str, str]) -> dict[str, str]:
     """Where the facts of ``ledger`` go when a change of another line of revisions (``before``

@@ -27,6 +27,7 @@ from memtray.core.log.payloads import SCOPE_NAME
 from memtray.core.log.projections import State
 from memtray.core.log.store import Store
 from memtray.core.memory import factdiff
+from memtray.core.memory import facts as fact_ids
 from memtray.core.memory.factdiff import Fact
 from memtray.core.memory.facts import Ledger
 
@@ -134,6 +135,46 @@ def scope_map(ledger: Ledger, text: str) -> dict[str, str]:
     if "<!-- scope:" not in text:
         return dict.fromkeys(ledger.ids, GLOBAL)  # no parse: a home without scopes pays nothing
     return dict(zip(ledger.ids, of_facts(text), strict=False))
+
+
+def facts_in(ledger: Ledger, text: str, shown: Sequence[str] | None) -> list[tuple[int, Fact]]:
+    """The facts of ``ledger`` (the ledger of ``text``) that stand in the scopes ``shown``,
+    each with its index in the ledger; ``shown`` None: every fact."""
+    if shown is None:
+        return list(enumerate(ledger.facts))
+    placed = scope_map(ledger, text)
+    return [(k, f) for k, f in enumerate(ledger.facts) if placed.get(f.id, GLOBAL) in shown]
+
+
+def find(ledger: Ledger, text: str, shown: Sequence[str] | None, fact: str) -> Fact | None:
+    """The fact ``fact`` names among those of the scopes ``shown`` (:func:`facts_in`): by its
+    id (``F12``), which names that fact or none and is never read as words, else by its words
+    (or factdiff's older content-hash id). None when none of them matches: a fact of a scope
+    not shown is not found, exactly as one that does not exist. Every door that changes a fact
+    by what a caller names (the chat's ``forget``, an MCP client's) finds it here."""
+    seen = facts_in(ledger, text, shown)
+    key = fact_ids.id_key(fact)
+    found = next((f for _k, f in seen if f.id == key), None) if key else None
+    if found is not None or (key is not None and key.startswith("F")):
+        return found
+    parsed = factdiff.parse(text)
+    hit = factdiff.match_fact([parsed[k] for k, _f in seen], fact)
+    return next((f for k, f in seen if hit is not None and parsed[k] is hit), None)
+
+
+def add_in(text: str, scope: str, fact: str, section: str | None) -> str:
+    """``text`` with ``fact`` added into ``scope``'s part (under ``section``), or ``text`` as it
+    is when what a conversation of ``scope`` sees (:func:`view`) has the same words already.
+    The same words in another scope are not "already remembered" (that would tell the
+    conversation what the scope holds, and leave its own scope without the fact)."""
+    visible = view(text, scope)
+    if factdiff.add_fact(visible, fact, section) == visible:
+        return text
+    if "<!-- scope:" not in text and scope == GLOBAL:
+        return factdiff.add_fact(text, fact, section)  # a home without scopes: as before them
+    parts = dict(split(text)) if "<!-- scope:" in text else {GLOBAL: text}
+    parts[scope] = factdiff.add_fact(parts.get(scope, ""), fact, section)
+    return join(parts)
 
 
 def files(text: str) -> dict[str, str]:

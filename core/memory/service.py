@@ -296,9 +296,11 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
     @on_writer
     def remember(self, fact: str, section: str | None, *, model: str | None, source_seq: int | None,
                  scope: str = scopes.GLOBAL, when: timing.When | None = None) -> str:
-        """The agent's ``remember``: ``fact`` added in the conversation's ``scope``; ``when`` (read
-        by :func:`timing.read_members`) is its time, set on a fact the conversation sees with the
-        same words if there is one (it keeps its id)."""
+        """The agent's ``remember``: ``fact`` added in the conversation's ``scope``, "already
+        remembered" only when the conversation sees the same words (:func:`scopes.add_in`: the
+        global memory and its scope; another scope's are neither told nor counted); ``when``
+        (read by :func:`timing.read_members`) is its time, set on a fact the conversation sees
+        with the same words if there is one (it keeps its id)."""
         fact = " ".join(clean_controls(fact).split())
         if not fact:
             raise MemoryError_("the fact is empty")
@@ -314,8 +316,7 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
         current = self.store.state.memory
         if when is not None:
             led = self.ledger()
-            placed = scopes.scope_map(led, current)
-            seen = [(k, f) for k, f in enumerate(led.facts) if placed.get(f.id, scopes.GLOBAL) in (scopes.GLOBAL, scope)]
+            seen = scopes.facts_in(led, current, [scopes.GLOBAL, scope])
             hit = timing.same_words([f.text for _k, f in seen], fact)
             if hit is not None:
                 k, found = seen[hit]
@@ -325,7 +326,7 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
                 self.write(new, reason="agent", source="model", model=model,
                            facts=Ledger.with_ids(new, led.ids, led.next), dropped_reasons={found.id: "time set"})
                 return f"remembered: {fact} ({found.id}: its time set)"
-        new = factdiff.add_fact(current, fact, section)
+        new = scopes.add_in(current, scopes.check_name(scope), fact, section)  # what the conversation sees
         if new == current:
             return "already remembered"
         led, d = self.facts_for(new, "agent", None)
@@ -354,12 +355,15 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
         return self.revision("HEAD")
 
     @on_writer
-    def forget(self, fact: str, why: str, *, model: str | None) -> str:
+    def forget(self, fact: str, why: str, *, model: str | None, scope: str = scopes.GLOBAL) -> str:
+        """The agent's ``forget``: the fact ``fact`` names (its id or words) among those the
+        conversation of ``scope`` is shown, the global memory and its scope's
+        (:func:`scopes.find`, as an MCP client's ``forget``); another scope's fact is "no fact",
+        as one that does not exist, and stays."""
         self.projection.adopt_worktree()
         led = self.ledger()
-        key = fact_ids.id_key(fact)
-        found = led.get(key) if key else None
-        found = found or factdiff.match_fact(list(led.facts), fact)
+        name = scopes.check_name(scope)
+        found = scopes.find(led, self.store.state.memory, sorted({scopes.GLOBAL, name}), fact)
         if found is None:
             return f"no fact in memory matches {fact!r}"
         self._remove(led, found, why or "asked to forget", reason="agent", source="model", model=model)

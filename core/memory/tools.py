@@ -56,7 +56,8 @@ def register(tools: ToolRegistry, svc: MemoryService, store: Store, settings: Se
                             scope=scopes.of_session(store.state, ctx.session), when=when)
 
     async def forget(args: dict[str, Any], ctx: ToolContext) -> str:
-        return svc.forget(str(args["fact"]), str(args.get("reason") or ""), model=settings.current.model)
+        return svc.forget(str(args["fact"]), str(args.get("reason") or ""), model=settings.current.model,
+                          scope=scopes.of_session(store.state, ctx.session))  # only what its prompt shows
 
     tools.add(Tool(
         "remember",
