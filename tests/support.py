@@ -6,6 +6,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -145,6 +146,7 @@ def cli_here(home: Path, *args: str, input: str | None = None, **env: str) -> su
     os.umask(umask)
     os.environ.clear()
     os.environ.update(wanted)
+    time.tzset()  # a TZ given to the command, as a child reads it at its start
     keyring.set_keyring(NullKeyring())
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
@@ -156,6 +158,7 @@ def cli_here(home: Path, *args: str, input: str | None = None, **env: str) -> su
     finally:
         os.environ.clear()
         os.environ.update(saved_env)
+        time.tzset()
         keyring.set_keyring(saved_keyring)
         holder.set_role(saved_role.command, serves=saved_role.serves)
         os.umask(umask)
