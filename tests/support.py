@@ -126,13 +126,15 @@ def run_cli(home: Path, *args: str, input: str | bytes | None = None, timeout: f
 def cli_here(home: Path, *args: str, input: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     """Run ``memtray ARGS`` through the CLI's ``main`` in this process, with what :func:`run_cli`
     gives the child (its environment, the null keyring, stdin, stdout and stderr) and its exit
-    status. For a test about what a command does and says, not about its process (a kill, a
+    status (a ``PYTHON_KEYRING_BACKEND`` in ``env`` is loaded instead of the null keyring).
+    For a test about what a command does and says, not about its process (a kill, a
     signal, an import, the instance a command starts): a fresh interpreter costs a second or
     more of CPU per command. Everything it changes for the command is put back after."""
     import contextlib
     import io
 
     import keyring
+    import keyring.core
     from keyring.backends.null import Keyring as NullKeyring
     from memtray.core.base import holder
     from memtray.core.cli.main import main
@@ -147,7 +149,8 @@ def cli_here(home: Path, *args: str, input: str | None = None, **env: str) -> su
     os.environ.clear()
     os.environ.update(wanted)
     time.tzset()  # a TZ given to the command, as a child reads it at its start
-    keyring.set_keyring(NullKeyring())
+    backend = env.get("PYTHON_KEYRING_BACKEND")  # one a test names (FileKeyring), as a child loads it
+    keyring.set_keyring(keyring.core.load_keyring(backend) if backend else NullKeyring())
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
                 _swapped_stdin(stdin):
