@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,13 +123,67 @@ def run_cli(home: Path, *args: str, input: str | bytes | None = None, timeout: f
     )
 
 
+def cli_here(home: Path, *args: str, input: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``memtray ARGS`` through the CLI's ``main`` in this process, with what :func:`run_cli`
+    gives the child (its environment, the null keyring, stdin, stdout and stderr) and its exit
+    status (a ``PYTHON_KEYRING_BACKEND`` in ``env`` is loaded instead of the null keyring).
+    For a test about what a command does and says, not about its process (a kill, a
+    signal, an import, the instance a command starts): a fresh interpreter costs a second or
+    more of CPU per command. Everything it changes for the command is put back after."""
+    import contextlib
+    import io
+
+    import keyring
+    import keyring.core
+    from keyring.backends.null import Keyring as NullKeyring
+    from memtray.core.base import holder
+    from memtray.core.cli.main import main
+
+    wanted = {k: v for k, v in cli_env(home, **env).items() if k != "PYTHON_KEYRING_BACKEND"}
+    saved_env = dict(os.environ)
+    saved_keyring, saved_role = keyring.get_keyring(), holder.role()
+    out, err = io.StringIO(), io.StringIO()
+    stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
+    umask = os.umask(0o022)
+    os.umask(umask)
+    os.environ.clear()
+    os.environ.update(wanted)
+    time.tzset()  # a TZ given to the command, as a child reads it at its start
+    backend = env.get("PYTHON_KEYRING_BACKEND")  # one a test names (FileKeyring), as a child loads it
+    keyring.set_keyring(keyring.core.load_keyring(backend) if backend else NullKeyring())
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                _swapped_stdin(stdin):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's usage errors, as the child exits with them
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        time.tzset()
+        keyring.set_keyring(saved_keyring)
+        holder.set_role(saved_role.command, serves=saved_role.serves)
+        os.umask(umask)
+    return subprocess.CompletedProcess(["memtray", *args], code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _swapped_stdin(stream: Any) -> Iterator[None]:
+    saved, sys.stdin = sys.stdin, stream
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+
+
 def configure(home: Home, server: ScriptedLLMServer, **settings: str) -> dict[str, str]:
     """Point ``home`` at the scripted server with `memtray config set`, as a user would
     (``settings`` set more keys); returns the environment (a test API key) to run the CLI with."""
     env = {"OPENAI_API_KEY": "sk-test"}
     values = {"model": "openai/test-model", "api_base": server.base_url, "llm_retries": "0", **settings}
-    for key, value in values.items():
-        out = run_cli(home.root, "config", "set", key, value, **env)
+    for key, value in values.items():  # the command itself, in this process: the set-up of a test
+        out = cli_here(home.root, "config", "set", key, value, **env)
         assert out.returncode == 0, out.stderr
     return env
 

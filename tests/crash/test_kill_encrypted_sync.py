@@ -17,12 +17,15 @@ from memtray.core.base.faults import CRASH_ENV
 
 from tests.crash.test_kill_sync import SECRET, _converged, _kill_receive_pack, _say, _state
 from tests.integration.sync_support import GIT, bare, git, log_holds, remote_refs
-from tests.support import run_cli
+from tests.support import cli_here, run_cli
 
 
 def _cli(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return run_cli(root, *args, PYTHON_KEYRING_BACKEND="tests.support.FileKeyring",
-                   MEMTRAY_TEST_KEYRING=str(root.parent / f"keyring-{root.name}.json"), **env)
+    """The command with the home's file keyring: in a child when it is to be killed, else in
+    this process (cli_here: what the recovery runs is the same command, without a second of start)."""
+    run = run_cli if CRASH_ENV in env else cli_here
+    return run(root, *args, PYTHON_KEYRING_BACKEND="tests.support.FileKeyring",
+               MEMTRAY_TEST_KEYRING=str(root.parent / f"keyring-{root.name}.json"), **env)
 
 
 def _ok(out: subprocess.CompletedProcess[str]) -> str:

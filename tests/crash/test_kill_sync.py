@@ -27,7 +27,7 @@ from tests.integration.sync_support import (
     remote_refs,
     say,
 )
-from tests.support import run_cli
+from tests.support import cli_here, run_cli
 
 
 def _say(root: Path, text: str, session: str = "quick") -> None:
@@ -49,7 +49,10 @@ def _state(root: Path) -> tuple[str, set[str], list[str]]:
 
 
 def _sync(root: Path, remote: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return run_cli(root, "sync", "--clear", str(remote), **env)  # a clear remote (these homes have no keyring)
+    """``memtray sync --clear REMOTE`` (these homes have no keyring): in a child when it is to be
+    killed, else in this process (cli_here: the same command, without a second of start)."""
+    run = run_cli if CRASH_ENV in env else cli_here
+    return run(root, "sync", "--clear", str(remote), **env)
 
 
 def _two_synced_homes(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -133,7 +136,7 @@ def test_kill_while_a_copied_home_takes_a_new_device_id_then_it_completes(tmp_pa
     killed = run_cli(copy, "sync", "--new-device", str(remote), **{CRASH_ENV: step})
     assert killed.returncode == -9, killed.stderr
     if step == "sync.new_device":  # the id did not change: asked again, it goes through
-        done = run_cli(copy, "sync", "--new-device", str(remote))
+        done = cli_here(copy, "sync", "--new-device", str(remote))
     else:  # the id changed and the push landed: a plain sync finishes
         done = _sync(copy, remote)
     assert done.returncode == 0, done.stderr
@@ -168,7 +171,7 @@ def test_a_purge_after_a_push_the_crash_kept_from_adopting_is_republished(
     if peer_saw_it:  # b imported the segment a did not adopt before a purged
         assert _sync(b, remote).returncode == 0
         assert log_holds(b, SECRET)
-    purged = run_cli(a, "purge", SECRET, "--yes")
+    purged = cli_here(a, "purge", SECRET, "--yes")
     assert purged.returncode == 0, purged.stderr
     assert not log_holds(a, SECRET)
     done = _sync(a, remote)
@@ -193,7 +196,7 @@ def test_a_purge_then_a_killed_republication_then_the_next_sync_completes(
     pushed = _sync(a, remote, **({CRASH_ENV: "sync.pushed"} if first == "crashed after push" else {}))
     assert pushed.returncode == (-9 if first == "crashed after push" else 0), pushed.stderr
     assert _sync(b, remote).returncode == 0
-    assert run_cli(a, "purge", SECRET, "--yes").returncode == 0
+    assert cli_here(a, "purge", SECRET, "--yes").returncode == 0
     before = remote_refs(remote)
     if where == "receive-pack":
         hook = _kill_receive_pack(remote)

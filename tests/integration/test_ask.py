@@ -28,7 +28,7 @@ from tests.fixtures.llm_server import (
     reset_mid_stream,
     tool_call,
 )
-from tests.support import run_cli
+from tests.support import cli_here
 
 
 def _config(server: ScriptedLLMServer, **kw: Any) -> Config:
@@ -43,14 +43,14 @@ def _app(home: Home, server: ScriptedLLMServer, **kw: Any) -> App:
 
 
 def _messages(home: Home) -> list[dict[str, Any]]:
-    out = run_cli(home.root, "events", "tail", "-n", "1000", "--json")
+    out = cli_here(home.root, "events", "tail", "-n", "1000", "--json")
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines()]
 
 
 def test_cli_ask_prints_reply_and_logs_both_messages(home: Home, llm_server: ScriptedLLMServer) -> None:
     llm_server.script(reply("Hello, Ada!"))
-    out = run_cli(home.root, "ask", "hello", MEMTRAY_MODEL="openai/test-model",
+    out = cli_here(home.root, "ask", "hello", MEMTRAY_MODEL="openai/test-model",
                   MEMTRAY_API_BASE=llm_server.base_url, OPENAI_API_KEY="sk-test-123")
     assert out.returncode == 0, out.stderr
     assert out.stdout == "Hello, Ada!\n"
@@ -76,7 +76,7 @@ def test_cli_provider_errors_are_one_line_and_keep_the_message(
     home: Home, llm_server: ScriptedLLMServer, response: Any, needle: str
 ) -> None:
     llm_server.script(response, response, response)  # the CLI retries retryable errors twice
-    out = run_cli(home.root, "ask", "are you there?", MEMTRAY_MODEL="openai/test-model",
+    out = cli_here(home.root, "ask", "are you there?", MEMTRAY_MODEL="openai/test-model",
                   MEMTRAY_API_BASE=llm_server.base_url, OPENAI_API_KEY="sk-x")
     assert out.returncode == 1
     first = out.stderr.splitlines()[0]
@@ -92,14 +92,14 @@ def test_cli_connection_refused(home: Home) -> None:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    out = run_cli(home.root, "ask", "hi", MEMTRAY_MODEL="openai/test-model",
+    out = cli_here(home.root, "ask", "hi", MEMTRAY_MODEL="openai/test-model",
                   MEMTRAY_API_BASE=f"http://127.0.0.1:{port}/v1", OPENAI_API_KEY="sk-x")
     assert out.returncode == 1 and "cannot connect" in out.stderr, out.stderr
     assert [e["type"] for e in _messages(home)] == ["message", "turn.failed"]
 
 
 def test_no_model_configured_says_what_to_do(home: Home) -> None:
-    out = run_cli(home.root, "ask", "hi")
+    out = cli_here(home.root, "ask", "hi")
     assert out.returncode == 1
     assert "no model is configured" in out.stderr and "memtray config set model" in out.stderr
 

@@ -159,7 +159,7 @@ def test_cli_ask_attach_sends_a_pdf_and_refuses_an_image_for_a_text_model(
 ) -> None:
     from memtray.core.base import config as cfgmod
 
-    from tests.support import run_cli
+    from tests.support import cli_here
 
     home.create()
     cfgmod.save(home, Config(model="openai/gpt-3.5-turbo", api_base=llm_server.base_url, llm_retries=0))
@@ -167,14 +167,14 @@ def test_cli_ask_attach_sends_a_pdf_and_refuses_an_image_for_a_text_model(
     pdf.write_bytes(pdf_with_text("Invoice number 4471 due Friday"))
     shot = tmp_path / "shot.png"
     shot.write_bytes(png())
-    ok = run_cli(home.root, "--no-daemon", "ask", "--attach", str(pdf), "when is it due?")
+    ok = cli_here(home.root, "--no-daemon", "ask", "--attach", str(pdf), "when is it due?")
     assert ok.returncode == 0, ok.stderr
     assert "Invoice number 4471 due Friday" in _user(llm_server.requests[-1])["content"]
     sent = len(llm_server.requests)
-    bad = run_cli(home.root, "--no-daemon", "ask", "--attach", str(shot), "what is this?")
+    bad = cli_here(home.root, "--no-daemon", "ask", "--attach", str(shot), "what is this?")
     assert bad.returncode == 1
     assert "memtray: error: the model openai/gpt-3.5-turbo cannot read images (shot.png)" in bad.stderr
     assert "Traceback" not in bad.stderr and len(llm_server.requests) == sent
-    missing = run_cli(home.root, "--no-daemon", "ask", "--attach", str(tmp_path / "nope.pdf"), "hi")
+    missing = cli_here(home.root, "--no-daemon", "ask", "--attach", str(tmp_path / "nope.pdf"), "hi")
     assert missing.returncode == 1 and "memtray: error: cannot read" in missing.stderr
     assert b"what is this?" not in _log_bytes(home)

@@ -39,7 +39,7 @@ from tests.fixtures.llm_server import (
     reset_mid_stream,
     tool_call,
 )
-from tests.support import ROOT, cli_env, run_cli
+from tests.support import ROOT, cli_env, cli_here
 
 MEM0 = ("# Memory\n\n## Identity\n- User's name is Ada\n- User lives in London\n- User works at Acme\n\n"
         "## Preferences\n- User likes green tea\n- User prefers dark mode\n")
@@ -521,7 +521,7 @@ def test_failures_are_listed_by_memory_log(home: Home, llm_server: ScriptedLLMSe
                 a.run(cons(a).consolidate("quick", trigger="manual"))
     finally:
         a.close()
-    out = run_cli(home.root, "memory", "log", "--json")
+    out = cli_here(home.root, "memory", "log", "--json")
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
     failed = [r for r in rows if r["kind"] == "failed"]
@@ -529,7 +529,7 @@ def test_failures_are_listed_by_memory_log(home: Home, llm_server: ScriptedLLMSe
     reasons = " | ".join(r["reason"] for r in failed)
     for case in ("no-tool-call", "non-json", "timeout", "provider-500", "shrunken"):
         assert BAD[case][1].lower() in reasons.lower(), case
-    text = run_cli(home.root, "memory", "log")
+    text = cli_here(home.root, "memory", "log")
     assert text.returncode == 0 and text.stdout.count("FAILED") == 5
 
 
@@ -609,7 +609,7 @@ def seed_cli_session(home: Home, server: ScriptedLLMServer) -> None:
 
 
 def cli(home: Home, server: ScriptedLLMServer, *args: str, input: str | None = None) -> Any:
-    return run_cli(home.root, *args, input=input, MEMTRAY_MODEL="openai/test-model",
+    return cli_here(home.root, *args, input=input, MEMTRAY_MODEL="openai/test-model",
                    MEMTRAY_API_BASE=server.base_url, OPENAI_API_KEY="sk-test")
 
 

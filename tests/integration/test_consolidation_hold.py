@@ -20,7 +20,7 @@ from memtray.core.base.home import Home
 from memtray.core.log.events import Message
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, tool_call
-from tests.support import run_cli
+from tests.support import cli_here
 
 SMALL = "openai/smollm2-135m-instruct"
 MEM0 = "# Memory\n\n## Family\n- User has a daughter called Mia, she is 7\n- User works as a nurse in Graz\n"
@@ -139,15 +139,15 @@ def test_the_cli_says_it_and_review_lists_the_proposal(home: Home, llm_server: S
     open_app(home, llm_server, SMALL).close()
     env = {"OPENAI_API_KEY": "sk-test"}
     for key, value in (("model", SMALL), ("api_base", llm_server.base_url), ("llm_retries", "0")):
-        assert run_cli(home.root, "config", "set", key, value).returncode == 0
-    done = run_cli(home.root, "consolidate", "--session", "s", **env)
+        assert cli_here(home.root, "config", "set", key, value).returncode == 0
+    done = cli_here(home.root, "consolidate", "--session", "s", **env)
     assert done.returncode == 0, done.stderr
     assert "3 flagged" in done.stdout and "too small to judge facts" in done.stdout
-    listed = json.loads(run_cli(home.root, "memory", "review", "--json").stdout)
+    listed = json.loads(cli_here(home.root, "memory", "review", "--json").stdout)
     assert sorted(i["kind"] for i in listed) == ["not-remembered", "proposal", "proposal", "unsupported"]
     assert "1 thing you said was not remembered" in done.stdout
     entry = next(i for i in listed if i["section"] == "History")
-    taken = run_cli(home.root, "memory", "review", "restore", entry["id"])
+    taken = cli_here(home.root, "memory", "review", "restore", entry["id"])
     assert taken.returncode == 0 and "HISTORY.md" in taken.stdout
 
 

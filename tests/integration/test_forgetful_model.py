@@ -40,7 +40,7 @@ from memtray.core.memory.service import MemoryService
 
 from tests.fixtures.consolidator import ScriptedConsolidator, norm
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, reply, tool_call
-from tests.support import run_cli
+from tests.support import cli_here
 
 SEED = 20261130
 ROUNDS = 200  # successful consolidations (failed ones come on top)
@@ -234,7 +234,7 @@ def git(home: Home, *args: str) -> str:
 
 
 def cli_json(home: Home, *args: str) -> Any:
-    out = run_cli(home.root, *args, "--json")
+    out = cli_here(home.root, *args, "--json")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -298,7 +298,7 @@ def test_forgetful_model_never_makes_memory_forget(home: Home, served: ScriptedL
 
     # restore-fact, from the revision that dropped it
     row = rows[0]
-    out = run_cli(home.root, "memory", "restore-fact", row["rev"], row["text"])
+    out = cli_here(home.root, "memory", "restore-fact", row["rev"], row["text"])
     assert out.returncode == 0, out.stderr
     assert f"- {row['text']}\n" in (home.memory / "MEMORY.md").read_text()
     assert f"- {row['text']}\n" in git(home, "show", "HEAD:MEMORY.md")
@@ -306,7 +306,7 @@ def test_forgetful_model_never_makes_memory_forget(home: Home, served: ScriptedL
 
     # rollback to the memory of an old consolidation
     target = done[ROUNDS // 2]
-    out = run_cli(home.root, "memory", "rollback", target)
+    out = cli_here(home.root, "memory", "rollback", target)
     assert out.returncode == 0, out.stderr
     sha = git(home, "log", "--format=%H", f"--grep=Consolidation: {target}", "main").split()[0]
     rolled = git(home, "show", f"{sha}:MEMORY.md")
@@ -329,7 +329,7 @@ def test_forgetful_model_never_makes_memory_forget(home: Home, served: ScriptedL
     env = {"MEMTRAY_MODEL": "openai/test-model", "MEMTRAY_API_BASE": served.base_url, "OPENAI_API_KEY": "sk-x"}
     for _attempt in range(4):
         requests = len(served.chat_requests)
-        out = run_cli(home.root, "memory", "redo", target, "--model", "openai/other-model", **env)
+        out = cli_here(home.root, "memory", "redo", target, "--model", "openai/other-model", **env)
         assert served.chat_requests[requests]["model"] == "other-model"
         if out.returncode == 0:
             break

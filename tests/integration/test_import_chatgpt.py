@@ -124,7 +124,7 @@ def test_a_1_gb_file_is_not_read_whole(tmp_path: Path) -> None:
 def test_consolidate_folds_each_conversation_into_memory(tmp_path: Path) -> None:
     from tests.fixtures.llm_server import ScriptedLLMServer, tool_call
     from tests.fixtures.receipting import receipted
-    from tests.support import run_cli
+    from tests.support import cli_here
 
     def save(update: str) -> Any:
         return receipted(tool_call("save_memory", {"history_entry": "[2023-11-14 22:00] Talked.",
@@ -134,17 +134,17 @@ def test_consolidate_folds_each_conversation_into_memory(tmp_path: Path) -> None
     f.write_text(json.dumps(export()[1:]))  # the plant and the hello conversations
     with ScriptedLLMServer() as server:
         server.script(save("# Facts\n\n- Has a monstera\n"), save("# Facts\n\n- Has a monstera\n- Is called Ada\n"))
-        out = run_cli(tmp_path / "home", "import", "chatgpt", str(f), "--consolidate", "--json",
+        out = cli_here(tmp_path / "home", "import", "chatgpt", str(f), "--consolidate", "--json",
                       MEMTRAY_MODEL="openai/test-model", MEMTRAY_API_BASE=server.base_url, OPENAI_API_KEY="sk-test")
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout)["consolidated"] == 2
         prompts = [json.dumps(r.json["messages"]) for r in server.requests if r.path.endswith("/chat/completions")]
         assert "What plant is this?" in prompts[0] and "My name is Ada." in prompts[1]
-    shown = run_cli(tmp_path / "home", "memory", "show").stdout
+    shown = cli_here(tmp_path / "home", "memory", "show").stdout
     assert "- Is called Ada" in shown
     # only the assistant said "A monstera": an inferred fact, held for the user's confirmation
     assert "- Has a monstera" not in shown
-    review = json.loads(run_cli(tmp_path / "home", "memory", "review", "--json").stdout)
+    review = json.loads(cli_here(tmp_path / "home", "memory", "review", "--json").stdout)
     assert ("Has a monstera", "inferred") in [(i["text"], i["kind"]) for i in review]
 
 
@@ -159,14 +159,14 @@ def test_consolidate_without_a_model_is_refused_before_anything_is_written(tmp_p
 
 def test_a_failed_consolidation_leaves_every_session_open_for_the_sweep(tmp_path: Path) -> None:
     from tests.fixtures.llm_server import ScriptedLLMServer, error
-    from tests.support import run_cli
+    from tests.support import cli_here
 
     f = tmp_path / "conversations.json"
     f.write_text(json.dumps(export()))
     home = tmp_path / "home"
     with ScriptedLLMServer() as server:
         server.default = lambda _req: error(400)
-        out = run_cli(home, "import", "chatgpt", str(f), "--consolidate", "--json", MEMTRAY_MODEL="openai/test-model",
+        out = cli_here(home, "import", "chatgpt", str(f), "--consolidate", "--json", MEMTRAY_MODEL="openai/test-model",
                       MEMTRAY_API_BASE=server.base_url, OPENAI_API_KEY="sk-test")
     got = json.loads(out.stdout)
     assert out.returncode == 0 and got["messages"] == 6 and got["consolidated"] == 0

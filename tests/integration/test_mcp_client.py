@@ -21,7 +21,7 @@ from memtray.core.mcp import servers
 
 from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
 from tests.peers import npm_peer, peer_python
-from tests.support import run_cli
+from tests.support import cli_here
 
 HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_hostile.py"
 
@@ -72,7 +72,7 @@ def test_time_server_tool_needs_consent_then_answers(home: Home, llm_server: Scr
         offered = {t["function"]["name"] for t in llm_server.requests[0].json["tools"]}
         assert {"time__get_current_time", "remember"} <= offered
 
-        out = run_cli(home.root, "mcp", "allow", "time")
+        out = cli_here(home.root, "mcp", "allow", "time")
         assert out.returncode == 0, out.stderr
         llm_server.script(tool_call("time__get_current_time", {"timezone": "Asia/Tokyo"}, id="c2"), reply("It is late."))
         res = app.run(app.agent.turn("quick", "and now?", stream=False))
@@ -121,15 +121,15 @@ def test_hostile_servers_never_block_a_turn(home: Home, llm_server: ScriptedLLMS
 
 def test_bad_server_lists_are_refused_clearly(home: Home) -> None:
     _write_servers(home, '[servers."bad name"]\ncommand = "x"\n')
-    out = run_cli(home.root, "mcp", "servers")
+    out = cli_here(home.root, "mcp", "servers")
     assert out.returncode != 0 and "a server name is" in out.stderr and "Traceback" not in out.stderr
     _write_servers(home, '[servers.a]\ncommand = "x"\nurl = "http://127.0.0.1:1/mcp"\n')
-    out = run_cli(home.root, "mcp", "allow", "a")
+    out = cli_here(home.root, "mcp", "allow", "a")
     assert out.returncode != 0 and "either `command`" in out.stderr
     _write_servers(home, '[servers.a]\ncommand = "x"\n')
-    out = run_cli(home.root, "mcp", "allow", "nope")
+    out = cli_here(home.root, "mcp", "allow", "nope")
     assert out.returncode != 0 and "no MCP server named 'nope'" in out.stderr
-    assert run_cli(home.root, "mcp", "servers").stdout.split()[:3] == ["a", "not", "allowed"]
+    assert cli_here(home.root, "mcp", "servers").stdout.split()[:3] == ["a", "not", "allowed"]
 
 
 def test_servers_start_at_the_first_turn_only(home: Home, llm_server: ScriptedLLMServer) -> None:

@@ -1,4 +1,5 @@
-"""The memory command-line contract, run as a user would (a fresh interpreter per command).
+"""The memory command-line contract, run through the CLI's own entry point against real data homes
+(in this process, tests/support.cli_here; the local-time test runs its commands in a fresh interpreter).
 
 consolidate [--session KEY] [--all]; memory show [REV] [--at DATETIME]; memory log
 [--limit N] [--json]; memory diff [REV_A [REV_B]] [--json] [--raw]; memory dropped
@@ -28,7 +29,7 @@ from memtray.core.log.events import Message
 from memtray.core.memory.service import MemoryService
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, error, reply, tool_call
-from tests.support import run_cli
+from tests.support import cli_here, run_cli
 
 MEM0 = ("# Memory\n\n## Identity\n- User's name is Ada\n- User lives in London\n\n"
         "## Preferences\n- User likes green tea\n")
@@ -120,7 +121,7 @@ def copy(seeded: Seeded, tmp_path: Path) -> Seeded:
 
 
 def cli(home: Home, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return run_cli(home.root, *args, TZ="UTC", **env)
+    return cli_here(home.root, *args, TZ="UTC", **env)
 
 
 def ok(home: Home, *args: str, **env: str) -> str:

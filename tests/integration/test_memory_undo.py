@@ -21,7 +21,7 @@ from memtray.core.memory import factdiff
 
 from tests.fixtures.llm_server import ScriptedLLMServer, tool_call
 from tests.fixtures.receipting import receipted
-from tests.support import run_cli
+from tests.support import cli_here
 
 
 def save(memory: str | None = None, removed: list[dict[str, str]] | None = None,
@@ -70,7 +70,7 @@ def test_undo_one_consolidation_after_later_ones(home: Home, llm_server: Scripte
     finally:
         app.close()
 
-    out = run_cli(home.root, "memory", "undo", bad, "--json")
+    out = cli_here(home.root, "memory", "undo", bad, "--json")
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert {d["id"]: d["action"] for d in result["done"]} == {"F1": "reverted", "F2": "restored"}
@@ -94,14 +94,14 @@ def test_undo_one_consolidation_after_later_ones(home: Home, llm_server: Scripte
     finally:
         app.close()
     # a second undo of the same consolidation has nothing left to undo, and says why
-    out = run_cli(home.root, "memory", "undo", rev[:10])
+    out = cli_here(home.root, "memory", "undo", rev[:10])
     assert out.returncode == 1
     assert "nothing to undo" in out.stderr and "F1" in out.stdout + out.stderr
     assert git(home, "show", "HEAD:MEMORY.md") == memory
     # undoing the undo (by revision) puts the bad consolidation's changes back
     undo_rev = git(home, "log", "-1", "--format=%H").strip()
-    out = run_cli(home.root, "memory", "undo", undo_rev)
+    out = cli_here(home.root, "memory", "undo", undo_rev)
     assert out.returncode == 0, out.stderr
     assert texts((home.memory / "MEMORY.md").read_text())[:1] == ["Home city: Paris"]
-    out = run_cli(home.root, "memory", "undo", "no-such-thing")
+    out = cli_here(home.root, "memory", "undo", "no-such-thing")
     assert out.returncode != 0 and "memtray: error:" in out.stderr and "Traceback" not in out.stderr

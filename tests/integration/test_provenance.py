@@ -15,7 +15,7 @@ from memtray.core.memory.provenance import check_provenance, trace
 
 from tests.fixtures.corpus_model import RememberingModel
 from tests.fixtures.llm_server import ScriptedLLMServer
-from tests.support import run_cli
+from tests.support import cli_here
 
 
 def _build_history(app: App) -> None:
@@ -91,11 +91,11 @@ def test_every_current_fact_has_provenance_and_why_covers_all(home: Home, llm_se
         assert mem.why(back["text"])["messages"]  # adopted: the rebuild step's messages
     finally:
         app.close()
-    out = run_cli(home.root, "memory", "why", "Is allergic to peanuts", "--json")
+    out = cli_here(home.root, "memory", "why", "Is allergic to peanuts", "--json")
     assert out.returncode == 0, out.stderr
     why = json.loads(out.stdout)
     assert any("peanuts" in m["content"] for m in why["messages"])
-    doctor = run_cli(home.root, "doctor")
+    doctor = cli_here(home.root, "doctor")
     assert f"[ok  ] provenance: all {len(facts)} facts in MEMORY.md trace to the events they came from" in doctor.stdout
 
 
@@ -111,7 +111,7 @@ def test_doctor_reports_a_fact_without_provenance(home: Home) -> None:
     assert len(findings) == 1 and not findings[0].ok
     assert findings[0].title == "1 of 2 facts in MEMORY.md have no provenance"
     assert "Came from nowhere" in findings[0].detail and "without a source message" in findings[0].detail
-    out = run_cli(home.root, "doctor")
+    out = cli_here(home.root, "doctor")
     assert "[FAIL] 1 of 2 facts in MEMORY.md have no provenance" in out.stdout
     elog = EventLog.open(home.events, readonly=True)
     try:

@@ -31,14 +31,15 @@ from memtray.core.memory.gitrepo import GitRepo
 
 from tests.fixtures.corpus_model import HALLUCINATION, CorpusModel
 from tests.fixtures.llm_server import ScriptedLLMServer
-from tests.support import ROOT, cli_env, run_cli
+from tests.support import ROOT, cli_env, cli_here, run_cli
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "events"
 
 
 def _cli(home: Home, server: ScriptedLLMServer, *args: str, **env: str) -> subprocess.CompletedProcess[Any]:
-    return run_cli(home.root, *args, MEMTRAY_MODEL="openai/hallucinating", MEMTRAY_API_BASE=server.base_url,
-                   OPENAI_API_KEY="sk-test", **env)
+    """The command run in this process (:func:`cli_here`); a kill or a signal gets a child of its own."""
+    return cli_here(home.root, *args, MEMTRAY_MODEL="openai/hallucinating", MEMTRAY_API_BASE=server.base_url,
+                    OPENAI_API_KEY="sk-test", **env)
 
 
 def _git(home: Home, *args: str) -> str:
@@ -185,7 +186,7 @@ def test_a_model_that_fails_half_way_then_resume(home: Home, llm_server: Scripte
     assert "Main is untouched" in out.stderr and "run the same command again" in out.stderr
     assert _git(home, "rev-parse", "main").strip() == main_before
     assert _git(home, "log", "--format=%s", "rebuild/fl").count("rebuild fl: step") == 1
-    doctor = run_cli(home.root, "doctor")
+    doctor = cli_here(home.root, "doctor")
     assert "[note] rebuild fl stopped after step 1 of 5" in doctor.stdout
     recorded.heal()
     out = _cli(home, llm_server, "memory", "rebuild", "--model", "openai/flaky", "--name", "fl")
@@ -200,8 +201,9 @@ def test_sigkill_mid_rebuild_resumes_and_ends_where_an_uninterrupted_one_does(
     home: Home, llm_server: ScriptedLLMServer, recorded: CorpusModel
 ) -> None:
     main_before = _git(home, "rev-parse", "main").strip()
-    out = _cli(home, llm_server, "memory", "rebuild", "--model", "openai/careful", "--name", "k",
-               MEMTRAY_TEST_CRASH_AT="rebuild.progress-2")
+    out = run_cli(home.root, "memory", "rebuild", "--model", "openai/careful", "--name", "k",
+                  MEMTRAY_MODEL="openai/hallucinating", MEMTRAY_API_BASE=llm_server.base_url,
+                  OPENAI_API_KEY="sk-test", MEMTRAY_TEST_CRASH_AT="rebuild.progress-2")
     assert out.returncode == -signal.SIGKILL
     progress = [e for e in _events(home) if e["type"] == "rebuild.progress"]
     assert len(progress) == 2

@@ -13,7 +13,7 @@ from memtray.core.log import transcript
 from memtray.core.log.events import Message
 
 from tests.fixtures.llm_server import ScriptedLLMServer, reply
-from tests.support import run_cli
+from tests.support import cli_here
 
 MEM0 = "# Memory\n\n## Identity\n- User's name is Ada\n"
 
@@ -57,7 +57,7 @@ def test_ask_names_the_recalled_messages_on_stderr_only(home: Home, llm_server: 
     finally:
         app.close()
     llm_server.script(reply("Mr Okafor."))
-    out = run_cli(home.root, "ask", "What is my daughter's teacher called?", OPENAI_API_KEY="sk-test")
+    out = cli_here(home.root, "ask", "What is my daughter's teacher called?", OPENAI_API_KEY="sk-test")
     assert out.returncode == 0, out.stderr
     assert out.stdout == "Mr Okafor.\n"  # the contract: stdout is exactly the reply
     lines = [line for line in out.stderr.splitlines() if line.startswith("recalled:")]
@@ -82,7 +82,7 @@ def test_ask_without_recall_prints_no_recalled_line(home: Home, llm_server: Scri
     finally:
         app.close()
     llm_server.script(reply("I do not know."))
-    out = run_cli(home.root, "ask", "Who is Okafor?", OPENAI_API_KEY="sk-test")
+    out = cli_here(home.root, "ask", "Who is Okafor?", OPENAI_API_KEY="sk-test")
     assert out.returncode == 0, out.stderr
     assert out.stdout == "I do not know.\n"
     assert "recalled:" not in out.stderr

@@ -18,7 +18,7 @@ from memtray.core.base.home import Home
 from memtray.core.log.events import Message
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, tool_call
-from tests.support import run_cli
+from tests.support import cli_here
 
 CHAT = [
     ("user", "Sam keeps bees in the garden."),
@@ -101,16 +101,16 @@ def test_reworded_facts_with_receipts_are_written_and_invented_ones_held(
         assert "Is a morning person" not in {i["text"] for i in app.memory.pending_review()}
     finally:
         app.close()
-    shown = run_cli(home.root, "memory", "why", "Is a hobby beekeeper")
+    shown = cli_here(home.root, "memory", "why", "Is a hobby beekeeper")
     assert shown.returncode == 0, shown.stderr
     assert "receipt:   stated by the user: \u201cSam keeps bees in the garden\u201d" in shown.stdout
     assert "user: \u00bbSam keeps bees in the garden\u00ab." in shown.stdout
-    why = json.loads(run_cli(home.root, "memory", "why", "Is a cellist", "--json").stdout)
+    why = json.loads(cli_here(home.root, "memory", "why", "Is a cellist", "--json").stdout)
     assert why["receipt"]["quote"] == "Sam plays the cello"
-    listing = run_cli(home.root, "memory", "show", "--sources").stdout
+    listing = cli_here(home.root, "memory", "show", "--sources").stdout
     line = next(x for x in listing.splitlines() if "Is a hobby beekeeper" in x)
     assert "(stated, #" in line and "\u201cSam keeps bees in the garden\u201d" in line
-    review = run_cli(home.root, "memory", "review", "--json")
+    review = cli_here(home.root, "memory", "review", "--json")
     kinds = {i["text"]: i["kind"] for i in json.loads(review.stdout)}
     assert kinds == {"Has a cat named Miso": "unsupported", "Wakes up at 6 am": "unsupported"}
 
@@ -127,7 +127,7 @@ def test_under_inferred_facts_write_a_guess_is_written_and_marked(home: Home, ll
                            "source_seqs": receipt["source_seqs"]} and receipt["source_seqs"]
     finally:
         app.close()
-    listing = run_cli(home.root, "memory", "show", "--sources").stdout
+    listing = cli_here(home.root, "memory", "show", "--sources").stdout
     assert "(inferred, #" in next(x for x in listing.splitlines() if "morning person" in x)
     assert "(no receipt)" not in next(x for x in listing.splitlines() if "beekeeper" in x)
 
@@ -149,7 +149,7 @@ def test_a_fact_without_a_receipt_is_held_and_old_facts_keep_working(
         assert app.memory.why("Lives in Graz")["receipt"] is None  # an old fact: no receipt, no error
     finally:
         app.close()
-    listing = run_cli(home.root, "memory", "show", "--sources").stdout
+    listing = cli_here(home.root, "memory", "show", "--sources").stdout
     assert "Lives in Graz  [F1] (no receipt)" in listing
 
 

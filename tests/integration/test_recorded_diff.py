@@ -16,7 +16,7 @@ from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.memory import factdiff
 
-from tests.support import run_cli
+from tests.support import cli_here
 
 OLD = "Likes green tea"
 NEW = "Starts every morning with a pot of sencha"  # the same fact in other words
@@ -70,14 +70,14 @@ def test_a_fact_reworded_under_its_id_is_changed_as_recorded_not_dropped_and_add
     finally:
         app.close()
 
-    out = run_cli(home.root, "memory", "diff", "--json")
+    out = cli_here(home.root, "memory", "diff", "--json")
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)
     assert (d["added"], d["dropped"]) == ([], [])
     assert [(c["old"]["id"], c["old"]["text"], c["new"]["text"]) for c in d["changed"]] == [(fid, OLD, NEW)]
-    text = run_cli(home.root, "memory", "diff")
+    text = cli_here(home.root, "memory", "diff")
     assert text.stdout.splitlines() == [f"~ {fid} [Me] {OLD}", f"    → {NEW}"]
-    log = json.loads(run_cli(home.root, "memory", "log", "--json").stdout)
+    log = json.loads(cli_here(home.root, "memory", "log", "--json").stdout)
     assert (log[0]["added"], log[0]["removed"], log[0]["changed"]) == (0, 0, 1)
 
 

@@ -20,11 +20,11 @@ from memtray.core.memory import factdiff
 
 from tests.fixtures.corpus_model import HALLUCINATION, CorpusModel
 from tests.fixtures.llm_server import ScriptedLLMServer
-from tests.support import ROOT, cli_env, run_cli
+from tests.support import ROOT, cli_env, cli_here
 
 
 def _eval(home: Home, server: ScriptedLLMServer, model: str, *args: str) -> Any:
-    return run_cli(home.root, "eval", "retention", "--model", f"openai/{model}", *args,
+    return cli_here(home.root, "eval", "retention", "--model", f"openai/{model}", *args,
                    MEMTRAY_API_BASE=server.base_url, OPENAI_API_KEY="sk-test")
 
 
@@ -125,9 +125,9 @@ def test_plot_is_a_png_and_json_matches_the_table(home: Home, corpus_server: Scr
         assert QColor(name).getRgb()[:3] in seen, name
     assert r["survival"] == 1.0 and r["silent_drops"] == 0 and len(r["steps"]) == 4
     assert r["steps"][-1]["facts"] == 19  # 23 facts, 4 replaced by newer ones
-    bad = run_cli(home.root, "eval", "retention", "--plot", str(tmp_path / "x.jpg"), MEMTRAY_MODEL="openai/careful")
+    bad = cli_here(home.root, "eval", "retention", "--plot", str(tmp_path / "x.jpg"), MEMTRAY_MODEL="openai/careful")
     assert bad.returncode == 1 and "PNG" in bad.stderr
-    zero = run_cli(home.root, "eval", "retention", "-k", "0", MEMTRAY_MODEL="openai/careful")
+    zero = cli_here(home.root, "eval", "retention", "-k", "0", MEMTRAY_MODEL="openai/careful")
     assert zero.returncode == 1 and "at least 1" in zero.stderr
 
 
@@ -195,7 +195,7 @@ def test_own_log_is_replayed_in_a_scratch_home_and_left_untouched(home: Home, ll
     final = {f.norm for f in factdiff.parse(memory_before)}
     assert r["steps"][-1]["facts"] == len(final)
     empty = Home.resolve(home.root.parent / "empty")
-    out = run_cli(empty.root, "eval", "retention", "--corpus", "own", MEMTRAY_MODEL="openai/careful")
+    out = cli_here(empty.root, "eval", "retention", "--corpus", "own", MEMTRAY_MODEL="openai/careful")
     assert out.returncode == 1 and "--corpus synthetic" in out.stderr
 
 

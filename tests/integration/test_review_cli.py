@@ -1,7 +1,8 @@
 """`memtray memory review` with the choices named for their effect, `memory dropped` listing what
 was kept out, the undo of each, the older names still working, and `memtray device name`.
 
-Each command runs in a fresh interpreter against a real data home, as a user would.
+Each command runs through the CLI's own entry point against a real data home (in this process:
+tests/support.cli_here, with the environment and streams a fresh interpreter would have).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from memtray.core.base.home import Home
 from memtray.core.log.events import Message
 from memtray.core.memory.items import review_item
 
-from tests.support import run_cli
+from tests.support import cli_here
 
 MEM0 = "# Memory\n\n## About\n- Lives in Graz\n"
 
@@ -35,7 +36,7 @@ def seed(home: Home, *texts: str) -> None:
 
 
 def cli(home: Home, *args: str) -> str:
-    out = run_cli(home.root, *args)
+    out = cli_here(home.root, *args)
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     return out.stdout
@@ -73,11 +74,11 @@ def test_add_keep_out_and_undo_from_the_terminal(home: Home) -> None:
 def test_old_names_and_bad_input(home: Home) -> None:
     seed(home, "Is a cellist")
     [row] = listed(home)
-    out = run_cli(home.root, "memory", "review", "keep", row["id"], "--version", "this")
+    out = cli_here(home.root, "memory", "review", "keep", row["id"], "--version", "this")
     assert out.returncode != 0 and "not a merge conflict" in out.stderr and "Traceback" not in out.stderr
-    out = run_cli(home.root, "memory", "review", "add")
+    out = cli_here(home.root, "memory", "review", "add")
     assert out.returncode != 0 and "needs the item's id" in out.stderr
-    out = run_cli(home.root, "memory", "review", "undo", row["id"])
+    out = cli_here(home.root, "memory", "review", "undo", row["id"])
     assert out.returncode != 0 and "no review choice" in out.stderr
     assert "accepted" in cli(home, "memory", "review", "accept", row["id"])  # = keep out
     cli(home, "memory", "review", "undo", row["id"])
@@ -96,9 +97,9 @@ def test_naming_devices(home: Home, tmp_path: Path) -> None:
     assert [(r["device"], r["name"], r["this"]) for r in rows] == [(me["device"], "Laptop", True), (other, "Desktop", False)]
     cli(home, "device", "name", "Desktop", "Office PC")  # by its name
     assert "Office PC" in cli(home, "device")
-    out = run_cli(home.root, "device", "name", me["device"], "d0123456789ab")
+    out = cli_here(home.root, "device", "name", me["device"], "d0123456789ab")
     assert out.returncode != 0 and "cannot look like a device id" in out.stderr
-    out = run_cli(home.root, "device", "name", "Nobody", "x")
+    out = cli_here(home.root, "device", "name", "Nobody", "x")
     assert out.returncode != 0 and "no device 'Nobody'" in out.stderr
 
 
@@ -107,18 +108,18 @@ def test_sync_says_the_devices_names(tmp_path: Path) -> None:
 
     remote = bare(tmp_path / "main.git")
     a, b = tmp_path / "a", tmp_path / "b"
-    assert run_cli(a, "device", "name", "Laptop").returncode == 0
-    assert run_cli(a, "remind", "add", "water the plants", "--at", "in 5h").returncode == 0
-    assert run_cli(a, "sync", "--clear", str(remote)).returncode == 0
-    first = run_cli(b, "sync", str(remote))
+    assert cli_here(a, "device", "name", "Laptop").returncode == 0
+    assert cli_here(a, "remind", "add", "water the plants", "--at", "in 5h").returncode == 0
+    assert cli_here(a, "sync", "--clear", str(remote)).returncode == 0
+    first = cli_here(b, "sync", str(remote))
     assert first.returncode == 0, first.stderr
-    [row_a] = [r for r in json.loads(run_cli(a, "device", "--json").stdout) if r["this"]]
+    [row_a] = [r for r in json.loads(cli_here(a, "device", "--json").stdout) if r["this"]]
     assert f"Laptop ({row_a['device']}):" in first.stdout  # the name imported by this very sync
-    status = run_cli(b, "sync", str(remote), "--status")
+    status = cli_here(b, "sync", str(remote), "--status")
     assert f"other devices: Laptop ({row_a['device']})" in status.stdout
-    body = json.loads(run_cli(b, "sync", str(remote), "--status", "--json").stdout)
+    body = json.loads(cli_here(b, "sync", str(remote), "--status", "--json").stdout)
     assert body["device_names"] == {row_a["device"]: "Laptop"}
-    assert [(r["name"], r["this"]) for r in json.loads(run_cli(b, "device", "--json").stdout)] == [
+    assert [(r["name"], r["this"]) for r in json.loads(cli_here(b, "device", "--json").stdout)] == [
         (None, True), ("Laptop", False)]
 
 
@@ -147,7 +148,7 @@ def test_a_merge_conflict_in_the_terminal(home: Home) -> None:
     [row] = listed(home)
     assert row["actions"] == ["keep-this", "keep-other"] and row["device_names"] == {peer: "Desktop"}
     assert row["versions"] == {"this": {"text": "Lives in Graz", "device": here}, "other": {"text": other, "device": peer}}
-    out = run_cli(home.root, "memory", "review", "keep", "c0ffee0001")
+    out = cli_here(home.root, "memory", "review", "keep", "c0ffee0001")
     assert out.returncode != 0 and "--version this or --version other" in out.stderr
     assert "memory now says 'Lives in Paris'" in cli(home, "memory", "review", "keep", "c0ffee", "--version", "other")
     assert "- Lives in Paris" in (home.memory / "MEMORY.md").read_text(encoding="utf-8") and listed(home) == []

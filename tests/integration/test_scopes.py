@@ -24,7 +24,7 @@ from memtray.core.memory.facts import Ledger
 from memtray.core.memory.ledgers import find_in_history
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, reply, tool_call
-from tests.support import configure, run_cli
+from tests.support import cli_here, configure
 
 JSON = dict[str, Any]
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "events"
@@ -209,46 +209,46 @@ def test_the_command_line_knows_scopes(home: Home, llm_server: ScriptedLLMServer
         a.close()
     acme, ada = ids["Acme"], ids["Ada"]
 
-    out = run_cli(home.root, "ask", "--session", "job", "--scope", "work", "What do I do on Fridays?", **env)
+    out = cli_here(home.root, "ask", "--session", "job", "--scope", "work", "What do I do on Fridays?", **env)
     assert out.returncode == 0, out.stderr
     sent = json.dumps(llm_server.chat_requests[-1].json["messages"])
     assert "Acme" in sent and "cello" not in sent
-    out = run_cli(home.root, "ask", "--session", "job", "And on Mondays?", **env)  # the scope is remembered
+    out = cli_here(home.root, "ask", "--session", "job", "And on Mondays?", **env)  # the scope is remembered
     sent = json.dumps(llm_server.chat_requests[-1].json["messages"])
     assert out.returncode == 0 and "Acme" in sent and "cello" not in sent
-    bad = run_cli(home.root, "ask", "--scope", "../etc", "hi", **env)
+    bad = cli_here(home.root, "ask", "--scope", "../etc", "hi", **env)
     assert bad.returncode != 0 and "not a scope name" in bad.stderr and "Traceback" not in bad.stderr
 
-    shown = run_cli(home.root, "memory", "show", "--scope", "work").stdout
+    shown = cli_here(home.root, "memory", "show", "--scope", "work").stdout
     assert "Acme" in shown and "Lyon" not in shown and "cello" not in shown
-    assert "Lyon" in run_cli(home.root, "memory", "show", "--scope", "global").stdout
+    assert "Lyon" in cli_here(home.root, "memory", "show", "--scope", "global").stdout
 
-    moved = run_cli(home.root, "memory", "move", acme, "--scope", "family", "--reason", "it was a family rota", "--json")
+    moved = cli_here(home.root, "memory", "move", acme, "--scope", "family", "--reason", "it was a family rota", "--json")
     assert moved.returncode == 0, moved.stderr
     assert json.loads(moved.stdout)["move"] == {"id": acme, "section": "Work", "text": "Reviews code at Acme on Fridays",
                                                 "source": "work", "target": "family", "reason": "it was a family rota"}
-    rows = json.loads(run_cli(home.root, "memory", "log", "--scope", "family", "--json").stdout)
+    rows = json.loads(cli_here(home.root, "memory", "log", "--scope", "family", "--json").stdout)
     assert rows and all("family" in r["scopes"] for r in rows) and rows[0]["reason"] == "move"
     assert all("work" not in r["scopes"] or "family" in r["scopes"] for r in rows)
-    diff = json.loads(run_cli(home.root, "memory", "diff", "--scope", "family", "--json").stdout)
+    diff = json.loads(cli_here(home.root, "memory", "diff", "--scope", "family", "--json").stdout)
     assert set(diff) >= {"added", "dropped", "changed", "unchanged"}
-    why = run_cli(home.root, "memory", "why", acme, "--scope", "family", "--json")
+    why = cli_here(home.root, "memory", "why", acme, "--scope", "family", "--json")
     assert json.loads(why.stdout)["scope"] == "family" and json.loads(why.stdout)["fact"]["id"] == acme
-    refused = run_cli(home.root, "memory", "why", ada, "--scope", "work")
+    refused = cli_here(home.root, "memory", "why", ada, "--scope", "work")
     assert refused.returncode != 0 and "cello" not in refused.stdout + refused.stderr
 
     # undoing the move through one scope would write into the other: refused, said, nothing written
-    refused = run_cli(home.root, "memory", "undo", "HEAD", "--scope", "family", "--json")
+    refused = cli_here(home.root, "memory", "undo", "HEAD", "--scope", "family", "--json")
     assert refused.returncode == 1, refused.stderr
     assert json.loads(refused.stdout)["done"] == [] and json.loads(refused.stdout)["revision"] is None
     assert [d["why"] for d in json.loads(refused.stdout)["not_done"]] == [
         "it is in another memory scope now, or it came from one; undo it without --scope"]
-    assert "Acme" in run_cli(home.root, "memory", "show", "--scope", "family").stdout
-    undone = run_cli(home.root, "memory", "undo", "HEAD", "--json")  # whole: the user sees every scope
+    assert "Acme" in cli_here(home.root, "memory", "show", "--scope", "family").stdout
+    undone = cli_here(home.root, "memory", "undo", "HEAD", "--json")  # whole: the user sees every scope
     assert undone.returncode == 0, undone.stderr
     assert [d["action"] for d in json.loads(undone.stdout)["done"]] == ["moved back"]
-    assert "Acme" in run_cli(home.root, "memory", "show", "--scope", "work").stdout
-    listed = json.loads(run_cli(home.root, "memory", "scopes", "--json").stdout)
+    assert "Acme" in cli_here(home.root, "memory", "show", "--scope", "work").stdout
+    listed = json.loads(cli_here(home.root, "memory", "scopes", "--json").stdout)
     assert {r["scope"] for r in listed} == {"global", "work", "family"}
 
 
@@ -343,7 +343,7 @@ def test_a_client_limited_to_a_scope_learns_nothing_of_another_scopes_facts(home
     scopes hold: a fact elsewhere is written into its scope as new, `why` answers as for a fact
     that does not exist, `log` pages after filtering, `diff` counts only its scope."""
     def cli(*argv: str) -> Any:
-        out = run_cli(home.root, *argv)
+        out = cli_here(home.root, *argv)
         return out
 
     assert cli("mcp", "remember", "--client", "t", "--scope", "family", "--", "User's daughter is named Zoe").returncode == 0

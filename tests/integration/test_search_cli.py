@@ -1,4 +1,4 @@
-"""`memtray history search` end to end: a real interpreter, a real data home."""
+"""`memtray history search` end to end: the CLI's own entry point (in this process, tests/support.cli_here), a real data home."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from memtray.core.log.events import MemoryWritten, Message
 from memtray.core.log.store import Store
 from memtray.core.search.index import index_path
 
-from tests.support import run_cli
+from tests.support import cli_here
 
 HIT_KEYS = {"kind", "seq", "session", "role", "ts", "snippet", "score", "mode", "keyword_score", "semantic_score"}
 
@@ -32,7 +32,7 @@ def seed(home: Home) -> dict[str, int]:
 
 
 def search_json(home: Home, *args: str) -> list[dict[str, Any]]:
-    proc = run_cli(home.root, "history", "search", "--json", *args)
+    proc = cli_here(home.root, "history", "search", "--json", *args)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert isinstance(out, list)
@@ -66,22 +66,22 @@ def test_filters_limit_and_regex(home: Home) -> None:
 
 def test_text_output(home: Home) -> None:
     seed(home)
-    proc = run_cli(home.root, "history", "search", "dinner")
+    proc = cli_here(home.root, "history", "search", "dinner")
     assert proc.returncode == 0, proc.stderr
     (line,) = proc.stdout.splitlines()
     assert line.startswith("[") and "(cli/history)" in line and "«dinner»" in line
-    proc = run_cli(home.root, "history", "search", "xyzzy")
+    proc = cli_here(home.root, "history", "search", "xyzzy")
     assert proc.returncode == 0 and proc.stdout.strip() == "no matches"
 
 
 def test_hostile_query_and_bad_regex(home: Home) -> None:
     seed(home)
     assert isinstance(search_json(home, "--", '"zürich AND (NOT*'), list)
-    proc = run_cli(home.root, "history", "search", "--regex", "(unclosed")
+    proc = cli_here(home.root, "history", "search", "--regex", "(unclosed")
     assert proc.returncode == 1
     assert "memtray: error: invalid regular expression" in proc.stderr
     assert "--regex" in proc.stderr  # the hint
-    proc = run_cli(home.root, "history", "search", "x", "--limit", "0")
+    proc = cli_here(home.root, "history", "search", "x", "--limit", "0")
     assert proc.returncode == 2  # argparse usage error
 
 
@@ -128,20 +128,20 @@ def test_modes_and_scores(home: Home, llm_server: Any) -> None:
     s = seed(home)
     with Store.open(home) as store:
         run = store.append(Message(role="user", content="I went running by the lake"), session="cli").seq
-    proc = run_cli(home.root, "history", "search", "--json", "--mode", "semantic", "ran")
+    proc = cli_here(home.root, "history", "search", "--json", "--mode", "semantic", "ran")
     assert proc.returncode == 1 and "needs an embedding model" in proc.stderr
     assert "embedding_model" in proc.stderr  # the hint says how
-    proc = run_cli(home.root, "history", "search", "--json", "ran")
+    proc = cli_here(home.root, "history", "search", "--json", "ran")
     assert proc.returncode == 0 and json.loads(proc.stdout) == []
     assert "no embedding model is configured" in proc.stderr  # said plainly, on stderr
 
     use_embeddings(home, llm_server.base_url)
-    proc = run_cli(home.root, "history", "embed")
+    proc = cli_here(home.root, "history", "embed")
     assert proc.returncode == 0, proc.stderr
     # progress lines come from this backfill or from the background one it waits for
     assert all(line.startswith("embedded ") and line.endswith(" of 4") for line in proc.stderr.splitlines())
     assert "openai/test-embedding: 4 of 4 entries embedded" in proc.stdout
-    status = json.loads(run_cli(home.root, "history", "embed", "--status", "--json").stdout)
+    status = json.loads(cli_here(home.root, "history", "embed", "--status", "--json").stdout)
     assert isinstance(status.pop("running"), bool)  # the background pass may be looking for work
     assert status == {"model": "openai/test-embedding", "done": 4, "total": 4, "error": None}
 

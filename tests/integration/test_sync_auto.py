@@ -82,11 +82,11 @@ def test_a_one_off_sync_with_another_remote_keeps_the_configured_remote_s_status
         assert not svc.due()  # the configured remote is not retried because of the other one
     finally:
         app.close()
-    from tests.support import run_cli
+    from tests.support import cli_here
 
-    assert run_cli(tmp_path / "a", "sync", "--status", "--json").returncode == 0
+    assert cli_here(tmp_path / "a", "sync", "--status", "--json").returncode == 0
     (remote / "HEAD").unlink()  # the configured remote breaks: now the status says so, in both forms
-    assert run_cli(tmp_path / "a", "sync", str(remote)).returncode == 1  # (no remote configured there)
-    text, js = run_cli(tmp_path / "a", "sync", "--status"), run_cli(tmp_path / "a", "sync", "--status", "--json")
+    assert cli_here(tmp_path / "a", "sync", str(remote)).returncode == 1  # (no remote configured there)
+    text, js = cli_here(tmp_path / "a", "sync", "--status"), cli_here(tmp_path / "a", "sync", "--status", "--json")
     assert text.returncode == js.returncode == 1
     assert json.loads(js.stdout)["last_error"]

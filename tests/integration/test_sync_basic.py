@@ -107,19 +107,19 @@ def test_a_remote_url_with_a_password_is_refused(tmp_path: Path) -> None:
 
 
 def test_sync_without_a_remote_says_how_to_set_one(tmp_path: Path) -> None:
-    from tests.support import run_cli
+    from tests.support import cli_here
 
-    out = run_cli(tmp_path / "a", "sync")
+    out = cli_here(tmp_path / "a", "sync")
     assert out.returncode == 1
     assert out.stderr.startswith("memtray: error: no sync remote is set") and "sync_remote" in out.stderr
     assert "Traceback" not in out.stderr
-    st = run_cli(tmp_path / "a", "sync", "--status")
+    st = cli_here(tmp_path / "a", "sync", "--status")
     assert st.returncode == 0 and st.stdout.strip() == "never synced"
 
 
 @pytest.mark.clear_only("its second home is a CLI process never paired")
 def test_the_counts_say_what_travelled_memory_revisions_are_merged_not_imported(tmp_path: Path) -> None:
-    from tests.support import run_cli
+    from tests.support import cli_here
 
     remote = bare(tmp_path / "remote.git")
     with homes(tmp_path, "a") as [a]:
@@ -127,7 +127,7 @@ def test_the_counts_say_what_travelled_memory_revisions_are_merged_not_imported(
         remember(a, "User likes tea")
         ra = a.sync.sync(str(remote))
         assert ra.pushed == 3  # two messages and one memory revision
-    out = run_cli(tmp_path / "b", "sync", str(remote))
+    out = cli_here(tmp_path / "b", "sync", str(remote))
     assert out.returncode == 0, out.stderr
     assert "imported 2 (" in out.stdout
     assert "1 memory revision(s) of other devices merged into memory" in out.stdout

@@ -11,7 +11,7 @@ from memtray.core.base.home import Home
 from memtray.core.sync.gitcli import SyncError
 
 from tests.integration.sync_support import bare, open_app, remember, say
-from tests.support import run_cli
+from tests.support import cli_here
 
 
 def _sync_findings(root: Path) -> list[tuple[bool, str]]:
@@ -49,12 +49,12 @@ def test_doctor_follows_the_sync_state(tmp_path: Path) -> None:
         if p.is_file() and len(p.parent.name) == 2:
             p.unlink()
     assert (False, "the sync repository is damaged") in _sync_findings(root)
-    rep = run_cli(root, "doctor", "--repair", "--yes")
+    rep = cli_here(root, "doctor", "--repair", "--yes")
     assert "removed sync/repo.git" in rep.stdout, rep.stdout + rep.stderr
-    out = run_cli(root, "sync", str(remote), "--json")
+    out = cli_here(root, "sync", str(remote), "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["pushed"] == 0
-    st = run_cli(root, "sync", "--status", "--json")
+    st = cli_here(root, "sync", "--status", "--json")
     assert json.loads(st.stdout)["last_error"] is None
 
 

@@ -17,7 +17,7 @@ from memtray.core.llm.client import DeltaCallback, LLMClient, LLMResult, Request
 
 from tests.fixtures.corpus_model import RememberingModel
 from tests.fixtures.llm_server import ScriptedLLMServer
-from tests.support import run_cli
+from tests.support import cli_here
 
 
 def _turns(app: App, session: str, texts: list[str]) -> None:
@@ -89,26 +89,26 @@ def test_every_turn_is_rebuilt_exactly_across_consolidations_rollbacks_and_new(
 
     # the CLI: exact match by seq and by time, clear errors otherwise
     seq = turns[6].seq
-    out = run_cli(home.root, "prompt", "at", str(seq), "--json")
+    out = cli_here(home.root, "prompt", "at", str(seq), "--json")
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert got["match"] and got["seq"] == seq and got["messages"] == rebuilt[seq].messages
-    out = run_cli(home.root, "prompt", "at", str(seq))
+    out = cli_here(home.root, "prompt", "at", str(seq))
     assert out.returncode == 0 and "exact: the rebuilt request hashes to the recorded one" in out.stdout
     assert "── system" in out.stdout and "[Runtime context:" in out.stdout
     last_quick = [r for r in turns if r.session == "quick"][-1]
-    out = run_cli(home.root, "prompt", "at", last_quick.ts, "--session", "quick", "--json")
+    out = cli_here(home.root, "prompt", "at", last_quick.ts, "--session", "quick", "--json")
     assert out.returncode == 0 and json.loads(out.stdout)["seq"] == last_quick.seq
     user_seq = next(r.seq for r in records if r.type == "message" and r.data.get("role") == "user")
-    out = run_cli(home.root, "prompt", "at", str(user_seq))
+    out = cli_here(home.root, "prompt", "at", str(user_seq))
     assert out.returncode == 1
     assert f"event {user_seq} is a user message, not an assistant turn; the assistant turn after it is" in out.stderr
     cons_seq = types.index("consolidation.started") + 1
-    out = run_cli(home.root, "prompt", "at", str(cons_seq))
+    out = cli_here(home.root, "prompt", "at", str(cons_seq))
     assert out.returncode == 1 and "is a consolidation.started event, not an assistant turn" in out.stderr
-    out = run_cli(home.root, "prompt", "at", "99999")
+    out = cli_here(home.root, "prompt", "at", "99999")
     assert out.returncode == 1 and "there is no event 99999" in out.stderr
-    out = run_cli(home.root, "prompt", "at", "2001-01-01T00:00Z")
+    out = cli_here(home.root, "prompt", "at", "2001-01-01T00:00Z")
     assert out.returncode == 1 and "no assistant turn at or before" in out.stderr
 
 

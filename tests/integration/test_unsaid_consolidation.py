@@ -14,7 +14,7 @@ from memtray.core.log.events import ConsolidationCompleted, MemoryReviewed, Mess
 
 from tests.fixtures.llm_server import ScriptedLLMServer, tool_call
 from tests.integration.test_consolidation import open_app
-from tests.support import run_cli
+from tests.support import cli_here
 
 SAID = [
     ("user", "Hi! I have a cat named Miso. What should I feed her?"),
@@ -69,17 +69,17 @@ def test_what_nothing_keeps_is_listed_notified_and_one_command_from_memory(
     finally:
         app.close()
 
-    listed = run_cli(home.root, "memory", "review", "--json")
+    listed = cli_here(home.root, "memory", "review", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = {i["quote"]: i for i in json.loads(listed.stdout) if i["kind"] == "not-remembered"}
     kayak, cilantro = rows["I sold my red kayak last week."], rows["I don't like cilantro, by the way."]
-    shown = run_cli(home.root, "memory", "review")
+    shown = cli_here(home.root, "memory", "review")
     assert 'you said: "I sold my red kayak last week."' in shown.stdout
     assert f"add to memory: memtray memory review add {kayak['id']}" in shown.stdout
 
-    added = run_cli(home.root, "memory", "review", "add", kayak["id"])
+    added = cli_here(home.root, "memory", "review", "add", kayak["id"])
     assert added.returncode == 0, added.stderr
-    kept_out = run_cli(home.root, "memory", "review", "keep-out", cilantro["id"])
+    kept_out = cli_here(home.root, "memory", "review", "keep-out", cilantro["id"])
     assert kept_out.returncode == 0, kept_out.stderr
 
     app = open_app(home, llm_server)

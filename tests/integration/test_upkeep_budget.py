@@ -27,7 +27,7 @@ from memtray.core.memory.upkeep import MAX_TRIES
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, reply, tool_call
 from tests.fixtures.receipting import with_receipts
-from tests.support import drain_consolidations, run_cli
+from tests.support import cli_here, drain_consolidations
 
 JSON = dict[str, Any]
 SAID = "I play chess and I have a cat called Miso"
@@ -225,10 +225,10 @@ def test_memtray_usage_shows_the_budget_and_run_now(home: Home, llm_server: Scri
     import json
 
     for key, value in (("upkeep_daily_usd", "0.25"), ("upkeep_daily_tokens", "1000")):
-        assert run_cli(home.root, "config", "set", key, value).returncode == 0
-    res = run_cli(home.root, "usage", "--json", "--run-now")
+        assert cli_here(home.root, "config", "set", key, value).returncode == 0
+    res = cli_here(home.root, "usage", "--json", "--run-now")
     assert res.returncode == 0, res.stderr
     budget = json.loads(res.stdout)["budget"]
     assert budget == {"daily_usd": 0.25, "daily_tokens": 1000, "paused": None, "halted": {}}
-    text = run_cli(home.root, "usage")
+    text = cli_here(home.root, "usage")
     assert "background upkeep budget: $0.25 a day or 1,000 tokens a day" in text.stdout

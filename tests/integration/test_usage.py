@@ -29,7 +29,7 @@ from memtray.core.log.usage import summarize, zone_of
 from memtray.core.memory.consolidation import ConsolidationFailedError
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, reply, tool_call
-from tests.support import run_cli
+from tests.support import cli_here
 
 JSON = dict[str, Any]
 PRICED = "openai/gpt-4o-mini"  # a model litellm's price list knows
@@ -170,14 +170,14 @@ def test_memtray_usage_prints_the_ledger(home: Home, llm_server: ScriptedLLMServ
         a.close()
     # the CLI's clock is the wall clock: the ledger's day is this test's fake day, so ask for
     # a window that holds it only if it is today; the JSON shape is what is checked here
-    res = run_cli(home.root, "usage", "--json", "--days", "62")
+    res = cli_here(home.root, "usage", "--json", "--days", "62")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert set(out) == {"days", "today", "month", "period", "by_group", "by_kind", "by_model", "budget"}
     assert set(out["today"]) == {"calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls"}
-    text = run_cli(home.root, "usage")
+    text = cli_here(home.root, "usage")
     assert text.returncode == 0 and "this month" in text.stdout and "memory upkeep" in text.stdout
-    bad = run_cli(home.root, "usage", "--days", "0")
+    bad = cli_here(home.root, "usage", "--days", "0")
     assert bad.returncode != 0 and "must be 1 to 62" in bad.stderr and "Traceback" not in bad.stderr
 
 
