@@ -192,8 +192,8 @@ class ReviewOps:
                        placed={i: where for i in ids.ids if led.get(i) is None})
         else:
             new = factdiff.replace_fact(current, led.facts.index(fact), str(item["text"]))
-            ids = Ledger.with_ids(new, led.ids, led.next) if len(factdiff.parse(new)) == len(led.facts) else None
-            self.write(new, reason="review", source="user", facts=ids, extra=done)
+            same = Ledger.with_ids(new, led.ids, led.next) if len(factdiff.parse(new)) == len(led.facts) else None
+            self.write(new, reason="review", source="user", facts=same, extra=done)
         return self.revision("HEAD")
 
     def _review(self, item_id: str) -> dict[str, Any]:

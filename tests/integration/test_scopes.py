@@ -454,24 +454,24 @@ def test_memory_diff_shows_a_fact_moved_between_scopes(home: Home, clock: FakeCl
     finally:
         a.close()
     ada = ids["Ada"]
-    moved = run_cli(home.root, "memory", "move", ada, "--scope", "work", "--reason", "back")
+    moved = cli_here(home.root, "memory", "move", ada, "--scope", "work", "--reason", "back")
     assert moved.returncode == 0, moved.stderr
 
-    text = run_cli(home.root, "memory", "diff")
+    text = cli_here(home.root, "memory", "diff")
     assert text.returncode == 0, text.stderr
     assert "no fact changes" not in text.stdout
     assert f"> {ada} [Family] Daughter Ada plays the cello (moved from family to work)" in text.stdout
-    data = json.loads(run_cli(home.root, "memory", "diff", "--json").stdout)
+    data = json.loads(cli_here(home.root, "memory", "diff", "--json").stdout)
     assert data["moved"] == [{"id": ada, "section": "Family", "text": "Daughter Ada plays the cello",
                               "from": "family", "to": "work"}]
     assert data["added"] == data["dropped"] == data["changed"] == []
     # seen from each side: the fact leaves family and enters work; a scope it never was in sees nothing
-    left = json.loads(run_cli(home.root, "memory", "diff", "--scope", "family", "--json").stdout)
-    entered = json.loads(run_cli(home.root, "memory", "diff", "--scope", "work", "--json").stdout)
-    other = json.loads(run_cli(home.root, "memory", "diff", "--scope", "global", "--json").stdout)
+    left = json.loads(cli_here(home.root, "memory", "diff", "--scope", "family", "--json").stdout)
+    entered = json.loads(cli_here(home.root, "memory", "diff", "--scope", "work", "--json").stdout)
+    other = json.loads(cli_here(home.root, "memory", "diff", "--scope", "global", "--json").stdout)
     assert [m["id"] for m in left["moved"]] == [m["id"] for m in entered["moved"]] == [ada]
     assert other["moved"] == [] and "cello" not in json.dumps(other)
     assert entered["unchanged"] == 1  # Acme; the fact that came in is counted as moved, not as unchanged
-    assert "moved out, to work" in run_cli(home.root, "memory", "diff", "--scope", "family").stdout
-    assert "moved in, from family" in run_cli(home.root, "memory", "diff", "--scope", "work").stdout
-    assert "no fact changes" in run_cli(home.root, "memory", "diff", "--scope", "global").stdout
+    assert "moved out, to work" in cli_here(home.root, "memory", "diff", "--scope", "family").stdout
+    assert "moved in, from family" in cli_here(home.root, "memory", "diff", "--scope", "work").stdout
+    assert "no fact changes" in cli_here(home.root, "memory", "diff", "--scope", "global").stdout
