@@ -137,6 +137,21 @@ def turn_text(t: dict[str, Any]) -> str:
     return text
 
 
+def load_asked(given: str | None, asked: str) -> list[Conversation] | None:
+    """The conversations ``--convs`` names from ``--data`` (or the shared folder), or None after
+    saying why the bench is skipped (no data here, or a conversation missing from it)."""
+    data = find_data(given)
+    if data is None or not data.is_dir():
+        print("LoCoMo data not found (../shared/data/locomo beside the checkout, or --data DIR): skipped")
+        return None
+    names = [c.strip() for c in asked.split(",") if c.strip()]
+    missing = [n for n in names if not (data / f"{n}.json").is_file()]
+    if missing:
+        print(f"LoCoMo conversations {', '.join(missing)} not in {data}: skipped")
+        return None
+    return [load(data / f"{n}.json") for n in names]
+
+
 def load(path: Path) -> Conversation:
     raw = json.loads(path.read_text(encoding="utf-8"))
     conv = raw.get("conversation", raw)
@@ -435,16 +450,10 @@ def main() -> int:
                     help="time the search over all the conversations in one data home instead")
     args = ap.parse_args()
 
-    data = find_data(args.data)
-    if data is None or not data.is_dir():
-        print("LoCoMo data not found (../shared/data/locomo beside the checkout, or --data DIR): skipped")
+    convs = load_asked(args.data, args.convs)
+    if convs is None:
         return 0
-    names = [c.strip() for c in args.convs.split(",") if c.strip()]
-    missing = [n for n in names if not (data / f"{n}.json").is_file()]
-    if missing:
-        print(f"LoCoMo conversations {', '.join(missing)} not in {data}: skipped")
-        return 0
-    convs = [load(data / f"{n}.json") for n in names]
+    names = [c.name for c in convs]
     results: Results = defaultdict(lambda: defaultdict(lambda: defaultdict(Tally)))
     misses: list[str] = []
     if args.latency:

@@ -42,8 +42,7 @@ from locomo_recall import (  # noqa: E402
     CATEGORIES,
     Conversation,
     chatgpt_export,
-    find_data,
-    load,
+    load_asked,
     memtray,
     seq_to_turn,
 )
@@ -117,17 +116,10 @@ def main() -> int:
     ap.add_argument("--limits", default="3,5", help="recall_limit values to measure (the setting's default is 3)")
     ap.add_argument("--workdir", help="keep the data homes here and reuse them (default: a temp dir)")
     args = ap.parse_args()
-    data = find_data(args.data)
-    if data is None or not data.is_dir():
-        print("LoCoMo data not found (../shared/data/locomo beside the checkout, or --data DIR): skipped")
-        return 0
-    names = [c.strip() for c in args.convs.split(",") if c.strip()]
-    missing = [n for n in names if not (data / f"{n}.json").is_file()]
-    if missing:
-        print(f"LoCoMo conversations {', '.join(missing)} not in {data}: skipped")
+    convs = load_asked(args.data, args.convs)
+    if convs is None:
         return 0
     limits = [int(x) for x in args.limits.split(",") if x.strip()]
-    convs = [load(data / f"{n}.json") for n in names]
     tally: dict[int, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(dict))
     with tempfile.TemporaryDirectory(prefix="locomo-turn-") as tmp:
         root = Path(args.workdir) if args.workdir else Path(tmp)
