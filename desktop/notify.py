@@ -82,6 +82,7 @@ class Notifier(QObject):
         self._bus_state = "unknown"  # unknown | ok | absent
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memtray-notify")
+        self._closed = False
         self._posted.connect(self._show)
         self._dbus_failed.connect(self._fallback)
         self._dbus_action.connect(self.clicked)
@@ -120,6 +121,10 @@ class Notifier(QObject):
     # --- GUI thread -----------------------------------------------------------------
 
     def _show(self, title: str, body: str, kind: str, target: str, actions: Actions) -> None:
+        if self._closed:  # posted from a worker as the app quit: its queued signal arrives after close()
+            log.warning("notification after shutdown (not shown): %s: %s", title, body)
+            self.history.append(Sent(title, body, kind, target, "log"))
+            return
         if self.use_dbus and self._bus_state != "absent":
             self._pool.submit(self._send_dbus, title, body, kind, target, actions)
             return
@@ -218,6 +223,7 @@ class Notifier(QObject):
             self._dbus_extra.emit(action, target)
 
     def close(self) -> None:
+        self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._bus is not None:
             self._bus.close()

@@ -284,7 +284,7 @@ def _device_name(data: Mapping[str, Any]) -> None:
 def _scope_name(data: Mapping[str, Any]) -> None:
     """A conversation's memory scope becomes a file name and a prompt's part: a scope name as
     this version writes it (lower case, no path), or the global memory."""
-    scope = data["scope"]
+    scope = data.get("scope", "global")  # absent: the class's default
     if scope not in ("", "global") and not SCOPE_NAME.fullmatch(scope):
         raise Invalid("data.scope", "is not a scope name (1-32 lower-case letters, digits, '-' or '_')")
 

@@ -154,3 +154,13 @@ def test_no_notification_server_falls_back(qtbot: Any, session_bus: str) -> None
     finally:
         n.close()
     assert os.environ["DBUS_SESSION_BUS_ADDRESS"] == session_bus
+
+
+def test_a_notification_arriving_after_close_is_logged_not_raised(qtbot: Any) -> None:
+    """A worker may post as the app quits: its queued signal reaches the GUI thread after
+    close() shut the D-Bus pool down, and must not raise in Qt's event loop."""
+    n = Notifier(banner=None, use_dbus=True)
+    n.close()
+    n.notify("Memory updated", "1 fact added", kind="memory", target="memory:abc123")
+    qtbot.waitUntil(lambda: bool(n.history), timeout=10000)
+    assert n.history[-1].channel == "log" and n.history[-1].title == "Memory updated"

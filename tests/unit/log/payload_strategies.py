@@ -92,8 +92,11 @@ def valid_event(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
         data["device"] = draw(DEVICE)
         data["name"] = draw(st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=40)
                             .filter(lambda n: not re.fullmatch(r"d[0-9a-f]{12}", n.strip())))
+    if t == "session.scope" and "scope" in data:  # a slug (it becomes a file name), or the global memory
+        data["scope"] = draw(st.sampled_from(["", "global"]) | SCOPE)
     return t, data
 
 
+SCOPE = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,31}", fullmatch=True)
 SHA256 = st.from_regex(r"[0-9a-f]{64}", fullmatch=True)
 DEVICE = st.from_regex(r"d[0-9a-f]{12}", fullmatch=True)

@@ -182,3 +182,9 @@ def test_a_peers_conversation_scope_must_be_a_scope_name(scope: str) -> None:
 def test_a_peers_good_conversation_scope_passes(scope: str) -> None:
     got = Door().line(line_of(event(type="session.scope", data={"scope": scope})), SRC)
     assert isinstance(got, Record) and got.data["scope"] == scope
+
+
+def test_a_conversation_scope_without_its_member_is_the_global_memory() -> None:
+    """``scope`` has a default (the global memory): a payload without it is read, not a crash."""
+    got = Door().line(line_of(event(type="session.scope", data={})), SRC)
+    assert isinstance(got, Record) and got.data == {}
