@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from memtray.core.base.home import Home
+from memtray.core.cli import scopes as cli_scopes
 from memtray.core.cli.console import app_scope, err
 from memtray.core.cli.console import out as _out
 from memtray.core.search.index import KINDS
@@ -66,9 +67,10 @@ def _positive_int(text: str) -> int:
 def cmd_history_search(args: argparse.Namespace, home: Home) -> int:
     query = " ".join(args.query)
     with app_scope(home) as app:
+        scope = cli_scopes.name_of(args, app)
         svc = app.searcher()
         result = app.run(svc.asearch(query, mode=args.mode, limit=args.limit, kind=args.kind,
-                                     session=args.session, regex=args.regex, scope=args.scope))
+                                     session=args.session, regex=args.regex, scope=scope))
         for note in result.notes:
             err(f"memtray: note: {note}")
         if args.json:
