@@ -240,9 +240,11 @@ def cmd_restore_fact(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_undo(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        res = app.memory.undo(args.target, cli_scopes.name_of(args, app))
-    if args.json:
-        _out(_dumps(res.to_json()))
+        scope = cli_scopes.name_of(args, app)
+        res = app.memory.undo(args.target, scope)
+        data = cli_scopes.undo_json(app, res, scope) if args.json else None
+    if data is not None:
+        _out(_dumps(data))
     else:
         if res.revision is not None:
             _out(f"undid {res.target.short} ({res.target.reason}); new revision {res.revision.short}")

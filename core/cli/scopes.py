@@ -62,6 +62,19 @@ def touched(app: Any, event_seq: int) -> list[str]:
     return sorted(found)
 
 
+def undo_json(app: Any, res: Any, scope: str | None) -> dict[str, Any]:
+    """``memory undo --json`` with ``scopes``: the scopes whose facts the undone revision
+    changed (:func:`touched`), once the home has scopes, as ``memory log`` rows have them.
+    Through ``--scope`` only that scope, if it was one: an undo through a scope never says
+    which other scope a change crossed into (``factops.undo_in_scope``)."""
+    data: dict[str, Any] = dict(res.to_json())
+    found = touched(app, res.target.event_seq)
+    if scope is None and not scopes.known(app.store.state) and set(found) <= {scopes.GLOBAL}:
+        return data  # a home without scopes: the shape as it always was
+    data["scopes"] = found if scope is None else [s for s in found if s == scope]
+    return data
+
+
 def log_rows(app: Any, rows: list[dict[str, Any]], scope: str | None) -> list[dict[str, Any]]:
     """``memory log``'s rows with each revision's ``scopes``; with ``scope``, only the rows of
     that scope (its revisions, its conversations' failed consolidations)."""

@@ -3,6 +3,7 @@ that is empty, outside the rule or no scope at all is said clearly before anythi
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -86,3 +87,27 @@ def test_a_name_outside_ascii_or_the_rule_is_no_scope_name(home: Home, name: str
         assert said.startswith(f"memtray: error: {name!r} is not a scope name: use 1-32 lower-case ASCII letters, "
                                "digits, '-' or '_'"), said
     assert "scope: k" not in cli(home, "memory", "show").stdout
+
+
+def test_undo_json_names_the_scopes_the_undone_revision_changed(home: Home) -> None:
+    """As a ``memory log`` row does (``scopes``); through ``--scope`` only that scope, since an
+    undo through a scope never says which other scope a change crossed into."""
+    seed(home)
+    moved_back = json.loads(cli(home, "memory", "undo", "HEAD", "--json").stdout)  # Ada: family -> global, undone
+    assert moved_back["undone"]["reason"] == "move" and moved_back["scopes"] == ["family", "global"]
+    row = json.loads(cli(home, "memory", "log", "--json").stdout)[1]
+    assert row["rev"] == moved_back["undone"]["rev"] and row["scopes"] == moved_back["scopes"]
+
+    assert cli(home, "mcp", "remember", "--client", "t", "--scope", "work", "--", "Deploys on Tuesdays").returncode == 0
+    undone = json.loads(cli(home, "memory", "undo", "HEAD", "--json", "--scope", "work").stdout)
+    assert undone["scopes"] == ["work"] and [d["action"] for d in undone["done"]] == ["removed"]
+    oslo = next(r for r in json.loads(cli(home, "memory", "log", "--json").stdout) if r["scopes"] == ["global", "work"])
+    crossed = cli(home, "memory", "undo", oslo["rev"], "--json", "--scope", "work")  # a move from global: not undone
+    assert crossed.returncode == 1 and json.loads(crossed.stdout)["scopes"] == ["work"]
+
+
+def test_undo_json_of_a_home_without_scopes_keeps_its_shape(home: Home) -> None:
+    with App.open(home, start_services=False) as app:
+        app.worker.call(lambda: app.memory.write("## General\n- Lives in Lyon\n", reason="user-edit", source="user"))
+    assert set(json.loads(cli(home, "memory", "undo", "HEAD", "--json").stdout)) == {"revision", "undone", "done",
+                                                                                    "not_done"}
