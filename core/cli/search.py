@@ -48,6 +48,8 @@ def add_search_command(subparsers: Any) -> None:
     s.add_argument("--session", metavar="KEY", help="only this session")
     s.add_argument("--scope", metavar="NAME", help="only the conversations of this memory scope")
     s.add_argument("--kind", choices=KINDS, help="only diary entries, memory edits or messages")
+    s.add_argument("--no-diary", action="store_true",
+                   help="no diary entries (what an MCP client limited to one scope searches: the diary spans every scope)")
     s.add_argument("--mode", choices=MODES, default="hybrid",
                    help="keyword (words), semantic (meaning; needs embedding_model or the offline model) or hybrid "
                         "(both, fused; keyword alone without an embedding model). Default: hybrid")
@@ -70,7 +72,7 @@ def cmd_history_search(args: argparse.Namespace, home: Home) -> int:
         scope = cli_scopes.name_of(args, app)
         svc = app.searcher()
         result = app.run(svc.asearch(query, mode=args.mode, limit=args.limit, kind=args.kind,
-                                     session=args.session, regex=args.regex, scope=scope))
+                                     session=args.session, regex=args.regex, scope=scope, diary=not args.no_diary))
         for note in result.notes:
             err(f"memtray: note: {note}")
         if args.json:
