@@ -32,6 +32,7 @@ def _seed(home: Home) -> dict[str, str]:
 def test_dated_facts_and_checks_from_the_command_line(home: Home) -> None:
     ids = _seed(home)
     rows = {r["words"]: r for r in json.loads(ok(home, "memory", "dated", "--json"))}
+    assert all("scope" not in r for r in rows.values())  # a home without scopes: the shape as it was
     assert set(rows) == {"Trip to Kyoto", "Moving to Lisbon", "Training for the Berlin marathon", "Plays chess"}
     assert (rows["Trip to Kyoto"]["status"], rows["Moving to Lisbon"]["status"]) == ("past", "upcoming")
     assert rows["Trip to Kyoto"]["time"] == {"from": "2001-07-01", "until": "2001-07-31"}

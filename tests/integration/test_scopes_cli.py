@@ -111,3 +111,17 @@ def test_undo_json_of_a_home_without_scopes_keeps_its_shape(home: Home) -> None:
         app.worker.call(lambda: app.memory.write("## General\n- Lives in Lyon\n", reason="user-edit", source="user"))
     assert set(json.loads(cli(home, "memory", "undo", "HEAD", "--json").stdout)) == {"revision", "undone", "done",
                                                                                     "not_done"}
+
+
+def test_dated_facts_show_their_scope_and_take_one(home: Home) -> None:
+    ids = seed(home)
+    rows = json.loads(cli(home, "memory", "dated", "--json").stdout)
+    assert {r["id"]: r["scope"] for r in rows} == {ids["Kyoto"]: "global", ids["Oslo"]: "work"}
+    text = cli(home, "memory", "dated").stdout
+    assert f"{ids['Oslo']:<6} work         Conference in Oslo\n" in text
+    assert f"{ids['Kyoto']:<6} global       Trip to Kyoto\n" in text
+    work = json.loads(cli(home, "memory", "dated", "--scope", "work", "--json").stdout)
+    assert [(r["id"], r["scope"]) for r in work] == [(ids["Oslo"], "work")]
+    assert [r["id"] for r in json.loads(cli(home, "memory", "dated", "--scope", "global", "--json").stdout)] == [ids["Kyoto"]]
+    assert cli(home, "memory", "dated", "--scope", "family").stdout == "no fact of the scope family has a time\n"
+    assert refused(home, "memory", "dated", "--scope", "wrok").startswith("memtray: error: there is no memory scope 'wrok'")
