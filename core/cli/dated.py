@@ -91,7 +91,7 @@ def cmd_expire(args: argparse.Namespace, home: Home) -> int:
             _out("no fact is past its end")
             return 0
         for f in gone["removed"]:
-            _out(f"removed {f['id']}: {f['text']} ({f['reason']})")
+            _out(f"removed {f['id']}: {f['text']}" + (f"; {f['reason']}" if f["reason"] else ""))
         _out(f"new revision {gone['rev'][:8]} (undo: memtray memory undo {gone['rev'][:8]})")
     return 0
 
