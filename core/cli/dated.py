@@ -14,9 +14,11 @@ from typing import Any
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.home import Home
+from memtray.core.cli import scopes as cli_scopes
 from memtray.core.cli.console import app_scope, listing
 from memtray.core.cli.console import dumps as _dumps
 from memtray.core.cli.console import out as _out
+from memtray.core.memory import scopes
 from memtray.core.memory.dated import local_day
 from memtray.core.memory.facts import id_key
 
@@ -30,12 +32,20 @@ def _line(f: dict[str, Any]) -> str:
     when = "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in t.items())
     state = f["status"] or "always"
     due = "  ← due for a check" if f["due"] else ""
-    return f"{f['id']:<6} {f['words']}\n       {state}: {when}{due}"
+    scope = f"{f['scope']:<12} " if "scope" in f else ""
+    return f"{f['id']:<6} {scope}{f['words']}\n       {state}: {when}{due}"
 
 
 def cmd_dated(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        return listing(app.memory.dated(_today(app)), args.json, "no fact in memory has a time", _line)
+        scope = cli_scopes.name_of(args, app)
+        rows = app.memory.dated(_today(app))
+        if scope is not None or scopes.known(app.store.state):  # a home without scopes: the shape as it was
+            where = scopes.scope_map(app.memory.ledger(), app.store.state.memory)
+            rows = [{**r, "scope": where.get(r["id"], scopes.GLOBAL)} for r in rows]
+            rows = [r for r in rows if scope is None or r["scope"] == scope]
+        empty = "no fact in memory has a time" if scope is None else f"no fact of the scope {scope} has a time"
+        return listing(rows, args.json, empty, _line)
 
 
 def cmd_review_due(args: argparse.Namespace, home: Home) -> int:
@@ -81,7 +91,7 @@ def cmd_expire(args: argparse.Namespace, home: Home) -> int:
             _out("no fact is past its end")
             return 0
         for f in gone["removed"]:
-            _out(f"removed {f['id']}: {f['text']} ({f['reason']})")
+            _out(f"removed {f['id']}: {f['text']}" + (f"; {f['reason']}" if f["reason"] else ""))
         _out(f"new revision {gone['rev'][:8]} (undo: memtray memory undo {gone['rev'][:8]})")
     return 0
 
@@ -99,6 +109,7 @@ def add_commands(sub: Any) -> None:
     ms = _memory_subcommands(sub)
     d = ms.add_parser("dated", help="the facts with a time: upcoming, current or past today, and their check dates")
     d.add_argument("--json", action="store_true")
+    d.add_argument("--scope", metavar="NAME", help=cli_scopes.SCOPE_HELP)
     d.set_defaults(fn=cmd_dated)
     r = ms.add_parser("review-due", help="the facts whose check date has come (answer with `memory check`)")
     r.add_argument("--json", action="store_true")

@@ -78,17 +78,17 @@ def cmd_ask(args: argparse.Namespace, home: Home) -> int:
             _recalled_note(result.records)
     except Forward:
         # what the instance runs: the text itself, whatever this process read it from
-        raise Forward(["ask", "--session", args.session, *(["--scope", args.scope] if args.scope else []), "--literal",
+        raise Forward(["ask", "--session", args.session, *(["--scope", args.scope] if args.scope is not None else []), "--literal",
                        *[x for f in attach for x in ("--attach", f)], "--", text], model=True) from None
     return 0
 
 
 def _choose_scope(app: Any, session: str, scope: str | None) -> None:
     """``--scope``: the conversation belongs to that memory scope from now on (remembered)."""
-    if scope:
+    if scope is not None:
         from memtray.core.memory import scopes
 
-        name = scopes.check_name(scope)  # a bad name is said before anything is logged
+        name = scopes.typed(scope)  # a bad or empty name is said before anything is logged
         app.worker.call(lambda: scopes.choose(app.store, session, name))
 
 
@@ -131,7 +131,7 @@ def cmd_chat(args: argparse.Namespace, home: Home) -> int:
         # starts a new one or runs here, as `memtray ask` would
         def remote_turn(line: str) -> None:
             ask = argparse.Namespace(session=args.session, text=[line], literal=True, scope=args.scope, attach=None)
-            forward(home, ["ask", "--session", args.session, *(["--scope", args.scope] if args.scope else []),
+            forward(home, ["ask", "--session", args.session, *(["--scope", args.scope] if args.scope is not None else []),
                            "--literal", "--", line],
                     run_here=lambda: cmd_ask(ask, home), model=True)
 

@@ -55,10 +55,10 @@ def cmd_mcp(args: argparse.Namespace, home: Home) -> int:
     from memtray.core.mcp import server as mcpserver
 
     scope = None
-    if args.scope:
+    if args.scope is not None:
         from memtray.core.memory import scopes
 
-        scope = scopes.check_name(args.scope)  # a bad name is said before a client connects
+        scope = scopes.typed(args.scope)  # a bad name is said before a client connects
     srv = mcpserver.build(runner(home, args.mcp_entry), read_only=args.read_only, undo=not args.read_only, scope=scope)
     if args.http is None:
         _err("memtray mcp: serving " + str(home.root) + " over stdio" + (" (read-only)" if args.read_only else "")
@@ -93,24 +93,28 @@ def _token(home: Home) -> str:
 
 def cmd_remember(args: argparse.Namespace, home: Home) -> int:
     from memtray.core.mcp import writes
+    from memtray.core.memory import scopes
     from memtray.core.memory.dated import local_day
 
     with app_scope(home) as app:
         mem = app.memory
         raw = {"from": args.start, "until": args.until, "review_after": args.review_after}
         when = writes.read_time(raw, local_day(app.clock.now(), app.agent.zone()))  # before anything is written
+        scope = None if args.scope is None else scopes.typed(args.scope)
         _out(app.worker.call(lambda: writes.remember(mem, " ".join(args.fact), args.section, args.client,
-                                                     scope=args.scope, when=when)))
+                                                     scope=scope, when=when)))
     return 0
 
 
 def cmd_forget(args: argparse.Namespace, home: Home) -> int:
     from memtray.core.mcp import writes
+    from memtray.core.memory import scopes
 
     with app_scope(home) as app:
         mem = app.memory
+        scope = None if args.scope is None else scopes.typed(args.scope)
         _out(app.worker.call(lambda: writes.forget(mem, " ".join(args.fact), args.reason or "", args.client,
-                                                   scope=args.scope)))
+                                                   scope=scope)))
     return 0
 
 

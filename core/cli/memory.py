@@ -77,7 +77,7 @@ def cmd_show(args: argparse.Namespace, home: Home) -> int:
         else:
             sha = mem.resolve(args.rev)
         app_text = mem.show(sha, "HISTORY.md" if args.history else "MEMORY.md")
-        if (scope := cli_scopes.name_of(args)) is not None and not args.history:
+        if (scope := cli_scopes.name_of(args, app)) is not None and not args.history:
             app_text = scopes.only(app_text, scope)
         con_text = app_text if app_text.endswith("\n") or not app_text else app_text + "\n"
         if args.sources and not args.history:
@@ -112,7 +112,7 @@ def cmd_log(args: argparse.Namespace, home: Home) -> int:
         mem = app.memory
         # with --scope the rows are filtered after they are read: read them all, then cut the
         # page, or a scope whose revisions are older than others' would show fewer than asked
-        scoped = cli_scopes.name_of(args) is not None
+        scoped = cli_scopes.name_of(args, app) is not None
         revs = mem.revisions(limit=sys.maxsize if scoped else args.limit)
         failed = [c for c in app.store.state.consolidations.values() if c.status == "failed"]
         # Ordered by log position, not by clock: each failure goes in before the first
@@ -131,7 +131,7 @@ def cmd_log(args: argparse.Namespace, home: Home) -> int:
         if purges:
             at = {id(r): r.get("event_seq") or _started(r, failed) for r in rows}
             rows = sorted(rows + purges, key=lambda r: at.get(id(r)) or r["event_seq"], reverse=True)
-        rows = cli_scopes.log_rows(app, rows, cli_scopes.name_of(args))
+        rows = cli_scopes.log_rows(app, rows, cli_scopes.name_of(args, app))
         if args.json:
             _out(_dumps(rows[: args.limit]))
             return 0
@@ -175,7 +175,7 @@ def cmd_diff(args: argparse.Namespace, home: Home) -> int:
 
             con().write(mem.raw_diff(a, b))
             return 0
-        scope = cli_scopes.name_of(args)
+        scope = cli_scopes.name_of(args, app)
         data = cli_scopes.diff_json(app, mem.diff(a, b), a, b, scope)
         if args.json:
             _out(_dumps(data))
@@ -240,9 +240,11 @@ def cmd_restore_fact(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_undo(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        res = app.memory.undo(args.target, cli_scopes.name_of(args))
-    if args.json:
-        _out(_dumps(res.to_json()))
+        scope = cli_scopes.name_of(args, app)
+        res = app.memory.undo(args.target, scope)
+        data = cli_scopes.undo_json(app, res, scope) if args.json else None
+    if data is not None:
+        _out(_dumps(data))
     else:
         if res.revision is not None:
             _out(f"undid {res.target.short} ({res.target.reason}); new revision {res.revision.short}")
@@ -334,7 +336,7 @@ def cmd_redo(args: argparse.Namespace, home: Home) -> int:
 
 def cmd_why(args: argparse.Namespace, home: Home) -> int:
     with app_scope(home) as app:
-        info = cli_scopes.why(app, " ".join(args.fact), cli_scopes.name_of(args))
+        info = cli_scopes.why(app, " ".join(args.fact), cli_scopes.name_of(args, app))
         if args.json:
             _out(_dumps(info))
             return 0

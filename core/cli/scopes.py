@@ -23,9 +23,28 @@ from memtray.core.memory.factdiff import FactDiff
 from memtray.core.memory.projection import unread_said, unread_scope_files
 
 
-def name_of(args: argparse.Namespace) -> str | None:
-    """``--scope`` as a scope name (None: not given); a bad name is said before anything runs."""
-    return scopes.check_name(args.scope) if args.scope else None
+def name_of(args: argparse.Namespace, app: Any) -> str | None:
+    """``--scope`` of a command that reads a scope, as a scope name (None: not given): an
+    empty or bad name, or one that is no scope (:func:`existing`), is said before anything runs."""
+    return None if args.scope is None else existing(app, args.scope)
+
+
+def existing(app: Any, name: str) -> str:
+    """``name`` (as typed) as a scope there is to read: the global memory, a scope holding facts
+    or chosen by a conversation, or one that held facts at some revision (``memory show REV
+    --scope``, the log of a scope emptied since). Else :class:`~scopes.ScopeError` naming the
+    scopes there are and how one is made, where a typo would otherwise show an empty memory."""
+    n = scopes.typed(name)
+    now = scopes.known(app.store.state)
+    if n == scopes.GLOBAL or n in now:
+        return n
+    mark = scopes.marker(n)  # only on this rare path: every revision's text is read
+    if any(mark in MemoryWritten.of(r).memory for r in app.memory.memory_events()):
+        return n
+    raise scopes.ScopeError(
+        f"there is no memory scope {n!r}; the scopes are: {', '.join([scopes.GLOBAL, *now])}",
+        hint="A scope is made by putting a conversation in it (`memtray ask --scope NAME ...`) or a fact "
+             "(`memtray memory move ID --scope NAME --reason WHY`).")
 
 
 def touched(app: Any, event_seq: int) -> list[str]:
@@ -41,6 +60,19 @@ def touched(app: Any, event_seq: int) -> list[str]:
     for m in w.moved or ():
         found |= {m["source"], m["target"]}
     return sorted(found)
+
+
+def undo_json(app: Any, res: Any, scope: str | None) -> dict[str, Any]:
+    """``memory undo --json`` with ``scopes``: the scopes whose facts the undone revision
+    changed (:func:`touched`), once the home has scopes, as ``memory log`` rows have them.
+    Through ``--scope`` only that scope, if it was one: an undo through a scope never says
+    which other scope a change crossed into (``factops.undo_in_scope``)."""
+    data: dict[str, Any] = dict(res.to_json())
+    found = touched(app, res.target.event_seq)
+    if scope is None and not scopes.known(app.store.state) and set(found) <= {scopes.GLOBAL}:
+        return data  # a home without scopes: the shape as it always was
+    data["scopes"] = found if scope is None else [s for s in found if s == scope]
+    return data
 
 
 def log_rows(app: Any, rows: list[dict[str, Any]], scope: str | None) -> list[dict[str, Any]]:
@@ -150,7 +182,7 @@ def cmd_scopes(args: argparse.Namespace, home: Home) -> int:
 
 
 def cmd_move(args: argparse.Namespace, home: Home) -> int:
-    target = scopes.check_name(args.scope)
+    target = scopes.typed(args.scope)
     with app_scope(home) as app:
         rev = app.memory.move_fact(args.id, target, args.reason or "")
         rec = app.memory.ledgers.record(rev.event_seq)

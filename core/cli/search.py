@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from memtray.core.base.home import Home
+from memtray.core.cli import scopes as cli_scopes
 from memtray.core.cli.console import app_scope, err
 from memtray.core.cli.console import out as _out
 from memtray.core.search.index import KINDS
@@ -47,6 +48,8 @@ def add_search_command(subparsers: Any) -> None:
     s.add_argument("--session", metavar="KEY", help="only this session")
     s.add_argument("--scope", metavar="NAME", help="only the conversations of this memory scope")
     s.add_argument("--kind", choices=KINDS, help="only diary entries, memory edits or messages")
+    s.add_argument("--no-diary", action="store_true",
+                   help="no diary entries (what an MCP client limited to one scope searches: the diary spans every scope)")
     s.add_argument("--mode", choices=MODES, default="hybrid",
                    help="keyword (words), semantic (meaning; needs embedding_model or the offline model) or hybrid "
                         "(both, fused; keyword alone without an embedding model). Default: hybrid")
@@ -66,9 +69,10 @@ def _positive_int(text: str) -> int:
 def cmd_history_search(args: argparse.Namespace, home: Home) -> int:
     query = " ".join(args.query)
     with app_scope(home) as app:
+        scope = cli_scopes.name_of(args, app)
         svc = app.searcher()
         result = app.run(svc.asearch(query, mode=args.mode, limit=args.limit, kind=args.kind,
-                                     session=args.session, regex=args.regex, scope=args.scope))
+                                     session=args.session, regex=args.regex, scope=scope, diary=not args.no_diary))
         for note in result.notes:
             err(f"memtray: note: {note}")
         if args.json:

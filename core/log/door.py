@@ -64,7 +64,7 @@ from memtray.core.log.events import (
     find_invalid,
     verify_line,
 )
-from memtray.core.log.payloads import SCOPE_NAME
+from memtray.core.log.payloads import SCOPE_NAME, SCOPE_NAME_RULE
 from memtray.core.log.payloads_sync import DEVICE_ID, DEVICE_NAME_MAX
 from memtray.core.log.validate import (
     LIMITS,
@@ -286,7 +286,7 @@ def _scope_name(data: Mapping[str, Any]) -> None:
     this version writes it (lower case, no path), or the global memory."""
     scope = data.get("scope", "global")  # absent: the class's default
     if scope not in ("", "global") and not SCOPE_NAME.fullmatch(scope):
-        raise Invalid("data.scope", "is not a scope name (1-32 lower-case letters, digits, '-' or '_')")
+        raise Invalid("data.scope", f"is not a scope name ({SCOPE_NAME_RULE})")
 
 
 def _no_format(data: Mapping[str, Any]) -> None:

@@ -208,7 +208,11 @@ class SessionScope(Payload):
 
 #: a memory scope's name as an event holds it (a slug: it becomes a file name); "global" (or
 #: "") is the global memory. core/memory/scopes.py checks names by it; the door checks a peer's.
+#: ASCII only: ``re`` reads ``[a-z]`` as those 26 letters, and a caller checks the text as typed,
+#: before any lower-casing (``"\u212a".lower()`` is the ASCII "k").
 SCOPE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
+#: :data:`SCOPE_NAME` in words, the same wherever a name is refused
+SCOPE_NAME_RULE = "1-32 lower-case ASCII letters, digits, '-' or '_', the first a letter or digit"
 
 
 @SCHEMA.register

@@ -9,8 +9,8 @@ desktop app or daemon that holds it. So there is one writer, one code path and
 one output format (the ``--json`` shapes of docs/CLI.md); nothing here touches
 the store.
 
-Resources: ``memtray://memory/MEMORY.md``, ``memtray://memory/HISTORY.md`` and
-the template ``memtray://memory/{rev}/MEMORY.md`` (any revision). Tools:
+Resources: ``memtray://memory/MEMORY.md``, ``memtray://memory/HISTORY.md`` (not for a
+client limited to a scope) and the template ``memtray://memory/{rev}/MEMORY.md`` (any revision). Tools:
 ``search_history``, ``read_memory``, ``memory_log``, ``memory_diff``,
 ``memory_why``, and unless read-only ``remember``, ``forget`` and (when the
 installed memtray has ``memory undo``) ``undo_consolidation``.
@@ -100,8 +100,9 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False, scope: st
 
     ``scope`` (the user's ``memtray mcp --scope NAME``): the client sees and writes that memory
     scope only. Every command it runs carries ``--scope``, so the scope is applied by the same
-    code a terminal runs; the diary (HISTORY.md), which spans every scope, is not offered, and
-    search finds only that scope's conversations."""
+    code a terminal runs; the diary (HISTORY.md), which spans every scope, is not offered
+    (neither listed as a resource nor read by ``read_memory``), and search finds only that
+    scope's conversations and never a diary entry (``history search --no-diary``)."""
     server: MCPServer = MCPServer("memtray", version=__version__, log_level="WARNING",
                                   instructions=INSTRUCTIONS if scope is None else INSTRUCTIONS + (
                                       f" This client is limited to the memory scope {scope!r}."))
@@ -133,11 +134,11 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False, scope: st
     async def memory_now() -> str:
         return await call(["memory", "show", *only], ResourceError)
 
-    @server.resource("memtray://memory/HISTORY.md", name="HISTORY.md", mime_type="text/markdown",
-                     description="The diary of past conversations, one dated entry each.")
-    async def history_now() -> str:
-        no_diary(ResourceError)
-        return await call(["memory", "show", "--history"], ResourceError)
+    if scope is None:  # a client limited to a scope is not shown the diary at all (it spans every scope)
+        @server.resource("memtray://memory/HISTORY.md", name="HISTORY.md", mime_type="text/markdown",
+                         description="The diary of past conversations, one dated entry each.")
+        async def history_now() -> str:
+            return await call(["memory", "show", "--history"], ResourceError)
 
     @server.resource("memtray://memory/{rev}/MEMORY.md", name="MEMORY.md at a revision", mime_type="text/markdown",
                      description="MEMORY.md as it was at a revision (see memory_log).")
@@ -158,6 +159,10 @@ def build(run: Runner, *, read_only: bool = False, undo: bool = False, scope: st
     ) -> str:
         """Search the user's past conversations and the history diary. Returns a JSON array of hits."""
         argv = ["history", "search", "--json", "--limit", str(limit), *only]
+        if scope is not None:  # the diary's entries are of no scope: a scoped client finds none
+            if kind == "history":
+                no_diary()
+            argv.append("--no-diary")
         if session:
             argv += ["--session", session]
         if kind:

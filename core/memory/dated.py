@@ -102,7 +102,9 @@ class DatedOps:
         for k in sorted((led.facts.index(f) for f, _w in gone), reverse=True):  # the ledger is in text order
             text = factdiff.remove_fact(text, factdiff.parse(text)[k])
         keep = Ledger(tuple(f for f in led.facts if f.id not in {g.id for g, _ in gone}), led.next)
-        reasons = {f.id: f"ended on {w.until.isoformat()} (past its end)" for f, w in gone if w and w.until}
+        # the reason is said inside other words ("removed by the end of its time: ended on ...",
+        # `memory expire`'s line), so it has no parentheses of its own: nesting them read badly
+        reasons = {f.id: f"ended on {w.until.isoformat()}" for f, w in gone if w and w.until}
         self.write(text, reason="expired", source="memtray", dropped_reasons=reasons, facts=keep)
         return {"rev": self.revision("HEAD").rev,
                 "removed": [{"id": f.id, "text": f.text, "reason": reasons.get(f.id, "")} for f, _w in gone]}

@@ -31,6 +31,7 @@ from memtray.core.base.fsutil import atomic_write, fsync_dir
 from memtray.core.base.home import Home, device_id
 from memtray.core.base.worker import WriterThread
 from memtray.core.log.events import MemoryWritten, Record
+from memtray.core.log.payloads import SCOPE_NAME_RULE
 from memtray.core.log.projections import State
 from memtray.core.log.store import Store
 from memtray.core.memory import factdiff, scopes
@@ -409,5 +410,5 @@ def scope_file_name(name: str) -> str | None:
 def unread_said(name: str, to: str | None) -> str:
     """One unread file of :func:`unread_scope_files`, said."""
     how = f"rename it to {scopes.FOLDER}/{to}" if to else f"move its facts into a {scopes.FOLDER}/NAME.md"
-    return (f"memory/{scopes.FOLDER}/{name} is not read: a scope's file is NAME.md, NAME 1-32 lower-case letters, "
-            f"digits, '-' or '_', so its facts are in no scope and no prompt; {how}")
+    return (f"memory/{scopes.FOLDER}/{name} is not read: a scope's file is NAME.md, NAME {SCOPE_NAME_RULE}, "
+            f"so its facts are in no scope and no prompt; {how}")

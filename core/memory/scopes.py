@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from memtray.core.base.errors import MemtrayError
 from memtray.core.log.events import SessionScope
-from memtray.core.log.payloads import SCOPE_NAME
+from memtray.core.log.payloads import SCOPE_NAME, SCOPE_NAME_RULE
 from memtray.core.log.projections import State
 from memtray.core.log.store import Store
 from memtray.core.memory import factdiff
@@ -45,14 +45,26 @@ class ScopeError(MemtrayError):
 
 
 def check_name(name: str) -> str:
-    """``name`` as a scope name (lower case), or :class:`ScopeError` saying why not."""
-    n = name.strip().lower()
-    if n == GLOBAL or n == "":
+    """``name`` as a scope name (lower case), or :class:`ScopeError` saying why not. The rule
+    is the log door's (:data:`SCOPE_NAME`), checked on ASCII only: lower-casing first would let
+    a letter outside ASCII through (the Kelvin sign lower-cases to "k")."""
+    n = name.strip()
+    if n.lower() in (GLOBAL, ""):
         return GLOBAL
-    if not _NAME_RE.fullmatch(n):
-        raise ScopeError(f"{name!r} is not a scope name: use 1-32 letters, digits, '-' or '_', starting "
-                         "with a letter or digit")
-    return n
+    if not n.isascii() or not _NAME_RE.fullmatch(n.lower()):
+        raise ScopeError(f"{name!r} is not a scope name: use {SCOPE_NAME_RULE}",
+                         hint="`memtray memory scopes` lists the scopes; 'global' is the global memory.")
+    return n.lower()
+
+
+def typed(name: str) -> str:
+    """A scope name as the user typed it (``--scope NAME``): :func:`check_name`, and an empty
+    one is said to be empty (an empty name is the global memory only inside memtray's events)."""
+    if not name.strip():
+        raise ScopeError("the scope name is empty",
+                         hint=f"Give a scope name ({SCOPE_NAME_RULE}), or 'global' for the global memory; "
+                              "`memtray memory scopes` lists them.")
+    return check_name(name)
 
 
 def is_file_name(name: str) -> bool:

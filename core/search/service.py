@@ -326,18 +326,24 @@ class SearchService:
     async def asearch(
         self, query: str, *, mode: str = "hybrid", limit: int = 20, kind: str | None = None,
         session: str | None = None, regex: bool = False, exclude: Iterable[int] = (), purpose: str = "search",
-        scope: str | None = None,
+        scope: str | None = None, diary: bool = True,
     ) -> SearchResult:
         """Search in ``mode``; ``hybrid`` without an embedding model (or when the model
         fails) is keyword search, with a note that says so. ``purpose`` names the query's
         embedding in the usage ledger (``search``, or ``recall`` for a turn's). ``scope``:
-        only what the conversations of that memory scope said and wrote (:meth:`in_scope`)."""
-        if scope is None or not scopes.known(self.store.state):
+        only what the conversations of that memory scope said and wrote (:meth:`in_scope`).
+        ``diary`` False: no diary entry (what an MCP client limited to a scope is given: the
+        diary is of no scope)."""
+        scoped = scope is not None and bool(scopes.known(self.store.state))
+        if not diary and kind == "history":
+            return SearchResult([], mode)
+        if not scoped and diary:
             return await self._asearch(query, mode=mode, limit=limit, kind=kind, session=session, regex=regex,
                                        exclude=exclude, purpose=purpose)
         found = await self._asearch(query, mode=mode, limit=limit * 4, kind=kind, session=session, regex=regex,
                                     exclude=exclude, purpose=purpose)
-        return dataclasses.replace(found, hits=self.in_scope(found.hits, scope)[:limit])
+        hits = self.in_scope(found.hits, scope) if scope is not None and scoped else found.hits
+        return dataclasses.replace(found, hits=[h for h in hits if diary or h.kind != "history"][:limit])
 
     def in_scope(self, hits: list[Hit], scope: str) -> list[Hit]:
         """The hits of conversations of ``scope`` (a diary entry or a memory edit counts as

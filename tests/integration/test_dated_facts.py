@@ -95,7 +95,7 @@ def test_a_dated_fact_is_upcoming_then_current_then_past_then_leaves_by_a_revisi
         [rev] = app.memory.revisions()[: len(app.memory.revisions()) - len(revisions)]
         assert rev.reason == "expired" and rev.removed == 1
         [gone] = [d for d in app.memory.dropped() if d["rev"] == rev.rev]
-        assert gone["reason"] == "ended on 2027-07-31 (past its end)" and gone["by"] == "expired"
+        assert gone["reason"] == "ended on 2027-07-31" and gone["by"] == "expired"
         # undoable, and the undo stands: the next turn does not take it out again
         app.memory.undo(rev.rev)
         assert "Going to Kyoto" in app.store.state.memory

@@ -39,6 +39,9 @@ def seed(root: Path) -> dict[str, str]:
                                      ("home", "family", "Ada has a cello lesson on Fridays")):
             app.worker.call(lambda s=session, c=scope: scopes.choose(app.store, s, c))
             app.store.append(Message(role="user", content=said), session=session)
+        # a diary entry the work conversation wrote: the diary is of no scope, no scoped client sees it
+        app.memory.write(app.store.state.memory, reason="agent", session="job",
+                         history_append="[2026-12-03 10:00] Talked about the Acme review on Fridays.")
         return ids
     finally:
         app.close()
@@ -69,7 +72,9 @@ def test_a_client_limited_to_one_scope_sees_and_writes_only_that(tmp_path: Path)
         out["why_work"] = await s.call_tool("memory_why", {"fact": ids["Acme"]})
         out["log"] = json.loads(_text(await s.call_tool("memory_log", {"limit": 20})))
         out["diff"] = _text(await s.call_tool("memory_diff", {"rev_a": "HEAD~2"}))
+        out["resources"] = sorted(str(r.uri) for r in (await s.list_resources()).resources)
         out["search"] = json.loads(_text(await s.call_tool("search_history", {"query": "Fridays"})))
+        out["diary_search"] = await s.call_tool("search_history", {"query": "Fridays", "kind": "history"})
         out["remember"] = await s.call_tool("remember", {"fact": "Tickets are tracked in Jira", "section": "Work"})
         out["forget_family"] = await s.call_tool("forget", {"fact": "Daughter Ada plays the cello", "reason": "test"})
         out["forget_global"] = await s.call_tool("forget", {"fact": "Lives in Lyon", "reason": "test"})
@@ -84,7 +89,9 @@ def test_a_client_limited_to_one_scope_sees_and_writes_only_that(tmp_path: Path)
     assert not out["why_work"].is_error and json.loads(_text(out["why_work"]))["scope"] == "work"
     assert out["log"] and all("work" in r["scopes"] for r in out["log"] if r["kind"] == "revision")
     assert "cello" not in out["diff"] and "Lyon" not in out["diff"]
-    assert [h["session"] for h in out["search"]] == ["job"]  # the family conversation is not found
+    assert out["resources"] == ["memtray://memory/MEMORY.md"]  # no HISTORY.md: the diary spans every scope
+    assert [(h["session"], h["kind"]) for h in out["search"]] == [("job", "message")]  # no family, no diary
+    assert out["diary_search"].is_error and "every memory scope" in _text(out["diary_search"])
     assert not out["remember"].is_error, _text(out["remember"])
     assert out["forget_family"].is_error and out["forget_global"].is_error
 
@@ -104,11 +111,14 @@ def test_an_unlimited_client_sees_every_scope_and_a_bad_scope_is_said(tmp_path: 
     root = tmp_path / "home"
     seed(root)
 
-    async def body(s: ClientSession) -> str:
-        return str((await s.read_resource("memtray://memory/MEMORY.md")).contents[0].text)
+    async def body(s: ClientSession) -> tuple[str, list[str], list[str]]:
+        hits = json.loads(_text(await s.call_tool("search_history", {"query": "Fridays"})))
+        return (str((await s.read_resource("memtray://memory/MEMORY.md")).contents[0].text),
+                sorted(str(r.uri) for r in (await s.list_resources()).resources), sorted(h["kind"] for h in hits))
 
-    text = anyio.run(_session, root, body)
+    text, resources, kinds = anyio.run(_session, root, body)
     assert "Lyon" in text and "Acme" in text and "cello" in text  # as before scopes: the user's whole memory
+    assert "memtray://memory/HISTORY.md" in resources and "history" in kinds  # the user's whole diary too
     bad = run_cli(root, "mcp", "--scope", "../family")
     assert bad.returncode != 0 and "not a scope name" in bad.stderr and "Traceback" not in bad.stderr
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from memtray.core.log.door import Door, Quarantine, Refusal, Source
 from memtray.core.log.events import SCHEMA, Record, encode
+from memtray.core.log.payloads import SCOPE_NAME_RULE
 from memtray.core.log.validate import LIMITS, Invalid, Limits, check_envelope, checker
 
 SRC = Source("peer", "d0123456789ab", "segments/x.jsonl line 1")
@@ -170,12 +171,12 @@ def test_a_peers_device_name_is_one_short_line_for_a_real_device(data: dict[str,
     assert isinstance(good, Record)
 
 
-@pytest.mark.parametrize("scope", ["../family", "Work", "work/x", "a" * 33, "-x", "work\n", "scopes/../x"])
+@pytest.mark.parametrize("scope", ["../family", "Work", "\u212a", "café", "work/x", "a" * 33, "-x", "work\n", "scopes/../x"])
 def test_a_peers_conversation_scope_must_be_a_scope_name(scope: str) -> None:
     """``session.scope`` travels (a conversation keeps its scope on every device); its name
     becomes a file name and picks the facts a prompt carries, so a peer's is checked."""
     got = Door().line(line_of(event(type="session.scope", data={"scope": scope})), SRC)
-    assert "data.scope" in reason(got)
+    assert "data.scope" in reason(got) and SCOPE_NAME_RULE in reason(got)  # the CLI's words (scopes.check_name)
 
 
 @pytest.mark.parametrize("scope", ["work", "family-2", "p_x", "global", ""])

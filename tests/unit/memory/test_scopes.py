@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from memtray.core.log import promptbase
 from memtray.core.log.events import decode_raw
+from memtray.core.log.payloads import SCOPE_NAME_RULE
 from memtray.core.log.projections import replay
 from memtray.core.memory import factdiff, scopes
 from memtray.core.memory.facts import Ledger
@@ -52,9 +54,10 @@ def test_a_fact_added_without_a_scope_is_global_never_the_last_scopes() -> None:
     assert "Runs on Sundays" in scopes.files(scopes.canonical(new))["MEMORY.md"]
 
 
-@pytest.mark.parametrize("bad", ["../etc", "Work Stuff", "a" * 40, "-x", "x/y", "ä"])
+@pytest.mark.parametrize("bad", ["../etc", "Work Stuff", "a" * 40, "-x", "x/y", "ä", "Café", "\u212a", "\u212aey"])
 def test_scope_names_are_file_names(bad: str) -> None:
-    with pytest.raises(scopes.ScopeError):
+    """The log door's rule (ASCII only: the Kelvin sign lower-cases to "k"), in its words."""
+    with pytest.raises(scopes.ScopeError, match=re.escape(SCOPE_NAME_RULE)):
         scopes.check_name(bad)
     assert scopes.check_name("Work") == "work" and scopes.check_name("") == "global"
 
