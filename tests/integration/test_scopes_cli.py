@@ -1,0 +1,105 @@
+"""Memory scopes from the command line (issue 32), what an outside tester found: `memory
+restore-fact` judged and placed by the fact's own scope, `memory move` keeping MEMORY.md's
+title. Each command runs in this process (tests/support.cli_here) against a real data home."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from memtray.core.app import App
+from memtray.core.base.clock import FakeClock, seeded_ids
+from memtray.core.base.home import Home
+from memtray.core.mcp.writes import remember as mcp_remember
+from memtray.core.memory import scopes
+
+from tests.integration.test_scopes import MEMORY, setup_scopes
+from tests.support import cli_here
+
+ADA = "Daughter Ada plays the cello"
+ACME = "Reviews code at Acme on Fridays"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(datetime(2026, 12, 3, 10, 0, tzinfo=UTC))
+
+
+def prepared(home: Home, clock: FakeClock, then: Callable[[App, dict[str, str]], None] | None = None) -> dict[str, str]:
+    """The scopes of tests/integration/test_scopes.py (global, work, family) in ``home``, and
+    ``then`` done with the app; the ids of their facts."""
+    a = App.open(home, clock=clock, ids=seeded_ids(clock), start_services=False)
+    try:
+        ids = setup_scopes(a)
+        if then is not None:
+            then(a, ids)
+    finally:
+        a.close()
+    return ids
+
+
+def cli(home: Home, *argv: str) -> Any:
+    out = cli_here(home.root, *argv)
+    assert out.returncode == 0, out.stderr
+    return out
+
+
+def where(home: Home) -> list[tuple[str, str, str]]:
+    """(id, text, scope) of every fact now, as `memory facts --json` lists them."""
+    return [(f["id"], f["text"], f.get("scope") or scopes.GLOBAL)
+            for f in json.loads(cli(home, "memory", "facts", "--json").stdout)]
+
+
+def test_restore_fact_is_judged_by_its_own_scope_and_lands_there(home: Home, clock: FakeClock) -> None:
+    """The same words in another scope are another fact: restoring a work fact that family also
+    holds (family sorts first, so a match by words alone finds family's) is not "already in
+    memory", and it comes back into work under its id, family's copy untouched."""
+    def twin(a: App, _ids: dict[str, str]) -> None:
+        assert mcp_remember(a.memory, ACME, "Work", "t", scope="family").startswith("remembered")
+
+    ids = prepared(home, clock, twin)
+    acme = ids["Acme"]
+    family_copy = next(i for i, t, s in where(home) if t == ACME and s == "family")
+    family = (home.memory / "scopes" / "family.md").read_text()
+    cli(home, "memory", "forget", acme, "--reason", "left the job")
+    assert (acme, ACME, "work") not in where(home)
+
+    out = cli_here(home.root, "memory", "restore-fact", acme)
+    assert out.returncode == 0, out.stderr
+    assert "restored as revision" in out.stdout
+    now = where(home)
+    assert (acme, ACME, "work") in now and (family_copy, ACME, "family") in now
+    assert [t for _i, t, _s in now].count(ACME) == 2
+    assert (home.memory / "scopes" / "family.md").read_text() == family
+    assert ACME not in (home.memory / "MEMORY.md").read_text()  # not into the global memory
+
+
+def test_restore_fact_into_a_scope_sorted_after_the_twin(home: Home, clock: FakeClock) -> None:
+    """A family fact whose words work holds too (work sorts after family, so the restored
+    bullet comes first by words): back in family, under its id; work's keeps its own."""
+    def twin(a: App, _ids: dict[str, str]) -> None:
+        assert mcp_remember(a.memory, ADA, "Family", "t", scope="work").startswith("remembered")
+
+    ids = prepared(home, clock, twin)
+    ada = ids["Ada"]
+    work_copy = next(i for i, t, s in where(home) if t == ADA and s == "work")
+    cli(home, "memory", "forget", ada, "--reason", "she stopped")
+    assert cli_here(home.root, "memory", "restore-fact", ada).returncode == 0
+    now = where(home)
+    assert (ada, ADA, "family") in now and (work_copy, ADA, "work") in now
+
+
+def test_restore_fact_is_refused_when_its_scope_sees_the_words(home: Home, clock: FakeClock) -> None:
+    """The global memory is part of what every scope sees: the same words there are "already
+    in memory" for a scoped fact, and nothing is written."""
+    ids = prepared(home, clock)
+    ada = ids["Ada"]
+    cli(home, "memory", "forget", ada, "--reason", "she stopped")
+    cli(home, "mcp", "remember", "--client", "t", "--", ADA)  # now a global fact
+    before = where(home)
+    out = cli_here(home.root, "memory", "restore-fact", ada)
+    assert out.returncode == 1 and "already in memory" in out.stderr and "Traceback" not in out.stderr
+    assert where(home) == before
