@@ -103,3 +103,28 @@ def test_restore_fact_is_refused_when_its_scope_sees_the_words(home: Home, clock
     out = cli_here(home.root, "memory", "restore-fact", ada)
     assert out.returncode == 1 and "already in memory" in out.stderr and "Traceback" not in out.stderr
     assert where(home) == before
+
+
+def test_memory_move_keeps_the_title_of_memory_md(home: Home, clock: FakeClock) -> None:
+    """The first move out of the global memory kept MEMORY.md's facts and dropped its
+    `# Memory` title (a heading with no line of its own under it read as emptied); the
+    section the fact leaves goes, the title stays, also once no global fact is left."""
+    a = App.open(home, clock=clock, ids=seeded_ids(clock), start_services=False)
+    try:
+        a.memory.write(MEMORY, reason="user-edit", source="user")
+    finally:
+        a.close()
+    ids = {t: i for i, t, _s in where(home)}
+    root = home.memory
+
+    cli(home, "memory", "move", ids[ACME], "--scope", "work", "--reason", "a work convention")
+    assert (root / "MEMORY.md").read_text() == "# Memory\n\n## General\n- Lives in Lyon\n- Drinks green tea\n"
+    assert (root / "scopes" / "work.md").read_text() == f"## Work\n- {ACME}\n"
+    cli(home, "memory", "move", ids["Lives in Lyon"], "--scope", "family", "--reason", "home")
+    cli(home, "memory", "move", ids["Drinks green tea"], "--scope", "family", "--reason", "home")
+    assert (root / "MEMORY.md").read_text() == "# Memory\n"
+    assert where(home) == [(ids["Lives in Lyon"], "Lives in Lyon", "family"),
+                           (ids["Drinks green tea"], "Drinks green tea", "family"), (ids[ACME], ACME, "work")]
+    cli(home, "memory", "move", ids[ACME], "--scope", "global", "--reason", "everywhere")
+    assert (root / "MEMORY.md").read_text() == f"# Memory\n\n## Work\n- {ACME}\n"
+    assert not (root / "scopes" / "work.md").exists()
