@@ -1,6 +1,7 @@
 """Memory scopes from the command line (issue 32), what an outside tester found: `memory
 restore-fact` judged and placed by the fact's own scope, `memory move` keeping MEMORY.md's
-title. Each command runs in this process (tests/support.cli_here) against a real data home."""
+title, a not-remembered statement naming its message once. Each command runs in this process
+(tests/support.cli_here) against a real data home."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.home import Home
 from memtray.core.mcp.writes import remember as mcp_remember
 from memtray.core.memory import scopes
+from memtray.core.memory.items import review_item
 
-from tests.integration.test_scopes import MEMORY, setup_scopes
-from tests.support import cli_here
+from tests.fixtures.llm_server import ScriptedLLMServer
+from tests.integration.test_scopes import MEMORY, consolidating, setup_scopes
+from tests.support import cli_here, configure
 
 ADA = "Daughter Ada plays the cello"
 ACME = "Reviews code at Acme on Fridays"
@@ -128,3 +131,48 @@ def test_memory_move_keeps_the_title_of_memory_md(home: Home, clock: FakeClock) 
     cli(home, "memory", "move", ids[ACME], "--scope", "global", "--reason", "everywhere")
     assert (root / "MEMORY.md").read_text() == f"# Memory\n\n## Work\n- {ACME}\n"
     assert not (root / "scopes" / "work.md").exists()
+
+
+def test_a_statement_nothing_kept_names_its_message_once(home: Home, llm_server: ScriptedLLMServer,
+                                                         clock: FakeClock) -> None:
+    """A not-remembered item said "you said this (message #3)" (the consolidation's own count)
+    above "you said: ... (message #9)" (the log's): two numbers for one message. It names the
+    message once, by the log's number, in the listing, its JSON and the desktop's review (the
+    same source); an item held before says the same (its log keeps the old words)."""
+    configure(home, llm_server)
+    said = ("I write Rust at work every day.", "I am vegetarian.")
+
+    def talk(a: App, _ids: dict[str, str]) -> None:
+        llm_server.responder = consolidating([], [])
+        a.worker.call(lambda: scopes.choose(a.store, "w", "work"))
+        for text in said:
+            clock.advance(60)
+            a.run(a.agent.turn("w", text, stream=False))
+        a.run(a.consolidation.consolidate("w"))
+        old = review_item("not-remembered", "User keeps bees", "", None,
+                          "you said this (message #5); no fact, diary entry or skip keeps it", quote="I keep bees.")
+        old["source_seqs"] = [2]
+        a.memory.write(a.store.state.memory, reason="consolidation", source="model", flagged=[old])
+
+    prepared(home, clock, talk)
+    rows = {r["text"]: r for r in json.loads(cli(home, "memory", "review", "--json").stdout)}
+    wanted = {"User is vegetarian": "I am vegetarian.", "User writes Rust at work every day": said[0],
+              "User keeps bees": "I keep bees."}
+    assert {t: rows[t]["quote"] for t in wanted} == wanted, rows
+    for text in wanted:
+        row = rows[text]
+        assert row["kind"] == "not-remembered" and "#" not in row["reason"], row
+        assert row["reason"] == "you said this; no fact, diary entry or skip keeps it"
+        assert len(row["source_seqs"]) == 1
+    listing = cli(home, "memory", "review").stdout
+    for text in wanted:
+        block = listing[listing.index(text):].split("keep out:")[0]
+        assert block.count("message #") == 1, block
+        assert f'you said: "{rows[text]["quote"]}" (message #{rows[text]["source_seqs"][0]})' in block
+
+    a = App.open(home, clock=clock, ids=seeded_ids(clock), start_services=False)
+    try:  # the desktop's review (core/memory/review.py review_view) lists the same words
+        shown = {i["text"]: i["reason"] for i in a.memory.review_view()["items"]}
+    finally:
+        a.close()
+    assert {t: shown[t] for t in wanted} == {t: rows[t]["reason"] for t in wanted}
