@@ -122,7 +122,7 @@ class DatedOps:
         would read as a wrong id. Nothing when it did not (or came back since)."""
         for rec in reversed(self.memory_events()):
             w = MemoryWritten.of(rec)
-            gone = next((d for d in (w.diff or {}).get("dropped", []) if d["id"] == key), None) if key else None
+            gone = next((d for d in w.diff["dropped"] if d["id"] == key), None) if key and w.diff else None
             if gone is None:
                 continue
             if w.reason != "expired":
