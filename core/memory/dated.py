@@ -48,9 +48,11 @@ NO_LONGER = "no longer true (answered when asked to check it)"
 def fact_json(f: Fact, today: date) -> dict[str, Any]:
     """One dated fact as the CLI's ``--json`` and the desktop show it."""
     words, when = timing.split(f.text)
+    status = timing.status(when, today)
     return {"id": f.id, "text": f.text, "words": words, "section": f.section,
-            "time": when.to_json() if when else {}, "status": timing.status(when, today),
-            "due": timing.due(when, today), "question": question(words)}
+            "time": when.to_json() if when else {}, "status": status,
+            # a fact past its end is not asked "still true?" (it has ended; it leaves memory)
+            "due": timing.due(when, today) and status != "past", "question": question(words)}
 
 
 def question(words: str) -> str:
@@ -117,6 +119,21 @@ class DatedOps:
                 out |= {d["id"] for d in w.diff["dropped"]}
         return out
 
+    def _left_at_its_end(self, key: str | None) -> None:
+        """Say so when the fact ``key`` left memory at its end (:meth:`expire_ended`): "no fact"
+        would read as a wrong id. Nothing when it did not (or came back since)."""
+        for rec in reversed(self.memory_events()):
+            w = MemoryWritten.of(rec)
+            gone = next((d for d in w.diff["dropped"] if d["id"] == key), None) if key and w.diff else None
+            if gone is None:
+                continue
+            if w.reason != "expired":
+                return
+            rev = self.revision(f"seq:{rec.seq}")
+            raise MemoryError_(f"{key} has ended and is no longer in memory: {gone['reason'] or 'past its end'}, "
+                               f"removed in revision {rev.short}: {gone['text']}",
+                               hint=f"To bring it back: memtray memory undo {rev.short}")
+
     def check_fact(self, fact_id: str, answer: str, today: date, text: str | None = None) -> Revision:
         """Record the user's answer to "still true?" for one fact (by id); one revision. A
         ``yes`` for a fact already checked on ``today`` writes nothing and returns HEAD."""
@@ -127,9 +144,19 @@ class DatedOps:
         key = fact_ids.id_key(fact_id)  # "F12", "f12", "#F12" as the user types it
         found = led.get(key) if key else None
         if found is None:
+            self._left_at_its_end(key)
             raise MemoryError_(f"no fact {fact_id!r} in memory now",
                                hint="`memtray memory review-due` lists the facts to check.")
         when = timing.split(found.text)[1]
+        if when is not None and when.until is not None and today > when.until and (
+                answer == "yes" or (answer == "edit" and timing.split(text or "")[1] is None)):
+            # "still true" (or new words keeping its time) would keep a fact whose time says it ended
+            raise MemoryError_(
+                f"{found.id} ended on {when.until.isoformat()}: it is past its end, so it cannot be checked as "
+                f"still true: {found.text}", hint=(
+                    f"If it holds again, give it a new time: memtray memory check {found.id} --edit "
+                    f"'WORDS (until YYYY-MM-DD)'; if not, --no-longer removes it now (a fact past its end "
+                    f"leaves memory on its own {timing.GRACE_DAYS} days after it)."))
         current = self.store.state.memory
         k = led.facts.index(found)
         if answer == "no-longer":

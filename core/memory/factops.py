@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtray.core.log.events import MemoryWritten, Provenance, ProvenanceOrigin, Record, ScopeMove
-from memtray.core.memory import factdiff, facts, scopes, timing
+from memtray.core.memory import factdiff, facts, scopes, timing, unsaid
 from memtray.core.memory.browse import SILENT_HELD, MemoryBrowsing, MemoryError_, msg_json, said
 from memtray.core.memory.factdiff import Fact, FactDiff
 from memtray.core.memory.facts import Ledger
@@ -291,7 +291,7 @@ class FactOps(MemoryBrowsing):
     def pending_review(self) -> list[dict[str, Any]]:
         """Items held for review that are still pending: derived from the state, so a fact
         that is back in memory (a rollback, an undo, a hand edit) is no longer listed."""
-        return waiting(self.store.state.review.values(), self.ledger())
+        return [unsaid.listed(i) for i in waiting(self.store.state.review.values(), self.ledger())]
 
     def merge_conflicts(self) -> list[dict[str, Any]]:
         """The merge conflicts of sync still waiting for review (kind ``merge-conflict``), now:

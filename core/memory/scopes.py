@@ -296,7 +296,7 @@ def place(text: str, ledger: Ledger, want: Mapping[str, str]) -> tuple[str, Ledg
         _fact, first, end = spans[idx]
         lines = body.split("\n")
         del lines[first:end]
-        parts[src] = _prune("\n".join(lines))
+        parts[src] = _prune(lines, first)
         block_ids[src].pop(idx)
     for f, _src, to in moving:
         body = parts.get(to, "")
@@ -322,20 +322,39 @@ def settle(text: str, ledger: Ledger, want: Mapping[str, str]) -> tuple[str, Led
     return text, ledger
 
 
-def _prune(text: str) -> str:
-    """Drop headings left with nothing under them (before the next heading)."""
-    lines = text.split("\n")
-    keep: list[str] = []
-    for i, line in enumerate(lines):
-        if _HEADING_RE.match(line):
-            j = i + 1
-            while j < len(lines) and not lines[j].strip():
-                j += 1
-            if j >= len(lines) or _HEADING_RE.match(lines[j]):
-                continue
-        keep.append(line)
-    out = re.sub(r"\n{3,}", "\n\n", "\n".join(keep)).strip("\n")
+def _prune(lines: list[str], at: int) -> str:
+    """``lines`` (a scope's part, a fact taken out at line ``at``) without the headings over
+    ``at`` that have nothing left under them, innermost first. A heading with another
+    section's facts under it stays, and so does the part's title (a ``#`` heading on its first
+    line: MEMORY.md's ``# Memory``); headings elsewhere are the user's and stay as they are."""
+    lines = list(lines)
+    limit = 7  # the level a heading over ``at`` must be under: each found heading's parent next
+    i = min(at, len(lines)) - 1
+    while i >= 0:
+        level = _level(lines[i])
+        if level is None or level >= limit:
+            i -= 1
+            continue
+        limit = level
+        j = i + 1
+        while j < len(lines) and not ((lv := _level(lines[j])) is not None and lv <= level):
+            j += 1
+        if any(line.strip() and _level(line) is None for line in lines[i + 1:j]):
+            break  # something is still under it, so under each heading above it too
+        if level == 1 and not any(line.strip() for line in lines[:i]):
+            break  # the title
+        del lines[i:j]
+        i -= 1
+    out = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
     return out + "\n" if out.strip() else ""
+
+
+def _level(line: str) -> int | None:
+    """The level of a markdown heading line (``## Work``: 2), None for any other line."""
+    if _HEADING_RE.match(line) is None:
+        return None
+    mark = line.lstrip(" ")
+    return len(mark) - len(mark.lstrip("#"))
 
 
 # --- a conversation's scope ------------------------------------------------------------------

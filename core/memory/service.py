@@ -270,14 +270,18 @@ class MemoryService(ReviewOps, FactOps, PeerMerging, DatedOps):
         f, src = self._find(rev, fact)
         current = self.store.state.memory
         led = self.ledger()
-        here = led.get(f.id) or next((x for x in led.facts if x.norm == f.norm), None)
+        was = scopes.scope_map(self.ledger_at(src), self.git.read_memory(src)).get(f.id, scopes.GLOBAL)
+        # judged as its scope sees memory (the global facts and its own): the same words in
+        # another scope are another fact, which neither stops it nor takes its id
+        seen = scopes.facts_in(led, current, sorted({scopes.GLOBAL, was}))
+        here = led.get(f.id) or next((x for _k, x in seen if x.norm == f.norm), None)
         if here is not None:
             raise MemoryError_(f"the fact is already in memory: [{here.id}] {here.text}")
-        new = factdiff.add_fact(current, f.text, f.section or None)
-        ids = fact_ids.attach(led, new, keep={f.norm: f.id})
-        was = scopes.scope_map(self.ledger_at(src), self.git.read_memory(src)).get(f.id, scopes.GLOBAL)
-        self.write(new, reason="restore", source="user", provenance={f.id: {"restored_from": src}}, facts=ids,
-                   placed={f.id: was})  # back in the scope it was in
+        new = scopes.add_in(current, was, f.text, f.section or None)  # back in the scope it was in
+        if new == current:
+            raise MemoryError_(f"the fact is already in memory: {f.text}")
+        self.write(new, reason="restore", source="user", provenance={f.id: {"restored_from": src}},
+                   facts=_with_one_more(led, current, new, f.id), placed={f.id: was})
         return self.revision("HEAD")
 
     @on_writer
@@ -467,6 +471,16 @@ def _linked(p: Payload, seq: int) -> Payload:
             and p.memory_seq is not None:
         return dataclasses.replace(p, memory_seq=seq)
     return p
+
+
+def _with_one_more(led: Ledger, old: str, text: str, fact_id: str) -> Ledger:
+    """The ledger of ``text``, ``led``'s ``old`` with one fact inserted: that fact named
+    ``fact_id``, every other keeping its id (by place and scope, never by words alone, which
+    another scope's fact may share)."""
+    before = list(zip(scopes.of_facts(old), (f.norm for f in led.facts), strict=True))
+    after = list(zip(scopes.of_facts(text), (f.norm for f in factdiff.parse(text)), strict=True))
+    at = next((i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), len(before))
+    return Ledger.with_ids(text, [*led.ids[:at], fact_id, *led.ids[at:]], led.next)
 
 
 def _redact_item(item: dict[str, Any]) -> dict[str, Any]:

@@ -39,6 +39,11 @@ from memtray.core.memory import facts, receiptcheck
 from memtray.core.memory.wording import normalize
 
 KIND = "not-remembered"
+#: why a statement is held: its message is the one its ``source_seqs`` names (the log's number,
+#: which every listing shows), so the reason names none (it said the consolidation's own
+#: "message #3" beside it until the outside test of issue 32: two numbers for one message)
+REASON = "you said this; no fact, diary entry or skip keeps it"
+_OLD_REASON = re.compile(r"you said this \(message #\d+\); no fact, diary entry or skip keeps it")
 MAX_SKIPPED = 200  # entries of ``skipped`` read per reply
 MAX_QUOTE = 500
 MAX_REASON = 300
@@ -46,6 +51,7 @@ MAX_ITEMS = 30  # not-remembered items per consolidation (a pasted essay is not 
 
 __all__ = [
     "KIND",
+    "REASON",
     "Accounted",
     "Skip",
     "Statement",
@@ -54,6 +60,7 @@ __all__ = [
     "covered",
     "detect",
     "headline",
+    "listed",
     "not_remembered",
     "parse_skipped",
     "pieces",
@@ -488,8 +495,7 @@ def review_items(found: Sequence[Statement], seqs: Sequence[int | None]) -> list
     out: list[dict[str, Any]] = []
     for s in found[:MAX_ITEMS]:
         seq = seqs[s.message - 1] if 0 < s.message <= len(seqs) else None
-        item = review_item(KIND, as_fact(s.quote), "", None,
-                           f"you said this (message #{s.message}); no fact, diary entry or skip keeps it")
+        item = review_item(KIND, as_fact(s.quote), "", None, REASON)
         item["quote"] = s.quote
         if seq is not None:
             item["source_seqs"] = [seq]
@@ -545,6 +551,14 @@ def account(raw_skipped: Any, messages: list[dict[str, Any]], keepers: Sequence[
     if notes is not None:
         notes += skip_notes
     return Accounted(recorded, review_items(missing, seqs), skip_notes)
+
+
+def listed(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` as the review lists it: a not-remembered item held before :data:`REASON` was
+    worded so gets its words (its log keeps the old ones), one message number beside its quote."""
+    if item.get("kind") == KIND and _OLD_REASON.fullmatch(str(item.get("reason", ""))):
+        return {**item, "reason": REASON}
+    return item
 
 
 def provenance(item: Mapping[str, Any], led: facts.Ledger) -> dict[str, Provenance] | None:

@@ -108,3 +108,46 @@ def test_an_edit_with_a_time_that_cannot_be_read_is_refused_and_one_typed_loosel
     rows = {r["id"]: r for r in json.loads(ok(home, "memory", "dated", "--json"))}
     assert rows[chess]["words"] == "Plays chess"
     assert rows[chess]["time"] == {"from": "2198-01-01", "until": "2199-12-31", "review_after": "2198-06-01"}
+
+
+def test_a_fact_past_its_end_is_not_checked_as_still_true(home: Home) -> None:
+    """`memory check ID --yes` on a fact whose time has ended wrote "checked today; check after
+    tomorrow" into it, as if it were current, and it was listed as due. It says plainly that
+    the fact has ended, writes nothing, and is not asked about; new words with a new time, or
+    "no longer", still answer; once it has left memory (expired) the check says that too."""
+    ended = "Leading the Halcyon migration (from 2001-01-01 until 2001-03-31; check after 2001-02-01)"
+    with App.open(home, start_services=False) as app:
+        app.worker.call(lambda: app.memory.write(f"## Work\n- {ended}\n- Plays chess\n", reason="user-edit",
+                                                 source="user"))
+        fid = next(f.id for f in app.memory.ledger().facts if "Halcyon" in f.text)
+    [row] = [r for r in json.loads(ok(home, "memory", "dated", "--json")) if r["id"] == fid]
+    assert row["status"] == "past" and row["due"] is False  # its check date came, but it has ended
+    assert json.loads(ok(home, "memory", "review-due", "--json")) == []
+    revisions = len(json.loads(ok(home, "memory", "log", "--json")))
+
+    fails(home, "memory", "check", fid, "--yes", needle=f"{fid} ended on 2001-03-31: it is past its end")
+    fails(home, "memory", "check", fid, "--yes", "--json", needle="it is past its end")
+    fails(home, "memory", "check", fid, "--edit", "Leading", "the", "Halcyon", "rollout", needle="past its end")
+    assert len(json.loads(ok(home, "memory", "log", "--json"))) == revisions
+    assert ended in ok(home, "memory", "show")
+
+    out = json.loads(ok(home, "memory", "check", fid, "--edit", "Leading the Halcyon rollout (until 2199-03-31)",
+                        "--json"))
+    assert out["after"].startswith("Leading the Halcyon rollout (until 2199-03-31")
+
+    with App.open(home, start_services=False) as app:
+        app.worker.call(lambda: app.memory.write(app.store.state.memory + "- Ran the Tokyo marathon (until 2001-03-01)\n",
+                                                 reason="user-edit", source="user"))
+        tokyo = next(f.id for f in app.memory.ledger().facts if "Tokyo" in f.text)
+    out = json.loads(ok(home, "memory", "check", tokyo, "--no-longer", "--json"))  # "no longer" is still an answer
+    assert out["after"] is None
+
+    with App.open(home, start_services=False) as app:
+        app.worker.call(lambda: app.memory.write(app.store.state.memory + "- Ran the Paris marathon (until 2001-04-01)\n",
+                                                 reason="user-edit", source="user"))
+        paris = next(f.id for f in app.memory.ledger().facts if "Paris" in f.text)
+    assert "Paris marathon" in ok(home, "memory", "expire")
+    rev = json.loads(ok(home, "memory", "log", "--json"))[0]["rev"][:8]
+    fails(home, "memory", "check", paris, "--yes",
+          needle=f"{paris} has ended and is no longer in memory: ended on 2001-04-01 (past its end), removed in "
+                 f"revision {rev}")

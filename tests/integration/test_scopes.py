@@ -229,7 +229,10 @@ def test_the_command_line_knows_scopes(home: Home, llm_server: ScriptedLLMServer
                                                 "source": "work", "target": "family", "reason": "it was a family rota"}
     rows = json.loads(cli_here(home.root, "memory", "log", "--scope", "family", "--json").stdout)
     assert rows and all("family" in r["scopes"] for r in rows) and rows[0]["reason"] == "move"
-    assert all("work" not in r["scopes"] or "family" in r["scopes"] for r in rows)
+    # every revision of family, and only those (the set-up has revisions that touched only work or global)
+    every = json.loads(cli_here(home.root, "memory", "log", "--json").stdout)
+    assert [r["rev"] for r in rows] == [r["rev"] for r in every if "family" in r.get("scopes", [])]
+    assert any("family" not in r.get("scopes", []) for r in every), every
     diff = json.loads(cli_here(home.root, "memory", "diff", "--scope", "family", "--json").stdout)
     assert set(diff) >= {"added", "dropped", "changed", "unchanged"}
     why = cli_here(home.root, "memory", "why", acme, "--scope", "family", "--json")
