@@ -34,7 +34,7 @@ Relation = Callable[[str, str], T]
 
 #: everything memtray keeps on a remote lives under here (streams, rosters, invitations)
 MEMTRAY_REFS = "refs/memtray/"
-#: an invitation a paired device left for one joining (``pairing.INVITE_PREFIX``)
+#: where a paired device leaves an invitation for one joining (``pairing.invite_ref``)
 INVITE_PREFIX = "refs/memtray/pairing/"
 
 #: what a device is told when another data home pushes under its device id
