@@ -17,6 +17,7 @@ from typing import Any
 from memtray.core.base.clock import parse_ts
 from memtray.core.log.events import BadRecord, Record, decode_raw
 from memtray.core.sync.gitcli import SyncError
+from memtray.core.sync.plan import is_republication, stale_copy
 from memtray.core.sync.stream import LocalRepo
 
 #: what a purge puts in place of each occurrence (``admin.purge.MARKER``, a room above this one)
@@ -30,7 +31,7 @@ def republished(repo: LocalRepo, dev: str, seen: str, commit: str) -> bool:
         old, new = repo.head(seen, dev), repo.head(commit, dev)
     except SyncError:  # not even a stream of this device: plainly rewritten
         return False
-    return new.epoch > old.epoch and new.last_seq >= old.last_seq
+    return is_republication(old, new)
 
 
 def stale(repo: LocalRepo, dev: str, seen: str, commit: str, through: int) -> tuple[int, int] | None:
@@ -41,9 +42,7 @@ def stale(repo: LocalRepo, dev: str, seen: str, commit: str, through: int) -> tu
         old, new = repo.head(seen, dev), repo.head(commit, dev)
     except SyncError:
         return None
-    if new.epoch < old.epoch and new.last_seq <= max(through, old.last_seq):
-        return new.epoch, old.epoch
-    return None
+    return stale_copy(old, new, through)
 
 
 def purged_to(line: bytes, rec: Record, payloads: dict[str, Any]) -> bool:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -37,9 +37,9 @@ from memtray.core.sync import crypto
 from memtray.core.sync.crypto import CryptoError, b64, unb64
 from memtray.core.sync.gitcli import NETWORK_TIMEOUT, SyncError, last_words, safe_url
 from memtray.core.sync.identity import Identity, Keys, SyncKey, Trust
+from memtray.core.sync.plan import INVITE_PREFIX
 from memtray.core.sync.stream import PREFIX, LocalRepo
 
-INVITE_PREFIX = "refs/memtray/pairing/"
 #: how long an invitation can be used
 INVITE_LIFE = timedelta(hours=24)
 ROSTER_FILE = "keys.json"
@@ -328,23 +328,6 @@ def remove_device(keys: Keys, device: str, gone: str) -> Removal:
     identity.keys[new.id] = new
     keys.store(identity, device)
     return Removal(pub, trust.devices[pub].get("device"), new.gen)
-
-
-def refuse_sealing_a_clear_remote(where: str, refs: dict[str, str], streams: Sequence[str], keyed: bool,
-                                  me: str) -> None:
-    """A device with keys (``keyed``) seals all it publishes, on every remote. On a remote where
-    other devices sync in clear (their streams, and no roster: no device there has keys) its
-    roster and sealed stream would make the remote 'encrypted' and lock every one of them out.
-    Refused before anything is fetched or pushed; moving them is the migration."""
-    if not keyed or not any(dev != me for dev in streams):
-        return
-    if any(n.startswith(PREFIX) and n.endswith("/keys") for n in refs):
-        return  # an encrypted remote: its devices have keys
-    raise SyncError(
-        f"{where} is a clear remote that other devices sync with in clear, and this device "
-        "encrypts what it publishes (it has sync keys): syncing it here would lock them out",
-        hint="Move every device to a new encrypted remote (docs/SYNC.md, 'From a clear remote to an "
-        "encrypted one'), or keep syncing this remote from devices without keys.")
 
 
 def withdraw_invitations(repo: LocalRepo, url: str, refs: dict[str, str], trust: Trust) -> int:

@@ -62,19 +62,18 @@ from memtray.core.log.segments import Position
 from memtray.core.log.store import Entry, Store, record_ending_at
 from memtray.core.log.tombstone import Applied
 from memtray.core.memory.merge import PeerHead
-from memtray.core.sync import announce, attach, pairing
+from memtray.core.sync import announce, attach, pairing, plan
 from memtray.core.sync.gitcli import Git, SyncError, has_password, safe_url
 from memtray.core.sync.history import git_date, purged_to, republished
-from memtray.core.sync.identity import PAIR_HINT, Keys, Seal
+from memtray.core.sync.identity import Keys, Seal
 from memtray.core.sync.intake import check_peer, claim_ids
+from memtray.core.sync.plan import NotMemtrayRemote as NotMemtrayRemote
 from memtray.core.sync.status import SyncReport, complete, read_status, remote_key, status_file
 from memtray.core.sync.stream import (
-    PREFIX,
     LocalRepo,
     PeerEvents,
     log_ref,
     memory_ref,
-    tracking_ref,
 )
 
 if TYPE_CHECKING:
@@ -94,17 +93,6 @@ REPORTED_REFUSALS = 50
 #: these themselves: a redacted revision is followed by one of this device's own; a tombstone
 #: is compared with the events it names)
 VERBATIM = frozenset({MemoryWritten.TYPE, SyncPurge.TYPE})
-
-
-#: what a device is told when another data home pushes under its device id
-COPIED_HINT = ("Another data home uses this device id (a copied data home?). On the copy, run "
-               "`memtray sync --new-device`: it takes a new device id and publishes its own events under it; "
-               "nothing is lost, the shared history is not published twice. (If no copy exists, the remote "
-               "was rewritten: `memtray sync --republish` here publishes this device's stream again.)")
-
-
-class NotMemtrayRemote(SyncError):
-    """The remote holds refs, none of them a memtray stream."""
 
 
 def check_remote(url: str) -> str:
@@ -236,7 +224,8 @@ class SyncService:
         repo = self.repo(seal)
         key = remote_key(url)
         refs = repo.ls_remote(url)
-        if seal.identity is None and self._new_remote(url, refs, clear):
+        remote = plan.Remote(refs)
+        if seal.identity is None and self._new_remote(url, remote, clear):
             seal = self.keys.seal(me)
             repo = self.repo(seal)
             rep.keys_created = True
@@ -244,44 +233,32 @@ class SyncService:
         if seal.identity is not None:  # devices paired and removed elsewhere, keys handed to this one
             seal.identity = pairing.take_rosters(repo, url, key, refs, self.keys, seal.identity, seal.trust, me,
                                                  rep.notes)
-        streams = sorted({name[len(PREFIX):-len("/log")] for name in refs
-                          if name.startswith(PREFIX) and name.endswith("/log")})
-        pairing.refuse_sealing_a_clear_remote(safe_url(url), refs, streams, seal.identity is not None, me)
+        plan.refuse_sealing(remote, safe_url(url), keyed=seal.identity is not None, me=me)
         marker = self.dir / f"init-{key}"  # this remote was taken with --init: it stays taken
-        ours = any(name.startswith("refs/memtray/") for name in refs)  # a roster, an invitation: memtray's
-        if refs and not streams and not ours and not init and not marker.exists():
-            raise NotMemtrayRemote(
-                f"{safe_url(url)} is not a memtray remote (it has {len(refs)} ref(s), no memtray stream)",
-                hint="Use an empty repository for sync, or `memtray sync --init URL` to add memtray's refs "
-                "(under refs/memtray/ only) beside what it holds.")
-        repo.fetch(url, key, streams)
+        plan.check_memtray(remote, safe_url(url), init=init, taken=marker.exists())
+        repo.fetch(url, key, remote.streams)
         crash_point("sync.fetched")
-        tracked = repo.git.refs(f"refs/memtray/remotes/{key}/") if streams else {}
-        if new_device and seal.secured:
-            raise SyncError("--new-device is not supported on a device with sync keys yet",
-                            hint="On the copy: delete sync-identity.json and sync-trust.json, then pair it as a "
-                            "new device (`memtray sync pair` on this one, `--join CODE` there).")
+        tracked = repo.git.refs(f"refs/memtray/remotes/{key}/") if remote.streams else {}
+        plan.check_new_device(new_device=new_device, secured=seal.secured)
         if new_device:
-            me = self._become_new_device(repo, tracked.get(tracking_ref(key, me)) if me in streams else None)
+            me = self._become_new_device(repo, plan.streams(remote, me, key, tracked, {}).mine)
             rep.device = rep.new_device = me
         # 3. check every peer's stream on its own before changing anything: a stream refused
         # (rewritten, unreadable) is reported and skipped; this device's push and the others go on
+        streams = plan.streams(remote, me, key, tracked, self.store.state.sync)
         peers: list[PeerEvents] = []
-        for dev in streams:
-            if dev == me:
-                continue
+        for p in streams.peers:
             try:
-                got = check_peer(repo, dev, tracked.get(tracking_ref(key, dev)), self.store.state.sync.get(dev) or {},
-                                 self.door, rep.notes)
+                got = check_peer(repo, p.device, p.commit, p.cursor, self.door, rep.notes)
             except SyncError as exc:
-                self._refuse(rep, [Refusal(Source("peer", dev, "its stream"), str(exc))], hint=exc.hint)
+                self._refuse(rep, [Refusal(Source("peer", p.device, "its stream"), str(exc))], hint=exc.hint)
                 continue
             if got is not None:
                 peers.append(got)
         peers = claim_ids(peers, self.store.log.dir)
         for peer in peers:
             self._refuse(rep, peer.refused)
-        mine_remote = tracked.get(tracking_ref(key, me)) if me in streams else None
+        mine_remote = streams.mine
         base = repo.git.rev(log_ref(me)) if republish else self._base(repo, mine_remote)
         # 4. import: every peer's memory revisions to the merge in one call first (a merge one
         # peer made names revisions of a third device: the merge knows them when it comes)
@@ -310,22 +287,13 @@ class SyncService:
             self._mirror_memory(url, rep, refs)  # an encrypted remote gets no memory mirror (docs/SYNC.md)
         return rep
 
-    def _new_remote(self, url: str, refs: dict[str, str], clear: bool) -> bool:
-        """For a device without sync keys: whether to make them now. Yes at its first sync with
-        a remote that holds nothing of memtray's (a new remote is encrypted by default), unless
-        asked for clear (``clear``, the ``sync_encrypt`` setting) or this device already syncs in
-        clear with other devices (they could no longer read it: that is a migration, docs/SYNC.md).
-        A remote other devices encrypted is refused: this device must be paired to use it."""
-        if any(n.startswith(pairing.INVITE_PREFIX) or (n.startswith(PREFIX) and n.endswith("/keys"))
-               for n in refs):
-            raise SyncError(f"{safe_url(url)} is an encrypted remote and this device is not paired with its devices",
-                            hint=PAIR_HINT)
-        if clear or not self.settings.current.sync_encrypt:
+    def _new_remote(self, url: str, remote: plan.Remote, clear: bool) -> bool:
+        """For a device without sync keys: whether it made them now (:func:`plan.keys_for_new_remote`
+        decides: a new remote is encrypted by default; one other devices encrypted is refused)."""
+        if not plan.keys_for_new_remote(
+                remote, safe_url(url), clear=clear, encrypt=self.settings.current.sync_encrypt,
+                syncs_in_clear=lambda: bool(self.store.state.sync) or self.repo().git.rev(log_ref(self.device)) is not None):
             return False
-        if any(n.startswith("refs/memtray/") for n in refs):
-            return False  # a clear remote memtray uses already: it stays clear
-        if self.store.state.sync or self.repo().git.rev(log_ref(self.device)) is not None:
-            return False  # it syncs in clear elsewhere: encrypting is a migration the user starts
         try:
             pairing.set_up(self.keys, self.device)
         except MemtrayError as exc:  # no secure keyring, or it refused: never clear without being asked
@@ -356,40 +324,25 @@ class SyncService:
     def _base(self, repo: LocalRepo, mine_remote: str | None) -> str | None:
         """The commit my next segment builds on: the local ref, or the remote's copy of it
         when that is ahead (a crash after a push, before the local ref moved; a republication
-        included)."""
+        included), once it agrees with this home's log (:func:`plan.base`, :func:`plan.check_adoption`)."""
         me = self.device
         local = repo.git.rev(log_ref(me))
-        if mine_remote is None:
-            return local
-        forward = local is not None and local != mine_remote and repo.git.is_ancestor(local, mine_remote)
-        if local is None or forward or (local != mine_remote and republished(repo, me, local, mine_remote)):
-            head = repo.head(mine_remote, me)
-            if head.last_seq > self.store.log.last_seq:
-                raise SyncError(
-                    f"the remote's stream of this device ({me}) holds events this home does not have "
-                    f"(up to seq {head.last_seq}, here {self.store.log.last_seq}): another data home pushed "
-                    "under the same device id", hint=COPIED_HINT)
-            changed = repo.changed_files(local, mine_remote) if forward and local else []
-            if changed:
-                raise SyncError(
-                    f"the remote's copy of this device's stream ({me}) was rewritten: {changed[0]} changed; "
-                    "memtray does not adopt it", hint="Nothing was imported or pushed. Run `memtray sync "
-                    "--republish` to publish this device's stream again from its own log.")
-            after = repo.head(local, me).last_seq if forward and local else self._start(me)
+        base = plan.base(me, local, mine_remote, ancestor=repo.git.is_ancestor,
+                         republishes=lambda old, new: republished(repo, me, old, new))
+        if not base.adopt or mine_remote is None:
+            return base.commit
+        head = repo.head(mine_remote, me)
+
+        def differs() -> int | None:
+            after = repo.head(local, me).last_seq if base.forward and local else self._start(me)
             # a purge here since that push explains the lines its tombstone names (then republished)
-            differs = self._first_difference(repo, mine_remote, after, purged_after=head.last_seq)
-            if differs is not None:
-                raise SyncError(
-                    f"the remote's stream of this device ({me}) differs from this home's log at seq {differs}: "
-                    "another data home pushed under the same device id", hint=COPIED_HINT)
-            repo.set_ref(log_ref(me), mine_remote, local)
-            return mine_remote
-        if not repo.git.is_ancestor(mine_remote, local) and not republished(repo, me, mine_remote, local):
-            raise SyncError(
-                f"this device's stream on the remote ({log_ref(me)}) was rewritten by someone else",
-                hint="Nothing was pushed. memtray never force-pushes; restore the ref on the remote "
-                "or sync with another remote.")
-        return local
+            return self._first_difference(repo, mine_remote, after, purged_after=head.last_seq)
+
+        plan.check_adoption(me, remote_last=head.last_seq, log_last=self.store.log.last_seq,
+                            changed=lambda: repo.changed_files(local, mine_remote) if base.forward and local else [],
+                            differs=differs)
+        repo.set_ref(log_ref(me), mine_remote, local)
+        return mine_remote
 
     def _start(self, me: str) -> int:
         """The seq after which this device's stream starts: 0, or for a home that took a new
@@ -535,45 +488,42 @@ class SyncService:
         own = list(self._own_after(last))
         head = base
         when = format_ts(self.clock.now())
-        lease: str | None = None
-        again = republish or rep.purges or any(r.type == SyncPurge.TYPE for r in own) or (
-            repo.sealing and any(c and not repo.head(c, me).sealed for c in (base, mine_remote)))
-        if again and (base or mine_remote):  # a first push has nothing to publish again
-            # (a stream in clear, once this device has keys, is published again sealed: the
-            # migration to an encrypted remote)
-            # a purge here (made or applied), or a stream rewritten on the remote: published again
-            # from the log as a new history of this device's own ref (docs/SYNC.md)
+        republication = False
+        if plan.must_republish(
+                base, mine_remote, asked=republish, purged=bool(rep.purges),
+                own_purges=any(r.type == SyncPurge.TYPE for r in own),
+                clear_copy=lambda: repo.sealing and any(c and not repo.head(c, me).sealed for c in (base, mine_remote))):
+            # a purge here (made or applied), a stream rewritten on the remote, or one in clear once
+            # this device has keys (the migration): published again from the log as a new history
+            # of this device's own ref (docs/SYNC.md)
             everything = list(self._own_after(start))
-            epochs = [0]
+            epochs = []
             for commit in (base, mine_remote):  # above both: peers take it as a republication
                 if commit:
                     with contextlib.suppress(SyncError):  # a rewritten remote copy may not be a stream
                         epochs.append(repo.head(commit, me).epoch)
-            epoch = max(epochs) + 1
+            epoch = plan.next_epoch(epochs)
             segs = [(chunk[0].seq, [legacy_line(r) for r in chunk])
                     for chunk in (everything[i : i + REPUBLISH_SEGMENT]
                                   for i in range(0, len(everything), REPUBLISH_SEGMENT))]
             files = attach.files_to_push(self.attachments, attach.payloads(everything))
             if segs:
                 head = repo.republish(me, segs, everything[-1].seq, epoch, git_date(everything[-1].ts, when), files)
-                lease = mine_remote or ""
-                rep.republished = True
+                republication = rep.republished = True
         elif own:
             head = repo.extend(me, base, [legacy_line(r) for r in own], own[-1].seq, own[0].seq,
                                git_date(own[-1].ts, when),
                                attach.files_to_push(self.attachments, attach.payloads(own)))
-        if head is None or head == mine_remote:
+        # a fast-forward, or (a republication; this remote holding an older epoch, a purge here
+        # published through another remote since, checked by _base) own ref only, with a lease
+        how = plan.push(head, mine_remote, republication=republication, fast_forward=repo.git.is_ancestor)
+        if how is None or head is None:
             return
-        kept = 0  # the events the remote's copy has already, unless this push replaces it
-        if mine_remote and lease is None and not repo.git.is_ancestor(mine_remote, head):
-            # this remote holds an older epoch (a purge here published through another remote since,
-            # checked by _base): replaced like a republication, own ref only, with a lease
-            lease = mine_remote
-            rep.republished = True
-        elif mine_remote and lease is None:
-            kept = repo.head(mine_remote, me).events
+        rep.republished = rep.republished or how.republished
+        # the events the remote's copy has already, unless this push replaces it
+        kept = repo.head(mine_remote, me).events if how.kept and mine_remote else 0
         pushed = max(repo.head(head, me).events - kept, 0)
-        repo.push(url, head, log_ref(me), lease=lease)
+        repo.push(url, head, log_ref(me), lease=how.lease)
         crash_point("sync.pushed")  # the remote has it, the local ref does not yet
         if head != base:
             repo.set_ref(log_ref(me), head, base)
