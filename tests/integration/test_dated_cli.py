@@ -149,5 +149,5 @@ def test_a_fact_past_its_end_is_not_checked_as_still_true(home: Home) -> None:
     assert "Paris marathon" in ok(home, "memory", "expire")
     rev = json.loads(ok(home, "memory", "log", "--json"))[0]["rev"][:8]
     fails(home, "memory", "check", paris, "--yes",
-          needle=f"{paris} has ended and is no longer in memory: ended on 2001-04-01 (past its end), removed in "
+          needle=f"{paris} has ended and is no longer in memory: ended on 2001-04-01, removed in "
                  f"revision {rev}")
