@@ -35,17 +35,28 @@ def respond(req: JSON) -> Response:
     return reply("Noted.")
 
 
+def morning() -> FakeClock:
+    """The clock every scope test starts from: 2026-12-03 10:00 UTC."""
+    return FakeClock(datetime(2026, 12, 3, 10, 0, tzinfo=UTC))
+
+
+def open_app(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock, *, recall: bool = False) -> App:
+    """The app the scope tests drive: the scripted server's model, no retries, consolidation
+    only when asked, no background services."""
+    return App.open(home, config=Config(model="openai/test-model", api_base=llm_server.base_url, llm_retries=0,
+                                        memory_window=50, idle_consolidate_minutes=0, recall=recall),
+                    clock=clock, ids=seeded_ids(clock), start_services=False)
+
+
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock(datetime(2026, 12, 3, 10, 0, tzinfo=UTC))
+    return morning()
 
 
 @pytest.fixture
 def app(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> Iterator[App]:
     llm_server.responder = respond
-    a = App.open(home, config=Config(model="openai/test-model", api_base=llm_server.base_url, llm_retries=0,
-                                     memory_window=50, idle_consolidate_minutes=0, recall=True),
-                 clock=clock, ids=seeded_ids(clock), start_services=False)
+    a = open_app(home, llm_server, clock, recall=True)
     yield a
     a.close()
 

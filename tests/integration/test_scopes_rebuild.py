@@ -10,7 +10,6 @@ import json
 import re
 import subprocess
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -18,12 +17,13 @@ from memtray.core.admin import doctor
 from memtray.core.app import App
 from memtray.core.audit import rebuild
 from memtray.core.audit.adopt import adopt
-from memtray.core.base.clock import FakeClock, seeded_ids
+from memtray.core.base.clock import FakeClock
 from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.memory import scopes
 
 from tests.fixtures.llm_server import Response, ScriptedLLMServer, reply, tool_call
+from tests.integration.test_scopes import morning, open_app
 
 JSON = dict[str, Any]
 MEMORY = "# Memory\n\n## General\n- Lives in Lyon\n- Drinks green tea\n\n## Work\n- Reviews code at Acme on Fridays\n"
@@ -51,14 +51,12 @@ def consolidator(shown: list[str]) -> Any:
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock(datetime(2026, 12, 3, 10, 0, tzinfo=UTC))
+    return morning()
 
 
 @pytest.fixture
 def app(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> Iterator[App]:
-    a = App.open(home, config=Config(model="openai/test-model", api_base=llm_server.base_url, llm_retries=0,
-                                     memory_window=50, idle_consolidate_minutes=0),
-                 clock=clock, ids=seeded_ids(clock), start_services=False)
+    a = open_app(home, llm_server, clock)
     yield a
     a.close()
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from memtray.core.memory import scopes
 from memtray.core.memory.items import review_item
 
 from tests.fixtures.llm_server import ScriptedLLMServer
-from tests.integration.test_scopes import MEMORY, consolidating, setup_scopes
+from tests.integration.test_scopes import MEMORY, consolidating, morning, setup_scopes
 from tests.support import cli_here, configure
 
 ADA = "Daughter Ada plays the cello"
@@ -28,7 +27,7 @@ ACME = "Reviews code at Acme on Fridays"
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock(datetime(2026, 12, 3, 10, 0, tzinfo=UTC))
+    return morning()
 
 
 def prepared(home: Home, clock: FakeClock, then: Callable[[App, dict[str, str]], None] | None = None) -> dict[str, str]:

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from memtray.core.app import App
 from memtray.core.base.clock import FakeClock, seeded_ids
-from memtray.core.base.config import Config
 from memtray.core.base.home import Home
 from memtray.core.mcp.writes import remember as mcp_remember
 from memtray.core.memory import scopes
 
 from tests.fixtures.llm_server import ScriptedLLMServer, reply, tool_call
-from tests.integration.test_scopes import consolidating, fact_id, setup_scopes
+from tests.integration.test_scopes import consolidating, fact_id, morning, open_app, setup_scopes
 from tests.support import cli_here, configure
 
 MIA = "Daughter Mia plays cello"
@@ -26,14 +24,12 @@ MIA = "Daughter Mia plays cello"
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock(datetime(2026, 12, 3, 10, 0, tzinfo=UTC))
+    return morning()
 
 
 @pytest.fixture
 def app(home: Home, llm_server: ScriptedLLMServer, clock: FakeClock) -> Iterator[App]:
-    a = App.open(home, config=Config(model="openai/test-model", api_base=llm_server.base_url, llm_retries=0,
-                                     memory_window=50, idle_consolidate_minutes=0),
-                 clock=clock, ids=seeded_ids(clock), start_services=False)
+    a = open_app(home, llm_server, clock)
     yield a
     a.close()
 
