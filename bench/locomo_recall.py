@@ -290,11 +290,9 @@ class Tally:
 Results = dict[str, dict[str, dict[int, Tally]]]  # retriever -> conversation -> category -> tally
 
 
-def run_conversation(conv: Conversation, home: Path, args: argparse.Namespace, results: Results,
-                     misses: list[str]) -> None:
-    from memtray.core.app import App
-    from memtray.core.base.home import Home
-
+def import_once(conv: Conversation, home: Path) -> None:
+    """Import ``conv`` into ``home`` as a user would (``memtray import chatgpt`` of a ChatGPT
+    export written beside it), unless the home holds events already (a reused ``--workdir``)."""
     export = home.parent / f"{conv.name}-conversations.json"
     export.write_text(json.dumps(chatgpt_export(conv), ensure_ascii=False), encoding="utf-8")
     if not (home / "events").exists():
@@ -302,6 +300,14 @@ def run_conversation(conv: Conversation, home: Path, args: argparse.Namespace, r
         summary = json.loads(memtray(home, "import", "chatgpt", str(export), "--json"))
         print(f"  conversation {conv.name}: imported {summary['messages']} messages in "
               f"{summary['items']} sessions ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+
+
+def run_conversation(conv: Conversation, home: Path, args: argparse.Namespace, results: Results,
+                     misses: list[str]) -> None:
+    from memtray.core.app import App
+    from memtray.core.base.home import Home
+
+    import_once(conv, home)
     cli_seqs: list[list[int]] = []
     for q in conv.questions[: args.cli]:
         hits = json.loads(memtray(home, "history", "search", q.text, "--json", "--limit", "10", "--kind", "message"))

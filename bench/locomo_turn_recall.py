@@ -41,9 +41,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from locomo_recall import (  # noqa: E402
     CATEGORIES,
     Conversation,
-    chatgpt_export,
+    import_once,
     load_asked,
-    memtray,
     seq_to_turn,
 )
 
@@ -62,13 +61,7 @@ def run_conversation(conv: Conversation, home: Path, limits: list[int],
     from memtray.core.base.home import Home
     from memtray.core.log import chats
 
-    export = home.parent / f"{conv.name}-conversations.json"
-    export.write_text(json.dumps(chatgpt_export(conv), ensure_ascii=False), encoding="utf-8")
-    if not (home / "events").exists():
-        t0 = time.perf_counter()
-        summary = json.loads(memtray(home, "import", "chatgpt", str(export), "--json"))
-        print(f"  conversation {conv.name}: imported {summary['messages']} messages "
-              f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    import_once(conv, home)
     text = {t.dia_id: probe(t.text) for t in conv.turns}
     # the questions are asked the day after the conversation's last session
     clock = FakeClock(max(t.when for t in conv.turns) + timedelta(days=1))
