@@ -548,7 +548,7 @@ class ReminderService:
         index = self._index
         if index is None:
             return
-        index.note(records, self.store.state, self.schedule_of, self.store.log.head)
+        index.note(records, self.store.state, self.schedule_of)
         if mine:
             self._armed = _UNARMED
             self._arm()
