@@ -113,9 +113,10 @@ class ProjectionDriver:
     # --- questions --------------------------------------------------------------------
 
     def behind(self, elog: EventLog) -> bool:
-        """Whether the store lacks records the log has (or cannot say where it stands)."""
+        """Whether the store lacks records the log has, cannot say where it stands, or has
+        not been checked against this log yet."""
         mark = self.projection.position()
-        return mark is None or mark.seq != elog.last_seq
+        return not self._checked or mark is None or mark.seq != elog.last_seq
 
     def quarantined(self) -> list[Quarantined]:
         return sorted(self._entries().values(), key=lambda q: q.seq)
@@ -133,6 +134,8 @@ class ProjectionDriver:
             return self.rebuild(elog, should_stop=should_stop, batch=batch)
         assert mark is not None
         changed = self._retry(elog, mark)
+        if mark.seq == elog.last_seq:
+            return changed  # up to date: the log is not even opened
         return changed + self._replay(elog, mark, should_stop, batch, rebuilding=False)
 
     def follow(self, records: Sequence[Record], elog: EventLog) -> int:
