@@ -6,8 +6,8 @@ A derived store (the search index, the reminders' due index, ...) implements
 the seq and id of the last record it holds and where that record ends in the log),
 :meth:`~Projection.apply` (fold some records and store the new mark *in the same
 transaction*, so a crash never leaves records half-applied or applied twice) and
-:meth:`~Projection.start_over` (forget everything); rebuilding is starting over and
-replaying what the store needs, which the driver does. :class:`ProjectionDriver` does the rest:
+:meth:`~Projection.start_over` (forget everything; rebuilding is starting over and
+replaying what the store needs). :class:`ProjectionDriver` does the rest:
 
 * **catch-up** reads the log after the mark in batches, stopping between batches
   when asked (what was applied stays applied: the mark moved with it);
@@ -15,11 +15,14 @@ replaying what the store needs, which the driver does. :class:`ProjectionDriver`
   record the log has there (another log, a shortened one) is rebuilt, and so is one
   that meets a record of its :attr:`~Projection.restart_types` (a purge: text left
   the log). A mark is checked against the log once per driver (an open), then trusted;
-* **quarantine**: when a batch fails, its records are applied one at a time; a record
-  that still fails is quarantined with its reason (``<name>.quarantine.json`` beside
-  the store, written *before* the mark moves past it) and the rest go on. A failure
-  that no record of the batch gets past is the store's (disk full, its own mark), not
-  an event's: it is raised, nothing moves, and the next catch-up tries again;
+* **quarantine**: when a batch fails, its records are applied one at a time. At the
+  first that fails alone, the store is asked to store the mark it has reached (an empty
+  :meth:`~Projection.apply`): if that fails too, the failure is the store's (disk full,
+  its own mark), not an event's, and it is raised, the mark staying before the record
+  (the next catch-up tries again; so is a failure on the log's very first record,
+  where there is no mark to ask with). Otherwise the record is quarantined with its reason
+  (``<name>.quarantine.json`` beside the store, written *before* the mark moves past
+  it) and the rest go on;
 * **retry**: every catch-up applies the quarantined records again, by themselves and
   with the mark unchanged; one that goes in leaves the quarantine. A rebuild empties it.
 
@@ -146,11 +149,12 @@ class ProjectionDriver:
         mark = self.projection.position()
         if mark is None or not self._checked or records[0].seq != mark.seq + 1:
             return self.catch_up(elog)
+        last = Mark.of(records[-1], elog.head)
+        if len(records) == 1:
+            return self._apply([(records[0], elog.head)], last, mark)
         try:
-            return self.projection.apply(records, Mark.of(records[-1], elog.head))
+            return self.projection.apply(records, last)
         except Exception:
-            if len(records) < 2:
-                raise
             return self.catch_up(elog)  # one at a time, with each record's position from the log
 
     def rebuild(self, elog: EventLog, *, should_stop: Callable[[], bool] | None = None,
@@ -182,7 +186,7 @@ class ProjectionDriver:
         changed = 0
         expect = mark.seq + 1
         pending: list[tuple[Record, Position]] = []
-        last = mark
+        last = done = mark
         restart = self.projection.restart_types
         for rec, pos in elog.read(mark.position if mark.seq else None):
             if rec.seq < expect:
@@ -195,47 +199,45 @@ class ProjectionDriver:
             pending.append((rec, pos))
             last = Mark.of(rec, pos)
             if len(pending) >= batch:
-                changed += self._apply(pending, last)
-                pending = []
+                changed += self._apply(pending, last, done)
+                pending, done = [], last
                 if should_stop is not None and should_stop():
                     return changed
         if pending:
-            changed += self._apply(pending, last)
+            changed += self._apply(pending, last, done)
         return changed
 
-    def _apply(self, items: list[tuple[Record, Position]], mark: Mark) -> int:
+    def _apply(self, items: list[tuple[Record, Position]], mark: Mark, before: Mark) -> int:
+        """Apply a batch that takes the store from ``before`` to ``mark``."""
         try:
             return self.projection.apply([rec for rec, _ in items], mark)
         except Exception:
-            if len(items) < 2:
-                raise
-            return self._one_by_one(items, mark)
+            return self._one_by_one(items, mark, before)
 
-    def _one_by_one(self, items: list[tuple[Record, Position]], mark: Mark) -> int:
-        """A batch failed: apply its records one at a time; one that fails alone is
-        quarantined (saved before the mark moves past it), unless none goes in (module doc)."""
+    def _one_by_one(self, items: list[tuple[Record, Position]], mark: Mark, before: Mark) -> int:
+        """A batch failed: apply its records one at a time; one that fails alone, in a store
+        that can still store its mark, is quarantined (saved before the mark moves past it)."""
         entries = self._entries()
-        before = dict(entries)
-        changed, applied = 0, 0
-        first: Exception | None = None
+        changed, at = 0, before
+        failed: list[int] = []
         for rec, pos in items:
             try:
                 changed += self.projection.apply([rec], Mark.of(rec, pos))
-                applied += 1
-            except Exception as exc:  # an event the store cannot take, or the store itself
-                first = first or exc
+                at = Mark.of(rec, pos)
+            except Exception as exc:
+                if not failed:  # the first failure: this event's, or the store's?
+                    if not at.seq:
+                        raise  # an empty store failing on the log's first record cannot tell
+                    self.projection.apply([], at)  # a store that cannot keep its own mark raises here
                 entries[rec.seq] = Quarantined(rec.seq, rec.id, pos.to_json(), _reason(exc))
+                failed.append(rec.seq)
                 self._save(entries)
-        if not applied:
-            self._save(before)
-            assert first is not None
-            raise first
-        if items[-1][0].seq in entries:
+        if failed and failed[-1] == items[-1][0].seq:
             self.projection.apply([], mark)  # the mark moves past a last record that failed
-        for q in entries.values():
-            if q.seq not in before:
-                log.warning("%s could not apply event %d (%s); it is quarantined and retried",
-                            self.projection.name, q.seq, q.reason)
+        if failed:
+            first = entries[failed[0]]
+            log.warning("%s could not apply %d event(s) (seq %d: %s); quarantined, retried at each catch-up",
+                        self.projection.name, len(failed), first.seq, first.reason)
         return changed
 
     def _retry(self, elog: EventLog, mark: Mark) -> int:

@@ -161,6 +161,34 @@ def test_a_failing_store_raises_and_nothing_moves(store: Store, tmp_path: Path) 
     assert driver.catch_up(store.log) == 3  # the next catch-up does it all
 
 
+def test_a_store_that_breaks_later_is_not_mistaken_for_bad_events(store: Store, tmp_path: Path) -> None:
+    proj = Texts()
+    driver = _driver(proj, tmp_path)
+    _say(store, "a", "b")
+    driver.catch_up(store.log)
+    proj.broken = True  # the disk filled up meanwhile
+    _say(store, "c", "d")
+    with pytest.raises(OSError, match="no space"):
+        driver.catch_up(store.log)
+    # it could not even keep its own mark: the store's failure, not the events' (no quarantine)
+    assert proj.texts == {1: "a", 2: "b"} and proj.mark is not None and proj.mark.seq == 2
+    assert driver.quarantined() == [] and not (tmp_path / "texts.quarantine.json").exists()
+    proj.broken = False
+    assert driver.catch_up(store.log) == 2 and proj.texts[4] == "d"
+
+
+def test_a_lone_event_that_raises_while_following_is_quarantined(store: Store, tmp_path: Path) -> None:
+    proj = Texts()
+    proj.poison = {"bad"}
+    driver = _driver(proj, tmp_path)
+    _say(store, "a")
+    driver.catch_up(store.log)
+    rec = store.append(Message(role="user", content="bad"), session="s")
+    assert driver.follow([rec], store.log) == 0  # the listener does not raise into the append
+    assert proj.mark == Mark(rec.seq, rec.id, store.log.head)
+    assert [q.seq for q in driver.quarantined()] == [rec.seq]
+
+
 def test_follow_applies_new_records_and_a_store_behind_catches_up(store: Store, tmp_path: Path) -> None:
     proj = Texts()
     driver = _driver(proj, tmp_path)
