@@ -15,8 +15,9 @@ replaying what the store needs). :class:`ProjectionDriver` does the rest:
   record the log has there (another log, a shortened one) is rebuilt, and so is one
   that meets a record of its :attr:`~Projection.restart_types` (a purge: text left
   the log). A mark is checked against the log once per driver (an open), then trusted;
-* **quarantine**: when a batch fails, its records are applied one at a time. At the
-  first that fails alone, the store is asked to store the mark it has reached (an empty
+* **quarantine**: when a batch fails, its records are applied one at a time. An OS or
+  database error is the store's and raised (:data:`STORE_FAULTS`). At the first other
+  failure of a record alone, the store is asked to store the mark it has reached (an empty
   :meth:`~Projection.apply`): if that fails too, the failure is the store's (disk full,
   its own mark), not an event's, and it is raised, the mark staying before the record
   (the next catch-up tries again; so is a failure on the log's very first record,
@@ -35,6 +36,7 @@ import contextlib
 import json
 import logging
 import os
+import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -50,6 +52,8 @@ from memtray.core.log.store import record_ending_at
 log = logging.getLogger(__name__)
 
 BATCH = 2000  # records per apply (and between checks for "stop")
+#: failures that are always the store's (its disk, its database), never quarantined
+STORE_FAULTS: tuple[type[Exception], ...] = (OSError, EnvironmentProblem, sqlite3.OperationalError)
 
 
 @dataclass(frozen=True)
@@ -225,6 +229,8 @@ class ProjectionDriver:
                 changed += self.projection.apply([rec], Mark.of(rec, pos))
                 at = Mark.of(rec, pos)
             except Exception as exc:
+                if isinstance(exc, STORE_FAULTS):
+                    raise  # the disk, the database: never an event's doing
                 if not failed:  # the first failure: this event's, or the store's?
                     if not at.seq:
                         raise  # an empty store failing on the log's first record cannot tell
