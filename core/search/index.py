@@ -131,13 +131,6 @@ def revision_text(w: MemoryWritten) -> str:
 # --- the index ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Meta:
-    last_seq: int = 0
-    last_id: str = ""
-    position: Position | None = None
-
-
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS documents(seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, "
@@ -205,11 +198,6 @@ class SearchIndex:
         with self.lock, self._translate():
             return self.driver.catch_up(elog, should_stop=should_stop, batch=_BATCH)
 
-    def behind(self, source: Store | EventLog) -> bool:
-        """Whether the log has records the index has not seen yet."""
-        with self.lock, self._translate():
-            return self.driver.behind(source.log if isinstance(source, Store) else source)
-
     def rebuild(self, source: Store | EventLog) -> int:
         """Drop every document and index the whole log again."""
         elog = source.log if isinstance(source, Store) else source
@@ -217,13 +205,13 @@ class SearchIndex:
             return self.driver.rebuild(elog, batch=_BATCH)
 
     def position(self) -> Mark | None:
-        meta = self._meta()
-        if meta.last_seq and meta.position is None:
+        mark = self._meta()
+        if mark is None or (mark.seq and mark.position is None):
             return None
-        if meta.last_seq and self._dated_by_import():
+        if mark.seq and self._dated_by_import():
             log.info("search index dates synced messages by their import; rebuilding it")
             return None
-        return Mark(meta.last_seq, meta.last_id, meta.position)
+        return mark
 
     def _dated_by_import(self) -> bool:
         """An index from before imported messages were dated when said (origin.said_at) that
@@ -288,18 +276,20 @@ class SearchIndex:
             raise
         self.db.execute("COMMIT")
 
-    def _meta(self) -> _Meta:
+    def _meta(self) -> Mark | None:
+        """The stored mark; None when unreadable (the driver then rebuilds)."""
         values = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
         try:
             pos = Position.from_json(json.loads(values["position"])) if "position" in values else None
-            return _Meta(int(values.get("last_seq", 0)), values.get("last_id", ""), pos)
+            return Mark(int(values.get("last_seq", 0)), values.get("last_id", ""), pos)
         except (ValueError, TypeError, IndexError):
-            return _Meta(1, "", None)  # unreadable: forces a rebuild
+            return None
 
     @property
     def last_seq(self) -> int:
         with self.lock:
-            return self._meta().last_seq
+            mark = self._meta()
+            return mark.seq if mark is not None else 0
 
     def count(self) -> int:
         """How many documents there are (the ranking reads it for every query: kept between writes)."""
