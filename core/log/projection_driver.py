@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Protocol
 
 from memtray.core.base.errors import EnvironmentProblem
+from memtray.core.base.findings import Finding
 from memtray.core.base.fsutil import atomic_write
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import Record
@@ -52,6 +53,7 @@ from memtray.core.log.store import record_ending_at
 log = logging.getLogger(__name__)
 
 BATCH = 2000  # records per apply (and between checks for "stop")
+QUARANTINE_SUFFIX = ".quarantine.json"
 #: failures that are always the store's (its disk, its database), never quarantined
 STORE_FAULTS: tuple[type[Exception], ...] = (OSError, EnvironmentProblem, sqlite3.OperationalError)
 
@@ -287,6 +289,26 @@ class ProjectionDriver:
             atomic_write(self.quarantine_file, json.dumps(body, ensure_ascii=True))
         except EnvironmentProblem as exc:  # kept in memory: retried while this instance runs
             log.warning("could not save %s's quarantine (%s)", self.projection.name, exc)
+
+
+def quarantine_file(store: Path) -> Path:
+    """Where the driver of the store in file ``store`` keeps its quarantine (beside it)."""
+    return store.with_suffix(QUARANTINE_SUFFIX)
+
+
+def check_quarantines(state: Path) -> list[Finding]:
+    """What ``memtray doctor`` says of records a derived store in ``state`` could not apply
+    (a bug to report: the log keeps them, and every catch-up tries them again)."""
+    out = []
+    for path in sorted(state.glob(f"*{QUARANTINE_SUFFIX}")):
+        entries = sorted(_load(path).values(), key=lambda q: q.seq)
+        if entries:
+            first = entries[0]
+            out.append(Finding(
+                False, f"{path.name.removesuffix(QUARANTINE_SUFFIX)}: {len(entries)} event(s) could not be applied",
+                f"seq {first.seq}: {first.reason} ({first.attempts} attempt(s)); the log keeps them and every "
+                "catch-up tries them again; please report this", code="quarantine"))
+    return out
 
 
 def _reason(exc: Exception) -> str:

@@ -32,7 +32,7 @@ from memtray.core.base.fsutil import FILE_MODE, ensure_dir
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import REMINDER_TYPES, Record, Reminder
 from memtray.core.log.folded import ReminderState
-from memtray.core.log.projection_driver import START, Mark, ProjectionDriver
+from memtray.core.log.projection_driver import START, Mark, ProjectionDriver, quarantine_file
 from memtray.core.log.projections import State
 from memtray.core.log.segments import Position
 from memtray.core.reminders.spec import ReminderError, Schedule
@@ -80,7 +80,7 @@ class DueIndex:
         self.path = path
         self._db = db
         self._lock = threading.RLock()
-        self.driver = ProjectionDriver(self, path.with_suffix(".quarantine.json"))
+        self.driver = ProjectionDriver(self, quarantine_file(path))
         self._fold: Fold | None = None  # the state and schedules the records are read against
         self._elog: EventLog | None = None
         #: after close, a late listener call (an append while quitting) does nothing

@@ -51,7 +51,7 @@ from memtray.core.base.home import Home
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import MemoryPurged, MemoryWritten, Message, Record, scrub_text
 from memtray.core.log.origin import said_at
-from memtray.core.log.projection_driver import BATCH, START, Mark, ProjectionDriver
+from memtray.core.log.projection_driver import BATCH, START, Mark, ProjectionDriver, quarantine_file
 from memtray.core.log.segments import Position
 from memtray.core.log.store import Store
 from memtray.core.log.transcript import diff_text
@@ -155,7 +155,7 @@ class SearchIndex:
         self.path = path
         self.db = db
         self.lock = threading.RLock()
-        self.driver = ProjectionDriver(self, path.with_suffix(".quarantine.json"))
+        self.driver = ProjectionDriver(self, quarantine_file(path))
         self._count: int | None = None  # documents, known since the last write (count() scans them)
 
     # --- opening -----------------------------------------------------------------------

@@ -12,7 +12,7 @@ from memtray.core.base.clock import FakeClock, seeded_ids
 from memtray.core.base.home import Home
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import Message, Record, Verbatim
-from memtray.core.log.projection_driver import START, Mark, ProjectionDriver
+from memtray.core.log.projection_driver import START, Mark, ProjectionDriver, check_quarantines
 from memtray.core.log.store import Store
 
 
@@ -130,6 +130,9 @@ def test_an_event_that_raises_is_quarantined_and_retried(store: Store, tmp_path:
     assert q.seq == bad and "cannot take 'bad'" in q.reason
     saved = json.loads((tmp_path / "texts.quarantine.json").read_text())
     assert [e["seq"] for e in saved] == [bad]  # it outlives this process
+    (finding,) = check_quarantines(tmp_path)  # and the doctor says so
+    assert not finding.ok and finding.title == "texts: 1 event(s) could not be applied"
+    assert f"seq {bad}: ValueError" in finding.detail
     # still failing: kept, counted
     assert driver.catch_up(store.log) == 0
     assert driver.quarantined()[0].attempts == 2
@@ -139,6 +142,7 @@ def test_an_event_that_raises_is_quarantined_and_retried(store: Store, tmp_path:
     assert again.catch_up(store.log) == 1
     assert proj.texts == {1: "a", 2: "bad", 3: "c"} and proj.mark.seq == 3
     assert again.quarantined() == [] and not (tmp_path / "texts.quarantine.json").exists()
+    assert check_quarantines(tmp_path) == []
 
 
 def test_a_last_event_that_raises_does_not_hold_the_mark_back(store: Store, tmp_path: Path) -> None:
