@@ -252,7 +252,7 @@ class ProjectionDriver:
         entries = self._entries()
         if not entries:
             return 0
-        changed = 0
+        changed, before = 0, len(entries)
         for q in sorted(entries.values(), key=lambda q: q.seq):
             if q.seq > mark.seq:  # quarantined, then the mark did not move: met again in the replay
                 del entries[q.seq]
@@ -270,7 +270,8 @@ class ProjectionDriver:
                 continue
             log.info("%s applied event %d from its quarantine", self.projection.name, q.seq)
             del entries[q.seq]
-        self._save(entries)
+        if len(entries) != before:  # (attempts alone are not worth a write each search)
+            self._save(entries)
         return changed
 
     def _entries(self) -> dict[int, Quarantined]:
