@@ -122,7 +122,7 @@ def main() -> None:
                 start_t.append(timed(svc.start))
                 app.run(asyncio.sleep(0))  # the worker has run the catch-up (nothing is due)
                 total.append(time.perf_counter() - t0)
-                jobs = len(svc.timers())
+                jobs = len(app.scheduler.timers())
             finally:
                 app.close()
         print(f"reminders: {args.reminders}, scheduler jobs in all: {jobs}, runs: {args.runs}")

@@ -8,7 +8,10 @@ notifier slot), never from the App itself, and is a typed attribute of the App.
 
 The App owns the :class:`~memtray.core.base.worker.Worker`, the single writer:
 every append to the log and every git write runs on it (the store and the git
-writer check), whichever front end asked.
+writer check), whichever front end asked; and the
+:class:`~memtray.core.base.scheduler.Scheduler`, the one timer: the maintenance
+chores are registered on it here (:func:`add_maintenance`), and the reminder
+service is given it for its own timer.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from memtray.core.base.clock import Clock, IdGenerator
 from memtray.core.base.config import Config, Settings
 from memtray.core.base.home import Home
 from memtray.core.base.notify import NotifierSlot
+from memtray.core.base.scheduler import Scheduler
 from memtray.core.base.worker import Worker
 from memtray.core.llm import catalogue
 from memtray.core.llm.client import LLMClient
@@ -68,6 +72,7 @@ class App:
     consolidation: ConsolidationService
     search: SearchService | None  # None when the index cannot open
     reminders: ReminderService
+    scheduler: Scheduler  # the one timer: reminders and the maintenance chores (add_maintenance)
     mcp: McpTools | None = None  # other MCP servers' tools, from the first turn
     sync: SyncService | None = None  # sync with the user's other devices through a git remote
 
@@ -138,8 +143,9 @@ class App:
         return self.settings.refresh()
 
     def close(self) -> None:
-        for close in (self.mcp and self.mcp.close, self.reminders.close, self.consolidation.close,
-                      self.memory.close, self.search and self.search.close):
+        # the timer first: no reminder job or chore starts while the services close
+        for close in (self.mcp and self.mcp.close, self.scheduler.close, self.reminders.close,
+                      self.consolidation.close, self.memory.close, self.search and self.search.close):
             if close:
                 with contextlib.suppress(Exception):
                     close()
@@ -192,7 +198,8 @@ def _build(
         search.may_spend = consolidation.upkeep.allows_background  # the daily budget of background upkeep
         consolidation.similarities = search.similarities  # the receipt check weighs rewordings by meaning too
 
-    reminders = ReminderService(store, settings, clock, worker, notifier, agent, can_start=start)
+    scheduler = Scheduler(worker)
+    reminders = ReminderService(store, settings, clock, worker, notifier, agent, scheduler, can_start=start)
     register_reminder_tools(tools, reminders)
 
     from memtray.core.mcp.client import McpTools
@@ -206,7 +213,7 @@ def _build(
 
     sync = SyncService(home, store, memory, settings, clock)
     app = App(home, store, settings, clock, llm, agent, tools, worker, notifier,
-              memory, consolidation, search, reminders, mcp, sync)
+              memory, consolidation, search, reminders, scheduler, mcp, sync)
     add_maintenance(app)
     return app
 
@@ -235,29 +242,29 @@ def _build_search(
 
 
 def add_maintenance(app: App) -> None:
-    """Idle-session consolidation, settings refresh and git gc, on the reminders' scheduler
-    (it runs them only once delivery starts: daemon and desktop)."""
-    cons, memory = app.consolidation, app.memory
-    app.reminders.add_maintenance("idle-consolidation", IDLE_SWEEP_SECONDS, cons.idle_sweep)
+    """Idle-session consolidation, settings refresh, git gc, dated facts, embedding and sync,
+    on the App's timer (it runs only once delivery starts it: the daemon and the desktop)."""
+    cons, memory, timer = app.consolidation, app.memory, app.scheduler
+    timer.add_maintenance("idle-consolidation", IDLE_SWEEP_SECONDS, cons.idle_sweep)
 
     async def gc_when_idle() -> None:
         # git writes belong to the worker; skip while a consolidation is running
         if not cons.in_flight:
             memory.git.gc()
 
-    app.reminders.add_maintenance("git-gc", GC_SECONDS, gc_when_idle)
-    app.reminders.add_maintenance("settings", SETTINGS_SECONDS, app.settings.refresh)
+    timer.add_maintenance("git-gc", GC_SECONDS, gc_when_idle)
+    timer.add_maintenance("settings", SETTINGS_SECONDS, app.settings.refresh)
     checkins = CheckIns(memory, app.clock, app.agent.zone, app.notifier, lambda: app.store.readonly)
 
     async def dated_facts() -> None:  # memory writes belong to the worker
         checkins.sweep()
 
-    app.reminders.add_maintenance("dated-facts", CHECKIN_SECONDS, dated_facts)
+    timer.add_maintenance("dated-facts", CHECKIN_SECONDS, dated_facts)
     # a delivering instance is long-lived (the desktop, the daemon): it embeds the history;
     # the later runs restart a backfill whose back-off after a failure is over
-    app.reminders.add_maintenance("embedding", EMBED_SECONDS, app.start_background)
+    timer.add_maintenance("embedding", EMBED_SECONDS, app.start_background)
     if app.sync is not None:  # runs off the worker: the network never blocks a write
-        app.reminders.add_maintenance("sync", SYNC_CHECK_SECONDS, app.sync.tick)
+        timer.add_maintenance("sync", SYNC_CHECK_SECONDS, app.sync.tick)
         app.settings.subscribe(lambda old, new: _sync_settings_changed(app, old, new))
 
 
@@ -269,7 +276,7 @@ def _sync_settings_changed(app: App, old: Config, new: Config) -> None:
     automatic sync that is due under the new settings runs now, not at the next check; on a
     thread of its own (this listener runs on the thread that saved, often the worker)."""
     sync = app.sync
-    if sync is None or not app.reminders.running or not new.sync_enabled or not new.sync_remote:
+    if sync is None or not app.scheduler.running or not new.sync_enabled or not new.sync_remote:
         return
     if all(getattr(old, k) == getattr(new, k) for k in SYNC_SETTINGS):
         return

@@ -526,11 +526,10 @@ class Desktop(QObject):
 
     def shutdown(self) -> None:
         """Release everything (after the event loop ended)."""
-        reminders = self.app.reminders
-        if reminders is not None:
-            # stop the timer while the notifier is still there: a reminder firing now is
-            # shown, not only logged as delivered
-            reminders.close()
+        # stop the timer while the notifier is still there: a reminder firing now is
+        # shown, not only logged as delivered
+        self.app.scheduler.close()
+        self.app.reminders.close()
         if self.hotkeys is not None:
             self.hotkeys.close()
         if self.server is not None:

@@ -159,6 +159,9 @@ def check(home: Home) -> list[Finding]:
     from memtray.core.sync.health import check_sync
 
     out.extend(check_sync(home, cfg))
+    from memtray.core.log.projection_driver import check_quarantines
+
+    out.extend(check_quarantines(home.state))
     return out
 
 

@@ -7,7 +7,8 @@ Start-up asks it for what is due (``next_at <= now``) and for the earliest
 upcoming time: both are index look-ups, independent of how many reminders
 there are, so the scheduler holds one timer, not one job per reminder.
 
-The index is *derived*, like the search index: it records the log position it
+The index is *derived*, like the search index, and kept in step by the one
+projection driver (core/log/projection_driver.py): it records the log position it
 reflects, is brought up to date from the log's tail on open, and is rebuilt
 from the whole state when it is missing, unreadable, or does not match the
 log. ``next_at`` is a lower bound the service checks with the real schedule
@@ -22,8 +23,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,9 +32,9 @@ from memtray.core.base.fsutil import FILE_MODE, ensure_dir
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import REMINDER_TYPES, Record, Reminder
 from memtray.core.log.folded import ReminderState
+from memtray.core.log.projection_driver import START, Mark, ProjectionDriver, quarantine_file
 from memtray.core.log.projections import State
 from memtray.core.log.segments import Position
-from memtray.core.log.store import record_ending_at
 from memtray.core.reminders.spec import ReminderError, Schedule
 
 log = logging.getLogger(__name__)
@@ -65,20 +65,24 @@ def next_at(r: ReminderState, schedule_of: Callable[[ReminderState], Schedule]) 
     return t.timestamp() if t is not None else None
 
 
-@dataclass(frozen=True)
-class _Meta:
-    position: Position | None = None
-    last_seq: int = -1
-    last_id: str = ""
+Fold = tuple[State, Callable[[ReminderState], Schedule]]
 
 
 class DueIndex:
-    """The next-due index file (thread-safe: one lock around the connection)."""
+    """The next-due index file (thread-safe: one lock around the connection). A
+    :class:`~memtray.core.log.projection_driver.Projection` of the log, kept in step by
+    its driver; what it folds is the state's reminders the records touch."""
+
+    name = "reminder index"
+    restart_types: frozenset[str] = frozenset()
 
     def __init__(self, path: Path, db: sqlite3.Connection) -> None:
         self.path = path
         self._db = db
         self._lock = threading.RLock()
+        self.driver = ProjectionDriver(self, quarantine_file(path))
+        self._fold: Fold | None = None  # the state and schedules the records are read against
+        self._elog: EventLog | None = None
         #: after close, a late listener call (an append while quitting) does nothing
         self.closed = False
 
@@ -104,49 +108,49 @@ class DueIndex:
     def sync(self, elog: EventLog, state: State, schedule_of: Callable[[ReminderState], Schedule]) -> int:
         """Bring the index up to the log; returns how many reminders were (re)indexed."""
         with self._lock:
-            meta = self._meta()
-            pos = meta.position
-            if pos is not None and meta.last_seq == elog.last_seq:
-                rec = record_ending_at(elog.dir, pos) if elog.last_seq else None
-                if elog.last_seq == 0 or (rec is not None and rec.id == meta.last_id):
-                    return 0
-            if pos is not None:
-                rec = record_ending_at(elog.dir, pos)
-                if rec is not None and rec.id == meta.last_id and rec.seq == meta.last_seq:
-                    touched: set[str] = set()
-                    last: tuple[Record, Position] | None = None
-                    for r, p in elog.read(pos):
-                        if r.type in REMINDER_TYPES and isinstance(ev := r.payload, Reminder):
-                            touched.add(ev.reminder)
-                        last = (r, p)
-                    self._update(touched, state, schedule_of, last)
-                    return len(touched)
-            return self._rebuild(elog, state, schedule_of)
+            self._fold, self._elog = (state, schedule_of), elog
+            return self.driver.catch_up(elog)
 
-    def _rebuild(self, elog: EventLog, state: State, schedule_of: Callable[[ReminderState], Schedule]) -> int:
+    def note(self, records: Iterable[Record], state: State, schedule_of: Callable[[ReminderState], Schedule]) -> None:
+        """Follow new records (a store listener): re-index the reminders they touch (after
+        :meth:`sync`, which names the log)."""
+        with self._lock:
+            if self.closed or self._elog is None:
+                return
+            self._fold = (state, schedule_of)
+            self.driver.follow(list(records), self._elog)
+
+    def position(self) -> Mark | None:
+        values = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        if values.get("format") != str(FORMAT) or "position" not in values:
+            return None
+        try:
+            pos = Position.from_json(json.loads(values["position"]))
+            return Mark(int(values.get("last_seq", -1)), str(values.get("last_id", "")), pos)
+        except (ValueError, TypeError, IndexError, KeyError):
+            return None
+
+    def start_over(self, elog: EventLog) -> Mark:
+        """Index every reminder of the state (not the log: start-up need not read it)."""
         with self._tx():
             self._db.execute("DELETE FROM due")
             self._db.execute("DELETE FROM meta")
-        ids = set(state.reminders)
+        assert self._fold is not None
         tail = elog.tail(1)
-        # the last record ends at the log's head (unless a fresh segment was just started:
-        # then no position is stored and the next open rebuilds again, which is correct)
-        last = (tail[0], elog.head) if tail and elog.head.offset > 0 else None
-        self._update(ids, state, schedule_of, last, head=elog.head if not tail else None)
-        return len(ids)
+        if not tail or elog.head.offset == 0:
+            return START  # an empty log, or a fresh segment just started: the driver reads the log
+        mark = Mark.of(tail[0], elog.head)
+        self._update(set(self._fold[0].reminders), mark)
+        return mark
 
-    def note(self, records: Iterable[Record], state: State, schedule_of: Callable[[ReminderState], Schedule],
-             head: Position) -> None:
-        """Follow new records (a store listener): re-index the reminders they touch."""
-        recs = list(records)
-        touched = {ev.reminder for r in recs if r.type in REMINDER_TYPES and isinstance(ev := r.payload, Reminder)}
-        with self._lock:
-            if self.closed:
-                return
-            self._update(touched, state, schedule_of, (recs[-1], head) if recs else None)
+    def apply(self, records: Sequence[Record], mark: Mark) -> int:
+        touched = {ev.reminder for r in records if r.type in REMINDER_TYPES and isinstance(ev := r.payload, Reminder)}
+        self._update(touched, mark)
+        return len(touched)
 
-    def _update(self, ids: set[str], state: State, schedule_of: Callable[[ReminderState], Schedule],
-                last: tuple[Record, Position] | None, head: Position | None = None) -> None:
+    def _update(self, ids: set[str], mark: Mark) -> None:
+        assert self._fold is not None and mark.position is not None
+        state, schedule_of = self._fold
         rows, gone = [], []
         for rid in ids:
             r = state.reminders.get(rid)
@@ -158,11 +162,10 @@ class DueIndex:
         with self._tx():
             self._db.executemany("DELETE FROM due WHERE id = ?", gone)
             self._db.executemany("INSERT OR REPLACE INTO due(id, next_at) VALUES (?, ?)", rows)
-            if last is not None:
-                rec, pos = last
-                self._set_meta(rec.seq, rec.id, pos)
-            elif head is not None:
-                self._set_meta(0, "", head)
+            self._db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [
+                ("format", str(FORMAT)), ("last_seq", str(mark.seq)), ("last_id", mark.id),
+                ("position", json.dumps(mark.position.to_json())),
+            ])
 
     def move(self, rid: str, when: datetime | None) -> None:
         """Set when ``rid`` is next worth looking at (an occurrence skipped as too late
@@ -198,22 +201,6 @@ class DueIndex:
             return int(self._db.execute("SELECT COUNT(*) FROM due").fetchone()[0])
 
     # --- internals -------------------------------------------------------------------
-
-    def _meta(self) -> _Meta:
-        values = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
-        if values.get("format") != str(FORMAT):
-            return _Meta()
-        try:
-            pos = Position.from_json(json.loads(values["position"])) if "position" in values else None
-            return _Meta(pos, int(values.get("last_seq", -1)), str(values.get("last_id", "")))
-        except (ValueError, TypeError, IndexError, KeyError):
-            return _Meta()
-
-    def _set_meta(self, seq: int, ident: str, pos: Position) -> None:
-        self._db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [
-            ("format", str(FORMAT)), ("last_seq", str(seq)), ("last_id", ident),
-            ("position", json.dumps(pos.to_json())),
-        ])
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:

@@ -20,24 +20,23 @@ recurring reminder coalesce into the newest one; a late one is delivered only
 within ``config.reminder_grace_hours``; a one-shot missed beyond that is
 recorded as ``reminder.cancelled`` with reason ``expired`` (never delivered).
 
-Threads: apscheduler's threads only hand work to the app worker; all log
-writes, agent turns and notifier calls for reminders happen there. Notifiers
-are looked up at delivery time (the App's notifier slot). A no-op job
-wakes the scheduler every minute, since its sleep does not advance while the
+Threads: the timer is the App's :class:`~memtray.core.base.scheduler.Scheduler`
+(which also runs the App's maintenance chores); its threads only hand work to the
+app worker; all log writes, agent turns and notifier calls for reminders happen
+there. Notifiers are looked up at delivery time (the App's notifier slot). A job
+wakes the service every minute, since the timer's sleep does not advance while the
 machine is suspended.
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
-import contextlib
 import functools
 import logging
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from memtray import resources
 from memtray.core.base.clock import Clock, parse_ts
@@ -45,6 +44,7 @@ from memtray.core.base.config import Settings
 from memtray.core.base.errors import MemtrayError
 from memtray.core.base.notify import NotifierSlot
 from memtray.core.base.redact import redact
+from memtray.core.base.scheduler import Scheduler
 from memtray.core.base.worker import Worker
 from memtray.core.llm.tools import ToolContext
 from memtray.core.log.events import (
@@ -72,16 +72,12 @@ from memtray.core.reminders.spec import (
     zone,
 )
 
-if TYPE_CHECKING:
-    from apscheduler.schedulers.background import BackgroundScheduler
-
 __all__ = ["Occurrence", "ReminderError", "ReminderService"]
 
 log = logging.getLogger(__name__)
 
 _NEXT_JOB = "memtray:next-reminder"
 _UNARMED = datetime.min.replace(tzinfo=UTC)  # forces _arm to look again
-_MAINT_PREFIX = "maintenance:"
 _WAKE_JOB = "memtray:wake"
 #: the scheduler re-reads the wall clock at least this often
 WAKE_SECONDS = 60
@@ -114,6 +110,7 @@ class ReminderService:
         worker: Worker,
         notifier: NotifierSlot,
         agent: TurnRunner,
+        scheduler: Scheduler,
         *,
         can_start: bool,
     ) -> None:
@@ -123,12 +120,12 @@ class ReminderService:
         self.worker = worker
         self.notifier = notifier
         self.agent = agent
+        self.scheduler = scheduler
         self._can_start = can_start
         self._lock = threading.RLock()
-        self._scheduler: BackgroundScheduler | None = None
+        self._delivering = False
         self._schedules: dict[str, Schedule] = {}
         self._inflight: set[tuple[str, str]] = set()
-        self._maintenance: dict[str, tuple[float, Callable[[], Any]]] = {}
         self._closed = False
         self._index: DueIndex | None = None
         self._armed: datetime | None = _UNARMED
@@ -152,7 +149,7 @@ class ReminderService:
 
     @property
     def running(self) -> bool:
-        return self._scheduler is not None
+        return self._delivering
 
     def schedule_of(self, r: ReminderState) -> Schedule:
         s = self._schedules.get(r.id)
@@ -363,7 +360,8 @@ class ReminderService:
         """Start delivery: rebuild the jobs from the state, then catch up on missed ones.
 
         Only the daemon and the desktop call this; a service installed with
-        ``start=False`` (and every one-shot CLI command) never fires.
+        ``start=False`` (and every one-shot CLI command) never fires. It starts the App's
+        timer, and so its maintenance chores, too.
         """
         if not self._can_start:
             log.info("reminder delivery is disabled for this App")
@@ -374,34 +372,21 @@ class ReminderService:
         with self._lock:
             if self._closed:  # the app is quitting (the desktop starts delivery on the worker)
                 return False
-            if self._scheduler is not None:
+            if self._delivering:
                 return True
-            from apscheduler.executors.pool import ThreadPoolExecutor
-            from apscheduler.schedulers.background import BackgroundScheduler
-            from apscheduler.triggers.interval import IntervalTrigger
-
-            _quiet_apscheduler()
-            self._scheduler = BackgroundScheduler(
-                timezone=UTC,
-                executors={"default": ThreadPoolExecutor(4)},
-                job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
-            )
+            if not self.scheduler.start():  # the App is closing
+                return False
             now = self.clock.now()
             # what was missed while off or asleep: only what the next-due index says is
             # due is looked at, so start-up does not grow with the number of reminders
             self._index = DueIndex.open(self.store.home.state)
             self._index.sync(self.store.log, self.store.state, self.schedule_of)
             missed = self.due(now, ids=self._index.due_ids(now))
-            for name, (seconds, fn) in self._maintenance.items():
-                self._add_maintenance_job(name, seconds, fn)
             # apscheduler sleeps on a monotonic timeout, which stands still while the
             # machine is suspended; waking it every minute bounds how late a reminder
             # that fell due during sleep is delivered after resume (or a clock change)
-            self._scheduler.add_job(
-                self._on_timer, trigger=IntervalTrigger(seconds=WAKE_SECONDS, timezone=UTC), id=_WAKE_JOB,
-                name="wake up", replace_existing=True,
-            )
-            self._scheduler.start()
+            self.scheduler.every(_WAKE_JOB, WAKE_SECONDS, self._on_timer, "wake up")
+            self._delivering = True
         if missed:
             self._submit(self._fire_all(missed))  # once each, marked late
         self._arm()
@@ -414,94 +399,30 @@ class ReminderService:
             except MemtrayError as exc:
                 log.error("reminder %s (%s) could not be recorded: %s", occ.reminder, occ.key, exc)
 
-    def add_maintenance(self, name: str, seconds: float, fn: Callable[[], Any]) -> None:
-        """Run ``fn`` every ``seconds`` on the scheduler's threads once started.
-
-        ``fn`` may return a coroutine; it then runs on the app worker. Failures
-        are logged, never raised.
-        """
-        if seconds <= 0:
-            raise ValueError(f"maintenance interval must be positive, not {seconds}")
-        with self._lock:
-            self._maintenance[name] = (seconds, fn)
-            if self._scheduler is not None:
-                self._add_maintenance_job(name, seconds, fn)
-
     def close(self) -> None:
+        """Stop delivering (the App closes its timer first, so no job of ours runs on)."""
         with self._lock:
             self._closed = True
-            sched, self._scheduler = self._scheduler, None
-        if sched is not None:
-            # Empty the job stores first: that waits for a round of due jobs in progress (it
-            # holds the stores' lock), which otherwise, seeing the scheduler stopped halfway,
-            # fails to remove the timer it just ran (JobLookupError in apscheduler's thread).
-            with contextlib.suppress(Exception):
-                sched.remove_all_jobs()
-            sched.shutdown(wait=True)
+            self._delivering = False
+            self.scheduler.remove(_WAKE_JOB)
+            self.scheduler.remove(_NEXT_JOB)
         index, self._index = self._index, None
         if index is not None:
             index.close()
 
-    def timers(self) -> dict[str, datetime | None]:
-        """The scheduler's jobs and when each runs next (empty before :meth:`start`)."""
-        sched = self._scheduler
-        if sched is None:
-            return {}
-        return {j.id: getattr(j, "next_run_time", None) for j in sched.get_jobs()}
-
     def _arm(self) -> None:
         """One timer for the earliest next-due reminder (the index knows which)."""
-        sched, index = self._scheduler, self._index
-        if sched is None or index is None:
+        index = self._index
+        if not self._delivering or index is None:
             return
-        from apscheduler.triggers.date import DateTrigger
-
         when = index.earliest()
         if when == self._armed:
             return
         self._armed = when
         if when is None:
-            with contextlib.suppress(Exception):
-                sched.remove_job(_NEXT_JOB)
+            self.scheduler.remove(_NEXT_JOB)
             return
-        when = max(when, self.clock.now())
-        sched.add_job(self._on_timer, trigger=DateTrigger(run_date=when, timezone=UTC), id=_NEXT_JOB,
-                      name="next reminder", replace_existing=True)
-
-    def _add_maintenance_job(self, name: str, seconds: float, fn: Callable[[], Any]) -> None:
-        from apscheduler.triggers.interval import IntervalTrigger
-
-        assert self._scheduler is not None
-        self._scheduler.add_job(
-            self._run_maintenance, trigger=IntervalTrigger(seconds=seconds, timezone=UTC),
-            args=(name, fn), id=_MAINT_PREFIX + name, name=f"maintenance {name}", replace_existing=True,
-        )
-
-    def run_maintenance(self, name: str) -> None:
-        """Run the maintenance task ``name`` now and wait for it (never from the worker: a
-        coroutine task runs there); as the timer runs it, failures logged, never raised."""
-        with self._lock:
-            _seconds, fn = self._maintenance[name]
-        self._run_maintenance(name, fn)
-
-    def _run_maintenance(self, name: str, fn: Callable[[], Any]) -> None:
-        try:
-            result = fn()
-            if asyncio.iscoroutine(result):
-                fut = self.worker.submit(result)
-                while True:
-                    try:
-                        fut.result(timeout=1.0)
-                        break
-                    except TimeoutError:
-                        if self._closed:  # quitting: do not hold the exit for a chore (it is crash-safe)
-                            fut.cancel()
-                            log.info("maintenance task %s cancelled: memtray is quitting", name)
-                            return
-        except concurrent.futures.CancelledError:
-            log.info("maintenance task %s cancelled", name)
-        except Exception:  # a failing chore must not stop the scheduler
-            log.exception("maintenance task %s failed", name)
+        self.scheduler.at(_NEXT_JOB, max(when, self.clock.now()), self._on_timer, "next reminder")
 
     def _on_timer(self) -> None:
         self._submit(self._fire_index_due())
@@ -548,7 +469,7 @@ class ReminderService:
         index = self._index
         if index is None:
             return
-        index.note(records, self.store.state, self.schedule_of, self.store.log.head)
+        index.note(records, self.store.state, self.schedule_of)
         if mine:
             self._armed = _UNARMED
             self._arm()
@@ -560,13 +481,6 @@ def _log_failure(fut: concurrent.futures.Future[Any]) -> None:
     exc = fut.exception()
     if exc is not None:
         log.error("reminder delivery failed", exc_info=exc)
-
-
-def _quiet_apscheduler() -> None:
-    """apscheduler logs every job add/run at INFO; with thousands of reminders that is noise."""
-    aps = logging.getLogger("apscheduler")
-    if aps.level == logging.NOTSET:
-        aps.setLevel(logging.WARNING)
 
 
 def _reply_after(session: Any, marker: str) -> str | None:

@@ -41,7 +41,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,8 +51,9 @@ from memtray.core.base.home import Home
 from memtray.core.log.eventlog import EventLog
 from memtray.core.log.events import MemoryPurged, MemoryWritten, Message, Record, scrub_text
 from memtray.core.log.origin import said_at
+from memtray.core.log.projection_driver import BATCH, START, Mark, ProjectionDriver, quarantine_file
 from memtray.core.log.segments import Position
-from memtray.core.log.store import Store, record_ending_at
+from memtray.core.log.store import Store
 from memtray.core.log.transcript import diff_text
 from memtray.core.search.text import (
     CLOSE,
@@ -81,7 +82,7 @@ KINDS = ("history", "memory", "message")
 #: messages by their sent_at too; an index of an older rule that holds such messages is rebuilt
 SAID_AT = "2"
 _INDEXED_ROLES = frozenset({"user", "assistant"})
-_BATCH = 2000  # records per transaction (and between checks for "stop")
+_BATCH = BATCH  # records per transaction (and between checks for "stop")
 _SNIPPET_TOKENS = 16
 _RANK_WINDOW = 2000  # newest full-text matches ranked per query
 
@@ -130,13 +131,6 @@ def revision_text(w: MemoryWritten) -> str:
 # --- the index ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Meta:
-    last_seq: int = 0
-    last_id: str = ""
-    position: Position | None = None
-
-
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS documents(seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, "
@@ -151,13 +145,17 @@ _CLEAR = ("DELETE FROM documents", "INSERT INTO docs(docs) VALUES ('delete-all')
 class SearchIndex:
     """The FTS5 index file. Thread-safe: every operation holds :attr:`lock`, which the
     vector table in the same file (:class:`~memtray.core.search.vectors.VectorStore`)
-    shares with it, as it shares :attr:`db`."""
+    shares with it, as it shares :attr:`db`. A :class:`Projection` of the log, kept in step
+    by its :attr:`driver`; a purge (content left the log) rebuilds it."""
+
+    name = "search index"
+    restart_types = frozenset({MemoryPurged.TYPE})
 
     def __init__(self, path: Path, db: sqlite3.Connection) -> None:
         self.path = path
         self.db = db
         self.lock = threading.RLock()
-        self._validated = False  # the stored position was checked against the log
+        self.driver = ProjectionDriver(self, quarantine_file(path))
         self._count: int | None = None  # documents, known since the last write (count() scans them)
 
     # --- opening -----------------------------------------------------------------------
@@ -187,7 +185,7 @@ class SearchIndex:
         with self.lock:
             self.db.close()
 
-    # --- keeping up with the log -------------------------------------------------------
+    # --- keeping up with the log (a Projection: core/log/projection_driver.py) ----------
 
     def sync(self, source: Store | EventLog, *, should_stop: Callable[[], bool] | None = None) -> int:
         """Index every record after the last indexed one; returns documents added.
@@ -198,23 +196,22 @@ class SearchIndex:
         """
         elog = source.log if isinstance(source, Store) else source
         with self.lock, self._translate():
-            meta = self._meta()
-            if meta.last_seq > elog.last_seq or (meta.last_seq and meta.position is None):
-                return self._rebuild(elog, should_stop)
-            if meta.last_seq and not self._validated:
-                assert meta.position is not None
-                rec = record_ending_at(elog.dir, meta.position)
-                if rec is None or rec.seq != meta.last_seq or rec.id != meta.last_id:
-                    log.info("search index does not match the event log; rebuilding it")
-                    return self._rebuild(elog, should_stop)
-            self._validated = True
-            if meta.last_seq and self._dated_by_import():
-                log.info("search index dates synced messages by their import; rebuilding it")
-                return self._rebuild(elog, should_stop)
-            added = self._consume(elog, meta, should_stop, rebuilding=False)
-            if added < 0:
-                return self._rebuild(elog, should_stop)
-            return added
+            return self.driver.catch_up(elog, should_stop=should_stop, batch=_BATCH)
+
+    def rebuild(self, source: Store | EventLog) -> int:
+        """Drop every document and index the whole log again."""
+        elog = source.log if isinstance(source, Store) else source
+        with self.lock, self._translate():
+            return self.driver.rebuild(elog, batch=_BATCH)
+
+    def position(self) -> Mark | None:
+        mark = self._meta()
+        if mark is None or (mark.seq and mark.position is None):
+            return None
+        if mark.seq and self._dated_by_import():
+            log.info("search index dates synced messages by their import; rebuilding it")
+            return None
+        return mark
 
     def _dated_by_import(self) -> bool:
         """An index from before imported messages were dated when said (origin.said_at) that
@@ -232,13 +229,7 @@ class SearchIndex:
         return self.db.execute("SELECT 1 FROM documents WHERE session GLOB 'chatgpt:*' "
                                "OR session GLOB 'nanobot:*' LIMIT 1").fetchone() is not None
 
-    def rebuild(self, source: Store | EventLog) -> int:
-        """Drop every document and index the whole log again."""
-        elog = source.log if isinstance(source, Store) else source
-        with self.lock, self._translate():
-            return self._rebuild(elog, None)
-
-    def _rebuild(self, elog: EventLog, should_stop: Callable[[], bool] | None) -> int:
+    def start_over(self, elog: EventLog) -> Mark:
         self._count = None
         with self._tx():
             for stmt in _CLEAR:
@@ -247,45 +238,16 @@ class SearchIndex:
             self.db.execute("DELETE FROM meta WHERE key != 'format' AND key NOT LIKE 'vec\\_%' ESCAPE '\\'")
             self.db.execute("INSERT INTO meta(key, value) VALUES ('generation', ?)", (os.urandom(8).hex(),))
             self.db.execute("INSERT INTO meta(key, value) VALUES ('said_at', ?)", (SAID_AT,))
-        self._validated = True
-        return self._consume(elog, _Meta(), should_stop, rebuilding=True)
+        return START
 
-    def _consume(
-        self, elog: EventLog, meta: _Meta, should_stop: Callable[[], bool] | None, *, rebuilding: bool
-    ) -> int:
-        """Index records after ``meta``; -1 means "this needs a rebuild" (nothing half-done)."""
-        added = 0
-        last: tuple[Record, Position] | None = None
-        rows: list[tuple[int, str, str, str | None, str | None, str]] = []
-        expect = meta.last_seq + 1
-        pending = 0
-        for rec, pos in elog.read(meta.position):
-            if rec.seq < expect:
-                continue  # only when reading from the start
-            if rec.seq != expect and meta.position is not None:
-                return -1  # the log moved under the stored position
-            if rec.type == MemoryPurged.TYPE and not rebuilding:
-                self._flush(rows, last)
-                return -1
-            expect = rec.seq + 1
+    def apply(self, records: Sequence[Record], mark: Mark) -> int:
+        rows = []
+        for rec in records:
             doc = document_of(rec)
             if doc is not None:  # text older versions logged (lone surrogates) is indexed made valid
                 rows.append((doc.seq, scrub_text(doc.text), doc.kind, doc.session and scrub_text(doc.session),
                              doc.role, doc.ts))
-            last = (rec, pos)
-            pending += 1
-            if pending >= _BATCH:
-                added += self._flush(rows, last)
-                rows, pending = [], 0
-                if should_stop is not None and should_stop():
-                    return added
-        return added + self._flush(rows, last)
-
-    def _flush(self, rows: list[tuple[int, str, str, str | None, str | None, str]],
-               last: tuple[Record, Position] | None) -> int:
-        if last is None:
-            return 0
-        rec, pos = last
+        assert mark.position is not None
         self._count = None
         with self._tx():
             # Plain INSERTs: a seq indexed twice would be a bug, and the meta row
@@ -298,8 +260,8 @@ class SearchIndex:
             )
             self.db.executemany(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                [("last_seq", str(rec.seq)), ("last_id", rec.id),
-                 ("position", json.dumps(pos.to_json()))],
+                [("last_seq", str(mark.seq)), ("last_id", mark.id),
+                 ("position", json.dumps(mark.position.to_json()))],
             )
         return len(rows)
 
@@ -314,18 +276,20 @@ class SearchIndex:
             raise
         self.db.execute("COMMIT")
 
-    def _meta(self) -> _Meta:
+    def _meta(self) -> Mark | None:
+        """The stored mark; None when unreadable (the driver then rebuilds)."""
         values = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
         try:
             pos = Position.from_json(json.loads(values["position"])) if "position" in values else None
-            return _Meta(int(values.get("last_seq", 0)), values.get("last_id", ""), pos)
+            return Mark(int(values.get("last_seq", 0)), values.get("last_id", ""), pos)
         except (ValueError, TypeError, IndexError):
-            return _Meta(1, "", None)  # unreadable: forces a rebuild
+            return None
 
     @property
     def last_seq(self) -> int:
         with self.lock:
-            return self._meta().last_seq
+            mark = self._meta()
+            return mark.seq if mark is not None else 0
 
     def count(self) -> int:
         """How many documents there are (the ranking reads it for every query: kept between writes)."""

@@ -2,9 +2,10 @@
 keyword / semantic / hybrid searches, recalls past snippets for a turn, and is the
 ``search_history`` tool.
 
-Owns :class:`SearchService` and ``install``. Appends only mark the keyword index
-stale (never blocking the appending thread); the next search indexes the new
-records, and :meth:`SearchService.start` indexes the backlog once in a thread.
+Owns :class:`SearchService` and ``install``. Appends never touch the keyword index
+(never blocking the appending thread); the next search indexes the new records
+(the index's driver, core/log/projection_driver.py, knows how far it is), and
+:meth:`SearchService.start` indexes the backlog once in a thread.
 Embedding runs as a background task on the app's worker loop, and only in a
 long-lived instance (the daemon, the warm instance, the desktop), which calls
 :meth:`SearchService.start_embedding`: a one-shot command never starts it, so it
@@ -128,7 +129,6 @@ class SearchService:
         self.vectors = VectorStore(index)
         self.embedder = embedder
         self._submit = submit
-        self._dirty = True
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._sync_lock = threading.Lock()
@@ -148,7 +148,6 @@ class SearchService:
     # --- keeping up ----------------------------------------------------------------
 
     def _on_append(self, records: list[Record], state: object) -> None:
-        self._dirty = True
         if self._embedding:
             self._kick()
 
@@ -185,24 +184,11 @@ class SearchService:
     def sync(self, *, should_stop: Callable[[], bool] | None = None) -> int:
         """Index what was appended since the last sync; returns documents added."""
         with self._sync_lock:
-            return self._sync_locked(should_stop)
-
-    def _sync_locked(self, should_stop: Callable[[], bool] | None = None) -> int:
-        if not self._dirty:
-            return 0
-        self._dirty = False  # appends during the sync mark it again
-        try:
-            added = self.index.sync(self.store, should_stop=should_stop)
-        except BaseException:
-            self._dirty = True
-            raise
-        if should_stop is not None and should_stop():
-            self._dirty = True  # stopped early: finish next time
-        return added
+            return self.index.sync(self.store, should_stop=should_stop)
 
     def _sync_quietly(self) -> None:
         try:
-            self._sync_locked()
+            self.index.sync(self.store)
         except (SearchError, LogError) as exc:
             # A damaged log or index still lets us search what was indexed.
             log.warning("searching a search index that is not up to date: %s", exc)
@@ -558,7 +544,6 @@ class SearchService:
             finally:
                 self.index = SearchIndex.open(self.index.path)
                 self.vectors = VectorStore(self.index)
-                self._dirty = True
         if self._embedding:
             self._kick()
 

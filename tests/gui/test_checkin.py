@@ -150,7 +150,7 @@ def test_a_restart_does_not_ask_again_about_the_same_check_date(
         return d
 
     def asked(d: Any) -> list[str]:
-        d.app.reminders.run_maintenance("dated-facts")
+        d.app.scheduler.run_maintenance("dated-facts")
         QApplication.processEvents()
         return [s.target for s in d.notifier.history if s.title == "Still true?"]
 

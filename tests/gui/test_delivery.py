@@ -34,7 +34,7 @@ def test_desktop_delivers_missed_and_upcoming_reminders(
         qtbot.waitUntil(lambda: d.delivering is True, timeout=20000)
         svc = d.app.reminders
         assert svc.running
-        jobs = set(svc.timers())
+        jobs = set(d.app.scheduler.timers())
         assert {"maintenance:idle-consolidation", "maintenance:git-gc"} <= jobs
         # the missed one is delivered at start, marked late
         qtbot.waitUntil(lambda: any(s.kind == "reminder" for s in d.notifier.history), timeout=20000)

@@ -60,7 +60,7 @@ def test_the_instance_schedules_the_sync_check(tmp_path: Path) -> None:
     app = open_app(tmp_path / "a")
     try:
         assert app.reminders.start()
-        assert "maintenance:sync" in app.reminders.timers()
+        assert "maintenance:sync" in app.scheduler.timers()
     finally:
         app.close()
 

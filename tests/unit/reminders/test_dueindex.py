@@ -44,11 +44,11 @@ def test_due_and_earliest_follow_the_log(tmp_path: Path) -> None:
         assert idx.due_ids(NOW + timedelta(minutes=61)) == ["soon", "hourly"]
         # a listener's view of new records: cancelling the soonest moves the earliest on
         rec = store.append(ReminderCancelled(reminder="soon", reason="user"))
-        idx.note([rec], store.state, Schedule.of, store.log.head)
+        idx.note([rec], store.state, Schedule.of)
         assert idx.earliest() == NOW + timedelta(hours=1)
         # firing a recurring one moves it to its next occurrence
         fired = store.append(ReminderFired(reminder="hourly", occurrence=occurrence_key(NOW + timedelta(hours=1)), late=False))
-        idx.note([fired], store.state, Schedule.of, store.log.head)
+        idx.note([fired], store.state, Schedule.of)
         assert idx.due_ids(NOW + timedelta(minutes=61)) == []
         assert idx.due_ids(NOW + timedelta(hours=2)) == ["hourly"]
     finally:

@@ -599,17 +599,17 @@ def test_timer_rebuilds_jobs_from_the_log_and_follows_changes(home: Home) -> Non
     try:
         assert svc.start() is True
         assert svc.start() is True  # idempotent
-        timers = svc.timers()
+        timers = app.scheduler.timers()
         maintenance = {"maintenance:idle-consolidation", "maintenance:git-gc", "maintenance:settings",
                        "maintenance:sync", "maintenance:embedding", "maintenance:dated-facts"}
         # one timer for the earliest reminder, not one job per reminder
         assert set(timers) == {"memtray:next-reminder", "memtray:wake", *maintenance}
         assert timers["memtray:next-reminder"] == min(svc.next_fire(a), svc.next_fire(b))
         d = svc.schedule("d", cron="*/5 * * * *")
-        assert svc.timers()["memtray:next-reminder"] == svc.next_fire(d)  # sooner: the timer moved
+        assert app.scheduler.timers()["memtray:next-reminder"] == svc.next_fire(d)  # sooner: the timer moved
         svc.cancel(d.id)
         svc.cancel(a.id)
-        assert svc.timers()["memtray:next-reminder"] == svc.next_fire(b)
+        assert app.scheduler.timers()["memtray:next-reminder"] == svc.next_fire(b)
     finally:
         app.close()
     assert not svc.running
@@ -620,14 +620,14 @@ def test_timer_delivers_on_time_and_runs_maintenance(home: Home, caplog: pytest.
     app = open_app(home, clock)
     svc = svc_of(app)
     ran = threading.Event()
-    svc.add_maintenance("probe", 0.05, ran.set)
+    app.scheduler.add_maintenance("probe", 0.05, ran.set)
     failing = threading.Event()
 
     def boom() -> None:
         failing.set()
         raise RuntimeError("chore failed")
 
-    svc.add_maintenance("boom", 0.05, boom)
+    app.scheduler.add_maintenance("boom", 0.05, boom)
     try:
         assert not ran.wait(0.2)  # nothing runs before start()
         svc.start()
@@ -659,7 +659,7 @@ def test_quitting_cancels_a_running_chore_and_start_after_close_does_nothing(hom
             cancelled.set()
             raise
 
-    svc.add_maintenance("slow", 0.05, slow_chore)
+    app.scheduler.add_maintenance("slow", 0.05, slow_chore)
     try:
         assert svc.start() is True
         assert running.wait(10)
