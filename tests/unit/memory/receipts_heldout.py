@@ -373,3 +373,57 @@ def heldout_e() -> list[Case]:
 def altered_e() -> list[Case]:
     """The fifth batch's lookalikes: none may be written as stated."""
     return [_c("altered", conv, fact, (1,), quote) for conv, fact, quote in _ALTERED_E]
+
+
+# A sixth batch, written before WordNet was let into the check (core/memory/lexicon.py) and run
+# once on it: facts a lexicon could wrongly let through. Another kind of the same thing
+# (co-hyponyms), an opposite, the more specific word where the quote says the general one, a
+# rare sense of a word, a verb WordNet puts in one synset with another that means something else
+# in a fact. None may be written.
+_ALTERED_F = [
+    ("U: I play the cello.", "Plays the violin", "I play the cello"),
+    ("U: I play the cello.", "Is a violinist", "I play the cello"),
+    ("U: I have a cat.", "Has a dog", "I have a cat"),
+    ("U: I have a cat.", "Has a lion", "I have a cat"),
+    ("U: I have a dog.", "Has a puppy", "I have a dog"),
+    ("U: I drink coffee every morning.", "Drinks tea every morning", "I drink coffee every morning"),
+    ("U: I drink a glass of wine with dinner.", "Drinks beer with dinner", "I drink a glass of wine with dinner"),
+    ("U: I'm a doctor.", "Is a nurse", "I'm a doctor"),
+    ("U: I'm a nurse.", "Is a surgeon", "I'm a nurse"),
+    ("U: I'm a teacher.", "Is a student", "I'm a teacher"),
+    ("U: I like jazz.", "Loves jazz", "I like jazz"),
+    ("U: I like jazz.", "Adores jazz", "I like jazz"),
+    ("U: I love jazz.", "Hates jazz", "I love jazz"),
+    ("U: I bought a house.", "Sold a house", "I bought a house"),
+    ("U: I rent a flat.", "Owns a flat", "I rent a flat"),
+    ("U: I have a son.", "Has a daughter", "I have a son"),
+    ("U: I have a child.", "Has a son", "I have a child"),
+    ("U: I have a brother.", "Has a sister", "I have a brother"),
+    ("U: I have a partner.", "Has a wife", "I have a partner"),
+    ("U: I have a wife.", "Has a husband", "I have a wife"),
+    ("U: I play football on Mondays.", "Plays rugby on Mondays", "I play football on Mondays"),
+    ("U: I play an instrument.", "Plays the piano", "I play an instrument"),
+    ("U: I eat meat.", "Eats beef", "I eat meat"),
+    ("U: I'm a vegetarian.", "Is a vegan", "I'm a vegetarian"),
+    ("U: I go swimming.", "Goes running", "I go swimming"),
+    ("U: I walk to work.", "Runs to work", "I walk to work"),
+    ("U: I drive to work.", "Cycles to work", "I drive to work"),
+    ("U: I'm travelling to Berlin next week.", "Is moving to Berlin next week", "I'm travelling to Berlin next week"),
+    ("U: I'm staying in Berlin for a week.", "Lives in Berlin", "I'm staying in Berlin for a week"),
+    ("U: I study law.", "Teaches law", "I study law"),
+    ("U: I'm engaged.", "Is married", "I'm engaged"),
+    ("U: I live in a small town.", "Lives in a big city", "I live in a small town"),
+    ("U: I'm tall.", "Is short", "I'm tall"),
+    ("U: I love hot weather.", "Loves cold weather", "I love hot weather"),
+    ("U: I work the early shift.", "Works the late shift", "I work the early shift"),
+    ("U: I have a Mac.", "Has a raincoat", "I have a Mac"),
+    ("U: My cat is called Miso.", "Has a guy called Miso", "My cat is called Miso"),
+    ("U: I take the train to work.", "Takes the bus to work", "I take the train to work"),
+    ("U: I grow tomatoes.", "Grows potatoes", "I grow tomatoes"),
+    ("U: I'm learning Spanish.", "Speaks Spanish fluently", "I'm learning Spanish"),
+]
+
+
+def altered_f() -> list[Case]:
+    """The sixth batch: lookalikes a lexicon could let through; none may be written as stated."""
+    return [_c("altered", conv, fact, (1,), quote) for conv, fact, quote in _ALTERED_F]
