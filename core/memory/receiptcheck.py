@@ -262,8 +262,10 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
     why = clauses.crossed(f, ev_toks, table.opposites)
     if why:
         return why
+    # a fact of framing words alone ("Is tall", "Has a family") claims them: the quote must say one
+    claimed = [u for u in f.units if covered(u, ev) or not (u.stems and u.stems <= table.framing | light)]
     if not missing:
-        return "" if f.units or f.anchors or cjk else "the fact says nothing the quote could support"
+        return "" if claimed or f.anchors or cjk else "the fact says nothing the quote could support"
     if len(missing) == 1 and similarity is not None:
         score = similarity(fact, " ".join(t.raw for t in ev_toks))
         if score is not None and score >= SIMILAR:
@@ -289,8 +291,11 @@ def _light(f: Claims, ev: Claims, table: Table) -> str:
 
 def _negation(f: Claims, ev: Claims) -> str:
     """Why the fact and the quote disagree on "not", or ""."""
+    table = word_table()
     shared = f.groups & ev.groups  # a "not" inside a paraphrase both share ("can not stand") is none
-    neg = word_table().negative  # "avoids" says "not" unless the other side says "avoid" too
+    # nor one inside a narrower word of it: "can not stand" (hating) says "Dislikes"
+    shared |= {g for g in f.neg_groups | ev.neg_groups if table.broader.get(g, frozenset()) & shared}
+    neg = table.negative  # "avoids" says "not" unless the other side says "avoid" too
     f_not = bool(f.neg_groups - shared) or any(n & ev.stems for n in f.negations) or bool(neg & f.stems - ev.stems)
     ev_not = bool(ev.neg_groups - shared) or any(n & f.stems for n in ev.negations) or bool(neg & ev.stems - f.stems)
     if f_not != ev_not:
