@@ -427,3 +427,36 @@ _ALTERED_F = [
 def altered_f() -> list[Case]:
     """The sixth batch: lookalikes a lexicon could let through; none may be written as stated."""
     return [_c("altered", conv, fact, (1,), quote) for conv, fact, quote in _ALTERED_F]
+
+
+# A seventh batch (issue 27, after F): lookalikes the hand-made word groups let through, found
+# when F showed them. The first three were found before the audit of the groups; the rest while
+# the groups were audited for opposites, co-members of a kind and narrower words, so this batch
+# is no held-out figure: it says what the word list must never let through again.
+_ALTERED_G = [
+    ("U: I am short.", "Is tall", "I am short"),
+    ("U: I live in the country.", "Lives in the city", "I live in the country"),
+    ("U: I have a boyfriend.", "Has a girlfriend", "I have a boyfriend"),
+    ("U: I have a cat.", "Has a kitten", "I have a cat"),
+    ("U: I'm married.", "Has a wife", "I'm married"),
+    ("U: I drink coffee.", "Drinks espresso", "I drink coffee"),
+    ("U: I speak Spanish.", "Is fluent in Spanish", "I speak Spanish"),
+    ("U: I'm an engineer.", "Is a software engineer", "I'm an engineer"),
+    ("U: I'm a doctor.", "Is a GP", "I'm a doctor"),
+    ("U: I like cooking.", "Is a chef", "I like cooking"),
+    ("U: I cook every day.", "Works as a baker", "I cook every day"),
+    ("U: I like dogs.", "Wants a dog", "I like dogs"),
+    ("U: I have a computer.", "Has a laptop", "I have a computer"),
+    ("U: I live in a flat.", "Lives in a house", "I live in a flat"),
+    ("U: I commute by train.", "Drives to work", "I commute by train"),
+    ("U: I wake up at 10.", "Is an early riser", "I wake up at 10"),
+    ("U: I take the train daily.", "Exercises daily", "I take the train daily"),
+    ("U: I paid 500 for my bike.", "Earns 500", "I paid 500 for my bike"),
+    ("U: I sometimes drink coffee.", "Always drinks coffee", "I sometimes drink coffee"),
+    ("U: I like pizza.", "Is tall", "I like pizza"),
+]
+
+
+def altered_g() -> list[Case]:
+    """The seventh batch: lookalikes through the word groups; none may be written as stated."""
+    return [_c("altered", conv, fact, (1,), quote) for conv, fact, quote in _ALTERED_G]
