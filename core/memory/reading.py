@@ -63,6 +63,7 @@ class Table:
     light: frozenset[str] = frozenset()  # stems of verbs that say only that it is done ("Goes jogging")
     feeling: frozenset[int] = frozenset()  # the groups of liking and disliking
     dislike: frozenset[int] = frozenset()  # the groups of disliking
+    doers: frozenset[str] = frozenset()  # stems of words for one who does a thing ("musician", "runner")
 
 
 @functools.cache
@@ -78,6 +79,7 @@ def word_table() -> Table:
     narrower_lines: list[tuple[str, str]] = []
     negative: set[str] = set()
     light: set[str] = set()
+    doers: set[str] = set()
     group = 0
     for line in resources.text("corpus/paraphrases.txt").splitlines():
         line = line.strip()
@@ -99,6 +101,9 @@ def word_table() -> Table:
             continue
         if line.startswith("negative:"):
             negative.update(stem_of(w.casefold()) for w in line[9:].split())
+            continue
+        if line.startswith("doer:"):
+            doers.update(stem_of(w.casefold()) for w in line[5:].split())
             continue
         if line.startswith("light:"):
             light.update(stem_of(w.casefold()) for w in line[6:].split())
@@ -178,7 +183,7 @@ def word_table() -> Table:
     dislike = frozenset(g for g in feeling if ({g} | broader.get(g, set())) & dislikes)
     return Table(frozenset(stop), frozenset(framing), phrases, cjk, frozenset(words), implies, frozenset(places),
                  {g: frozenset(v) for g, v in opposites.items()}, {g: frozenset(v) for g, v in broader.items()},
-                 frozenset(negative), frozenset(light), feeling, dislike)
+                 frozenset(negative), frozenset(light), feeling, dislike, frozenset(doers))
 
 
 # --- normalising -----------------------------------------------------------------------

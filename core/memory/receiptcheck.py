@@ -275,15 +275,18 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
 
 def _light(f: Claims, ev: Claims, table: Table) -> str:
     """Why a fact's light verb ("Plays tennis") does not follow from a quote that says it likes or
-    hates the thing ("I hate tennis"), or "": the feeling is said, the doing is not. A hating
+    hates the thing ("I hate tennis"), or "": the feeling is said, the doing is not; so of a
+    doer the quote does not name ("Is a musician" from "I like music"). A hating
     is never left out ("I hate running" is no "Runs"), unless the fact says "not" its own way."""
     verbs = [u for u in f.units if u.stems and u.stems <= table.light and not covered(u, ev)]
     if f.groups & table.feeling:
         return ""  # a fact that says a feeling is read against the quote's by the opposites
     feeling = ev.groups & table.feeling
     said = next((x.shown for x in ev.units if x.groups & feeling), "")
-    if verbs and feeling:
-        return f"the quote says '{said}', the fact says '{verbs[0].shown}'"
+    # a doer ("Is a musician") is the doing, which a feeling for the thing ("I like music") does not say
+    doers = [u for u in f.units if u.stems and u.stems <= table.doers and not u.stems <= ev.stems]
+    if (verbs or doers) and feeling:
+        return f"the quote says '{said}', the fact says '{(verbs or doers)[0].shown}'"
     if feeling & table.dislike and not (f.negations or f.neg_groups or f.stems & table.negative):
         return f"the quote says '{said}', the fact does not"
     return ""

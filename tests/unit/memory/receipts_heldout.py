@@ -454,6 +454,9 @@ _ALTERED_G = [
     ("U: I paid 500 for my bike.", "Earns 500", "I paid 500 for my bike"),
     ("U: I sometimes drink coffee.", "Always drinks coffee", "I sometimes drink coffee"),
     ("U: I like pizza.", "Is tall", "I like pizza"),
+    ("U: I like music.", "Is a musician", "I like music"),
+    ("U: I'm allergic to bees.", "Is a beekeeper", "I'm allergic to bees"),
+    ("U: I work from home.", "Works in an office", "I work from home"),
 ]
 
 

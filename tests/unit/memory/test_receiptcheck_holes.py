@@ -409,3 +409,16 @@ def test_no_word_is_both_narrower_than_a_word_and_its_opposite() -> None:
     table = word_table()
     assert table.broader  # the "narrower:" lines are read
     assert all(not up & table.opposites.get(g, frozenset()) for g, up in table.broader.items())
+
+
+@pytest.mark.parametrize(("fact", "quote", "kind"), [
+    # a doer is the doing: a feeling for the thing does not say it, the doing does
+    ("Is a musician", "I like music", "held"),
+    ("Is a cellist", "I love the cello", "held"),
+    ("Is a runner", "I hate running", "held"),
+    ("Is a musician", "I play music", "stated"),
+    ("Is a cellist", "I play the cello", "stated"),
+    ("Teacher", "I love my job as a teacher", "stated"),
+])
+def test_a_doer_needs_the_doing_not_a_feeling_for_the_thing(fact: str, quote: str, kind: str) -> None:
+    assert _check(fact, quote, quote).kind == kind
