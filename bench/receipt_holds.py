@@ -2,7 +2,7 @@
 
 Runs `core/memory/receiptcheck.check` over the held-out set (tests/unit/memory/receipts_heldout.py,
 50 + 30 facts the user said, reworded, and batch C: 40 said and 30 invented, in messages of
-more than one clause) and over the tuned corpus (tests/unit/memory/receipts_corpus.py)
+more than one clause; D and E; F, lookalikes a lexicon could let through; G, lookalikes through the word groups) and over the tuned corpus (tests/unit/memory/receipts_corpus.py)
 and prints how many facts the user said were held, and how many invented ones were written.
 
     .venv/bin/python bench/receipt_holds.py [--list]
@@ -23,6 +23,8 @@ from tests.unit.memory.receipts_corpus import Case, invented, said
 from tests.unit.memory.receipts_heldout import (
     altered_d,
     altered_e,
+    altered_f,
+    altered_g,
     heldout,
     heldout_b,
     heldout_c,
@@ -54,7 +56,8 @@ def main() -> None:
             for fact, why in held:
                 print(f"    {fact!r}: {why}")
     for name, cases in (("held-out C, invented", invented_c()), ("held-out D, altered", altered_d()),
-                        ("held-out E, altered", altered_e()),
+                        ("held-out E, altered", altered_e()), ("held-out F, lookalikes for a lexicon", altered_f()),
+                        ("G, lookalikes through the word groups", altered_g()),
                         ("corpus, invented", invented())):
         wrote = [c for c in cases if _run(c)[0] == "stated"]
         print(f"{name}: {len(wrote)} of {len(cases)} written as stated")

@@ -56,10 +56,14 @@ class Table:
     implies: list[tuple[frozenset[str], str]]  # (stems or Chinese words, the stem whose groups they imply)
     places: frozenset[int]  # groups of place names: anchors, like any name
     opposites: dict[int, frozenset[int]]  # a group -> the groups that say its opposite
+    #: a group -> the groups its words also say, one way ("narrower:" lines: a puppy is a dog,
+    #: loving is liking; a dog need not be a puppy, liking is not loving)
+    broader: dict[int, frozenset[int]]
     negative: frozenset[str]  # stems of words that say "not" without one ("avoids", "intolerant")
     light: frozenset[str] = frozenset()  # stems of verbs that say only that it is done ("Goes jogging")
     feeling: frozenset[int] = frozenset()  # the groups of liking and disliking
     dislike: frozenset[int] = frozenset()  # the groups of disliking
+    doers: frozenset[str] = frozenset()  # stems of words for one who does a thing ("musician", "runner")
 
 
 @functools.cache
@@ -72,8 +76,10 @@ def word_table() -> Table:
     implies: list[tuple[frozenset[str], str]] = []
     places: set[int] = set()
     opposite_lines: list[tuple[str, str]] = []
+    narrower_lines: list[tuple[str, str]] = []
     negative: set[str] = set()
     light: set[str] = set()
+    doers: set[str] = set()
     group = 0
     for line in resources.text("corpus/paraphrases.txt").splitlines():
         line = line.strip()
@@ -96,12 +102,19 @@ def word_table() -> Table:
         if line.startswith("negative:"):
             negative.update(stem_of(w.casefold()) for w in line[9:].split())
             continue
+        if line.startswith("doer:"):
+            doers.update(stem_of(w.casefold()) for w in line[5:].split())
+            continue
         if line.startswith("light:"):
             light.update(stem_of(w.casefold()) for w in line[6:].split())
             continue
         if line.startswith("opposite:"):
             left, _, right = line[9:].partition("|")
             opposite_lines.append((left.strip().casefold(), right.strip().casefold()))
+            continue
+        if line.startswith("narrower:"):
+            left, _, right = line[9:].partition("|")
+            narrower_lines.append((left.strip().casefold(), right.strip().casefold()))
             continue
         if line.startswith("implies:"):
             left, _, right = line[8:].partition("=>")
@@ -127,22 +140,50 @@ def word_table() -> Table:
     cjk.sort(key=lambda p: -len(p[0]))
 
     def groups_of(entry: str) -> set[int]:
+        if CJK_RE.search(entry):
+            return {g for e, g in cjk if e == entry}
         stems = tuple(stem_of(w) for w in TOKEN_RE.findall(entry))
         return {g for p, g in phrases.get(stems[0], ()) if p == stems} if stems else set()
 
-    opposites: dict[int, set[int]] = {}
-    for left, right in opposite_lines:
+    def named(kind: str, left: str, right: str) -> tuple[set[int], set[int]]:
         a, b = groups_of(left), groups_of(right)
         if not a or not b:
-            raise ValueError(f"paraphrases.txt: 'opposite: {left} | {right}' names no group")
+            raise ValueError(f"paraphrases.txt: '{kind}: {left} | {right}' names no group")
+        return a, b
+
+    broader: dict[int, set[int]] = {}
+    for left, right in narrower_lines:
+        a, b = named("narrower", left, right)
+        for g in a:
+            broader.setdefault(g, set()).update(b)
+    changed = True
+    while changed:  # a kitten is a cat is an animal: the relation is read to its end
+        changed = False
+        for g, up in broader.items():
+            more = set().union(*(broader.get(x, set()) for x in up)) - up - {g}
+            if more:
+                up |= more
+                changed = True
+    below: dict[int, set[int]] = {}
+    for g, up in broader.items():
+        for x in up:
+            below.setdefault(x, set()).add(g)
+    opposites: dict[int, set[int]] = {}
+    for left, right in opposite_lines:
+        a, b = named("opposite", left, right)
+        # what is opposite a word is opposite every narrower word of it: "loves" | "hates" as "likes" | "dislikes"
+        a = a.union(*(below.get(g, set()) for g in a))
+        b = b.union(*(below.get(g, set()) for g in b))
         for g in a:
             opposites.setdefault(g, set()).update(b)
         for g in b:
             opposites.setdefault(g, set()).update(a)
-    feeling = frozenset(groups_of("like") | groups_of("dislike"))
+    likes, dislikes = groups_of("like"), groups_of("dislike")
+    feeling = frozenset(g for g in range(1, group + 1) if ({g} | broader.get(g, set())) & (likes | dislikes))
+    dislike = frozenset(g for g in feeling if ({g} | broader.get(g, set())) & dislikes)
     return Table(frozenset(stop), frozenset(framing), phrases, cjk, frozenset(words), implies, frozenset(places),
-                 {g: frozenset(v) for g, v in opposites.items()}, frozenset(negative), frozenset(light), feeling,
-                 frozenset(groups_of("dislike")))
+                 {g: frozenset(v) for g, v in opposites.items()}, {g: frozenset(v) for g, v in broader.items()},
+                 frozenset(negative), frozenset(light), feeling, dislike, frozenset(doers))
 
 
 # --- normalising -----------------------------------------------------------------------
@@ -381,6 +422,7 @@ def claims_of(toks: Sequence[Tok]) -> Claims:
     for left, right in table.implies:
         if any(w in stems or (CJK_RE.search(w) and w in cjk_text) for w in left):
             groups.update(g for p, g in table.phrases.get(right, ()) if p == (right,))
+    groups.update(*(table.broader.get(g, ()) for g in list(groups)))  # "puppy" says "dog" too
     plain = "".join(" " if k in framed else c for k, c in enumerate(cjk_text))
     return Claims(anchors, units, stems, frozenset(groups), frozenset(_bigrams(plain)), tuple(negations),
                   frozenset(neg_groups))

@@ -262,8 +262,10 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
     why = clauses.crossed(f, ev_toks, table.opposites)
     if why:
         return why
+    # a fact of framing words alone ("Is tall", "Has a family") claims them: the quote must say one
+    claimed = [u for u in f.units if covered(u, ev) or not (u.stems and u.stems <= table.framing | light)]
     if not missing:
-        return "" if f.units or f.anchors or cjk else "the fact says nothing the quote could support"
+        return "" if claimed or f.anchors or cjk else "the fact says nothing the quote could support"
     if len(missing) == 1 and similarity is not None:
         score = similarity(fact, " ".join(t.raw for t in ev_toks))
         if score is not None and score >= SIMILAR:
@@ -273,15 +275,18 @@ def follows(fact: str, evidence: str | Sequence[Tok], *, context: Sequence[Tok] 
 
 def _light(f: Claims, ev: Claims, table: Table) -> str:
     """Why a fact's light verb ("Plays tennis") does not follow from a quote that says it likes or
-    hates the thing ("I hate tennis"), or "": the feeling is said, the doing is not. A hating
+    hates the thing ("I hate tennis"), or "": the feeling is said, the doing is not; so of a
+    doer the quote does not name ("Is a musician" from "I like music"). A hating
     is never left out ("I hate running" is no "Runs"), unless the fact says "not" its own way."""
     verbs = [u for u in f.units if u.stems and u.stems <= table.light and not covered(u, ev)]
     if f.groups & table.feeling:
         return ""  # a fact that says a feeling is read against the quote's by the opposites
     feeling = ev.groups & table.feeling
     said = next((x.shown for x in ev.units if x.groups & feeling), "")
-    if verbs and feeling:
-        return f"the quote says '{said}', the fact says '{verbs[0].shown}'"
+    # a doer ("Is a musician") is the doing, which a feeling for the thing ("I like music") does not say
+    doers = [u for u in f.units if u.stems and u.stems <= table.doers and not u.stems <= ev.stems]
+    if (verbs or doers) and feeling:
+        return f"the quote says '{said}', the fact says '{(verbs or doers)[0].shown}'"
     if feeling & table.dislike and not (f.negations or f.neg_groups or f.stems & table.negative):
         return f"the quote says '{said}', the fact does not"
     return ""
@@ -289,8 +294,11 @@ def _light(f: Claims, ev: Claims, table: Table) -> str:
 
 def _negation(f: Claims, ev: Claims) -> str:
     """Why the fact and the quote disagree on "not", or ""."""
+    table = word_table()
     shared = f.groups & ev.groups  # a "not" inside a paraphrase both share ("can not stand") is none
-    neg = word_table().negative  # "avoids" says "not" unless the other side says "avoid" too
+    # nor one inside a narrower word of it: "can not stand" (hating) says "Dislikes"
+    shared |= {g for g in f.neg_groups | ev.neg_groups if table.broader.get(g, frozenset()) & shared}
+    neg = table.negative  # "avoids" says "not" unless the other side says "avoid" too
     f_not = bool(f.neg_groups - shared) or any(n & ev.stems for n in f.negations) or bool(neg & f.stems - ev.stems)
     ev_not = bool(ev.neg_groups - shared) or any(n & f.stems for n in ev.negations) or bool(neg & ev.stems - f.stems)
     if f_not != ev_not:

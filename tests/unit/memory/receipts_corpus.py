@@ -127,7 +127,7 @@ _SAID = [
     ("paraphrase", "U: My boss Priya wants the report by Friday.", "Manager is Priya", (1,), "My boss Priya"),
     ("paraphrase", "U: I have two kids, both in primary school", "Has 2 children in primary school", (1,),
      "I have two kids, both in primary school"),
-    ("paraphrase", "U: I'm married to Jonas.", "Husband: Jonas", (1,), "I'm married to Jonas"),
+    ("paraphrase", "U: I'm married to Jonas.", "Spouse: Jonas", (1,), "I'm married to Jonas"),
     ("paraphrase", "U: I go to bed around 11 pm.", "Bedtime: 11 pm", (1,), "I go to bed around 11 pm"),
     ("paraphrase", "U: I'm a nurse on night shifts.", "Works night shifts as a nurse", (1,),
      "I'm a nurse on night shifts"),

@@ -373,3 +373,93 @@ def heldout_e() -> list[Case]:
 def altered_e() -> list[Case]:
     """The fifth batch's lookalikes: none may be written as stated."""
     return [_c("altered", conv, fact, (1,), quote) for conv, fact, quote in _ALTERED_E]
+
+
+# A sixth batch, written before WordNet was let into the check (core/memory/lexicon.py) and run
+# once on it: facts a lexicon could wrongly let through. Another kind of the same thing
+# (co-hyponyms), an opposite, the more specific word where the quote says the general one, a
+# rare sense of a word, a verb WordNet puts in one synset with another that means something else
+# in a fact. None may be written.
+_ALTERED_F = [
+    ("U: I play the cello.", "Plays the violin", "I play the cello"),
+    ("U: I play the cello.", "Is a violinist", "I play the cello"),
+    ("U: I have a cat.", "Has a dog", "I have a cat"),
+    ("U: I have a cat.", "Has a lion", "I have a cat"),
+    ("U: I have a dog.", "Has a puppy", "I have a dog"),
+    ("U: I drink coffee every morning.", "Drinks tea every morning", "I drink coffee every morning"),
+    ("U: I drink a glass of wine with dinner.", "Drinks beer with dinner", "I drink a glass of wine with dinner"),
+    ("U: I'm a doctor.", "Is a nurse", "I'm a doctor"),
+    ("U: I'm a nurse.", "Is a surgeon", "I'm a nurse"),
+    ("U: I'm a teacher.", "Is a student", "I'm a teacher"),
+    ("U: I like jazz.", "Loves jazz", "I like jazz"),
+    ("U: I like jazz.", "Adores jazz", "I like jazz"),
+    ("U: I love jazz.", "Hates jazz", "I love jazz"),
+    ("U: I bought a house.", "Sold a house", "I bought a house"),
+    ("U: I rent a flat.", "Owns a flat", "I rent a flat"),
+    ("U: I have a son.", "Has a daughter", "I have a son"),
+    ("U: I have a child.", "Has a son", "I have a child"),
+    ("U: I have a brother.", "Has a sister", "I have a brother"),
+    ("U: I have a partner.", "Has a wife", "I have a partner"),
+    ("U: I have a wife.", "Has a husband", "I have a wife"),
+    ("U: I play football on Mondays.", "Plays rugby on Mondays", "I play football on Mondays"),
+    ("U: I play an instrument.", "Plays the piano", "I play an instrument"),
+    ("U: I eat meat.", "Eats beef", "I eat meat"),
+    ("U: I'm a vegetarian.", "Is a vegan", "I'm a vegetarian"),
+    ("U: I go swimming.", "Goes running", "I go swimming"),
+    ("U: I walk to work.", "Runs to work", "I walk to work"),
+    ("U: I drive to work.", "Cycles to work", "I drive to work"),
+    ("U: I'm travelling to Berlin next week.", "Is moving to Berlin next week", "I'm travelling to Berlin next week"),
+    ("U: I'm staying in Berlin for a week.", "Lives in Berlin", "I'm staying in Berlin for a week"),
+    ("U: I study law.", "Teaches law", "I study law"),
+    ("U: I'm engaged.", "Is married", "I'm engaged"),
+    ("U: I live in a small town.", "Lives in a big city", "I live in a small town"),
+    ("U: I'm tall.", "Is short", "I'm tall"),
+    ("U: I love hot weather.", "Loves cold weather", "I love hot weather"),
+    ("U: I work the early shift.", "Works the late shift", "I work the early shift"),
+    ("U: I have a Mac.", "Has a raincoat", "I have a Mac"),
+    ("U: My cat is called Miso.", "Has a guy called Miso", "My cat is called Miso"),
+    ("U: I take the train to work.", "Takes the bus to work", "I take the train to work"),
+    ("U: I grow tomatoes.", "Grows potatoes", "I grow tomatoes"),
+    ("U: I'm learning Spanish.", "Speaks Spanish fluently", "I'm learning Spanish"),
+]
+
+
+def altered_f() -> list[Case]:
+    """The sixth batch: lookalikes a lexicon could let through; none may be written as stated."""
+    return [_c("altered", conv, fact, (1,), quote) for conv, fact, quote in _ALTERED_F]
+
+
+# A seventh batch (issue 27, after F): lookalikes the hand-made word groups let through, found
+# when F showed them. The first three were found before the audit of the groups; the rest while
+# the groups were audited for opposites, co-members of a kind and narrower words, so this batch
+# is no held-out figure: it says what the word list must never let through again.
+_ALTERED_G = [
+    ("U: I am short.", "Is tall", "I am short"),
+    ("U: I live in the country.", "Lives in the city", "I live in the country"),
+    ("U: I have a boyfriend.", "Has a girlfriend", "I have a boyfriend"),
+    ("U: I have a cat.", "Has a kitten", "I have a cat"),
+    ("U: I'm married.", "Has a wife", "I'm married"),
+    ("U: I drink coffee.", "Drinks espresso", "I drink coffee"),
+    ("U: I speak Spanish.", "Is fluent in Spanish", "I speak Spanish"),
+    ("U: I'm an engineer.", "Is a software engineer", "I'm an engineer"),
+    ("U: I'm a doctor.", "Is a GP", "I'm a doctor"),
+    ("U: I like cooking.", "Is a chef", "I like cooking"),
+    ("U: I cook every day.", "Works as a baker", "I cook every day"),
+    ("U: I like dogs.", "Wants a dog", "I like dogs"),
+    ("U: I have a computer.", "Has a laptop", "I have a computer"),
+    ("U: I live in a flat.", "Lives in a house", "I live in a flat"),
+    ("U: I commute by train.", "Drives to work", "I commute by train"),
+    ("U: I wake up at 10.", "Is an early riser", "I wake up at 10"),
+    ("U: I take the train daily.", "Exercises daily", "I take the train daily"),
+    ("U: I paid 500 for my bike.", "Earns 500", "I paid 500 for my bike"),
+    ("U: I sometimes drink coffee.", "Always drinks coffee", "I sometimes drink coffee"),
+    ("U: I like pizza.", "Is tall", "I like pizza"),
+    ("U: I like music.", "Is a musician", "I like music"),
+    ("U: I'm allergic to bees.", "Is a beekeeper", "I'm allergic to bees"),
+    ("U: I work from home.", "Works in an office", "I work from home"),
+]
+
+
+def altered_g() -> list[Case]:
+    """The seventh batch: lookalikes through the word groups; none may be written as stated."""
+    return [_c("altered", conv, fact, (1,), quote) for conv, fact, quote in _ALTERED_G]

@@ -156,7 +156,7 @@ CASES: list[Case] = [
 ## 偏好
 - [F6] 喜欢绿茶
 - [F7] 对花生过敏
-""", expect={**{f"F{i}": "reworded" for i in range(1, 8)}, "F1": "kept", "F3": "kept"}),
+""", expect={**{f"F{i}": "reworded" for i in range(1, 8)}, "F1": "kept"}),  # F3: 在 is "at", no "lives"
     Case("French memory back to English, ids kept", """\
 ## Identity
 - [F1] Is called Ada Moreau

@@ -349,3 +349,76 @@ def test_a_quote_that_says_it_is_so_now_may_move_the_old_wording_into_the_presen
 ])
 def test_naming_the_party_says_the_user_has_it_only_when_it_is_the_users(fact: str, said: str, kind: str) -> None:
     assert _check(fact, said, said).kind == kind
+
+
+# --- a word group holds synonyms only: a narrower or stronger word, a co-member, an opposite is held ---
+
+def _lookalikes():  # type: ignore[no-untyped-def]
+    from tests.unit.memory.receipts_heldout import altered_f, altered_g
+    return altered_f() + altered_g()
+
+
+@pytest.mark.parametrize("case", _lookalikes(), ids=[f"{c.fact} <- {c.receipt[1]}" for c in _lookalikes() if c.receipt])
+def test_no_lookalike_of_batches_f_and_g_is_written(case) -> None:  # type: ignore[no-untyped-def]
+    from memtray.core.memory.receipts import read_receipt
+    assert case.receipt is not None
+    got = check(case.fact, read_receipt({"messages": list(case.receipt[0]), "quote": case.receipt[1]}), case.messages)
+    assert got.kind == "held" and got.reason, got
+
+
+@pytest.mark.parametrize(("fact", "quote", "said"), [
+    # an opposite is held as one, with the word the quote says
+    ("Works the late shift", "I work the early shift", "early"),
+    ("Is tall", "I am short", "short"),
+    ("Lives in the city", "I live in the country", "country"),
+    ("Always drinks coffee", "I sometimes drink coffee", "sometimes"),
+    # what is opposite a word is opposite every narrower word of it
+    ("Loves jazz", "I hate jazz", "hate"),
+    ("Hates jazz", "I love jazz", "love"),
+    ("Has a puppy", "I have a cat", "cat"),
+])
+def test_an_opposite_and_its_narrower_words_are_held_as_opposites(fact: str, quote: str, said: str) -> None:
+    got = _check(fact, quote, quote, similarity=0.97)
+    assert got.kind == "held" and f"the quote says '{said}'" in got.reason, got
+
+
+@pytest.mark.parametrize(("fact", "quote"), [
+    # a fact may say less than its quote: the general word, the weaker stance
+    ("Has a dog", "I have a puppy"),
+    ("Likes jazz", "I love jazz"),
+    ("Enjoys jazz", "I adore jazz"),
+    ("Dislikes jazz", "I hate jazz"),
+    ("Dislikes cilantro", "I can't stand cilantro"),
+    ("Is married", "I have a wife"),
+    ("Has a partner", "I have a boyfriend"),
+    ("Has a sister", "我有一个妹妹"),
+    ("Speaks French", "I'm fluent in French"),
+    ("Lives in Berlin", "I moved to Berlin"),
+    ("Commutes by car", "I drive to work"),
+    ("Drinks coffee", "I drink espresso"),
+    ("Is tall", "I'm tall"),
+    ("Is 180 cm tall", "I'm 180 cm"),
+])
+def test_a_fact_that_says_less_than_its_quote_is_written(fact: str, quote: str) -> None:
+    got = _check(fact, quote, quote)
+    assert got.kind == "stated", got
+
+
+def test_no_word_is_both_narrower_than_a_word_and_its_opposite() -> None:
+    from memtray.core.memory.reading import word_table
+    table = word_table()
+    assert table.broader  # the "narrower:" lines are read
+    assert all(not up & table.opposites.get(g, frozenset()) for g, up in table.broader.items())
+
+
+@pytest.mark.parametrize(("fact", "quote", "kind"), [
+    # a doer is the doing: a feeling for the thing does not say it, the doing does
+    ("Is a musician", "I like music", "held"),
+    ("Is a cellist", "I love the cello", "held"),
+    ("Is a runner", "I hate running", "held"),
+    ("Is a musician", "I play music", "stated"),
+    ("Is a cellist", "I play the cello", "stated"),
+    ("Teacher", "I love my job as a teacher", "stated"),
+])
+def test_a_doer_needs_the_doing_not_a_feeling_for_the_thing(fact: str, quote: str, kind: str) -> None:
+    assert _check(fact, quote, quote).kind == kind
