@@ -359,7 +359,7 @@ class ChatPane(QWidget):
                     other.mark(False)
             view.mark()
             self.view.reveal(view)
-            QTimer.singleShot(MARK_MS, lambda: _unmark(view))
+            QTimer.singleShot(MARK_MS, view, lambda: _unmark(view))
             return
         earlier = bool(self._held) or (not self._at_start and not self.view.more.isHidden())
         oldest = min((v.seq for v in self.view.messages() if v.seq is not None), default=None)

@@ -338,7 +338,7 @@ class ChatView(QScrollArea):
             self.col.insertWidget(index, w)
         if widgets:
             self.empty.hide()
-        QTimer.singleShot(0, lambda: bar.setValue(bar.maximum() - from_bottom))
+        QTimer.singleShot(0, bar, lambda: bar.setValue(bar.maximum() - from_bottom))
 
     def clear(self) -> None:
         keep = {self.more, self.empty}
@@ -368,7 +368,7 @@ class ChatView(QScrollArea):
             self._stick = False
             self.ensureWidgetVisible(w, 0, 60)
 
-        QTimer.singleShot(0, go)
+        QTimer.singleShot(0, w, go)
 
     def scroll_to_end(self) -> None:
         self._stick = True

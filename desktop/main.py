@@ -175,9 +175,9 @@ class Desktop(QObject):
             # the scheduler (and apscheduler's import) is not on the path to the tray
             # or window, and runs on the worker, not the GUI thread
             QTimer.singleShot(0, self.start_delivery)
-        # polish and lay the popup out while idle, so the first hotkey press shows it as fast
-        # as the later ones (it is built hidden; the first show otherwise does this work)
-        QTimer.singleShot(300, self._prepare_popup)
+        # polish the hidden popup while idle: the first hotkey press shows it as fast as later ones
+        if self.popup is not None:  # the popup as the timer's context: not after it is deleted
+            QTimer.singleShot(300, self.popup, self._prepare_popup)
         # the model client only where the user is about to type: a window on screen (the popup
         # or a window opened from the tray warm it then: _warm_up's doc)
         if self.tray is None or self.window is not None:

@@ -378,7 +378,7 @@ class MainWindow(QMainWindow):
         b.invoked.connect(self.banner_invoked)
         self.banners.addWidget(b)
         if kind not in ("failure", "notice"):  # those stay until closed
-            QTimer.singleShot(30_000, b.deleteLater)
+            QTimer.singleShot(30_000, b, b.deleteLater)
         return b
 
     def _banner_action(self, target: str) -> None:
