@@ -52,12 +52,14 @@ def test_settings_shows_what_was_spent_and_run_now_lifts_the_pause(qtbot: Any, b
 def test_the_tray_tooltip_follows_the_log(qtbot: Any, budget_desktop: Any) -> None:
     app = budget_desktop.app
     icon = QSystemTrayIcon()
-    TrayUsage(budget_desktop.bridge, app, icon)
+    # held for the whole test, as the desktop holds its own: the follower and the view refer to
+    # each other and to nothing else, so an unheld pair lives only until the next cyclic GC
+    usage = TrayUsage(budget_desktop.bridge, app, icon)
     qtbot.waitUntil(lambda: icon.toolTip().startswith("memtray\nToday 0 tokens"), timeout=10000)
     app.write(lambda: app.store.append(UsageRecorded(kind="embedding", model="openai/test-embedding",
                                                      usage={"prompt_tokens": 2000, "total_tokens": 2000})))
     qtbot.waitUntil(lambda: "Memory upkeep paused today" in icon.toolTip(), timeout=10000)
-    assert "Today 2,000 tokens" in icon.toolTip()
+    assert "Today 2,000 tokens" in icon.toolTip() and usage.icon is icon
 
 
 def test_the_daily_limit_is_a_setting_that_holds_at_once(qtbot: Any, budget_desktop: Any) -> None:
