@@ -121,16 +121,24 @@ class Notifier(QObject):
     # --- GUI thread -----------------------------------------------------------------
 
     def _show(self, title: str, body: str, kind: str, target: str, actions: Actions) -> None:
-        if self._closed:  # posted from a worker as the app quit: its queued signal arrives after close()
-            log.warning("notification after shutdown (not shown): %s: %s", title, body)
-            self.history.append(Sent(title, body, kind, target, "log"))
+        if self._after_close(title, body, kind, target):
             return
         if self.use_dbus and self._bus_state != "absent":
             self._pool.submit(self._send_dbus, title, body, kind, target, actions)
             return
         self._fallback(title, body, kind, target, actions)
 
+    def _after_close(self, title: str, body: str, kind: str, target: str) -> bool:
+        """Log, not show, what arrives after close(): a worker's post or the D-Bus thread's
+        failure, queued as the app quit, comes after the windows a banner would use are gone."""
+        if self._closed:
+            log.warning("notification after shutdown (not shown): %s: %s", title, body)
+            self.history.append(Sent(title, body, kind, target, "log"))
+        return self._closed
+
     def _fallback(self, title: str, body: str, kind: str, target: str, actions: Actions | None = None) -> None:
+        if self._after_close(title, body, kind, target):
+            return
         channel = self._fallback_channel()
         if actions is None:
             actions = self._extra_actions(kind, target)

@@ -164,3 +164,18 @@ def test_a_notification_arriving_after_close_is_logged_not_raised(qtbot: Any) ->
     n.notify("Memory updated", "1 fact added", kind="memory", target="memory:abc123")
     qtbot.waitUntil(lambda: bool(n.history), timeout=10000)
     assert n.history[-1].channel == "log" and n.history[-1].title == "Memory updated"
+
+
+def test_a_dbus_failure_arriving_after_close_shows_no_banner(qtbot: Any) -> None:
+    """The D-Bus thread's failure is queued to the GUI thread; when it lands after close() the
+    windows a banner would use are gone (ci45: 'Target signal has been deleted'): logged instead."""
+    shown: list[str] = []
+    n = Notifier(banner=lambda title, *_rest: shown.append(title), use_dbus=True)
+    sender = threading.Thread(target=lambda: n._dbus_failed.emit("Memory updated", "1 fact added", "memory",
+                                                                  "memory:abc123", []))
+    sender.start()
+    sender.join()
+    n.close()
+    qtbot.waitUntil(lambda: bool(n.history), timeout=10000)
+    assert n.history[-1].channel == "log" and n.history[-1].title == "Memory updated"
+    assert shown == []
